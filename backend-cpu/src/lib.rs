@@ -1,0 +1,2 @@
+//! Batched CPU executor for bat's batching IRs (issue: batching IRs). Not
+//! implemented yet.

@@ -1,0 +1,2 @@
+//! CUDA backend for bat's batching IRs (issue: CUDA backend). Not
+//! implemented yet.
