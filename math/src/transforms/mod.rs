@@ -1,0 +1,1 @@
+//! Stan's constraint transforms.
