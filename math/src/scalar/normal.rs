@@ -88,12 +88,14 @@ pub fn log_Phi_d(x: f64) -> f64 {
     (-0.5 * x * x - HALF_LOG_TWO_PI - log_Phi(x)).exp()
 }
 
-/// Φ(x) - p computed without cancellation when p is close to 1.
+/// Φ(x) - p with Φ from `erfc` on the side where it keeps relative
+/// accuracy (Stan's `Phi` is only absolutely accurate on (-5, 0)), so the
+/// refined quantile is accurate in both tails.
 fn phi_minus(x: f64, p: f64) -> f64 {
     if x > 0.0 {
-        (1.0 - p) - Phi(-x)
+        (1.0 - p) - 0.5 * erfc(FRAC_1_SQRT_2 * x)
     } else {
-        Phi(x) - p
+        0.5 * erfc(-FRAC_1_SQRT_2 * x) - p
     }
 }
 
