@@ -1,13 +1,46 @@
 //! `sum_to_zero_matrix[N, M]`: every row and every column sums to zero. The
-//! (N-1)×(M-1) free matrix (column-major) is mapped by the vector
-//! sum-to-zero transform along columns and then along rows; the map is a
-//! linear isometry, so there is no Jacobian term.
+//! (N-1)×(M-1) free matrix (column-major) is mapped by a one-dimensional
+//! zero-sum isometry along columns and then along rows (Stan's double loop
+//! computes exactly this tensor product); the map is linear, so there is no
+//! Jacobian term.
+//!
+//! Stan's matrix version does *not* use the vector transform's basis along
+//! each axis: its basis vector for free index j is `(-1,…,-1, j+1, 0,…,0, -1)`
+//! (scaled), which is the vector basis negated with the last coordinate
+//! rotated to the front: `axis(x)[k] = -sum_to_zero_constrain(x)[(k+1) mod K]`.
 
 use super::linalg::at;
 use super::sum_to_zero::{sum_to_zero_constrain, sum_to_zero_free_unchecked, sum_to_zero_vjp};
 use super::{
     CONSTRAINT_TOLERANCE, Constrained, ConstraintError, Transform, check_finite, check_len,
 };
+
+/// The one-dimensional map Stan's matrix transform applies along each axis.
+fn axis_constrain(x: &[f64]) -> Vec<f64> {
+    let u = sum_to_zero_constrain(x);
+    let k = u.len();
+    (0..k).map(|i| -u[(i + 1) % k]).collect()
+}
+
+/// Adjoint of [`axis_constrain`].
+fn axis_vjp(out_bar: &[f64]) -> Vec<f64> {
+    let k = out_bar.len();
+    let mut u_bar = vec![0.0; k];
+    for (i, ob) in out_bar.iter().enumerate() {
+        u_bar[(i + 1) % k] = -ob;
+    }
+    sum_to_zero_vjp(&u_bar)
+}
+
+/// Inverse of [`axis_constrain`] on zero-sum input.
+fn axis_free(z: &[f64]) -> Vec<f64> {
+    let k = z.len();
+    let mut u = vec![0.0; k];
+    for (i, zi) in z.iter().enumerate() {
+        u[(i + 1) % k] = -zi;
+    }
+    sum_to_zero_free_unchecked(&u)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SumToZeroMatrix {
@@ -78,8 +111,8 @@ impl Transform for SumToZeroMatrix {
             };
         }
         let (fr, fc) = (self.free_rows(), self.free_cols());
-        let by_columns = map_columns(x, fr, fc, self.rows, sum_to_zero_constrain);
-        let value = map_rows(&by_columns, self.rows, fc, self.cols, sum_to_zero_constrain);
+        let by_columns = map_columns(x, fr, fc, self.rows, axis_constrain);
+        let value = map_rows(&by_columns, self.rows, fc, self.cols, axis_constrain);
         Constrained {
             value,
             log_jacobian: 0.0,
@@ -111,21 +144,51 @@ impl Transform for SumToZeroMatrix {
             return Ok(Vec::new());
         }
         let (fr, fc) = (self.free_rows(), self.free_cols());
-        let by_rows = map_rows(y, rows, cols, fc, sum_to_zero_free_unchecked);
-        Ok(map_columns(
-            &by_rows,
-            rows,
-            fc,
-            fr,
-            sum_to_zero_free_unchecked,
-        ))
+        let by_rows = map_rows(y, rows, cols, fc, axis_free);
+        Ok(map_columns(&by_rows, rows, fc, fr, axis_free))
     }
     fn constrain_vjp(&self, _x: &[f64], y_bar: &[f64], _logj_bar: f64) -> Vec<f64> {
         if self.rows == 0 || self.cols == 0 {
             return vec![0.0; self.unconstrained_len()];
         }
         let (fr, fc) = (self.free_rows(), self.free_cols());
-        let rows_bar = map_rows(y_bar, self.rows, self.cols, fc, sum_to_zero_vjp);
-        map_columns(&rows_bar, self.rows, fc, fr, sum_to_zero_vjp)
+        let rows_bar = map_rows(y_bar, self.rows, self.cols, fc, axis_vjp);
+        map_columns(&rows_bar, self.rows, fc, fr, axis_vjp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_round_trip() {
+        for x in [
+            vec![0.0, 0.0, -1.9],
+            vec![0.3],
+            vec![0.5, -0.2],
+            vec![-0.7, -0.4, -0.1],
+        ] {
+            let z = axis_constrain(&x);
+            let back = axis_free(&z);
+            let v = sum_to_zero_constrain(&x);
+            let vb = sum_to_zero_free_unchecked(&v);
+            assert!(
+                back.iter().zip(&x).all(|(a, b)| (a - b).abs() < 1e-12),
+                "{x:?} -> {z:?} -> {back:?}; vector {v:?} -> {vb:?}"
+            );
+        }
+        for (rows, cols) in [(4, 2), (2, 4), (2, 2), (3, 3)] {
+            let t = SumToZeroMatrix { rows, cols };
+            let x: Vec<f64> = (0..t.unconstrained_len())
+                .map(|i| 0.3 * i as f64 - 0.7)
+                .collect();
+            let y = t.constrain(&x).value;
+            let back = t.unconstrain(&y).unwrap();
+            assert!(
+                back.iter().zip(&x).all(|(a, b)| (a - b).abs() < 1e-12),
+                "{rows}x{cols}: {x:?} -> {y:?} -> {back:?}"
+            );
+        }
     }
 }
