@@ -18,6 +18,9 @@
 //! Stan's math library is the contract: every function documents the Stan
 //! definition it follows.
 
+// `!(a > b)` is deliberate throughout: it also rejects NaN.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 pub mod dual;
 pub mod primitive;
 pub mod scalar;

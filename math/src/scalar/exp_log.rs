@@ -24,11 +24,12 @@ pub fn log1p_exp_d(a: f64) -> f64 {
 }
 
 /// `log(1 - exp(a))` for `a <= 0` (NaN for `a > 0`), switching between
-/// `log(-expm1(a))` and `log1m(exp(a))` at `-log 2` as Stan does.
+/// `log(-expm1(a))` and `log1m(exp(a))` at `-log 2` as Stan does
+/// (Stan writes the threshold as -0.693147).
 pub fn log1m_exp(a: f64) -> f64 {
     if a > 0.0 {
         f64::NAN
-    } else if a > -0.693147 {
+    } else if a > -std::f64::consts::LN_2 {
         (-a.exp_m1()).ln()
     } else {
         log1m(a.exp())
@@ -77,7 +78,7 @@ pub fn log_sum_exp2_grad(a: f64, b: f64) -> (f64, f64) {
 /// `log Σ exp(x_i)` over a slice; `-inf` for an empty slice.
 pub fn log_sum_exp(xs: &[f64]) -> f64 {
     let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if max == f64::NEG_INFINITY || max == f64::INFINITY {
+    if max.is_infinite() {
         return max;
     }
     max + xs.iter().map(|x| (x - max).exp()).sum::<f64>().ln()
