@@ -77,6 +77,7 @@ primitives! {
     Trigamma => "trigamma", 1;
     Erf => "erf", 1;
     Erfc => "erfc", 1;
+    InvErfc => "inv_erfc", 1;
     Phi => "Phi", 1;
     PhiApprox => "Phi_approx", 1;
     InvPhi => "inv_Phi", 1;
@@ -100,6 +101,10 @@ primitives! {
     LogSumExp => "log_sum_exp", 2;
     LogDiffExp => "log_diff_exp", 2;
     Lbeta => "lbeta", 2;
+    Beta => "beta", 2;
+    Lmultiply => "lmultiply", 2;
+    LogInvLogitDiff => "log_inv_logit_diff", 2;
+    BinaryLogLoss => "binary_log_loss", 2;
     Lchoose => "lchoose", 2;
     LogFallingFactorial => "log_falling_factorial", 2;
     LogRisingFactorial => "log_rising_factorial", 2;
@@ -122,6 +127,8 @@ impl Primitive {
     pub fn from_name(name: &str, arity: usize) -> Option<Primitive> {
         let name = match name {
             "binomial_coefficient_log" => "lchoose",
+            "multiply_log" => "lmultiply",
+            "abs" => "fabs",
             "log_sum_exp" if arity == 2 => "log_sum_exp",
             other => other,
         };
@@ -180,6 +187,7 @@ impl Primitive {
             P::Trigamma => trigamma(x),
             P::Erf => erf(x),
             P::Erfc => erfc(x),
+            P::InvErfc => inv_erfc(x),
             P::Phi => Phi(x),
             P::PhiApprox => Phi_approx(x),
             P::InvPhi => inv_Phi(x),
@@ -203,6 +211,16 @@ impl Primitive {
             P::LogSumExp => log_sum_exp2(x, y()),
             P::LogDiffExp => log_diff_exp(x, y()),
             P::Lbeta => lbeta(x, y()),
+            P::Beta => beta(x, y()),
+            P::Lmultiply => lmultiply(x, y()),
+            P::LogInvLogitDiff => log_inv_logit_diff(x, y()),
+            P::BinaryLogLoss => {
+                if x != 0.0 {
+                    -y().ln()
+                } else {
+                    -log1m(y())
+                }
+            }
             P::Lchoose => lchoose(x, y()),
             P::LogFallingFactorial => log_falling_factorial(x, y()),
             P::LogRisingFactorial => log_rising_factorial(x, y()),
@@ -279,6 +297,7 @@ impl Primitive {
             P::Trigamma => one(trigamma_d(x)),
             P::Erf => one(erf_d(x)),
             P::Erfc => one(erfc_d(x)),
+            P::InvErfc => one(inv_erfc_d(x)),
             P::Phi => one(Phi_d(x)),
             P::PhiApprox => one(Phi_approx_d(x)),
             P::InvPhi => one(inv_Phi_d(x)),
@@ -305,6 +324,17 @@ impl Primitive {
             P::LogSumExp => pair(log_sum_exp2_grad(x, y())),
             P::LogDiffExp => pair(log_diff_exp_grad(x, y())),
             P::Lbeta => pair(lbeta_grad(x, y())),
+            P::Beta => pair(beta_grad(x, y())),
+            P::Lmultiply => pair(lmultiply_grad(x, y())),
+            P::LogInvLogitDiff => pair(log_inv_logit_diff_grad(x, y())),
+            P::BinaryLogLoss => pair((
+                0.0,
+                if x != 0.0 {
+                    -1.0 / y()
+                } else {
+                    1.0 / (1.0 - y())
+                },
+            )),
             P::Lchoose => pair(lchoose_grad(x, y())),
             P::LogFallingFactorial => pair(log_falling_factorial_grad(x, y())),
             P::LogRisingFactorial => pair(log_rising_factorial_grad(x, y())),

@@ -41,6 +41,7 @@ fn gamma_family_constants() {
 #[test]
 fn lbeta_and_binomials() {
     assert_close!(lbeta(2.0, 3.0), (1.0f64 / 12.0).ln(), 1e-15);
+    assert_close!(beta(2.0, 3.0), 1.0 / 12.0, 1e-15);
     // Large arguments: Stirling with 1/(12x) corrections.
     let x = 1e10f64;
     let expected = 0.5 * (2.0 * PI).ln() - 0.5 * x.ln() - (2.0 * x - 0.5) * LN_2
@@ -100,6 +101,8 @@ fn exp_log_compounds_in_their_tails() {
 #[test]
 fn normal_family_constants() {
     assert_close!(erf(1.0), 0.842_700_792_949_714_9, 1e-15);
+    assert_close!(inv_erfc(erfc(0.7)), 0.7, 1e-14);
+    assert_close!(inv_erfc(erfc(-2.1)), -2.1, 1e-14);
     assert_close!(Phi(1.96), 0.975_002_104_851_779_5, 1e-15);
     assert_close!(Phi(0.0), 0.5, 0.0);
     assert_close!(Phi(-10.0), 7.619_853_024_160_527e-24, 1e-13);

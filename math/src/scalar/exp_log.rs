@@ -151,3 +151,31 @@ pub fn log1m_inv_logit(u: f64) -> f64 {
 pub fn log1m_inv_logit_d(u: f64) -> f64 {
     -inv_logit(u)
 }
+
+/// `x log y` with the convention `0 log 0 = 0` (Stan's `lmultiply`, a.k.a.
+/// `multiply_log`).
+pub fn lmultiply(x: f64, y: f64) -> f64 {
+    if x == 0.0 && y == 0.0 {
+        0.0
+    } else {
+        x * y.ln()
+    }
+}
+pub fn lmultiply_grad(x: f64, y: f64) -> (f64, f64) {
+    (y.ln(), x / y)
+}
+
+/// `log(inv_logit(x) - inv_logit(y))` for `x > y`. Stan writes it as
+/// `x - log1p_exp(x) + log1m_exp(y - x) - log1p_exp(y)`; the first two and
+/// the last terms are evaluated as `log_inv_logit(x)` and
+/// `log1m_inv_logit(y)`, which avoids the cancellation in `x - log1p_exp(x)`.
+pub fn log_inv_logit_diff(x: f64, y: f64) -> f64 {
+    if x.is_infinite() && x == y {
+        return f64::NAN;
+    }
+    log_inv_logit(x) + log1m_exp(y - x) + log1m_inv_logit(y)
+}
+pub fn log_inv_logit_diff_grad(x: f64, y: f64) -> (f64, f64) {
+    let r = 1.0 / (x - y).exp_m1();
+    (inv_logit(-x) + r, -inv_logit(y) - r)
+}

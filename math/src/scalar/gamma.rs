@@ -197,6 +197,16 @@ pub fn lbeta_grad(a: f64, b: f64) -> (f64, f64) {
     (digamma(a) - dab, digamma(b) - dab)
 }
 
+/// The beta function `B(a, b) = exp(lbeta(a, b))`.
+pub fn beta(a: f64, b: f64) -> f64 {
+    lbeta(a, b).exp()
+}
+pub fn beta_grad(a: f64, b: f64) -> (f64, f64) {
+    let (da, db) = lbeta_grad(a, b);
+    let v = beta(a, b);
+    (v * da, v * db)
+}
+
 /// Log multivariate gamma `log Γ_k(x)`.
 pub fn lmgamma(k: u32, x: f64) -> f64 {
     let k_f = f64::from(k);

@@ -169,6 +169,15 @@ pub fn inv_Phi_d(p: f64) -> f64 {
     1.0 / std_normal_pdf(inv_Phi(p))
 }
 
+/// Inverse complementary error function, via `inv_erfc(x) = -inv_Phi(x/2)/√2`.
+pub fn inv_erfc(x: f64) -> f64 {
+    -inv_Phi(0.5 * x) * FRAC_1_SQRT_2
+}
+pub fn inv_erfc_d(x: f64) -> f64 {
+    let y = inv_erfc(x);
+    -0.5 * PI.sqrt() * (y * y).exp()
+}
+
 /// Gauss–Legendre 8-point nodes and weights on [-1, 1].
 const GL_NODES: [f64; 4] = [
     0.183_434_642_495_649_8,

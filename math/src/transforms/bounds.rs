@@ -109,6 +109,12 @@ pub fn lub_free(y: f64, lb: f64, ub: f64) -> Result<f64, ConstraintError> {
         (true, false) => ub_free(y, ub),
         (false, true) => lb_free(y, lb),
         (false, false) => {
+            if !(lb < ub) {
+                return Err(ConstraintError::new(
+                    "lower/upper",
+                    format!("lower bound {lb} is not below upper bound {ub}"),
+                ));
+            }
             if !(lb <= y && y <= ub) {
                 return Err(ConstraintError::new(
                     "lower/upper",
