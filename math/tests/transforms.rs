@@ -527,3 +527,28 @@ fn invalid_values_are_errors_not_panics() {
             .is_err()
     );
 }
+
+#[test]
+fn constraint_enum_dispatches_to_the_transform() {
+    let shapes: Vec<Constraint> = vec![
+        Identity { len: 3 }.into(),
+        Lower { lb: 1.0, len: 3 }.into(),
+        Simplex { len: 4 }.into(),
+        CorrMatrix { k: 3 }.into(),
+        SumToZeroMatrix { rows: 2, cols: 4 }.into(),
+    ];
+    let x = [0.4, -0.3, 1.1];
+    for c in shapes {
+        let n = c.unconstrained_len();
+        assert_eq!(n, 3, "{}", c.name());
+        let out = c.constrain(&x[..n]);
+        assert_eq!(out.value.len(), c.constrained_len());
+        let back = c.unconstrain(&out.value).unwrap();
+        assert!(
+            back.iter().zip(&x).all(|(a, b)| (a - b).abs() < 1e-12),
+            "{}",
+            c.name()
+        );
+    }
+    assert_eq!(Constraint::from(CovMatrix { k: 3 }).name(), "cov_matrix");
+}
