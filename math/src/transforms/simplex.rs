@@ -3,7 +3,7 @@
 //! `Σ log y_i + ½ log K`, which for zero-sum `z` equals `-K·log_sum_exp(z) + ½ log K`.
 //! (Earlier Stan versions used centered stick-breaking.)
 
-use super::sum_to_zero::{sum_to_zero_constrain, sum_to_zero_free_unchecked, sum_to_zero_vjp};
+use super::sum_to_zero::{sum_to_zero_constrain, sum_to_zero_vjp};
 use super::{
     CONSTRAINT_TOLERANCE, Constrained, ConstraintError, Transform, check_finite, check_len,
 };
@@ -51,13 +51,18 @@ impl Simplex {
         }
     }
 
-    /// `simplex_free` without the length check.
+    /// `simplex_free` without the length check: the pivot (ILR) coordinates
+    /// of `log y`, `x_i = (Σ_{j≤i} log y_j - i·log y_{i+1}) / √(i(i+1))`.
     pub fn free_slice(y: &[f64]) -> Result<Vec<f64>, ConstraintError> {
         check_simplex("simplex", y)?;
-        let logs: Vec<f64> = y.iter().map(|v| v.ln()).collect();
-        let mean = logs.iter().sum::<f64>() / logs.len() as f64;
-        let centered: Vec<f64> = logs.iter().map(|l| l - mean).collect();
-        Ok(sum_to_zero_free_unchecked(&centered))
+        let mut cumulative = 0.0;
+        Ok((1..y.len())
+            .map(|i| {
+                cumulative += y[i - 1].ln();
+                let i_f = i as f64;
+                (cumulative - i_f * y[i].ln()) / (i_f * (i_f + 1.0)).sqrt()
+            })
+            .collect())
     }
 
     /// Reverse-mode rule for one simplex.
