@@ -7,7 +7,7 @@
 //! iterations on forward-mode [`Dual`] numbers, so they converge together with
 //! the value; the partials w.r.t. `x` are the closed-form densities.
 
-use super::{digamma, lbeta, lgamma};
+use super::{HALF_LOG_TWO_PI, digamma, lbeta, lgamma, lgamma_stirling_diff};
 use crate::dual::Dual;
 
 const EPS: f64 = 1e-16;
@@ -109,6 +109,24 @@ pub fn inc_beta_grad(a: f64, b: f64, x: f64) -> (f64, f64, f64) {
     (da, db, dx)
 }
 
+/// `a log x - x - lgamma(a)` on duals. For large `a` the terms are huge and
+/// nearly cancel, so it is evaluated as
+/// `a log1p((x-a)/a) + (a - x) + ½ log a - ½ log 2π - lgamma_stirling_diff(a)`.
+fn gamma_log_front(a: Dual, x: f64) -> Dual {
+    let av = a.v;
+    let v = if av >= 10.0 {
+        av * ((x - av) / av).ln_1p() + (av - x) + 0.5 * av.ln()
+            - HALF_LOG_TWO_PI
+            - lgamma_stirling_diff(av)
+    } else {
+        av * x.ln() - x - lgamma(av)
+    };
+    Dual {
+        v,
+        d: a.d * (x.ln() - digamma(av)),
+    }
+}
+
 /// Series for P(a, x), good for x < a + 1.
 fn gamma_p_series(a: Dual, x: f64) -> Dual {
     let mut ap = a;
@@ -122,8 +140,7 @@ fn gamma_p_series(a: Dual, x: f64) -> Dual {
             break;
         }
     }
-    let log_front = a * x.ln() - x - a.lgamma();
-    sum * log_front.exp()
+    sum * gamma_log_front(a, x).exp()
 }
 
 /// Continued fraction for Q(a, x), good for x ≥ a + 1.
@@ -146,8 +163,7 @@ fn gamma_q_cf(a: Dual, x: f64) -> Dual {
             break;
         }
     }
-    let log_front = a * x.ln() - x - a.lgamma();
-    log_front.exp() * h
+    gamma_log_front(a, x).exp() * h
 }
 
 /// (P, Q) on duals, each computed by the method that is accurate for it.
@@ -178,7 +194,7 @@ fn gamma_density(a: f64, x: f64) -> f64 {
             0.0
         };
     }
-    ((a - 1.0) * x.ln() - x - lgamma(a)).exp()
+    (gamma_log_front(Dual::constant(a), x).v - x.ln()).exp()
 }
 
 /// Regularized lower incomplete gamma P(a, x) for a > 0, x ≥ 0.
