@@ -141,14 +141,14 @@ fn incomplete_beta_and_gamma_closed_forms() {
     }
     assert_close!(inc_beta(40.0, 40.0, 0.5), 0.5, 1e-14);
     // Large shapes (reference values from mpmath at 30 digits).
-    assert_close!(gamma_p(1e4, 1e4 + 50.0), 0.692_342_440_702_565_56, 1e-13);
+    assert_close!(gamma_p(1e4, 1e4 + 50.0), 0.692_342_440_702_565_6, 1e-13);
     assert_close!(gamma_p(1e6, 1e6 - 1000.0), 0.158_655_213_574_303_65, 1e-12);
     assert_close!(
         gamma_p_grad(1e6, 1e6 - 1000.0).0,
         -0.000_242_011_066_4,
         1e-9
     );
-    assert_close!(inc_beta(2.0, 1e4, 1e-4), 0.264_277_907_134_140_17, 1e-13);
+    assert_close!(inc_beta(2.0, 1e4, 1e-4), 0.264_277_907_134_140_2, 1e-13);
     assert_close!(inc_beta_grad(0.01, 0.02, 0.5).0, -22.224_047_6, 1e-8);
     assert_eq!(inc_beta(2.0, 3.0, 0.0), 0.0);
     assert_eq!(inc_beta(2.0, 3.0, 1.0), 1.0);
