@@ -150,6 +150,14 @@ fn incomplete_beta_and_gamma_closed_forms() {
     );
     assert_close!(inc_beta(2.0, 1e4, 1e-4), 0.264_277_907_134_140_2, 1e-13);
     assert_close!(inc_beta_grad(0.01, 0.02, 0.5).0, -22.224_047_6, 1e-8);
+    assert_close!(
+        inc_beta(5000.0, 3000.0, 0.62),
+        0.177_732_066_242_083_3,
+        1e-13
+    );
+    assert_close!(inc_beta(1e5, 2e5, 0.334), 0.780_761_813_832_133, 1e-12);
+    assert_close!(inc_beta(1e6, 1e6, 0.5005), 0.921_350_422_419_075_3, 1e-12);
+    assert_close!(inc_beta_grad(1e5, 2e5, 0.334).2, 343.116_526_902_581, 1e-12);
     assert_eq!(inc_beta(2.0, 3.0, 0.0), 0.0);
     assert_eq!(inc_beta(2.0, 3.0, 1.0), 1.0);
     assert!(inc_beta(-1.0, 3.0, 0.5).is_nan());
