@@ -89,12 +89,12 @@ fn domain(p: Primitive) -> Option<Vec<Arg>> {
         P::FallingFactorial => vec![Lin(5.0, 50.0), Int(0, 5)],
         P::RisingFactorial => vec![Lin(0.1, 20.0), Int(0, 5)],
         P::Lmgamma => vec![Int(1, 5), Lin(3.0, 50.0)],
-        P::GammaP | P::GammaQ => vec![LogU(0.1, 100.0), LogU(0.01, 200.0)],
+        P::GammaP | P::GammaQ => vec![LogU(0.1, 1e4), LogU(0.01, 2e4)],
         P::OwensT => vec![Lin(-5.0, 5.0), Lin(-5.0, 5.0)],
         P::LogModifiedBesselFirstKind => vec![Int(0, 6), LogU(0.01, 500.0)],
         P::ModifiedBesselFirstKind => vec![Int(-3, 3), Lin(-20.0, 20.0)],
         P::LogMix => vec![Lin(0.01, 0.99), Lin(-20.0, 5.0), Lin(-20.0, 5.0)],
-        P::IncBeta => vec![LogU(0.1, 200.0), LogU(0.1, 200.0), Lin(1e-3, 0.999)],
+        P::IncBeta => vec![LogU(0.1, 5000.0), LogU(0.1, 5000.0), Lin(1e-3, 0.999)],
         P::Fma => vec![Lin(-10.0, 10.0), Lin(-10.0, 10.0), Lin(-10.0, 10.0)],
     })
 }
