@@ -12,6 +12,8 @@
 //! * [`primitive`] — the table an AD pass consults: [`Primitive`] names every
 //!   scalar primitive and gives `eval` and `grad` (partials w.r.t. each
 //!   argument).
+//! * [`vector`] — vector primitives with their own reverse-mode rules
+//!   (`log_sum_exp`, `softmax`, `log_softmax`).
 //! * [`transforms`] — Stan's constraint transforms (`constrain`, `unconstrain`,
 //!   log |J| and a reverse-mode rule), with Stan's element order.
 //!
@@ -25,5 +27,6 @@ pub mod dual;
 pub mod primitive;
 pub mod scalar;
 pub mod transforms;
+pub mod vector;
 
 pub use primitive::Primitive;
