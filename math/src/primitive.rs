@@ -138,6 +138,20 @@ impl Primitive {
             .find(|p| p.name() == name && p.arity() == arity)
     }
 
+    /// Arguments Stan requires to be integers or data (their partial is
+    /// always 0; an AD pass need not propagate into them).
+    pub fn data_only_args(self) -> &'static [usize] {
+        use Primitive as P;
+        match self {
+            P::Lmgamma
+            | P::LogModifiedBesselFirstKind
+            | P::ModifiedBesselFirstKind
+            | P::BinaryLogLoss => &[0],
+            P::FallingFactorial | P::RisingFactorial => &[1],
+            _ => &[],
+        }
+    }
+
     /// The value of the primitive at `args` (`args.len() == self.arity()`).
     pub fn eval(self, args: &[f64]) -> f64 {
         debug_assert_eq!(args.len(), self.arity());

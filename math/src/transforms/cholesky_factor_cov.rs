@@ -2,6 +2,8 @@
 //! diagonal. Free parameters in Stan's order: the first N rows row by row
 //! (below-diagonal entries, then the log of the diagonal entry), then the
 //! remaining M-N rows in full. log |J| = Σ of the free diagonal entries.
+//! Stan requires M ≥ N: with M < N, `unconstrain` reports an error and
+//! `constrain` returns NaNs.
 
 use super::linalg::at;
 use super::{Constrained, ConstraintError, Transform, check_finite, check_len};
@@ -72,12 +74,18 @@ impl Transform for CholeskyFactorCov {
         "cholesky_factor_cov"
     }
     fn unconstrained_len(&self) -> usize {
-        self.cols * (self.cols + 1) / 2 + (self.rows - self.cols) * self.cols
+        self.cols * (self.cols + 1) / 2 + self.rows.saturating_sub(self.cols) * self.cols
     }
     fn constrained_len(&self) -> usize {
         self.rows * self.cols
     }
     fn constrain(&self, x: &[f64]) -> Constrained {
+        if self.rows < self.cols {
+            return Constrained {
+                value: vec![f64::NAN; self.constrained_len()],
+                log_jacobian: f64::NAN,
+            };
+        }
         let log_jacobian = free_positions(self.rows, self.cols)
             .zip(x)
             .filter(|((_, _, diagonal), _)| *diagonal)
@@ -90,6 +98,12 @@ impl Transform for CholeskyFactorCov {
     }
     fn unconstrain(&self, y: &[f64]) -> Result<Vec<f64>, ConstraintError> {
         check_len(self.name(), y.len(), self.constrained_len())?;
+        if self.rows < self.cols {
+            return Err(ConstraintError::new(
+                self.name(),
+                format!("{} rows is fewer than {} columns", self.rows, self.cols),
+            ));
+        }
         check_cholesky_factor(self.name(), y, self.rows, self.cols)?;
         Ok(free_positions(self.rows, self.cols)
             .map(|(m, n, diagonal)| {
@@ -99,6 +113,9 @@ impl Transform for CholeskyFactorCov {
             .collect())
     }
     fn constrain_vjp(&self, x: &[f64], y_bar: &[f64], logj_bar: f64) -> Vec<f64> {
+        if self.rows < self.cols {
+            return vec![f64::NAN; x.len()];
+        }
         free_positions(self.rows, self.cols)
             .zip(x)
             .map(|((m, n, diagonal), &v)| {
