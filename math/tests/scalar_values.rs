@@ -265,3 +265,25 @@ proptest! {
         prop_assert!(ok, "exp(log_Phi({})) = {} vs Phi = {}", x, lhs, rhs);
     }
 }
+
+proptest! {
+    /// Values and shape partials agree on both sides of the point where the
+    /// evaluation switches between series/continued fraction or symmetry.
+    #[test]
+    fn incomplete_functions_are_continuous_at_method_switches(a in 0.1..500.0f64, b in 0.1..500.0f64) {
+        let eps = 1e-11;
+        let xs = (a + 1.0) / (a + b + 2.0);
+        let (lo, hi) = (inc_beta_grad(a, b, xs - eps), inc_beta_grad(a, b, xs + eps));
+        let tol = |v: f64| 1e-6 * v.abs().max(1e-8);
+        // The value moves by the density times the step, nothing more.
+        let jump = inc_beta(a, b, xs + eps) - inc_beta(a, b, xs - eps);
+        prop_assert!((jump - 2.0 * eps * lo.2).abs() <= 1e-13 * inc_beta(a, b, xs).max(1e-3), "jump {}", jump);
+        prop_assert!((lo.0 - hi.0).abs() <= tol(lo.0), "d/da {} vs {}", lo.0, hi.0);
+        prop_assert!((lo.1 - hi.1).abs() <= tol(lo.1), "d/db {} vs {}", lo.1, hi.1);
+        let xg = a + 1.0;
+        let (glo, ghi) = (gamma_p_grad(a, xg - eps), gamma_p_grad(a, xg + eps));
+        prop_assert!((glo.0 - ghi.0).abs() <= tol(glo.0), "gamma d/da {} vs {}", glo.0, ghi.0);
+        let jump = gamma_p(a, xg + eps) - gamma_p(a, xg - eps);
+        prop_assert!((jump - 2.0 * eps * glo.1).abs() <= 1e-13, "gamma jump {}", jump);
+    }
+}
