@@ -10,22 +10,29 @@ const RESCALE: f64 = 1e250;
 fn log_series(v: f64, z: f64) -> f64 {
     let quarter_z2 = 0.25 * z * z;
     let mut log_scale = v * (0.5 * z).ln() - lgamma(v + 1.0);
-    let (mut term, mut sum) = (1.0_f64, 1.0_f64);
+    // Σ_{k≥1} of the scaled terms; the k = 0 term is 1 until the first
+    // rescaling, kept apart so that log1p keeps small z accurate.
+    let (mut term, mut tail, mut head) = (1.0_f64, 0.0_f64, 1.0_f64);
     let mut k = 0.0;
     loop {
         k += 1.0;
         term *= quarter_z2 / (k * (k + v));
-        sum += term;
-        if sum > RESCALE {
-            sum /= RESCALE;
+        tail += term;
+        if tail > RESCALE {
+            tail /= RESCALE;
+            head /= RESCALE;
             term /= RESCALE;
             log_scale += RESCALE.ln();
         }
-        if term < sum * 1e-17 && k > quarter_z2.sqrt() {
+        if term < (head + tail) * 1e-17 && k > quarter_z2.sqrt() {
             break;
         }
     }
-    log_scale + sum.ln()
+    if head == 1.0 {
+        log_scale + tail.ln_1p()
+    } else {
+        log_scale + (head + tail).ln()
+    }
 }
 
 /// Hankel asymptotic expansion, accurate when z ≫ v².
