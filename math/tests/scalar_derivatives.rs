@@ -159,8 +159,20 @@ fn check(p: Primitive, us: [f64; 3]) -> Result<(), TestCaseError> {
                 p,
                 i
             );
+            prop_assert!(
+                p.data_only_args().contains(&i),
+                "{:?}: argument {} not declared data-only",
+                p,
+                i
+            );
             continue;
         }
+        prop_assert!(
+            !p.data_only_args().contains(&i),
+            "{:?}: argument {} is differentiable",
+            p,
+            i
+        );
         let (fd, err) = finite_difference(p, &args, i, d.bounds());
         // FD cannot resolve a slope below ~eps·|f|/|x|: allow for that floor.
         let resolution = 1e-10 * value.abs() / args[i].abs().max(1.0);

@@ -70,6 +70,19 @@ fn lbeta_and_binomials() {
 
 #[test]
 fn exp_log_compounds_in_their_tails() {
+    assert_eq!(lmultiply(0.0, 0.0), 0.0);
+    assert_close!(lmultiply(2.0, 3.0), 2.0 * 3f64.ln(), 1e-15);
+    assert_close!(
+        log_inv_logit_diff(1.0, -0.5),
+        (inv_logit(1.0) - inv_logit(-0.5)).ln(),
+        1e-14
+    );
+    // Far tail where the naive difference of logs cancels (mpmath value).
+    assert_close!(
+        log_inv_logit_diff(25.0, -25.0),
+        -2.777_588_772_992_804e-11,
+        1e-13
+    );
     assert_eq!(log1p_exp(800.0), 800.0);
     assert_close!(log1p_exp(-40.0), (-40f64).exp(), 1e-15);
     assert_close!(log1m_exp(-1e-20), (1e-20f64).ln(), 1e-15);

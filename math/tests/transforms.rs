@@ -443,6 +443,13 @@ fn known_values() {
 
 #[test]
 fn invalid_values_are_errors_not_panics() {
+    let wide = CholeskyFactorCov { rows: 1, cols: 2 };
+    assert!(wide.unconstrain(&[1.0, 0.0]).is_err());
+    assert!(
+        wide.constrain(&vec![0.0; wide.unconstrained_len()])
+            .log_jacobian
+            .is_nan()
+    );
     let nan = f64::NAN;
     assert!(Simplex { len: 3 }.unconstrain(&[0.5, 0.5, 0.5]).is_err());
     assert!(Simplex { len: 3 }.unconstrain(&[1.2, -0.2, 0.0]).is_err());
