@@ -249,3 +249,25 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Branches the single per-primitive domain above does not reach:
+    /// `lchoose` with n + 1 < 10 (direct lgamma form).
+    #[test]
+    fn lchoose_small_n_branch(n in 1.0..8.5f64, frac in 0.05..0.95f64) {
+        let k = n * frac;
+        let g = Primitive::Lchoose.grad(&[n, k]);
+        for (i, v) in [n, k].into_iter().enumerate() {
+            let mut h = 0.01 * frac.min(1.0 - frac);
+            let (fd, err) = ridders(
+                |d| {
+                    let mut a = [n, k];
+                    a[i] = v + d;
+                    Primitive::Lchoose.eval(&a)
+                },
+                &mut h,
+            );
+            prop_assert!((g[i] - fd).abs() <= 1e-6 * fd.abs().max(1e-3) + 10.0 * err, "lchoose({}, {}) d{}: {} vs {}", n, k, i, g[i], fd);
+        }
+    }
+}
