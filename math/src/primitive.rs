@@ -116,6 +116,9 @@ primitives! {
     OwensT => "owens_t", 2;
     LogModifiedBesselFirstKind => "log_modified_bessel_first_kind", 2;
     ModifiedBesselFirstKind => "modified_bessel_first_kind", 2;
+    ModifiedBesselSecondKind => "modified_bessel_second_kind", 2;
+    BesselFirstKind => "bessel_first_kind", 2;
+    BesselSecondKind => "bessel_second_kind", 2;
     LogMix => "log_mix", 3;
     IncBeta => "inc_beta", 3;
     Fma => "fma", 3;
@@ -146,6 +149,9 @@ impl Primitive {
             P::Lmgamma
             | P::LogModifiedBesselFirstKind
             | P::ModifiedBesselFirstKind
+            | P::ModifiedBesselSecondKind
+            | P::BesselFirstKind
+            | P::BesselSecondKind
             | P::BinaryLogLoss => &[0],
             P::FallingFactorial | P::RisingFactorial => &[1],
             _ => &[],
@@ -246,6 +252,9 @@ impl Primitive {
             P::OwensT => owens_t(x, y()),
             P::LogModifiedBesselFirstKind => log_modified_bessel_first_kind(x, y()),
             P::ModifiedBesselFirstKind => modified_bessel_first_kind(x as i32, y()),
+            P::ModifiedBesselSecondKind => modified_bessel_second_kind(x as i32, y()),
+            P::BesselFirstKind => bessel_first_kind(x as i32, y()),
+            P::BesselSecondKind => bessel_second_kind(x as i32, y()),
             P::LogMix => log_mix(x, y(), z()),
             P::IncBeta => inc_beta(x, y(), z()),
             P::Fma => x.mul_add(y(), z()),
@@ -360,6 +369,11 @@ impl Primitive {
             P::OwensT => pair(owens_t_grad(x, y())),
             P::LogModifiedBesselFirstKind => pair((0.0, log_modified_bessel_first_kind_dz(x, y()))),
             P::ModifiedBesselFirstKind => pair((0.0, modified_bessel_first_kind_d(x as i32, y()))),
+            P::ModifiedBesselSecondKind => {
+                pair((0.0, modified_bessel_second_kind_d(x as i32, y())))
+            }
+            P::BesselFirstKind => pair((0.0, bessel_first_kind_d(x as i32, y()))),
+            P::BesselSecondKind => pair((0.0, bessel_second_kind_d(x as i32, y()))),
             P::LogMix => {
                 let (a, b, c) = log_mix_grad(x, y(), z());
                 smallvec![a, b, c]

@@ -179,6 +179,36 @@ fn incomplete_beta_and_gamma_closed_forms() {
 
 #[test]
 fn bessel_values() {
+    // Reference values from mpmath.
+    assert_close!(bessel_first_kind(0, 1.0), 0.765_197_686_557_966_6, 1e-15);
+    assert_close!(bessel_first_kind(3, -2.5), -0.216_600_391_039_113_5, 1e-14);
+    assert_close!(bessel_second_kind(0, 1.0), 0.088_256_964_215_676_96, 1e-14);
+    assert_close!(bessel_second_kind(2, 7.0), -0.060_526_609_468_272_13, 1e-13);
+    assert_close!(
+        modified_bessel_second_kind(0, 1.0),
+        0.421_024_438_240_708_3,
+        1e-14
+    );
+    assert_close!(
+        modified_bessel_second_kind(1, 2.0),
+        0.139_865_881_816_522_43,
+        1e-14
+    );
+    assert_close!(
+        modified_bessel_second_kind(3, 0.01),
+        7_999_900.001_249_882,
+        1e-14
+    );
+    assert_close!(
+        modified_bessel_second_kind(-3, 0.01),
+        7_999_900.001_249_882,
+        1e-14
+    );
+    assert_close!(
+        modified_bessel_second_kind(2, 50.0),
+        3.547_931_838_858_198e-23,
+        1e-14
+    );
     // Small z: log I_0(z) ≈ z²/4 must keep its relative accuracy (mpmath).
     assert_close!(
         log_modified_bessel_first_kind(0.0, 0.01),
