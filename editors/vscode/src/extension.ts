@@ -1,0 +1,142 @@
+// VS Code entry point: starts `<bat.path> lsp` as a language server over stdio.
+
+import * as os from 'node:os';
+import * as vscode from 'vscode';
+import {
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  TransportKind,
+} from 'vscode-languageclient/node';
+import { findBatBinary, NOT_FOUND_MESSAGE } from './binaryLookup';
+
+const CLIENT_ID = 'bat';
+const CLIENT_NAME = 'bat Language Server';
+const OPEN_SETTINGS = 'Open Settings';
+const STOP_TIMEOUT_MS = 2000;
+
+let controller: ServerController | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel(CLIENT_NAME);
+  controller = new ServerController(output);
+  context.subscriptions.push(
+    output,
+    vscode.commands.registerCommand('bat.restartServer', () => controller?.restart()),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      // bat.trace.server is read live by the client itself; only the binary needs a restart.
+      if (event.affectsConfiguration('bat.path')) {
+        void controller?.restart();
+      }
+    }),
+  );
+  await controller.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await controller?.stop();
+  controller = undefined;
+}
+
+/** Owns the language client; start/stop/restart requests run one at a time. */
+class ServerController {
+  private client: LanguageClient | undefined;
+  private queue: Promise<void> = Promise.resolve();
+
+  constructor(private readonly output: vscode.OutputChannel) {}
+
+  start(): Promise<void> {
+    return this.enqueue(() => this.startNow());
+  }
+
+  stop(): Promise<void> {
+    return this.enqueue(() => this.stopNow());
+  }
+
+  restart(): Promise<void> {
+    return this.enqueue(async () => {
+      await this.stopNow();
+      await this.startNow();
+    });
+  }
+
+  private enqueue(task: () => Promise<void>): Promise<void> {
+    this.queue = this.queue.then(task, task);
+    return this.queue;
+  }
+
+  private async startNow(): Promise<void> {
+    const configured = vscode.workspace.getConfiguration('bat').get<string>('path', 'bat');
+    const lookup = await findBatBinary(configured, {
+      platform: process.platform,
+      pathVariable: process.env.PATH,
+      pathExtVariable: process.env.PATHEXT,
+      homeDir: os.homedir(),
+      baseDir: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+    });
+    if (!lookup.found) {
+      this.output.appendLine(`${NOT_FOUND_MESSAGE} (${lookup.reason})`);
+      void showNotFound(lookup.reason);
+      return;
+    }
+
+    this.output.appendLine(`Starting ${lookup.executable} lsp`);
+    const serverOptions: ServerOptions = {
+      command: lookup.executable,
+      args: ['lsp'],
+      transport: TransportKind.stdio,
+      options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [
+        { scheme: 'file', language: 'bat' },
+        { scheme: 'untitled', language: 'bat' },
+      ],
+      outputChannel: this.output,
+      synchronize: {
+        // #include targets may change on disk.
+        fileEvents: vscode.workspace.createFileSystemWatcher('**/*.{bat,stan}'),
+      },
+    };
+    const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
+    this.client = client;
+    try {
+      await client.start();
+    } catch (error) {
+      this.output.appendLine(`Failed to start ${lookup.executable} lsp: ${describe(error)}`);
+      void vscode.window.showErrorMessage(
+        `bat language server failed to start (${lookup.executable} lsp): ${describe(error)}`,
+      );
+    }
+  }
+
+  private async stopNow(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client === undefined) {
+      return;
+    }
+    try {
+      // A client whose start failed (or whose server died) has nothing to shut down.
+      if (client.isRunning()) {
+        await client.dispose(STOP_TIMEOUT_MS);
+      }
+    } catch (error) {
+      this.output.appendLine(`Error while stopping the server: ${describe(error)}`);
+    }
+  }
+}
+
+async function showNotFound(reason: string): Promise<void> {
+  const choice = await vscode.window.showErrorMessage(
+    `${NOT_FOUND_MESSAGE} (${reason})`,
+    OPEN_SETTINGS,
+  );
+  if (choice === OPEN_SETTINGS) {
+    await vscode.commands.executeCommand('workbench.action.openSettings', 'bat.path');
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
