@@ -10,7 +10,11 @@ import {
 } from 'vscode-languageclient/node';
 import { findBatBinary, NOT_FOUND_MESSAGE } from './binaryLookup';
 
+// The client id also names the trace setting: `bat.trace.server`.
 const CLIENT_ID = 'bat';
+// Not 'bat': VS Code's built-in Windows Batch support already owns that id
+// (for .bat and .cmd files), and sharing it would mix the two languages.
+const LANGUAGE_ID = 'stan';
 const CLIENT_NAME = 'bat Language Server';
 const OPEN_SETTINGS = 'Open Settings';
 const STOP_TIMEOUT_MS = 2000;
@@ -89,8 +93,8 @@ class ServerController {
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [
-        { scheme: 'file', language: 'bat' },
-        { scheme: 'untitled', language: 'bat' },
+        { scheme: 'file', language: LANGUAGE_ID },
+        { scheme: 'untitled', language: LANGUAGE_ID },
       ],
       outputChannel: this.output,
       synchronize: {
