@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds, tests and packages the VS Code extension. Quiet on success: each
+# step's output goes to a log that is printed only when the step fails.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+log_dir="$(mktemp -d)"
+trap 'rm -rf "$log_dir"' EXIT
+export npm_config_loglevel=error npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
+
+run_step() {
+  local name="$1"
+  shift
+  if ! "$@" >"$log_dir/$name.log" 2>&1; then
+    echo "editors/vscode: step '$name' failed: $*" >&2
+    cat "$log_dir/$name.log" >&2
+    exit 1
+  fi
+}
+
+# Snapshot tests would silently record a missing snapshot instead of failing.
+for fixture in test/snap/*.bat; do
+  if [[ ! -f "$fixture.snap" ]]; then
+    echo "editors/vscode: $fixture has no committed snapshot ($fixture.snap)" >&2
+    exit 1
+  fi
+done
+
+run_step install npm ci --prefer-offline
+run_step compile npm run compile
+run_step test npm test
+run_step package npm run package
+
+# The node test runner prints "# pass N" / "# fail N"; the snapshot runner one line per fixture.
+unit_passed="$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$log_dir/test.log")"
+unit_failed="$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$log_dir/test.log")"
+snapshots_passed="$(grep -c 'run successfully' "$log_dir/test.log" || true)"
+echo "vscode: $((unit_passed + snapshots_passed)) passed, ${unit_failed:-0} failed"
