@@ -3,12 +3,15 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import {
+  CloseAction,
+  ErrorAction,
   LanguageClient,
   LanguageClientOptions,
   ServerOptions,
-  TransportKind,
+  State,
 } from 'vscode-languageclient/node';
 import { findBatBinary, NOT_FOUND_MESSAGE } from './binaryLookup';
+import { RestartPolicy } from './restartPolicy';
 
 // The client id also names the trace setting: `bat.trace.server`.
 const CLIENT_ID = 'bat';
@@ -87,10 +90,13 @@ class ServerController {
     this.output.appendLine(`Starting ${lookup.executable} lsp`);
     const serverOptions: ServerOptions = {
       command: lookup.executable,
+      // No `transport`: TransportKind.stdio would append `--stdio` to the
+      // arguments, while `bat lsp` always speaks LSP on stdin/stdout.
       args: ['lsp'],
-      transport: TransportKind.stdio,
       options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath },
     };
+    let initialized = false;
+    const restartPolicy = new RestartPolicy();
     const clientOptions: LanguageClientOptions = {
       documentSelector: [
         { scheme: 'file', language: LANGUAGE_ID },
@@ -101,15 +107,41 @@ class ServerController {
         // #include targets may change on disk.
         fileEvents: vscode.workspace.createFileSystemWatcher('**/*.{bat,stan}'),
       },
+      // Retrying `initialize` against a server that failed it does not help;
+      // startNow explains the failure instead of the bare protocol error.
+      initializationFailedHandler: () => false,
+      errorHandler: {
+        // Before initialization, a write error means the server already died:
+        // the close that follows ends the start, which startNow reports.
+        error: (_error, _message, count) =>
+          !initialized
+            ? { action: ErrorAction.Continue, handled: true }
+            : { action: count !== undefined && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown },
+        closed: () =>
+          restartPolicy.shouldRestart(initialized)
+            ? { action: CloseAction.Restart }
+            : {
+                action: CloseAction.DoNotRestart,
+                // A failed start is reported by startNow itself.
+                handled: !initialized,
+                message: initialized
+                  ? 'The bat language server crashed 5 times in the last 3 minutes and will not ' +
+                    'be restarted; run "bat: Restart Language Server" to try again.'
+                  : undefined,
+              },
+      },
     };
     const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
     this.client = client;
     try {
       await client.start();
+      initialized = true;
     } catch (error) {
       this.output.appendLine(`Failed to start ${lookup.executable} lsp: ${describe(error)}`);
       void vscode.window.showErrorMessage(
-        `bat language server failed to start (${lookup.executable} lsp): ${describe(error)}`,
+        `bat language server failed to start (${lookup.executable} lsp): ${describe(error)}. ` +
+          `If '${lookup.executable} --help' does not list 'lsp', another program named bat ` +
+          `(such as the cat clone) was found: set bat.path to the bat compiler.`,
       );
     }
   }
@@ -121,6 +153,10 @@ class ServerController {
       return;
     }
     try {
+      // An automatic restart may be under way: let it settle before stopping.
+      if (client.state === State.Starting) {
+        await settled(client, STOP_TIMEOUT_MS);
+      }
       // A client whose start failed (or whose server died) has nothing to shut down.
       if (client.isRunning()) {
         await client.dispose(STOP_TIMEOUT_MS);
@@ -139,6 +175,23 @@ async function showNotFound(reason: string): Promise<void> {
   if (choice === OPEN_SETTINGS) {
     await vscode.commands.executeCommand('workbench.action.openSettings', 'bat.path');
   }
+}
+
+/** Resolves once the client leaves the Starting state, or after `timeoutMs`. */
+function settled(client: LanguageClient, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, timeoutMs);
+    const listener = client.onDidChangeState((change) => {
+      if (change.newState !== State.Starting) {
+        done();
+      }
+    });
+    function done() {
+      clearTimeout(timer);
+      listener.dispose();
+      resolve();
+    }
+  });
 }
 
 function describe(error: unknown): string {
