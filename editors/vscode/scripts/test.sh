@@ -31,8 +31,11 @@ run_step compile npm run compile
 run_step test npm test
 run_step package npm run package
 
+# Run the activation tests once more against the esbuild bundle that
+# `npm run package` just wrote to out/extension.js and put in the .vsix.
+BAT_EXTENSION_MODULE="$PWD/out/extension.js" run_step bundle-test node --test out/test/extension.test.js
+
 # The node test runner prints "# pass N" / "# fail N"; the snapshot runner one line per fixture.
-unit_passed="$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$log_dir/test.log")"
-unit_failed="$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$log_dir/test.log")"
+count() { sed -n "s/^# $1 \([0-9]*\)$/\1/p" "$log_dir/test.log" "$log_dir/bundle-test.log" | awk '{ total += $1 } END { print total + 0 }'; }
 snapshots_passed="$(grep -c 'run successfully' "$log_dir/test.log" || true)"
-echo "vscode: $((unit_passed + snapshots_passed)) passed, ${unit_failed:-0} failed"
+echo "vscode: $(($(count pass) + snapshots_passed)) passed, $(count fail) failed"

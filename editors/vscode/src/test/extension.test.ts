@@ -1,4 +1,6 @@
 // Activates the real extension module against a mocked `vscode` API.
+// BAT_EXTENSION_MODULE selects another build of it, such as the esbuild bundle
+// taken out of the packaged .vsix (scripts/test.sh does that).
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -44,7 +46,7 @@ describe('extension activation', { skip: process.platform === 'win32' }, () => {
     await fs.writeFile(fakeBat, `#!/bin/sh\nexec '${process.execPath}' '${server}' "$@"\n`, { mode: 0o755 });
     mock = installVscodeMock(root);
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    extension = require('../extension') as ExtensionModule;
+    extension = require(process.env.BAT_EXTENSION_MODULE ?? '../extension') as ExtensionModule;
   });
 
   after(async () => {
@@ -131,6 +133,7 @@ describe('a bat that exits before initializing', { skip: process.platform === 'w
   test('is started once and reported with a hint about the wrong binary', () => {
     const output = execFileSync(process.execPath, [path.join(__dirname, 'startFailureScenario.js')], {
       encoding: 'utf8',
+      env: process.env,
       timeout: 30_000,
     });
     const result = JSON.parse(output) as { executable: string; starts: string[]; errors: string[] };

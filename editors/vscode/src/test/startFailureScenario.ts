@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   const mock = installVscodeMock(root);
   mock.settings.set('bat.path', brokenBat);
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const extension = require('../extension') as {
+  const extension = require(process.env.BAT_EXTENSION_MODULE ?? '../extension') as {
     activate(context: { subscriptions: unknown[] }): Promise<void>;
     deactivate(): Promise<void>;
   };
