@@ -160,9 +160,21 @@ describe('literals, operators and comments', () => {
     ['2i', 'constant.numeric.imaginary.bat'],
     ['1.5i', 'constant.numeric.imaginary.bat'],
     ['1e3i', 'constant.numeric.imaginary.bat'],
+    ['2_147_483_647', 'constant.numeric.integer.bat'],
+    ['1_000.000_1e1_0', 'constant.numeric.float.bat'],
+    ['1_0i', 'constant.numeric.imaginary.bat'],
   ];
   for (const [literal, scope] of numbers) {
     test(`number ${literal}`, () => expectScope(`x = ${literal};`, literal, scope));
+  }
+
+  // stanc3's bad/numeric-literal cases: '_' only between digits.
+  for (const bad of ['12_.345', '12._345', '12.3_e+10', '12_']) {
+    test(`${bad} is not one number`, async () => {
+      const [line] = await tokenize(`x = ${bad};`);
+      const numbers = line.tokens.filter((token) => token.scopes.some((scope) => scope.startsWith('constant.numeric')));
+      assert.ok(!numbers.some((token) => token.text === bad), numbers.map((token) => token.text).join(' '));
+    });
   }
 
   test('tuple indexing is not a real literal', async () => {
