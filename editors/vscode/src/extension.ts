@@ -48,6 +48,7 @@ export async function deactivate(): Promise<void> {
 /** Owns the language client; start/stop/restart requests run one at a time. */
 class ServerController {
   private client: LanguageClient | undefined;
+  private watcher: vscode.FileSystemWatcher | undefined;
   private queue: Promise<void> = Promise.resolve();
 
   constructor(private readonly output: vscode.OutputChannel) {}
@@ -95,6 +96,9 @@ class ServerController {
       args: ['lsp'],
       options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath },
     };
+    // #include targets may change on disk. The client only listens to the
+    // watcher; disposing it is up to us (stopNow).
+    this.watcher = vscode.workspace.createFileSystemWatcher('**/*.{bat,stan}');
     let initialized = false;
     const restartPolicy = new RestartPolicy();
     const clientOptions: LanguageClientOptions = {
@@ -103,10 +107,7 @@ class ServerController {
         { scheme: 'untitled', language: LANGUAGE_ID },
       ],
       outputChannel: this.output,
-      synchronize: {
-        // #include targets may change on disk.
-        fileEvents: vscode.workspace.createFileSystemWatcher('**/*.{bat,stan}'),
-      },
+      synchronize: { fileEvents: this.watcher },
       // Retrying `initialize` against a server that failed it does not help;
       // startNow explains the failure instead of the bare protocol error.
       initializationFailedHandler: () => false,
@@ -149,6 +150,8 @@ class ServerController {
   private async stopNow(): Promise<void> {
     const client = this.client;
     this.client = undefined;
+    this.watcher?.dispose();
+    this.watcher = undefined;
     if (client === undefined) {
       return;
     }
