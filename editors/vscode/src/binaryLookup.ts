@@ -18,6 +18,8 @@ export interface LookupEnvironment {
   homeDir: string;
   /** Directory that relative paths such as `./target/debug/bat` are resolved against. */
   baseDir?: string | undefined;
+  /** `CARGO_HOME`; `cargo install` puts binaries in its `bin` (default `~/.cargo/bin`). */
+  cargoHome?: string | undefined;
 }
 
 export type LookupResult =
@@ -64,8 +66,12 @@ export async function findBatBinary(
     return { found: false, reason };
   }
 
+  // A bare name is searched on PATH. VS Code started from a desktop launcher
+  // often lacks cargo's bin directory on PATH, so for a bare name that is also
+  // where `cargo install --path .` puts the binary is tried last.
   const directories = splitPathVariable(env.pathVariable, env.platform);
-  for (const directory of directories) {
+  const cargoBin = path.join(env.cargoHome || path.join(env.homeDir, '.cargo'), 'bin');
+  for (const directory of [...directories, cargoBin]) {
     for (const candidate of withExecutableExtensions(path.join(directory, expanded), env)) {
       if ((await executableProblem(candidate, env.platform)) === undefined) {
         return { found: true, executable: candidate };
@@ -74,7 +80,7 @@ export async function findBatBinary(
   }
   return {
     found: false,
-    reason: `'${command}' was not found on PATH (${directories.length} directories searched)`,
+    reason: `'${command}' was not found on PATH (${directories.length} directories searched) nor in ${cargoBin}`,
   };
 }
 

@@ -81,6 +81,7 @@ class ServerController {
       pathExtVariable: process.env.PATHEXT,
       homeDir: os.homedir(),
       baseDir: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+      cargoHome: process.env.CARGO_HOME,
     });
     if (!lookup.found) {
       this.output.appendLine(`${NOT_FOUND_MESSAGE} (${lookup.reason})`);

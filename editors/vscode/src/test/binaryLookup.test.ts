@@ -58,10 +58,43 @@ describe('findBatBinary', () => {
     assert.deepEqual(result, { found: true, executable: path.join(secondBin, 'bat') });
   });
 
-  test('reports a bare name missing from PATH', async () => {
+  test('reports a bare name missing from PATH and from cargo bin', async () => {
     const result = await findBatBinary('bat', env({ pathVariable: emptyBin }));
     assert.equal(result.found, false);
-    assert.match(!result.found ? result.reason : '', /'bat' was not found on PATH \(1 directories/);
+    const cargoBin = path.join(root, 'home', '.cargo', 'bin');
+    assert.equal(
+      !result.found ? result.reason : '',
+      `'bat' was not found on PATH (1 directories searched) nor in ${cargoBin}`,
+    );
+  });
+
+  test('falls back to ~/.cargo/bin, where cargo install puts bat', async () => {
+    const cargoBin = path.join(root, 'home', '.cargo', 'bin');
+    await fs.mkdir(cargoBin, { recursive: true });
+    await writeExecutable(path.join(cargoBin, 'bat'));
+    try {
+      assert.deepEqual(await findBatBinary('bat', env({ pathVariable: emptyBin })), {
+        found: true,
+        executable: path.join(cargoBin, 'bat'),
+      });
+      // PATH still comes first.
+      assert.deepEqual(await findBatBinary('bat', env()), {
+        found: true,
+        executable: path.join(firstBin, 'bat'),
+      });
+    } finally {
+      await fs.rm(path.join(root, 'home', '.cargo'), { recursive: true });
+    }
+  });
+
+  test('uses CARGO_HOME when it is set', async () => {
+    const cargoHome = path.join(root, 'custom-cargo');
+    await fs.mkdir(path.join(cargoHome, 'bin'), { recursive: true });
+    await writeExecutable(path.join(cargoHome, 'bin', 'bat'));
+    assert.deepEqual(await findBatBinary('bat', env({ pathVariable: emptyBin, cargoHome })), {
+      found: true,
+      executable: path.join(cargoHome, 'bin', 'bat'),
+    });
   });
 
   test('treats an unset PATH as empty', async () => {
