@@ -228,6 +228,46 @@ describe('literals, operators and comments', () => {
   });
 });
 
+describe('Markdown fenced code blocks', () => {
+  const document = [
+    '# A model',
+    '',
+    '```stan',
+    'parameters { real<lower=0> sigma; }',
+    '```',
+    '',
+    'real model = 1;',
+    '',
+    '~~~ bat {.numberLines}',
+    'model { y ~ normal(0, 1); }',
+    '~~~',
+    '',
+    '```python',
+    'model = 1',
+    '```',
+  ].join('\n');
+
+  test('```stan and ~~~ bat blocks are highlighted as bat, other text is not', async () => {
+    const lines = await tokenize(document, 'text.html.markdown');
+    const scopesOf = (lineIndex: number, text: string) => {
+      const token = lines[lineIndex].tokens.find((candidate) => candidate.text === text);
+      assert.ok(token, `${text} on line ${lineIndex + 1}`);
+      return token.scopes;
+    };
+    assert.ok(scopesOf(3, 'parameters').includes('keyword.other.block.bat'));
+    assert.ok(scopesOf(3, 'parameters').includes('meta.embedded.block.stan'));
+    assert.ok(scopesOf(3, 'lower').includes('keyword.other.constraint.bat'));
+    assert.ok(scopesOf(9, 'normal').includes('entity.name.function.distribution.bat'));
+    assert.ok(scopesOf(2, 'stan').includes('fenced_code.block.language.markdown'));
+    // Outside the fences nothing is bat code.
+    for (const index of [0, 6, 13]) {
+      for (const token of lines[index].tokens) {
+        assert.ok(!token.scopes.some((scope) => scope.endsWith('.bat')), `line ${index + 1}: ${token.scopes}`);
+      }
+    }
+  });
+});
+
 // The shared corpus (stanc3's accepted test models and the posteriordb models)
 // lives beside the repository; CI provides it as ../shared.
 const CORPUS = process.env.BAT_CORPUS ?? path.resolve(EXTENSION_ROOT, '..', '..', '..', 'shared', 'corpus');

@@ -8,6 +8,9 @@ import * as textmate from 'vscode-textmate';
 
 export const EXTENSION_ROOT = path.resolve(__dirname, '..', '..');
 const GRAMMAR_PATH = path.join(EXTENSION_ROOT, 'syntaxes', 'bat.tmLanguage.json');
+const MARKDOWN_INJECTION_PATH = path.join(EXTENSION_ROOT, 'syntaxes', 'bat.markdown.tmLanguage.json');
+/** Stands in for VS Code's Markdown grammar, which only hosts the injection here. */
+const MARKDOWN_HOST = JSON.stringify({ scopeName: 'text.html.markdown', patterns: [] });
 
 export interface Token {
   text: string;
@@ -20,36 +23,52 @@ export interface TokenizedLine {
   depthAfter: number;
 }
 
-let grammarPromise: Promise<textmate.IGrammar> | undefined;
+let registryPromise: Promise<textmate.Registry> | undefined;
+const grammars = new Map<string, Promise<textmate.IGrammar>>();
 
-export function loadGrammar(): Promise<textmate.IGrammar> {
-  grammarPromise ??= createGrammar();
-  return grammarPromise;
-}
-
-async function createGrammar(): Promise<textmate.IGrammar> {
+async function createRegistry(): Promise<textmate.Registry> {
   const wasm = readFileSync(require.resolve('vscode-oniguruma/release/onig.wasm'));
   await oniguruma.loadWASM(wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.byteLength));
-  const registry = new textmate.Registry({
+  return new textmate.Registry({
     onigLib: Promise.resolve({
       createOnigScanner: (patterns: string[]) => new oniguruma.OnigScanner(patterns),
       createOnigString: (text: string) => new oniguruma.OnigString(text),
     }),
-    loadGrammar: async (scopeName: string) =>
-      scopeName === 'source.bat'
-        ? textmate.parseRawGrammar(readFileSync(GRAMMAR_PATH, 'utf8'), GRAMMAR_PATH)
-        : null,
+    loadGrammar: async (scopeName: string) => {
+      switch (scopeName) {
+        case 'source.bat':
+          return textmate.parseRawGrammar(readFileSync(GRAMMAR_PATH, 'utf8'), GRAMMAR_PATH);
+        case 'markdown.bat.codeblock':
+          return textmate.parseRawGrammar(readFileSync(MARKDOWN_INJECTION_PATH, 'utf8'), MARKDOWN_INJECTION_PATH);
+        case 'text.html.markdown':
+          return textmate.parseRawGrammar(MARKDOWN_HOST, 'markdown.json');
+        default:
+          return null;
+      }
+    },
+    getInjections: (scopeName: string) =>
+      scopeName === 'text.html.markdown' ? ['markdown.bat.codeblock'] : undefined,
   });
-  const grammar = await registry.loadGrammar('source.bat');
-  if (grammar === null) {
-    throw new Error(`could not load ${GRAMMAR_PATH}`);
+}
+
+/** The grammar for `scopeName` (source.bat unless told otherwise). */
+export function loadGrammar(scopeName = 'source.bat'): Promise<textmate.IGrammar> {
+  let grammar = grammars.get(scopeName);
+  if (grammar === undefined) {
+    grammar = (async () => {
+      registryPromise ??= createRegistry();
+      const loaded = await (await registryPromise).loadGrammar(scopeName);
+      if (loaded === null) throw new Error(`could not load the grammar ${scopeName}`);
+      return loaded;
+    })();
+    grammars.set(scopeName, grammar);
   }
   return grammar;
 }
 
 /** Tokenizes a whole document line by line, carrying the rule stack across lines. */
-export async function tokenize(source: string): Promise<TokenizedLine[]> {
-  const grammar = await loadGrammar();
+export async function tokenize(source: string, scopeName = 'source.bat'): Promise<TokenizedLine[]> {
+  const grammar = await loadGrammar(scopeName);
   let stack = textmate.INITIAL;
   return source.split(/\r?\n/).map((line) => {
     const result = grammar.tokenizeLine(line, stack);

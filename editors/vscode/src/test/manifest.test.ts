@@ -21,7 +21,11 @@ describe('package.json', () => {
     assert.equal(language.id, 'stan');
     assert.notEqual(language.id, 'bat');
     assert.deepEqual(language.extensions, ['.bat', '.stan']);
-    assert.deepEqual(contributes.grammars.map((g: { language: string }) => g.language), [language.id]);
+    const languageGrammars = contributes.grammars.filter((g: { language?: string }) => g.language !== undefined);
+    assert.deepEqual(languageGrammars.map((g: { language: string }) => g.language), [language.id]);
+    const markdown = contributes.grammars.find((g: { injectTo?: string[] }) => g.injectTo !== undefined);
+    assert.deepEqual(markdown.injectTo, ['text.html.markdown']);
+    assert.deepEqual(Object.values(markdown.embeddedLanguages), [language.id]);
     assert.deepEqual(contributes.snippets.map((s: { language: string }) => s.language), [language.id]);
     assert.deepEqual(manifest.activationEvents, [`onLanguage:${language.id}`]);
     const source = readFileSync(path.join(EXTENSION_ROOT, 'src', 'extension.ts'), 'utf8');
@@ -37,9 +41,10 @@ describe('package.json', () => {
     for (const relative of paths) {
       assert.ok(existsSync(path.join(EXTENSION_ROOT, relative)), relative);
     }
-    const grammar = readJson(contributes.grammars[0].path);
+    for (const contribution of contributes.grammars) {
+      assert.equal(readJson(contribution.path).scopeName, contribution.scopeName, contribution.path);
+    }
     assert.equal(contributes.grammars[0].scopeName, 'source.bat');
-    assert.equal(grammar.scopeName, 'source.bat');
     assert.equal(manifest.main, './out/extension.js');
   });
 
