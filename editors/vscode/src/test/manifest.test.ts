@@ -122,6 +122,8 @@ describe('snippets', () => {
     for (const [name, snippet] of Object.entries(snippets)) {
       const prefixes = Array.isArray(snippet.prefix) ? snippet.prefix : [snippet.prefix];
       assert.ok(prefixes.length > 0 && prefixes.every((p) => typeof p === 'string' && p !== ''), name);
+      // Completion is triggered by typing a word; a prefix must start with one.
+      assert.ok(prefixes.every((p) => /^[A-Za-z]/.test(p)), `${name}: ${prefixes}`);
       assert.ok(typeof snippet.description === 'string' && snippet.description !== '', name);
       assert.ok(Array.isArray(snippet.body) && snippet.body.length > 0, name);
     }
