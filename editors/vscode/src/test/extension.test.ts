@@ -98,13 +98,22 @@ describe('extension activation', { skip: process.platform === 'win32' }, () => {
 
   test('a found binary is started as `<bat.path> lsp` and initialized', async () => {
     const errorsBefore = mock.recorded.errors.length;
+    mock.settings.set('bat.trace.server', 'messages');
     mock.settings.set('bat.path', fakeBat);
     mock.fireConfigurationChange('bat.path');
 
     await eventually(() => serverLog().includes('method initialized'), 'the initialized notification');
-    assert.deepEqual(serverLog(), ['argv lsp', 'method initialize', 'method initialized']);
+    assert.deepEqual(serverLog(), ['argv lsp', 'method initialize', 'trace messages', 'method initialized']);
     assert.equal(mock.recorded.errors.length, errorsBefore, mock.recorded.errors.map((e) => e.message).join('\n'));
     assert.ok(mock.recorded.outputLines.some((line) => line.includes(`Starting ${fakeBat} lsp`)));
+  });
+
+  test('bat.trace.server changes reach the running server without a restart', async () => {
+    await fs.writeFile(logFile, '');
+    mock.settings.set('bat.trace.server', 'off');
+    mock.fireConfigurationChange('bat.trace.server');
+    await eventually(() => serverLog().includes('trace off'), 'the $/setTrace notification');
+    assert.deepEqual(serverLog(), ['method $/setTrace', 'trace off']);
   });
 
   test('bat.restartServer shuts the running server down before starting a new one', async () => {
@@ -116,6 +125,7 @@ describe('extension activation', { skip: process.platform === 'win32' }, () => {
       'method exit',
       'argv lsp',
       'method initialize',
+      'trace off',
       'method initialized',
     ]);
   });
