@@ -68,6 +68,8 @@ const NOT_FUNCTIONS: &[&str] = &[
     "complex_row_vector",
     "complex_matrix",
     "T",
+    "in",
+    "profile",
 ];
 
 /// (name, whether it follows `~`) for every `identifier (` in the text,
@@ -129,15 +131,37 @@ fn user_function_names(src: &str) -> Vec<String> {
     let block = &after[..end];
     let mut names = Vec::new();
     for line in block.lines() {
-        if let Some(paren) = line.find('(') {
+        // `ret name(` where ret ends in a type word, `]` or `)` (tuples).
+        for (paren, _) in line.match_indices('(') {
             let head = line[..paren].trim_end();
-            if let Some(name) = head.rsplit(|c: char| c.is_whitespace()).next()
-                && head.contains(' ')
+            let name_start = head
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map_or(0, |i| i + 1);
+            let name = &head[name_start..];
+            let before = head[..name_start].trim_end();
+            let after_type =
+                before.ends_with(|c: char| c.is_ascii_alphanumeric() || c == ']' || c == ')');
+            if !name.is_empty()
+                && name != "tuple"
+                && head[..name_start].ends_with(' ')
+                && after_type
+                && !before.contains('=')
+                && !before.ends_with("return")
             {
                 names.push(name.to_owned());
             }
         }
     }
+    // `foo_lupmf(...)` calls the user's `foo_lpmf`.
+    let aliases: Vec<String> = names
+        .iter()
+        .filter_map(|n| {
+            n.strip_suffix("_lpdf")
+                .map(|f| format!("{f}_lupdf"))
+                .or_else(|| n.strip_suffix("_lpmf").map(|f| format!("{f}_lupmf")))
+        })
+        .collect();
+    names.extend(aliases);
     names
 }
 
@@ -421,4 +445,45 @@ fn every_simple_call_resolves_with_a_fitting_return_type() {
     );
     eprintln!("resolved {resolved} calls, skipped {skipped_total}");
     assert!(resolved > 20_000, "only {resolved} calls resolved");
+}
+
+/// All accepted stanc3 programs and posteriordb models: every called name
+/// that is not a user-defined function is a built-in.
+#[test]
+fn every_name_called_by_accepted_programs_is_known() {
+    let mut files = Vec::new();
+    stan_files(Path::new("/work/shared/corpus/stanc3/good"), &mut files);
+    stan_files(
+        Path::new("/work/shared/corpus/posteriordb-models"),
+        &mut files,
+    );
+    assert!(files.len() > 500, "corpus missing: {} files", files.len());
+    let mut missing: HashMap<String, PathBuf> = HashMap::new();
+    for file in &files {
+        let src = strip_comments(&std::fs::read_to_string(file).unwrap());
+        let user = user_function_names(&src);
+        for (name, after_tilde) in called_names(&src) {
+            let lp_name = |suffix: &str| format!("{name}{suffix}");
+            let user_defined = user.contains(&name)
+                || (after_tilde
+                    && ["_lpdf", "_lpmf", "_log"]
+                        .iter()
+                        .any(|s| user.contains(&lp_name(s))));
+            let known = if after_tilde {
+                builtins::distribution(&name).is_some()
+            } else {
+                builtins::is_builtin(&name)
+            };
+            if !user_defined && !known {
+                missing.entry(name).or_insert_with(|| file.clone());
+            }
+        }
+    }
+    let mut missing: Vec<_> = missing.into_iter().collect();
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "{} names unknown: {missing:#?}",
+        missing.len()
+    );
 }
