@@ -61,7 +61,7 @@ impl Distribution {
 }
 
 struct Index {
-    functions: HashMap<String, Vec<Signature>>,
+    table: table::Table,
     /// Every callable name: table names, `_lupdf`/`_lupmf` aliases and
     /// special functions, sorted.
     names: Vec<&'static str>,
@@ -71,9 +71,9 @@ struct Index {
 static INDEX: LazyLock<Index> = LazyLock::new(build_index);
 
 fn build_index() -> Index {
-    let functions = table::build().functions;
-    let mut names: Vec<String> = functions.keys().cloned().collect();
-    for name in functions.keys() {
+    let table = table::build();
+    let mut names: Vec<String> = table.names().map(str::to_owned).collect();
+    for name in table.names() {
         if let Some(family) = name.strip_suffix("_lpdf") {
             names.push(format!("{family}_lupdf"));
         } else if let Some(family) = name.strip_suffix("_lpmf") {
@@ -92,7 +92,7 @@ fn build_index() -> Index {
         .into_iter()
         .map(|n| &*Box::leak(n.into_boxed_str()))
         .collect();
-    let has = |name: String| functions.contains_key(&name);
+    let has = |name: String| table.contains(&name);
     let families = table::distribution_families()
         .into_iter()
         .map(|family| {
@@ -109,7 +109,7 @@ fn build_index() -> Index {
         })
         .collect();
     Index {
-        functions,
+        table,
         names,
         families,
     }
@@ -127,10 +127,7 @@ fn canonical_name(name: &str) -> std::borrow::Cow<'_, str> {
 }
 
 fn candidates(name: &str) -> &'static [Signature] {
-    INDEX
-        .functions
-        .get(canonical_name(name).as_ref())
-        .map_or(&[], Vec::as_slice)
+    INDEX.table.signatures(canonical_name(name).as_ref())
 }
 
 /// True for every built-in function name, including `_lupdf`/`_lupmf`
