@@ -241,6 +241,61 @@ pub fn operator_functions(op: &str, arity: usize) -> &'static [&'static str] {
     }
 }
 
+/// Signatures `(lhs, rhs) => void` accepted by compound assignment `lhs op= rhs`
+/// for `op` in `+ - * / .* ./` (stanc3's
+/// `make_assignmentoperator_stan_math_signatures`): the operator's
+/// signatures whose result has the left-hand side's type, where a real
+/// right-hand side also admits an int; elementwise operators do not apply
+/// to scalars. Resolve with [`select_overload`].
+pub fn compound_assignment_signatures(op: &str) -> Vec<Signature> {
+    let functions: &[&str] = match op {
+        "/" => &["divide"],
+        "+" | "-" | "*" | ".*" | "./" => operator_functions(op, 2),
+        _ => &[],
+    };
+    let elementwise = matches!(op, ".*" | "./");
+    let mut out = Vec::new();
+    for name in functions {
+        for sig in candidates(name) {
+            let [(lhs_ad, lhs), (rhs_ad, rhs)] = sig.args.as_slice() else {
+                continue;
+            };
+            if sig.ret.as_ref() != Some(lhs) || (elementwise && lhs.is_scalar()) {
+                continue;
+            }
+            let mut add = |rhs: Type| {
+                out.push(Signature {
+                    args: vec![(*lhs_ad, lhs.clone()), (*rhs_ad, rhs)],
+                    ret: None,
+                })
+            };
+            if *rhs == Type::Real {
+                add(Type::Int);
+            }
+            add(rhs.clone());
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|sig| seen.insert(sig.args.clone()));
+    out
+}
+
+/// Resolves `lhs op= rhs`. The left-hand side is assigned to, so it is
+/// never promoted: only signatures whose first argument is exactly the
+/// left-hand side's type are considered.
+pub fn resolve_compound_assignment(
+    op: &str,
+    lhs: &(AdLevel, Type),
+    rhs: &(AdLevel, Type),
+) -> Result<Signature, OverloadError> {
+    let cands: Vec<Signature> = compound_assignment_signatures(op)
+        .into_iter()
+        .filter(|sig| lhs.1.is_error() || sig.args[0].1 == lhs.1)
+        .collect();
+    let index = select_overload(&cands, &[lhs.clone(), rhs.clone()])?;
+    Ok(cands[index].clone())
+}
+
 /// A signature in Stan syntax, as in stanc3's "Available signatures":
 /// `(vector, real, data real) => real`.
 pub fn display_signature(sig: &Signature) -> String {

@@ -397,3 +397,22 @@ fn operators_map_to_stanc3_functions() {
     assert_eq!(ret("add", &[auto("int"), auto("real")]), Some(Type::Real));
     assert_eq!(ret("minus", &[auto("array[] int")]), Some(t("array[] int")));
 }
+
+#[test]
+fn compound_assignment_follows_operator_signatures() {
+    let accepts = |op: &str, lhs: &str, rhs: &str| {
+        resolve_compound_assignment(op, &auto(lhs), &auto(rhs)).is_ok()
+    };
+    assert!(accepts("+", "vector", "real"));
+    assert!(accepts("+", "vector", "int"));
+    assert!(accepts("*", "matrix", "matrix"));
+    assert!(accepts("*", "row_vector", "matrix"));
+    assert!(accepts("/", "real", "int"));
+    assert!(accepts(".*", "vector", "vector"));
+    // The result must keep the left-hand side's type.
+    assert!(!accepts("*", "vector", "row_vector"));
+    assert!(!accepts("+", "int", "real"));
+    // Elementwise operators do not apply to scalars.
+    assert!(!accepts(".*", "real", "real"));
+    assert!(compound_assignment_signatures("%").is_empty());
+}
