@@ -416,3 +416,44 @@ fn compound_assignment_follows_operator_signatures() {
     assert!(!accepts(".*", "real", "real"));
     assert!(compound_assignment_signatures("%").is_empty());
 }
+
+/// Calls that stanc3 rejects (corpus/stanc3/bad: op_*_bad, validate_*_bad,
+/// removed_features, compound-assign).
+#[test]
+fn rejections_match_stanc3_bad_corpus() {
+    let no_match = |name: &str, args: &[(AdLevel, Type)]| {
+        assert_eq!(
+            resolve(name, args),
+            Err(OverloadError::NoMatch),
+            "{name}{args:?}"
+        )
+    };
+    // op_divide_bad, op_elt_multiply_bad, op_mdivide_left_bad: `b / a` etc.
+    // with b an int array and a a matrix.
+    for name in ["divide", "mdivide_right", "elt_multiply", "mdivide_left"] {
+        no_match(name, &[auto("array[] int"), auto("matrix")]);
+    }
+    // validate_modulus_bad: real % real.
+    no_match("modulus", &[data("real"), data("real")]);
+    // validate_exponentiation_bad: int ^ int is real, not assignable to int.
+    let pow = resolve("pow", &[data("int"), data("int")]).unwrap();
+    assert_eq!(promotion_cost(pow.ret.as_ref().unwrap(), &Type::Int), None);
+    // removed_features: these functions no longer exist.
+    for removed in [
+        "fabs",
+        "binomial_coefficient_log",
+        "cov_exp_quad",
+        "multiply_log",
+        "if_else",
+    ] {
+        assert!(!is_builtin(removed), "{removed}");
+    }
+    // compound-assign: int += real, real ./= real, array[] matrix += ...
+    let compound =
+        |op, lhs: &str, rhs: &str| resolve_compound_assignment(op, &auto(lhs), &auto(rhs));
+    assert!(compound("+", "int", "real").is_err());
+    assert!(compound("./", "real", "real").is_err());
+    assert!(compound("+", "array[] matrix", "array[] matrix").is_err());
+    assert!(compound("+", "array[] row_vector", "array[] row_vector").is_err());
+    assert!(compound("+", "matrix", "matrix").is_ok());
+}
