@@ -26,7 +26,10 @@ use std::sync::LazyLock;
 use crate::types::{AdLevel, Type};
 
 pub use overload::{OverloadError, ad_level_accepts, promotion_cost, select_overload};
-pub use special::{VariadicSignature, laplace_tolerance_args, reduce_sum_slice_types, variadic};
+pub use special::{
+    VariadicSignature, laplace_likelihood_args, laplace_tolerance_args, reduce_sum_slice_types,
+    variadic,
+};
 
 /// One concrete signature of a built-in function.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -80,11 +83,12 @@ fn build_index() -> Index {
             names.push(format!("{family}_lupmf"));
         }
     }
-    names.extend(
-        special::SPECIAL_FUNCTIONS
-            .iter()
-            .map(|(name, _)| (*name).to_owned()),
-    );
+    for (name, _) in special::SPECIAL_FUNCTIONS {
+        names.push((*name).to_owned());
+        if let Some(stem) = name.strip_suffix("_lpmf") {
+            names.push(format!("{stem}_lupmf"));
+        }
+    }
     names.sort();
     names.dedup();
     // Leaked once: the index lives for the whole program.

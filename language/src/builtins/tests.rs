@@ -355,6 +355,24 @@ fn special_functions_are_listed() {
     assert_eq!(ode.control_args.len(), 6);
     assert_eq!(ode.ret, t("array[] vector"));
     assert!(variadic("normal_lpdf").is_none());
+    assert_eq!(
+        laplace_likelihood_args("laplace_marginal_tol_neg_binomial_2_log_lupmf"),
+        Some(vec![
+            auto("array[] int"),
+            auto("array[] int"),
+            auto("vector")
+        ])
+    );
+    assert_eq!(
+        laplace_likelihood_args("laplace_latent_poisson_log_rng").map(|a| a.len()),
+        Some(2)
+    );
+    assert_eq!(
+        laplace_likelihood_args("laplace_marginal_poisson_2_log_tol_lpmf").map(|a| a.len()),
+        Some(3)
+    );
+    assert!(laplace_likelihood_args("laplace_marginal").is_none());
+    assert!(names().any(|n| n == "laplace_marginal_poisson_log_lupmf"));
 }
 
 #[test]
