@@ -139,7 +139,10 @@ fn data_only_parameters_need_data_arguments() {
 #[test]
 fn error_arguments_match_anything() {
     let error = (AdLevel::AutoDiff, Type::Error);
-    assert_eq!(ret("categorical_rng", &[error.clone()]), Some(Type::Int));
+    assert_eq!(
+        ret("categorical_rng", std::slice::from_ref(&error)),
+        Some(Type::Int)
+    );
     // Several signatures fit an unknown argument equally well.
     assert!(matches!(
         resolve("normal_lpdf", &[error.clone(), auto("real"), auto("real")]),
