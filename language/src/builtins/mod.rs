@@ -171,13 +171,17 @@ pub fn signatures_ref(name: &str) -> &'static [Signature] {
     candidates(name)
 }
 
-/// One-line description for hover and completion.
+/// One-line description for hover and completion (also for distribution
+/// families, as written after `~`).
 pub fn doc(name: &str) -> Option<&'static str> {
     if let Some((_, text)) = special_entry(name) {
         return Some(text);
     }
     if !is_builtin(name) {
-        return None;
+        // A family named after `~`, e.g. `normal`.
+        let dist = distribution(name)?;
+        let suffix = if dist.has_lpmf { "_lpmf" } else { "_lpdf" };
+        return docs::describe_family(name, suffix);
     }
     docs::describe(name)
 }

@@ -386,6 +386,8 @@ fn names_are_sorted_unique_and_documented() {
     let undocumented: Vec<&&str> = all.iter().filter(|n| doc(n).is_none()).collect();
     assert!(undocumented.is_empty(), "no doc: {undocumented:?}");
     assert_eq!(doc("no_such_function"), None);
+    assert!(doc("poisson").unwrap().contains("poisson_lpmf"));
+    assert!(doc("normal_lupdf").unwrap().contains("dropping constant"));
 }
 
 #[test]
