@@ -479,4 +479,11 @@ fn rejections_match_stanc3_bad_corpus() {
     assert!(compound("+", "array[] matrix", "array[] matrix").is_err());
     assert!(compound("+", "array[] row_vector", "array[] row_vector").is_err());
     assert!(compound("+", "matrix", "matrix").is_ok());
+    // signature_sampling_known: `vector ~ bernoulli_logit(vector)`.
+    no_match("bernoulli_logit_lpmf", &[data("vector"), auto("vector")]);
+    // call_dist_no_suffix, binomial_coefficient_sample: not functions.
+    assert!(!is_builtin("std_normal") && !is_builtin("binomial_coefficient"));
+    assert!(distribution("binomial_coefficient").is_none());
+    // prob-poisson_log-trunc-*: poisson_log has no CDFs to truncate with.
+    assert!(!distribution("poisson_log").unwrap().supports_truncation());
 }
