@@ -224,7 +224,34 @@ pub fn distribution_families() -> impl Iterator<Item = &'static str> {
 /// signature.
 pub fn resolve(name: &str, args: &[(AdLevel, Type)]) -> Result<Signature, OverloadError> {
     let cands = candidates(name);
+    // Fast path: an exact match is the unique best, because no two
+    // signatures of a built-in share argument types (tested) and only
+    // `Error` or function types can match at zero cost without being equal.
+    if args.iter().all(|(_, ty)| is_plain(ty))
+        && let Some(sig) = cands.iter().find(|sig| {
+            sig.args.len() == args.len()
+                && sig
+                    .args
+                    .iter()
+                    .zip(args)
+                    .all(|((param_ad, param_ty), (arg_ad, arg_ty))| {
+                        param_ty == arg_ty && ad_level_accepts(*param_ad, *arg_ad)
+                    })
+        })
+    {
+        return Ok(sig.clone());
+    }
     select_overload(cands, args).map(|index| cands[index].clone())
+}
+
+/// No `Error` or function type anywhere inside.
+fn is_plain(ty: &Type) -> bool {
+    match ty {
+        Type::Error | Type::Function(_) => false,
+        Type::Array(inner) => is_plain(inner),
+        Type::Tuple(elems) => elems.iter().all(is_plain),
+        _ => true,
+    }
 }
 
 /// stanc3's function names for an operator, tried in order:

@@ -487,3 +487,40 @@ fn rejections_match_stanc3_bad_corpus() {
     // prob-poisson_log-trunc-*: poisson_log has no CDFs to truncate with.
     assert!(!distribution("poisson_log").unwrap().supports_truncation());
 }
+
+/// `resolve`'s exact-match fast path relies on this: stanc3 would report
+/// an exact call of such a pair as ambiguous.
+#[test]
+fn no_two_signatures_of_a_name_share_argument_types() {
+    for name in names() {
+        let mut seen = std::collections::HashSet::new();
+        for sig in signatures_ref(name) {
+            let types: Vec<&Type> = sig.args.iter().map(|(_, ty)| ty).collect();
+            assert!(
+                seen.insert(types),
+                "{name}: duplicate {}",
+                display_signature(sig)
+            );
+        }
+    }
+}
+
+#[test]
+fn fast_path_agrees_with_full_resolution() {
+    for name in [
+        "normal_lpdf",
+        "pow",
+        "add",
+        "exp",
+        "student_t_rng",
+        "to_int",
+    ] {
+        for sig in signatures_ref(name) {
+            let index = select_overload(signatures_ref(name), &sig.args).unwrap();
+            assert_eq!(
+                resolve(name, &sig.args).unwrap(),
+                signatures_ref(name)[index]
+            );
+        }
+    }
+}
