@@ -16,6 +16,7 @@
 //! | `E0006` | not an assignable expression / expression statement that is not a call |
 //! | `E0007` | tuple component number too large |
 //! | `E0008` | empty or ill-formed literal or type (e.g. `{}`, nested `array`) |
+//! | `E0009` | bounds on a complex type (kind: semantic, as in stanc3) |
 
 pub mod ast;
 mod builders;
@@ -45,6 +46,7 @@ pub mod codes {
     pub const NOT_ASSIGNABLE: &str = "E0006";
     pub const BAD_TUPLE_INDEX: &str = "E0007";
     pub const ILL_FORMED: &str = "E0008";
+    pub const COMPLEX_BOUNDS: &str = "E0009";
 }
 
 /// Parse a whole program. Never panics; on bad input returns a partial
@@ -62,7 +64,7 @@ pub fn parse_functions_only(source: &str) -> (ast::Program, Vec<Diagnostic>) {
 
 fn parse_with(source: &str, functions_only: bool) -> (ast::Program, Vec<Diagnostic>) {
     let (mut tokens, comments) = lexer::lex(source);
-    let mut diagnostics = errors::lexical_errors(source, &tokens);
+    let mut diagnostics = errors::lexical_errors(source, &tokens, &comments);
     let comments = comments
         .iter()
         .map(|c| ast::Comment {
@@ -100,6 +102,17 @@ fn parse_with(source: &str, functions_only: bool) -> (ast::Program, Vec<Diagnost
     let mut program = match result {
         Ok(program) => program,
         Err(error) => {
+            // Unrecovered: report at the very end of input for EOF errors,
+            // where stanc3 points.
+            let error = match error {
+                lalrpop_util::ParseError::UnrecognizedEof { expected, .. } => {
+                    lalrpop_util::ParseError::UnrecognizedEof {
+                        location: source.len(),
+                        expected,
+                    }
+                }
+                other => other,
+            };
             recovered.push(lalrpop_util::ErrorRecovery {
                 error,
                 dropped_tokens: Vec::new(),
@@ -112,11 +125,7 @@ fn parse_with(source: &str, functions_only: bool) -> (ast::Program, Vec<Diagnost
 
     diagnostics.extend(errors::parse_errors(source, &tokens, recovered));
     diagnostics.extend(problems);
-    if !diagnostics.iter().any(|d| d.code == codes::UNEXPECTED_EOF || d.code == codes::UNEXPECTED_TOKEN) {
-        diagnostics.extend(validate::validate(&program, functions_only));
-    } else {
-        diagnostics.extend(validate::validate(&program, functions_only));
-    }
+    diagnostics.extend(validate::validate(&program));
     diagnostics.sort_by_key(|d| (d.primary.span.start, d.primary.span.end));
     (program, diagnostics)
 }
