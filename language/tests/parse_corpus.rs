@@ -173,7 +173,13 @@ fn corpus_conformance() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 
     assert!(good.rate() >= 0.98, "good parse rate below 98%");
-    assert!(posteriordb.rate() >= 0.98, "posteriordb parse rate below 98%");
+    assert!(
+        posteriordb.rate() >= 0.98,
+        "posteriordb parse rate below 98%"
+    );
     assert!(syntax_bad.rate() >= 0.95, "syntax-bad line match below 95%");
-    assert!(semantic_bad.rate() >= 0.95, "semantic-bad parse rate below 95%");
+    assert!(
+        semantic_bad.rate() >= 0.95,
+        "semantic-bad parse rate below 95%"
+    );
 }

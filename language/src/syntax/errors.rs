@@ -170,7 +170,10 @@ pub fn parse_errors(
             ),
         };
         // Recovery can report the same place twice; keep the first.
-        if !out.iter().any(|d| d.primary.span == diagnostic.primary.span) {
+        if !out
+            .iter()
+            .any(|d| d.primary.span == diagnostic.primary.span)
+        {
             out.push(diagnostic);
         }
     }
@@ -225,13 +228,11 @@ fn unexpected_token(
         Some(what) => format!("expected {what}, found {found}"),
         None => format!("unexpected {found}"),
     };
-    let mut diagnostic =
-        Diagnostic::error(Kind::Syntax, codes::UNEXPECTED_TOKEN, message, span).with_label(
-            match &what {
-                Some(what) if what.len() < 40 => format!("expected {what}"),
-                _ => "unexpected token".to_string(),
-            },
-        );
+    let mut diagnostic = Diagnostic::error(Kind::Syntax, codes::UNEXPECTED_TOKEN, message, span)
+        .with_label(match &what {
+            Some(what) if what.len() < 40 => format!("expected {what}"),
+            _ => "unexpected token".to_string(),
+        });
 
     // Hints for syntax removed in Stan 2.33 and other common slips.
     let next = tokens.iter().find(|t| t.start >= end).map(|t| t.token);
@@ -241,7 +242,8 @@ fn unexpected_token(
             "array declarations are written `array[N] real x;` (the `real x[N]` form was removed in Stan 2.33)",
         );
     } else if token == Token::Lt && next == Some(Token::Minus) && source[end..].starts_with('-') {
-        diagnostic = diagnostic.with_help("assignment is written `=` (`<-` was removed in Stan 2.33)");
+        diagnostic =
+            diagnostic.with_help("assignment is written `=` (`<-` was removed in Stan 2.33)");
     } else if expects(";") {
         if let Some(previous) = tokens.iter().rev().find(|t| t.end <= start) {
             diagnostic = diagnostic.with_secondary(
@@ -279,9 +281,7 @@ fn describe_expected(expected: &[String]) -> Option<String> {
         }
         let shown = match name.as_str() {
             "identifier" => "an identifier".to_string(),
-            "integer" | "real number" | "dot number" | "imaginary number" => {
-                "a number".to_string()
-            }
+            "integer" | "real number" | "dot number" | "imaginary number" => "a number".to_string(),
             "string" => "a string".to_string(),
             "start of functions file" => continue,
             other => format!("`{other}`"),
@@ -296,21 +296,56 @@ fn describe_expected(expected: &[String]) -> Option<String> {
         items.retain(|i| {
             !matches!(
                 i.as_str(),
-                "`for`" | "`while`" | "`if`" | "`break`" | "`continue`" | "`return`"
-                    | "`print`" | "`reject`" | "`fatal_error`" | "`profile`" | "`jacobian`"
-                    | "`;`" | "`{`" | "`}`"
+                "`for`"
+                    | "`while`"
+                    | "`if`"
+                    | "`break`"
+                    | "`continue`"
+                    | "`return`"
+                    | "`print`"
+                    | "`reject`"
+                    | "`fatal_error`"
+                    | "`profile`"
+                    | "`jacobian`"
+                    | "`;`"
+                    | "`{`"
+                    | "`}`"
             )
         });
     }
     let operators = ["`+`", "`-`", "`*`", "`/`", "`^`", "`'`", "`||`", "`&&`"];
-    let operator_heavy = items.iter().filter(|i| operators.contains(&i.as_str())).count() >= 4;
+    let operator_heavy = items
+        .iter()
+        .filter(|i| operators.contains(&i.as_str()))
+        .count()
+        >= 4;
     if operator_heavy {
         items.retain(|i| {
             !matches!(
                 i.as_str(),
-                "`+`" | "`-`" | "`*`" | "`/`" | "`%`" | "`\\`" | "`%/%`" | "`^`" | "`.^`"
-                    | "`.*`" | "`./`" | "`'`" | "`||`" | "`&&`" | "`==`" | "`!=`" | "`<`"
-                    | "`<=`" | "`>`" | "`>=`" | "`?`" | "`[`" | "`dot number`"
+                "`+`"
+                    | "`-`"
+                    | "`*`"
+                    | "`/`"
+                    | "`%`"
+                    | "`\\`"
+                    | "`%/%`"
+                    | "`^`"
+                    | "`.^`"
+                    | "`.*`"
+                    | "`./`"
+                    | "`'`"
+                    | "`||`"
+                    | "`&&`"
+                    | "`==`"
+                    | "`!=`"
+                    | "`<`"
+                    | "`<=`"
+                    | "`>`"
+                    | "`>=`"
+                    | "`?`"
+                    | "`[`"
+                    | "`dot number`"
             )
         });
     }

@@ -26,7 +26,10 @@ mod nesting;
 mod printer;
 mod validate;
 
-pub use printer::print_ast;
+pub use printer::{
+    expr_to_string, print_ast, sized_type as sized_type_to_string,
+    unsized_type as unsized_type_to_string,
+};
 
 use crate::diagnostic::Diagnostic;
 
@@ -125,7 +128,7 @@ fn parse_with(source: &str, functions_only: bool) -> (ast::Program, Vec<Diagnost
 
     diagnostics.extend(errors::parse_errors(source, &tokens, recovered));
     diagnostics.extend(problems);
-    diagnostics.extend(validate::validate(&program));
+    diagnostics.extend(validate::validate(&program, source));
     diagnostics.sort_by_key(|d| (d.primary.span.start, d.primary.span.end));
     (program, diagnostics)
 }

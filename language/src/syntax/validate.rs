@@ -10,7 +10,7 @@ use crate::span::Span;
 use crate::syntax::ast::*;
 use crate::syntax::codes;
 
-pub fn validate(program: &Program) -> Vec<Diagnostic> {
+pub fn validate(program: &Program, source: &str) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for block in &program.blocks {
         for stmt in &block.stmts {
@@ -23,10 +23,10 @@ pub fn validate(program: &Program) -> Vec<Diagnostic> {
                 | BlockKind::GeneratedQuantities => {
                     // Top-level declarations may be constrained.
                     if !matches!(stmt.kind, StmtKind::Decl(_)) {
-                        check_stmt(stmt, &mut out);
+                        check_stmt(source, stmt, &mut out);
                     }
                 }
-                BlockKind::Model | BlockKind::Functions => check_stmt(stmt, &mut out),
+                BlockKind::Model | BlockKind::Functions => check_stmt(source, stmt, &mut out),
             }
         }
     }
@@ -110,7 +110,7 @@ fn constrained_part(ty: &SizedType) -> Option<Span> {
     }
 }
 
-fn check_stmt(stmt: &Stmt, out: &mut Vec<Diagnostic>) {
+fn check_stmt(source: &str, stmt: &Stmt, out: &mut Vec<Diagnostic>) {
     match &stmt.kind {
         StmtKind::Decl(decl) => check_local_decl(decl, out),
         StmtKind::Assign { lhs, .. } => {
@@ -129,6 +129,11 @@ fn check_stmt(stmt: &Stmt, out: &mut Vec<Diagnostic>) {
         }
         StmtKind::Expr(e) => {
             if !matches!(e.kind, ExprKind::Call { .. } | ExprKind::Error) {
+                let help = if is_old_arrow_assignment(source, e) {
+                    "assignment is written `=` (`<-` was removed in Stan 2.33)"
+                } else {
+                    "assign it with `=`, or use it in `target +=` or `~`"
+                };
                 out.push(
                     Diagnostic::error(
                         Kind::Syntax,
@@ -137,27 +142,27 @@ fn check_stmt(stmt: &Stmt, out: &mut Vec<Diagnostic>) {
                         e.span,
                     )
                     .with_label("this expression's value would be discarded")
-                    .with_help("assign it with `=`, or use it in `target +=` or `~`"),
+                    .with_help(help),
                 );
             }
         }
         StmtKind::If {
             then, otherwise, ..
         } => {
-            check_stmt(then, out);
+            check_stmt(source, then, out);
             if let Some(other) = otherwise {
-                check_stmt(other, out);
+                check_stmt(source, other, out);
             }
         }
         StmtKind::While { body, .. }
         | StmtKind::For { body, .. }
-        | StmtKind::ForEach { body, .. } => check_stmt(body, out),
+        | StmtKind::ForEach { body, .. } => check_stmt(source, body, out),
         StmtKind::Block(stmts) | StmtKind::Profile { body: stmts, .. } => {
-            stmts.iter().for_each(|s| check_stmt(s, out))
+            stmts.iter().for_each(|s| check_stmt(source, s, out))
         }
         StmtKind::FunDef(def) => {
             if let Some(body) = &def.body {
-                check_stmt(body, out);
+                check_stmt(source, body, out);
             }
         }
         StmtKind::Tilde { .. }
@@ -188,4 +193,15 @@ fn is_single_lvalue(e: &Expr) -> bool {
         ExprKind::Index(base, _) | ExprKind::TupleProj(base, _) => is_single_lvalue(base),
         _ => false,
     }
+}
+
+/// `x <- e;` lexes as `x < -e`.
+fn is_old_arrow_assignment(source: &str, e: &Expr) -> bool {
+    let ExprKind::Binary(BinaryOp::Lt, lhs, rhs) = &e.kind else {
+        return false;
+    };
+    matches!(rhs.kind, ExprKind::Unary(UnaryOp::Neg, _))
+        && source
+            .get(lhs.span.end as usize..rhs.span.start as usize + 1)
+            .is_some_and(|between| between.trim_start().starts_with("<-"))
 }
