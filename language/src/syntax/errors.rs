@@ -223,6 +223,28 @@ fn unexpected_token(
         return diagnostic;
     }
 
+    // A reserved word where a name is expected.
+    let keyword = token
+        .fixed_text()
+        .filter(|t| t.chars().all(|c| c.is_alphabetic() || c == '_'));
+    if let Some(word) = keyword.filter(|_| names.iter().any(|n| n == "identifier")) {
+        if names
+            .iter()
+            .all(|n| !EXPRESSION_STARTS.contains(&n.as_str()) || n == "identifier" || n == "T")
+        {
+            return Diagnostic::error(
+                Kind::Syntax,
+                codes::UNEXPECTED_TOKEN,
+                format!("expected an identifier, found reserved word `{word}`"),
+                span,
+            )
+            .with_label("reserved word")
+            .with_note(format!(
+                "`{word}` is a reserved word in Stan and cannot be used as a name"
+            ));
+        }
+    }
+
     let what = describe_expected(expected);
     let message = match &what {
         Some(what) => format!("expected {what}, found {found}"),
@@ -245,7 +267,10 @@ fn unexpected_token(
         diagnostic =
             diagnostic.with_help("assignment is written `=` (`<-` was removed in Stan 2.33)");
     } else if expects(";") {
-        if let Some(previous) = tokens.iter().rev().find(|t| t.end <= start) {
+        let previous = tokens.iter().rev().find(|t| t.end <= start);
+        // Only when the statement plausibly ended at a line break.
+        let line_break_between = previous.is_some_and(|p| source[p.end..start].contains('\n'));
+        if let Some(previous) = previous.filter(|_| line_break_between) {
             diagnostic = diagnostic.with_secondary(
                 Span::new(previous.end, previous.end),
                 "perhaps a `;` is missing here",
@@ -276,6 +301,14 @@ fn describe_expected(expected: &[String]) -> Option<String> {
         if expression && EXPRESSION_STARTS.contains(&name.as_str()) {
             continue;
         }
+        // `.N` (tuple component) and `T` (an identifier) are noise when
+        // other choices exist.
+        if (name == "dot number" && names.len() > 1) || (name == "T" && has("identifier")) {
+            continue;
+        }
+        if name.ends_with('=') && name != "=" && has("=") && has("+=") {
+            continue;
+        }
         if types && TYPE_STARTS.contains(&name.as_str()) {
             continue;
         }
@@ -283,6 +316,7 @@ fn describe_expected(expected: &[String]) -> Option<String> {
             "identifier" => "an identifier".to_string(),
             "integer" | "real number" | "dot number" | "imaginary number" => "a number".to_string(),
             "string" => "a string".to_string(),
+            "=" if has("+=") => "an assignment operator".to_string(),
             "start of functions file" => continue,
             other => format!("`{other}`"),
         };
@@ -357,13 +391,10 @@ fn describe_expected(expected: &[String]) -> Option<String> {
         }
     }
     if types {
-        lead.push("a type".to_string());
+        lead.push(if statement { "a declaration" } else { "a type" }.to_string());
     }
     if expression && !statement {
         lead.push("an expression".to_string());
-    }
-    if operator_heavy {
-        lead.push("an operator".to_string());
     }
     // Punctuation the user most likely forgot comes first.
     items.sort_by_key(|i| match i.as_str() {
@@ -372,7 +403,18 @@ fn describe_expected(expected: &[String]) -> Option<String> {
         "`,`" => 2,
         _ => 3,
     });
-    lead.extend(items);
+    let punctuation = items
+        .iter()
+        .take_while(|i| matches!(i.as_str(), "`;`" | "`)`" | "`]`" | "`}`" | "`,`"))
+        .count();
+    let rest = items.split_off(punctuation);
+    let mut lead_then: Vec<String> = items;
+    lead_then.extend(lead);
+    let mut lead = lead_then;
+    if operator_heavy {
+        lead.push("an operator".to_string());
+    }
+    lead.extend(rest);
     match lead.len() {
         0 => None,
         1 => Some(lead.remove(0)),

@@ -15,8 +15,7 @@
 //! | `E0005` | misplaced declaration or statement (e.g. statements in `data`, constraints on a local variable) |
 //! | `E0006` | not an assignable expression / expression statement that is not a call |
 //! | `E0007` | tuple component number too large |
-//! | `E0008` | empty or ill-formed literal or type (e.g. `{}`, nested `array`) |
-//! | `E0009` | bounds on a complex type (kind: semantic, as in stanc3) |
+//! | `E0008` | bounds on a complex type (kind: semantic, as in stanc3) |
 
 pub mod ast;
 mod builders;
@@ -26,6 +25,7 @@ mod nesting;
 mod printer;
 mod validate;
 
+pub use lexer::lex;
 pub use printer::{
     expr_to_string, print_ast, sized_type as sized_type_to_string,
     unsized_type as unsized_type_to_string,
@@ -48,8 +48,7 @@ pub mod codes {
     pub const MISPLACED: &str = "E0005";
     pub const NOT_ASSIGNABLE: &str = "E0006";
     pub const BAD_TUPLE_INDEX: &str = "E0007";
-    pub const ILL_FORMED: &str = "E0008";
-    pub const COMPLEX_BOUNDS: &str = "E0009";
+    pub const COMPLEX_BOUNDS: &str = "E0008";
 }
 
 /// Parse a whole program. Never panics; on bad input returns a partial
