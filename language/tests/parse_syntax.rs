@@ -546,3 +546,53 @@ fn random_input_never_panics() {
         }
     }
 }
+
+#[test]
+fn broken_programs_still_yield_a_tree() {
+    // Missing `;` before `}`: the other statements survive.
+    let src = "parameters {\n  real mu;\n}\nmodel {\n  mu ~ normal(0, 1);\n  target += mu\n}\n";
+    let (p, diags) = syntax::parse(src);
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    assert_eq!(line_of(src, &diags[0]), 7);
+    let printed = syntax::print_ast(&p);
+    assert!(printed.contains("tilde mu ~ normal(0, 1)"), "{printed}");
+    assert!(printed.contains("target += mu"), "{printed}");
+
+    // Unclosed blocks at end of file.
+    let src = "model {\n  if (x) {\n    y = 1;\n";
+    let (p, diags) = syntax::parse(src);
+    assert!(!diags.is_empty());
+    assert!(syntax::print_ast(&p).contains("assign y = 1"));
+
+    // Misspelled block name: reported with a suggestion, rest still parsed.
+    let src = "paramters {\n  real x;\n}\nmodel {\n  x ~ normal(0, 1);\n}\n";
+    let (p, diags) = syntax::parse(src);
+    assert_eq!(diags.len(), 1);
+    assert_eq!(diags[0].help.as_deref(), Some("did you mean `parameters`?"));
+    assert_eq!(p.blocks.len(), 2);
+    assert_eq!(p.blocks[0].kind, ast::BlockKind::Parameters);
+
+    // Missing `)` before `{`: the loop body is kept.
+    let src = "model {\n  for (i in 1:N {\n    x += 1;\n  }\n  print(x);\n}\n";
+    let (p, diags) = syntax::parse(src);
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    assert_eq!(line_of(src, &diags[0]), 2);
+    let printed = syntax::print_ast(&p);
+    assert!(printed.contains("for i in 1 : N"), "{printed}");
+    assert!(printed.contains("print(x)"), "{printed}");
+
+    // A bad statement becomes an error node; its neighbours survive.
+    let src = "model {\n  real a = 1;\n  real b = 3 +* 2;\n  real c = 2;\n}\n";
+    let (p, diags) = syntax::parse(src);
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    let names: Vec<_> = p.blocks[0]
+        .stmts
+        .iter()
+        .map(|s| match &s.kind {
+            ast::StmtKind::Decl(d) => d.name.name.clone(),
+            ast::StmtKind::Error => "<error>".to_string(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(names, vec!["a", "<error>", "c"]);
+}

@@ -257,7 +257,9 @@ fn unexpected_token(
         });
 
     // Hints for syntax removed in Stan 2.33 and other common slips.
-    let next = tokens.iter().find(|t| t.start >= end).map(|t| t.token);
+    // Tokens are sorted by position.
+    let next_index = tokens.partition_point(|t| t.start < end);
+    let next = tokens.get(next_index).map(|t| t.token);
     let expects = |name: &str| names.iter().any(|n| n == name);
     if token == Token::LBracket && expects(";") && expects("=") {
         diagnostic = diagnostic.with_help(
@@ -267,7 +269,7 @@ fn unexpected_token(
         diagnostic =
             diagnostic.with_help("assignment is written `=` (`<-` was removed in Stan 2.33)");
     } else if expects(";") {
-        let previous = tokens.iter().rev().find(|t| t.end <= start);
+        let previous = tokens[..tokens.partition_point(|t| t.end <= start)].last();
         // Only when the statement plausibly ended at a line break.
         let line_break_between = previous.is_some_and(|p| source[p.end..start].contains('\n'));
         if let Some(previous) = previous.filter(|_| line_break_between) {
