@@ -215,10 +215,10 @@ fn unexpected_token(
             span,
         )
         .with_label("expected a block such as `model {`");
-        if let Token::Ident(word) = token {
-            if let Some(best) = closest_block_name(word) {
-                diagnostic = diagnostic.with_help(format!("did you mean `{best}`?"));
-            }
+        if let Token::Ident(word) = token
+            && let Some(best) = closest_block_name(word)
+        {
+            diagnostic = diagnostic.with_help(format!("did you mean `{best}`?"));
         }
         return diagnostic;
     }
@@ -227,22 +227,22 @@ fn unexpected_token(
     let keyword = token
         .fixed_text()
         .filter(|t| t.chars().all(|c| c.is_alphabetic() || c == '_'));
-    if let Some(word) = keyword.filter(|_| names.iter().any(|n| n == "identifier")) {
-        if names
+    // Only where a name is expected, not anywhere an expression may start.
+    let name_expected = names.iter().any(|n| n == "identifier")
+        && names
             .iter()
-            .all(|n| !EXPRESSION_STARTS.contains(&n.as_str()) || n == "identifier" || n == "T")
-        {
-            return Diagnostic::error(
-                Kind::Syntax,
-                codes::UNEXPECTED_TOKEN,
-                format!("expected an identifier, found reserved word `{word}`"),
-                span,
-            )
-            .with_label("reserved word")
-            .with_note(format!(
-                "`{word}` is a reserved word in Stan and cannot be used as a name"
-            ));
-        }
+            .all(|n| !EXPRESSION_STARTS.contains(&n.as_str()) || n == "identifier" || n == "T");
+    if let Some(word) = keyword.filter(|_| name_expected) {
+        return Diagnostic::error(
+            Kind::Syntax,
+            codes::UNEXPECTED_TOKEN,
+            format!("expected an identifier, found reserved word `{word}`"),
+            span,
+        )
+        .with_label("reserved word")
+        .with_note(format!(
+            "`{word}` is a reserved word in Stan and cannot be used as a name"
+        ));
     }
 
     let what = describe_expected(expected);

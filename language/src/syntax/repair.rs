@@ -78,10 +78,10 @@ fn edit_for<'s>(tokens: &[Spanned<'s>], error: &Failure<'s>) -> Option<Edit<'s>>
     let after_synthetic_semicolon = index > 0
         && tokens[index - 1].token == Token::Semi
         && tokens[index - 1].start == tokens[index - 1].end;
-    if let Some(Token::Ident(word)) = found {
-        if let Some(block) = block_keyword(word).filter(|_| expects("model")) {
-            return Some(Edit::Replace(index, block));
-        }
+    if let Some(Token::Ident(word)) = found
+        && let Some(block) = block_keyword(word).filter(|_| expects("model"))
+    {
+        return Some(Edit::Replace(index, block));
     }
     let closer = [
         (";", Token::Semi),
