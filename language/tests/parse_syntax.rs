@@ -328,6 +328,7 @@ fn misplaced_constructs_are_syntax_errors() {
         ("data { real x = 1; }", 1),
         ("parameters { x = 1; }", 1),
         ("model { x + 1; }", 1),
+        ("model { f(y | theta); }", 1),
         ("model { f(x) = 1; }", 1),
         ("transformed data { (x, y).1 = 2; }", 1),
         ("generated quantities { void f(); }", 1),
