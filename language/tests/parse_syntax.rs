@@ -372,6 +372,17 @@ fn readable_messages() {
     let errs = errors("paramters {\n real x;\n}\n");
     assert_eq!(errs[0].help.as_deref(), Some("did you mean `parameters`?"));
 
+    let errs = errors("transformed paramters {\n real x;\n}\n");
+    assert_eq!(
+        errs[0].help.as_deref(),
+        Some("did you mean `transformed parameters`?")
+    );
+    let errs = errors("generated quantity {\n}\n");
+    assert_eq!(
+        errs[0].help.as_deref(),
+        Some("did you mean `generated quantities`?")
+    );
+
     let errs = errors("model { }\ndata { }\n");
     assert!(
         errs[0].message.contains("out of order"),
@@ -384,6 +395,24 @@ fn readable_messages() {
         errs[0].message.contains("unterminated string"),
         "{}",
         errs[0].message
+    );
+
+    let errs = errors("model { } /* never closed");
+    assert_eq!(errs[0].code, "E0003");
+    assert!(errs[0].message.contains("unterminated block comment"));
+
+    let errs = errors("#include \"other.stan\"\nmodel { }");
+    assert!(errs[0].message.contains("#include"), "{}", errs[0].message);
+
+    let errs = errors(
+        "transformed data { tuple(int, int) x = (1, 2); int y = x.99999999999999999999999; }",
+    );
+    assert_eq!(errs[0].code, "E0007");
+
+    let errs = errors("data { real jacobian; }");
+    assert_eq!(
+        errs[0].message,
+        "expected an identifier, found reserved word `jacobian`"
     );
 }
 
