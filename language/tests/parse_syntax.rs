@@ -458,8 +458,19 @@ fn deep_nesting_gives_a_diagnostic_not_a_crash() {
         ")".repeat(100)
     );
     parse_ok(&ok);
-    let sum = format!("model {{ target += -1{}; }}", " - 1".repeat(1_000));
+    let sum = format!("model {{ target += -1{}; }}", " - 1".repeat(900));
     parse_ok(&sum);
+
+    // The deepest tree the limits allow is still printable (recursively)
+    // on a test thread's default stack.
+    let deepest = format!(
+        "model {{ target += {}1{}{}; }}",
+        "(-".repeat(250),
+        " + 1".repeat(700),
+        ")".repeat(250)
+    );
+    let program = parse_ok(&deepest);
+    assert!(syntax::print_ast(&program).len() > 1000);
 }
 
 #[test]
