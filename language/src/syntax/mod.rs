@@ -1,8 +1,23 @@
 //! Lexing and parsing: source text → [`ast::Program`] + diagnostics.
 //!
-//! Pipeline: [`lexer::lex`] (logos) → nesting-depth guard → the lalrpop
-//! grammar (`grammar.lalrpop`, with statement-level error recovery) →
-//! [`validate`] (restrictions that depend on where a construct appears).
+//! Pipeline:
+//! 1. [`lexer::lex`] (logos): tokens + comments; bad characters become
+//!    error tokens, reported once here;
+//! 2. `nesting`: refuses absurdly deep input (brackets > 256, prefix or `^`
+//!    runs > 256, > 1,000 operators in one statement) with one diagnostic,
+//!    so later recursive passes cannot overflow the stack;
+//! 3. the lalrpop grammar (`grammar.lalrpop`) with `!` recovery that
+//!    resyncs at `;` (statements) and `}` (function definitions);
+//! 4. `repair`: when lalrpop cannot finish (missing `;` before `}`,
+//!    missing `)` or `}`, misspelled block name), insert the missing token
+//!    or fix the block name and parse again (at most 8 times), so a tree is
+//!    still produced; every repaired error is still reported;
+//! 5. `validate`: rules stanc3 encodes in its grammar but bat checks on
+//!    the tree (constraints only on top-level declarations, only
+//!    declarations in `data`/`parameters`, lvalue shapes, call statements).
+//!
+//! All diagnostics are sorted by position; the first is where stanc3
+//! reports its (single) syntax error.
 //!
 //! # Syntax diagnostic codes
 //!
