@@ -397,6 +397,19 @@ fn readable_messages() {
         errs[0].message
     );
 
+    let errs = errors("model { real é = 1; x = @@@; }");
+    let messages: Vec<_> = errs.iter().map(|d| d.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        vec!["invalid character `é`", "invalid character `@`"],
+        "{errs:#?}"
+    );
+    assert_eq!(errs[1].primary.span.end - errs[1].primary.span.start, 3);
+
+    // Empty and comment-only programs are valid.
+    assert!(syntax::parse("").1.is_empty());
+    assert!(syntax::parse("  // nothing\n").1.is_empty());
+
     let errs = errors("model { } /* never closed");
     assert_eq!(errs[0].code, "E0003");
     assert!(errs[0].message.contains("unterminated block comment"));

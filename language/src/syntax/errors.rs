@@ -69,8 +69,18 @@ pub fn lexical_errors(
     tokens: &[Spanned<'_>],
     comments: &[Spanned<'_>],
 ) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
+    let mut out: Vec<Diagnostic> = Vec::new();
+    let mut previous_error_end = None;
     for t in tokens.iter().filter(|t| t.token == Token::Error) {
+        // A run of adjacent bad characters is one problem.
+        if previous_error_end == Some(t.start) {
+            previous_error_end = Some(t.end);
+            if let Some(last) = out.last_mut() {
+                last.primary.span.end = t.end as u32;
+            }
+            continue;
+        }
+        previous_error_end = Some(t.end);
         let text = &source[t.start..t.end];
         let span = Span::new(t.start, t.end);
         let diagnostic = match text.chars().next() {
@@ -101,7 +111,11 @@ pub fn lexical_errors(
             Some(c) => Diagnostic::error(
                 Kind::Syntax,
                 codes::INVALID_CHARACTER,
-                format!("invalid character `{}`", c.escape_default()),
+                if c.is_control() || c.is_whitespace() {
+                    format!("invalid character `{}`", c.escape_unicode())
+                } else {
+                    format!("invalid character `{c}`")
+                },
                 span,
             )
             .with_label("this character cannot appear here"),
