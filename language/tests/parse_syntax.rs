@@ -595,9 +595,13 @@ fn random_input_never_panics() {
         let src = String::from_utf8_lossy(&v);
         let (_, diags) = syntax::parse(&src);
         let _ = syntax::print_ast(&syntax::parse(&src).0);
-        for d in diags {
-            assert!(d.primary.span.end as usize <= src.len());
+        for d in &diags {
+            let span = d.primary.span;
+            assert!(span.start <= span.end && span.end as usize <= src.len());
+            assert!(src.is_char_boundary(span.start as usize));
+            assert!(src.is_char_boundary(span.end as usize));
         }
+        let _ = language::diagnostic::render("fuzz.stan", &src, &diags, false);
     }
 }
 
