@@ -397,6 +397,24 @@ fn readable_messages() {
         errs[0].message
     );
 
+    let src = "data {\n  double y;\n}\n";
+    let errs = errors(src);
+    assert_eq!(
+        errs[0].message,
+        "unknown type `double` in the declaration of `y`"
+    );
+    assert_eq!(&src[errs[0].primary.span.range()], "double");
+    assert_eq!(
+        errs[0].help.as_deref(),
+        Some("Stan's floating-point type is `real`")
+    );
+    let errs = errors("model { vectr[3] v; }");
+    assert!(!errs.is_empty());
+
+    let src = "data { real x = 1; }";
+    let errs = errors(src);
+    assert_eq!(&src[errs[0].primary.span.range()], "= 1");
+
     let errs = errors("model { real é = 1; x = @@@; }");
     let messages: Vec<_> = errs.iter().map(|d| d.message.as_str()).collect();
     assert_eq!(

@@ -278,6 +278,10 @@ fn unexpected_token(
         ));
     }
 
+    if let Some(diagnostic) = unknown_type(tokens, token, start, &names) {
+        return diagnostic;
+    }
+
     let what = describe_expected(expected);
     let message = match &what {
         Some(what) => format!("expected {what}, found {found}"),
@@ -313,6 +317,63 @@ fn unexpected_token(
         }
     }
     diagnostic
+}
+
+/// `double y;`: an identifier where a type was meant. Reported at the
+/// would-be type, where stanc3 points.
+fn unknown_type(
+    tokens: &[Spanned<'_>],
+    token: Token<'_>,
+    start: usize,
+    expected: &[String],
+) -> Option<Diagnostic> {
+    let Token::Ident(name) = token else {
+        return None;
+    };
+    let index = tokens.partition_point(|t| t.start < start);
+    let previous = tokens.get(index.checked_sub(1)?)?;
+    let Token::Ident(type_name) = previous.token else {
+        return None;
+    };
+    let statement_start = index < 2
+        || matches!(
+            tokens[index - 2].token,
+            Token::Semi | Token::LBrace | Token::RBrace
+        );
+    if !statement_start || !expected.iter().any(|e| e == "~") {
+        return None;
+    }
+    let known_types = [
+        "int",
+        "real",
+        "complex",
+        "vector",
+        "row_vector",
+        "matrix",
+        "array",
+        "tuple",
+        "simplex",
+        "ordered",
+    ];
+    let help = match type_name {
+        "double" | "float" => Some("Stan's floating-point type is `real`".to_string()),
+        "integer" | "long" | "bool" => Some("Stan's integer type is `int`".to_string()),
+        _ => known_types
+            .iter()
+            .find(|t| strsim::levenshtein(type_name, t) <= 2)
+            .map(|t| format!("did you mean `{t}`?")),
+    };
+    let mut diagnostic = Diagnostic::error(
+        Kind::Syntax,
+        codes::UNEXPECTED_TOKEN,
+        format!("unknown type `{type_name}` in the declaration of `{name}`"),
+        Span::new(previous.start, previous.end),
+    )
+    .with_label("not a Stan type");
+    if let Some(help) = help {
+        diagnostic = diagnostic.with_help(help);
+    }
+    Some(diagnostic)
 }
 
 /// The grammar's name for a terminal, as lalrpop lists it (`"\";\""`).
