@@ -657,6 +657,17 @@ fn broken_programs_still_yield_a_tree() {
     assert!(printed.contains("for i in 1 : N"), "{printed}");
     assert!(printed.contains("print(x)"), "{printed}");
 
+    // Unclosed block before the next one.
+    let src = "model {\n  x ~ normal(0, 1);\n\ngenerated quantities {\n  real y = 1;\n}\n";
+    let (p, diags) = syntax::parse(src);
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    assert_eq!(line_of(src, &diags[0]), 4);
+    assert_eq!(
+        diags[0].help.as_deref(),
+        Some("is a `}` missing to close the previous block?")
+    );
+    assert_eq!(p.blocks.len(), 2);
+
     // A bad statement becomes an error node; its neighbours survive.
     let src = "model {\n  real a = 1;\n  real b = 3 +* 2;\n  real c = 2;\n}\n";
     let (p, diags) = syntax::parse(src);

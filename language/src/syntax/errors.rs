@@ -298,7 +298,12 @@ fn unexpected_token(
     let next_index = tokens.partition_point(|t| t.start < end);
     let next = tokens.get(next_index).map(|t| t.token);
     let expects = |name: &str| names.iter().any(|n| n == name);
-    if token == Token::LBracket && expects(";") && expects("=") {
+    let is_block_keyword = token
+        .fixed_text()
+        .is_some_and(|text| BLOCK_NAMES.contains(&text));
+    if is_block_keyword && expects("}") {
+        diagnostic = diagnostic.with_help("is a `}` missing to close the previous block?");
+    } else if token == Token::LBracket && expects(";") && expects("=") {
         diagnostic = diagnostic.with_help(
             "array declarations are written `array[N] real x;` (the `real x[N]` form was removed in Stan 2.33)",
         );
@@ -471,6 +476,7 @@ fn describe_expected(expected: &[String]) -> Option<String> {
             "integer" | "real number" | "dot number" | "imaginary number" => "a number".to_string(),
             "string" => "a string".to_string(),
             "=" if assignment => "an assignment operator".to_string(),
+            "T" => "a truncation `T[...]`".to_string(),
             other => format!("`{other}`"),
         };
         if !parts.contains(&shown) {
