@@ -432,8 +432,10 @@ fn readable_messages() {
     assert_eq!(errs[0].code, "E0003");
     assert!(errs[0].message.contains("unterminated block comment"));
 
-    let errs = errors("#include \"other.stan\"\nmodel { }");
-    assert!(errs[0].message.contains("#include"), "{}", errs[0].message);
+    let (p, errs) = syntax::parse("functions {\n#include \"other.stan\"\n}\nmodel { }");
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(errs[0].message, "`#include` is not supported");
+    assert_eq!(p.blocks.len(), 2);
 
     let errs = errors(
         "transformed data { tuple(int, int) x = (1, 2); int y = x.99999999999999999999999; }",

@@ -92,14 +92,6 @@ pub fn lexical_errors(
             )
             .with_label("this string is not closed on the same line")
             .with_note("string literals cannot span lines"),
-            Some('#') if source[t.end..].starts_with("include") => Diagnostic::error(
-                Kind::Syntax,
-                codes::INVALID_CHARACTER,
-                "`#include` is not supported",
-                span,
-            )
-            .with_label("include directive")
-            .with_help("paste the included file's contents here"),
             Some('#') => Diagnostic::error(
                 Kind::Syntax,
                 codes::INVALID_CHARACTER,
@@ -122,6 +114,20 @@ pub fn lexical_errors(
             None => continue,
         };
         out.push(diagnostic);
+    }
+    for t in tokens {
+        if let Token::Include(directive) = t.token {
+            out.push(
+                Diagnostic::error(
+                    Kind::Syntax,
+                    codes::INVALID_CHARACTER,
+                    "`#include` is not supported",
+                    Span::new(t.start, t.end),
+                )
+                .with_label(format!("`{}`", directive.trim_end()))
+                .with_help("paste the included file's contents here"),
+            );
+        }
     }
     for c in comments {
         let text = &source[c.start..c.end];
