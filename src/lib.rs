@@ -1,0 +1,3 @@
+//! The `bat` library: posterior summaries and HDF5 InferenceData output.
+
+pub mod summary;
