@@ -339,10 +339,10 @@ mod tests {
     #[test]
     fn ar1_ess_matches_theory() {
         // AR(1) with φ: integrated autocorrelation time τ = (1+φ)/(1−φ). A moderate φ
-        // keeps the estimator's own sampling error (≈ 3% here) well inside the bound.
+        // and long chains keep the estimator's own sampling error (≈ 1% here) well inside the bound.
         let phi: f64 = 0.5;
-        let u = uniforms(6, 2 * 40_000);
-        let mut values = Vec::with_capacity(40_000);
+        let u = uniforms(6, 2 * 400_000);
+        let mut values = Vec::with_capacity(400_000);
         let mut x = 0.0;
         for pair in u.chunks(2) {
             // Box–Muller normal innovation.
@@ -352,9 +352,9 @@ mod tests {
             values.push(x);
         }
         let ess = ess_mean(draws(&values, 4));
-        let expected = 40_000.0 * (1.0 - phi) / (1.0 + phi);
+        let expected = 400_000.0 * (1.0 - phi) / (1.0 + phi);
         assert!(
-            (ess / expected - 1.0).abs() < 0.1,
+            (ess / expected - 1.0).abs() < 0.05,
             "ess={ess} expected≈{expected}"
         );
     }
