@@ -5,12 +5,14 @@
 mod autocov;
 pub mod diagnostics;
 mod draws;
+mod file;
 mod format;
 pub mod normal;
 pub mod quantile;
 mod warnings;
 
 pub use draws::{ChainDraws, Matrix, split_chains};
+pub use file::{report_for_file, summarize_file};
 pub use format::{Format, render};
 pub use warnings::{SamplerDiagnostics, warnings};
 
