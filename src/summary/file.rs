@@ -26,7 +26,11 @@ pub fn report_for_file(path: impl AsRef<Path>) -> Result<Report, OutputError> {
     let (n_chains, n_draws) = (first.n_chains, first.n_draws);
     let mut quantities = Vec::new();
     let stats = file.sample_stats.as_deref().unwrap_or(&[]);
-    if let Some(lp) = stats.iter().find(|v| v.name == "lp" && v.dims.is_empty()) {
+    // lp__ only when it covers the same draws (a killed run may lag in sample_stats).
+    let lp = stats.iter().find(|v| {
+        v.name == "lp" && v.dims.is_empty() && (v.n_chains, v.n_draws) == (n_chains, n_draws)
+    });
+    if let Some(lp) = lp {
         quantities.push(summarize_element(lp, 0, "lp__".into())?);
     }
     for variable in &file.posterior {
