@@ -3,7 +3,7 @@
 
 use super::dimscale::{attached_dimension_names, is_scale};
 use super::error::OutputError;
-use hdf5::types::{VarLenAscii, VarLenUnicode};
+use hdf5::types::{TypeDescriptor, VarLenAscii, VarLenUnicode};
 use hdf5::{Dataset, File, Group, IndexType, IterationOrder};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -162,15 +162,20 @@ fn read_attributes(file: &File) -> BTreeMap<String, String> {
     let mut attributes = BTreeMap::new();
     for name in file.attr_names().unwrap_or_default() {
         let Ok(attr) = file.attr(&name) else { continue };
-        let text = attr
-            .read_scalar::<VarLenUnicode>()
-            .map(|v| v.as_str().to_string())
-            .or_else(|_| {
-                attr.read_scalar::<VarLenAscii>()
-                    .map(|v| v.as_str().to_string())
-            })
-            .or_else(|_| attr.read_scalar::<i64>().map(|v| v.to_string()))
-            .or_else(|_| attr.read_scalar::<u64>().map(|v| v.to_string()));
+        let descriptor = attr.dtype().and_then(|t| t.to_descriptor());
+        let text = match descriptor {
+            // Read unsigned as unsigned: HDF5 would clamp u64 seeds into i64.
+            Ok(TypeDescriptor::Unsigned(_)) => attr.read_scalar::<u64>().map(|v| v.to_string()),
+            Ok(TypeDescriptor::Integer(_)) => attr.read_scalar::<i64>().map(|v| v.to_string()),
+            Ok(TypeDescriptor::Float(_)) => attr.read_scalar::<f64>().map(|v| v.to_string()),
+            _ => attr
+                .read_scalar::<VarLenUnicode>()
+                .map(|v| v.as_str().to_string())
+                .or_else(|_| {
+                    attr.read_scalar::<VarLenAscii>()
+                        .map(|v| v.as_str().to_string())
+                }),
+        };
         if let Ok(text) = text {
             attributes.insert(name, text);
         }
