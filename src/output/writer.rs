@@ -179,7 +179,7 @@ impl DrawWriter {
         inv_metric: &[f64],
     ) -> Result<(), OutputError> {
         let n = self.n_chains;
-        if step_sizes.len() != n || inv_metric.len() % n != 0 {
+        if step_sizes.len() != n || !inv_metric.len().is_multiple_of(n) {
             return Err(OutputError::InvalidWrite(format!(
                 "adaptation needs {n} step sizes and {n} equal-length metrics"
             )));
