@@ -140,4 +140,21 @@ fn errors_name_the_problem() {
         .unwrap();
     let err = summarize_file(&empty, Format::Table).unwrap_err();
     assert!(matches!(err, OutputError::NoDraws { .. }), "{err:?}");
+    // Variables declared but no draw flushed yet (a run killed early).
+    let unwritten = dir.path().join("unwritten.h5");
+    DrawWriter::create(
+        &unwritten,
+        &RunMetadata::default(),
+        &[VarSpec::real("a", &[])],
+        2,
+        9,
+    )
+    .unwrap()
+    .finish()
+    .unwrap();
+    let err = summarize_file(&unwritten, Format::Table).unwrap_err();
+    assert!(
+        err.to_string().contains("has no draws in `posterior`"),
+        "{err}"
+    );
 }

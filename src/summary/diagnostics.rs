@@ -294,6 +294,20 @@ mod tests {
     }
 
     #[test]
+    fn infinite_draws_do_not_panic() {
+        let mut values = uniforms(7, 40);
+        values[3] = f64::INFINITY;
+        values[30] = f64::NEG_INFINITY;
+        let d = draws(&values, 2);
+        // Ranks stay finite, so the rank-based diagnostics are defined...
+        assert!(rhat_rank(d).is_finite());
+        assert!(ess_bulk(d).is_finite());
+        // ...while moment-based ones are not, as in ArviZ.
+        assert!(ess_mean(d).is_nan());
+        assert!(mcse_mean(d).is_nan());
+    }
+
+    #[test]
     fn single_chain_has_ess_but_no_rhat() {
         let values = uniforms(2, 200);
         let d = draws(&values, 1);

@@ -24,6 +24,13 @@ pub fn report_for_file(path: impl AsRef<Path>) -> Result<Report, OutputError> {
         });
     };
     let (n_chains, n_draws) = (first.n_chains, first.n_draws);
+    if n_draws == 0 {
+        // E.g. a run killed before its first block of draws was flushed.
+        return Err(OutputError::NoDraws {
+            path: file.path.clone(),
+            group: "posterior".into(),
+        });
+    }
     let mut quantities = Vec::new();
     let stats = file.sample_stats.as_deref().unwrap_or(&[]);
     // lp__ only when it covers the same draws (a killed run may lag in sample_stats).
