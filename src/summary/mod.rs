@@ -42,18 +42,28 @@ impl QuantitySummary {
         } else {
             values.iter().sum::<f64>() / values.len() as f64
         };
-        let quantiles = quantile::quantiles_type7(values, &[0.05, 0.5, 0.95]);
+        let has_nan = values.iter().any(|v| v.is_nan());
+        let mut sorted = values.to_vec();
+        sorted.sort_unstable_by(f64::total_cmp);
+        let quantile = |p: f64| {
+            if has_nan {
+                f64::NAN
+            } else {
+                quantile::quantile_sorted(&sorted, p)
+            }
+        };
+        let diagnostics = diagnostics::diagnose(draws, &sorted);
         Self {
             name: name.into(),
             mean,
-            mcse: diagnostics::mcse_mean(draws),
+            mcse: diagnostics.mcse_mean,
             sd: diagnostics::sample_sd(values),
-            q5: quantiles[0],
-            q50: quantiles[1],
-            q95: quantiles[2],
-            ess_bulk: diagnostics::ess_bulk(draws),
-            ess_tail: diagnostics::ess_tail(draws),
-            r_hat: diagnostics::rhat_rank(draws),
+            q5: quantile(0.05),
+            q50: quantile(0.5),
+            q95: quantile(0.95),
+            ess_bulk: diagnostics.ess_bulk,
+            ess_tail: diagnostics.ess_tail,
+            r_hat: diagnostics.r_hat,
         }
     }
 }

@@ -8,26 +8,29 @@ pub fn quantile_type7(values: &[f64], prob: f64) -> f64 {
 
 /// Several quantiles with one sort.
 pub fn quantiles_type7(values: &[f64], probs: &[f64]) -> Vec<f64> {
-    if values.is_empty() || values.iter().any(|v| v.is_nan()) {
+    if values.iter().any(|v| v.is_nan()) {
         return vec![f64::NAN; probs.len()];
     }
     let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
+    sorted.sort_unstable_by(f64::total_cmp);
+    probs.iter().map(|&p| quantile_sorted(&sorted, p)).collect()
+}
+
+/// The `prob` quantile of already sorted, NaN-free values (NaN when empty).
+pub fn quantile_sorted(sorted: &[f64], prob: f64) -> f64 {
     let n = sorted.len();
-    if n == 1 {
-        return vec![sorted[0]; probs.len()];
-    }
-    probs
-        .iter()
-        .map(|&p| {
+    match n {
+        0 => f64::NAN,
+        1 => sorted[0],
+        _ => {
             // aleph = n·p + m with m = alphap + p(1 − alphap − betap) = 1 − p.
-            let aleph = n as f64 * p + (1.0 - p);
+            let aleph = n as f64 * prob + (1.0 - prob);
             let k = aleph.clamp(1.0, (n - 1) as f64).floor();
             let gamma = (aleph - k).clamp(0.0, 1.0);
             let k = k as usize;
             (1.0 - gamma) * sorted[k - 1] + gamma * sorted[k]
-        })
-        .collect()
+        }
+    }
 }
 
 #[cfg(test)]
