@@ -4,10 +4,12 @@
 set -euo pipefail
 
 VENV="${BAT_VENV:-$HOME/.cache/bat-venv}"
-PACKAGES=(arviz xarray h5netcdf netCDF4 h5py numpy scipy)
+# ArviZ 0.x: the tests compare against its `az.rhat/ess/mcse` and InferenceData API.
+PACKAGES=("arviz>=0.20,<1" xarray h5netcdf netCDF4 h5py numpy scipy)
 
 if [ -x "$VENV/bin/python" ] \
-    && "$VENV/bin/python" -c "import arviz, xarray, h5netcdf, netCDF4, h5py, numpy, scipy" 2>/dev/null; then
+    && "$VENV/bin/python" -c "import arviz, xarray, h5netcdf, netCDF4, h5py, numpy, scipy
+assert int(arviz.__version__.split('.')[0]) < 1" 2>/dev/null; then
     exit 0
 fi
 
