@@ -15,6 +15,17 @@ use std::time::{Duration, Instant};
 
 const RELATIVE_TOLERANCE: f64 = 1e-6;
 
+/// Tests here run one at a time: HDF5 opens files without close-on-exec, so a child
+/// process spawned by one test inherits another test's open file and its lock, and
+/// the long-lived writer child would make Python's open fail with "unable to lock".
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn venv_python() -> PathBuf {
     let venv = std::env::var_os("BAT_VENV")
         .map(PathBuf::from)
@@ -226,6 +237,7 @@ fn assert_close(ours: f64, theirs: &Value, what: &str) -> f64 {
 
 #[test]
 fn summaries_match_arviz_and_file_opens_everywhere() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("draws.h5");
     let f = fixture(4, 500);
@@ -321,6 +333,7 @@ fn summaries_match_arviz_and_file_opens_everywhere() {
 
 #[test]
 fn single_chain_and_short_chains_match_arviz() {
+    let _serial = serial();
     for (chains, draws) in [(1, 200), (2, 5), (3, 3)] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("draws.h5");
@@ -377,6 +390,7 @@ fn kill_child_writer() {
 
 #[test]
 fn killed_writer_leaves_readable_file() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("killed.h5");
     let mut child = Command::new(std::env::current_exe().unwrap())

@@ -1,8 +1,8 @@
 //! Writer/reader round trips, layout details and typed errors, without Python.
 
 use bat::output::{
-    Column, DrawWriter, GroupKind, OutputError, RunMetadata, VarSpec, WriterOptions,
-    attached_dimension_names, read_draws,
+    Column, DrawWriter, GroupKind, OutputError, RunMetadata, SampleStatsBlock, VarSpec,
+    WriterOptions, attached_dimension_names, read_draws,
 };
 use std::path::Path;
 
@@ -127,17 +127,18 @@ fn booleans_are_int8_marked_bool() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("draws.h5");
     let mut writer = DrawWriter::create(&path, &meta(), &[], 1, 3).unwrap();
-    let stats = [
-        Column::F64(&[0.0; 3]),
-        Column::F64(&[0.0; 3]),
-        Column::F64(&[0.0; 3]),
-        Column::I64(&[1, 2, 3]),
-        Column::I64(&[1, 3, 7]),
-        Column::Bool(&[true, false, true]),
-        Column::F64(&[0.0; 3]),
-    ];
+    let zeros = [0.0; 3];
+    let stats = SampleStatsBlock {
+        lp: &[-1.0, -2.0, -3.0],
+        acceptance_rate: &zeros,
+        step_size: &zeros,
+        tree_depth: &[1, 2, 3],
+        n_steps: &[1, 3, 7],
+        diverging: &[true, false, true],
+        energy: &zeros,
+    };
     writer
-        .write_block(GroupKind::SampleStats, 0..1, 0..3, &stats)
+        .write_sample_stats(false, 0..1, 0..3, &stats)
         .unwrap();
     writer.finish().unwrap();
     let file = hdf5::File::open(&path).unwrap();
@@ -147,6 +148,8 @@ fn booleans_are_int8_marked_bool() {
         .dataset("diverging")
         .unwrap();
     assert_eq!(diverging.read_raw::<i8>().unwrap(), [1, 0, 1]);
+    let lp = file.group("sample_stats").unwrap().dataset("lp").unwrap();
+    assert_eq!(lp.read_raw::<f64>().unwrap(), [-1.0, -2.0, -3.0]);
     assert_eq!(diverging.dtype().unwrap().size(), 1);
     let dtype: hdf5::types::VarLenUnicode = diverging.attr("dtype").unwrap().read_scalar().unwrap();
     assert_eq!(dtype.as_str(), "bool");

@@ -9,6 +9,10 @@ mod writer;
 
 pub use dimscale::attached_dimension_names;
 pub use error::OutputError;
-pub use reader::{DrawFile, StoredVariable, open_hdf5, read_draws};
-pub use spec::{Column, Dtype, GroupKind, RunMetadata, VarSpec, sample_stats_specs};
+pub use reader::{
+    DrawFile, DrawReader, StoredVariable, VariableInfo, open_hdf5, read_draws, stan_element_name,
+};
+pub use spec::{
+    Column, Dtype, GroupKind, RunMetadata, SampleStatsBlock, VarSpec, sample_stats_specs,
+};
 pub use writer::{DrawWriter, WriterOptions};

@@ -4,9 +4,10 @@
 use super::dimscale::{attached_dimension_names, is_scale};
 use super::error::OutputError;
 use hdf5::types::{TypeDescriptor, VarLenAscii, VarLenUnicode};
-use hdf5::{Dataset, File, Group, IndexType, IterationOrder};
+use hdf5::{Dataset, File, Group, Hyperslab, IndexType, IterationOrder, Selection, SliceOrIndex};
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// HDF5's format signature; it sits at offset 0 or a power of two ≥ 512.
@@ -38,17 +39,157 @@ impl StoredVariable {
 
     /// Stan-style name of element `element`: `theta`, `theta[2]`, `sigma[1,3]`.
     pub fn element_name(&self, element: usize) -> String {
-        if self.dims.is_empty() {
-            return self.name.clone();
+        stan_element_name(&self.name, &self.dims, element)
+    }
+}
+
+/// Stan-style name (1-based indices) of the row-major flat `element` of a variable
+/// shaped `dims` per draw.
+pub fn stan_element_name(name: &str, dims: &[usize], element: usize) -> String {
+    if dims.is_empty() {
+        return name.to_string();
+    }
+    let mut index = vec![0; dims.len()];
+    let mut rest = element;
+    for axis in (0..dims.len()).rev() {
+        index[axis] = rest % dims[axis];
+        rest /= dims[axis];
+    }
+    let index: Vec<String> = index.iter().map(|i| (i + 1).to_string()).collect();
+    format!("{name}[{}]", index.join(","))
+}
+
+/// Where a (chain, draw, ...) variable sits and its shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VariableInfo {
+    pub group: String,
+    pub name: String,
+    /// Shape per draw (empty for scalars).
+    pub dims: Vec<usize>,
+    pub n_chains: usize,
+    pub n_draws: usize,
+}
+
+impl VariableInfo {
+    pub fn elements_per_draw(&self) -> usize {
+        self.dims.iter().product()
+    }
+}
+
+/// An open draws file, read a variable (or a slab of one) at a time so that large
+/// runs need not fit in memory at once.
+pub struct DrawReader {
+    path: PathBuf,
+    file: File,
+}
+
+impl DrawReader {
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, OutputError> {
+        let path = path.as_ref().to_path_buf();
+        let file = open_hdf5(&path)?;
+        Ok(Self { path, file })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn has_group(&self, group: &str) -> bool {
+        self.file.link_exists(group) && self.file.group(group).is_ok()
+    }
+
+    /// Root attributes that are strings or numbers, as text.
+    pub fn attributes(&self) -> BTreeMap<String, String> {
+        read_attributes(&self.file)
+    }
+
+    /// The (chain, draw, ...) variables of `group` in creation order, skipping
+    /// dimension scales and per-chain datasets.
+    pub fn variables(&self, group: &str) -> Result<Vec<VariableInfo>, OutputError> {
+        let handle = self.group(group)?;
+        let names = handle
+            .member_names_by(IndexType::CreationOrder, IterationOrder::Increasing)
+            .or_else(|_| handle.member_names())?;
+        let mut variables = Vec::new();
+        for name in names {
+            let Ok(dataset) = handle.dataset(&name) else {
+                continue; // a subgroup or other object
+            };
+            if is_draws_variable(&dataset) {
+                let shape = dataset.shape();
+                variables.push(VariableInfo {
+                    group: group.to_string(),
+                    name,
+                    dims: shape[2..].to_vec(),
+                    n_chains: shape[0],
+                    n_draws: shape[1],
+                });
+            }
         }
-        let mut index = vec![0; self.dims.len()];
-        let mut rest = element;
-        for axis in (0..self.dims.len()).rev() {
-            index[axis] = rest % self.dims[axis];
-            rest /= self.dims[axis];
+        Ok(variables)
+    }
+
+    /// All draws of a variable.
+    pub fn read(&self, info: &VariableInfo) -> Result<StoredVariable, OutputError> {
+        let dataset = self.dataset(info)?;
+        let values = dataset
+            .read_raw::<f64>()
+            .map_err(|e| self.unreadable(info, e))?;
+        Ok(StoredVariable {
+            name: info.name.clone(),
+            dims: info.dims.clone(),
+            n_chains: info.n_chains,
+            n_draws: info.n_draws,
+            values,
+        })
+    }
+
+    /// The draws of rows `rows` of the variable's first element axis (the whole
+    /// variable for scalars); the result's `dims[0]` is `rows.len()`.
+    pub fn read_rows(
+        &self,
+        info: &VariableInfo,
+        rows: Range<usize>,
+    ) -> Result<StoredVariable, OutputError> {
+        if info.dims.is_empty() {
+            return self.read(info);
         }
-        let index: Vec<String> = index.iter().map(|i| (i + 1).to_string()).collect();
-        format!("{}[{}]", self.name, index.join(","))
+        let dataset = self.dataset(info)?;
+        let mut slices: Vec<SliceOrIndex> = vec![(..).into(), (..).into(), rows.clone().into()];
+        slices.extend(info.dims[1..].iter().map(|_| SliceOrIndex::from(..)));
+        let selection = Selection::from(Hyperslab::from(slices));
+        let array = dataset
+            .read_slice::<f64, _, ndarray::IxDyn>(selection)
+            .map_err(|e| self.unreadable(info, e))?;
+        let mut dims = info.dims.clone();
+        dims[0] = rows.len();
+        Ok(StoredVariable {
+            name: info.name.clone(),
+            dims,
+            n_chains: info.n_chains,
+            n_draws: info.n_draws,
+            values: array.into_iter().collect(),
+        })
+    }
+
+    fn group(&self, group: &str) -> Result<Group, OutputError> {
+        self.file
+            .group(group)
+            .map_err(|_| OutputError::MissingGroup {
+                path: self.path.clone(),
+                group: group.into(),
+            })
+    }
+
+    fn dataset(&self, info: &VariableInfo) -> Result<Dataset, OutputError> {
+        Ok(self.group(&info.group)?.dataset(&info.name)?)
+    }
+
+    fn unreadable(&self, info: &VariableInfo, error: hdf5::Error) -> OutputError {
+        OutputError::Layout {
+            path: self.path.clone(),
+            message: format!("cannot read `{}` as numbers: {error}", info.name),
+        }
     }
 }
 
@@ -64,22 +205,23 @@ pub struct DrawFile {
 
 /// Reads every variable of `posterior` and (when present) `sample_stats`.
 pub fn read_draws(path: impl AsRef<Path>) -> Result<DrawFile, OutputError> {
-    let path = path.as_ref().to_path_buf();
-    let file = open_hdf5(&path)?;
-    let posterior = file
-        .group("posterior")
-        .map_err(|_| OutputError::MissingGroup {
-            path: path.clone(),
-            group: "posterior".into(),
-        })?;
-    let posterior = read_group(&path, &posterior)?;
-    let sample_stats = match file.group("sample_stats") {
-        Ok(group) => Some(read_group(&path, &group)?),
-        Err(_) => None,
+    let reader = DrawReader::open(path)?;
+    let read_all = |group: &str| -> Result<Vec<StoredVariable>, OutputError> {
+        reader
+            .variables(group)?
+            .iter()
+            .map(|info| reader.read(info))
+            .collect()
+    };
+    let posterior = read_all("posterior")?;
+    let sample_stats = if reader.has_group("sample_stats") {
+        Some(read_all("sample_stats")?)
+    } else {
+        None
     };
     Ok(DrawFile {
-        attributes: read_attributes(&file),
-        path,
+        attributes: reader.attributes(),
+        path: reader.path.clone(),
         posterior,
         sample_stats,
     })
@@ -114,48 +256,15 @@ fn has_hdf5_signature(handle: &mut std::fs::File) -> bool {
         .any(|offset| head[offset..offset + 8] == HDF5_SIGNATURE)
 }
 
-fn read_group(path: &Path, group: &Group) -> Result<Vec<StoredVariable>, OutputError> {
-    let names = group
-        .member_names_by(IndexType::CreationOrder, IterationOrder::Increasing)
-        .or_else(|_| group.member_names())?;
-    let mut variables = Vec::new();
-    for name in names {
-        let Ok(dataset) = group.dataset(&name) else {
-            continue; // a subgroup or other object
-        };
-        if let Some(variable) = read_variable(path, &name, &dataset)? {
-            variables.push(variable);
-        }
-    }
-    Ok(variables)
-}
-
-/// A (chain, draw, ...) variable; `None` for scales and per-chain datasets.
-fn read_variable(
-    path: &Path,
-    name: &str,
-    dataset: &Dataset,
-) -> Result<Option<StoredVariable>, OutputError> {
-    let shape = dataset.shape();
-    if is_scale(dataset) || shape.len() < 2 {
-        return Ok(None);
+/// A (chain, draw, ...) variable, as opposed to a dimension scale or a per-chain
+/// dataset: at least two axes, and when scales are attached, `chain` then `draw`.
+fn is_draws_variable(dataset: &Dataset) -> bool {
+    if is_scale(dataset) || dataset.ndim() < 2 {
+        return false;
     }
     let axes = attached_dimension_names(dataset);
     let labelled = axes[0].is_some() || axes[1].is_some();
-    if labelled && (axes[0].as_deref() != Some("chain") || axes[1].as_deref() != Some("draw")) {
-        return Ok(None);
-    }
-    let values = dataset.read_raw::<f64>().map_err(|e| OutputError::Layout {
-        path: path.to_path_buf(),
-        message: format!("cannot read `{name}` as numbers: {e}"),
-    })?;
-    Ok(Some(StoredVariable {
-        name: name.to_string(),
-        dims: shape[2..].to_vec(),
-        n_chains: shape[0],
-        n_draws: shape[1],
-        values,
-    }))
+    !labelled || (axes[0].as_deref() == Some("chain") && axes[1].as_deref() == Some("draw"))
 }
 
 fn read_attributes(file: &File) -> BTreeMap<String, String> {

@@ -143,3 +143,30 @@ impl Column<'_> {
         }
     }
 }
+
+/// One block of Stan's NUTS statistics, each laid out `[chain][draw]`, in the order of
+/// [`sample_stats_specs`].
+#[derive(Clone, Copy, Debug)]
+pub struct SampleStatsBlock<'a> {
+    pub lp: &'a [f64],
+    pub acceptance_rate: &'a [f64],
+    pub step_size: &'a [f64],
+    pub tree_depth: &'a [i64],
+    pub n_steps: &'a [i64],
+    pub diverging: &'a [bool],
+    pub energy: &'a [f64],
+}
+
+impl<'a> SampleStatsBlock<'a> {
+    pub fn columns(&self) -> [Column<'a>; 7] {
+        [
+            Column::F64(self.lp),
+            Column::F64(self.acceptance_rate),
+            Column::F64(self.step_size),
+            Column::I64(self.tree_depth),
+            Column::I64(self.n_steps),
+            Column::Bool(self.diverging),
+            Column::F64(self.energy),
+        ]
+    }
+}

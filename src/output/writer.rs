@@ -9,7 +9,9 @@
 
 use super::dimscale::{attach_scale, set_scale};
 use super::error::OutputError;
-use super::spec::{Column, Dtype, GroupKind, RunMetadata, VarSpec, sample_stats_specs};
+use super::spec::{
+    Column, Dtype, GroupKind, RunMetadata, SampleStatsBlock, VarSpec, sample_stats_specs,
+};
 use hdf5::plist::file_create::{AttrCreationOrder, LinkCreationOrder};
 use hdf5::types::VarLenUnicode;
 use hdf5::{Dataset, Extent, File, Group, Hyperslab, Selection, SimpleExtents, SliceOrIndex};
@@ -168,6 +170,23 @@ impl DrawWriter {
         }
         self.file.flush()?;
         Ok(())
+    }
+
+    /// Writes a block of NUTS statistics into `sample_stats` (or
+    /// `warmup_sample_stats` when `warmup`).
+    pub fn write_sample_stats(
+        &mut self,
+        warmup: bool,
+        chains: Range<usize>,
+        draws: Range<usize>,
+        stats: &SampleStatsBlock<'_>,
+    ) -> Result<(), OutputError> {
+        let group = if warmup {
+            GroupKind::WarmupSampleStats
+        } else {
+            GroupKind::SampleStats
+        };
+        self.write_block(group, chains, draws, &stats.columns())
     }
 
     /// Stores each chain's adapted step size and diagonal inverse metric in
