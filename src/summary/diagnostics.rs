@@ -104,14 +104,14 @@ pub struct Diagnostics {
 /// All diagnostics at once, equal to the individual functions but sharing their
 /// sorts and transforms (3 sorts instead of 6). `sorted` is `draws.values()` sorted.
 pub fn diagnose(draws: ChainDraws<'_>, sorted: &[f64]) -> Diagnostics {
+    combine(rank_diagnostics(draws), sorted_diagnostics(draws, sorted))
+}
+
+/// Rank-based half of [`diagnose`]: (R-hat, ESS_bulk). Independent of the other half,
+/// so callers may run the two concurrently.
+pub fn rank_diagnostics(draws: ChainDraws<'_>) -> (f64, f64) {
     if not_valid(draws, 1) {
-        return Diagnostics {
-            r_hat: f64::NAN,
-            ess_bulk: f64::NAN,
-            ess_tail: f64::NAN,
-            ess_mean: f64::NAN,
-            mcse_mean: f64::NAN,
-        };
+        return (f64::NAN, f64::NAN);
     }
     let split = split_chains(draws);
     let (z_bulk, order) = z_scale_with_order(&split);
@@ -123,17 +123,31 @@ pub fn diagnose(draws: ChainDraws<'_>, sorted: &[f64]) -> Diagnostics {
         let folded = split.map(|v| (v - median).abs());
         python_max(rhat(z_bulk.view()), rhat(z_scale(&folded).view()))
     };
+    (r_hat, ess(z_bulk.view()))
+}
+
+/// The other half of [`diagnose`]: (ESS_tail, ESS_mean, MCSE of the mean).
+pub fn sorted_diagnostics(draws: ChainDraws<'_>, sorted: &[f64]) -> (f64, f64, f64) {
+    if not_valid(draws, 1) {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
     let ess_tail = python_min(
         ess_indicator(draws, quantile_sorted(sorted, 0.05)),
         ess_indicator(draws, quantile_sorted(sorted, 0.95)),
     );
-    let ess_mean = ess(split.view());
+    let ess_mean = ess(split_chains(draws).view());
+    let mcse_mean = sample_sd(draws.values()) / ess_mean.sqrt();
+    (ess_tail, ess_mean, mcse_mean)
+}
+
+/// Joins the halves computed by [`rank_diagnostics`] and [`sorted_diagnostics`].
+pub fn combine(rank: (f64, f64), sorted: (f64, f64, f64)) -> Diagnostics {
     Diagnostics {
-        r_hat,
-        ess_bulk: ess(z_bulk.view()),
-        ess_tail,
-        ess_mean,
-        mcse_mean: sample_sd(draws.values()) / ess_mean.sqrt(),
+        r_hat: rank.0,
+        ess_bulk: rank.1,
+        ess_tail: sorted.0,
+        ess_mean: sorted.1,
+        mcse_mean: sorted.2,
     }
 }
 
