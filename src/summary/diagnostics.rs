@@ -208,8 +208,15 @@ fn z_scale_with_order(matrix: &Matrix) -> (Matrix, Vec<usize>) {
 /// 1-based ranks with ties given their average rank (scipy's `rankdata("average")`),
 /// and the permutation that sorts `values`.
 fn average_ranks(values: &[f64]) -> (Vec<f64>, Vec<usize>) {
-    let mut order: Vec<usize> = (0..values.len()).collect();
-    order.sort_unstable_by(|&a, &b| values[a].total_cmp(&values[b]));
+    // Sorting (key, index) pairs is several times faster than sorting indices
+    // through an indirect comparison; the keys order like `f64::total_cmp`.
+    let mut keyed: Vec<(u64, usize)> = values
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| (total_order_key(v), i))
+        .collect();
+    keyed.sort_unstable();
+    let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
     let mut ranks = vec![0.0; values.len()];
     let mut start = 0;
     while start < order.len() {
@@ -225,6 +232,17 @@ fn average_ranks(values: &[f64]) -> (Vec<f64>, Vec<usize>) {
         start = end;
     }
     (ranks, order)
+}
+
+/// An unsigned key whose order is `f64::total_cmp`'s: flip all bits of negatives,
+/// only the sign bit of positives.
+fn total_order_key(value: f64) -> u64 {
+    let bits = value.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    }
 }
 
 /// Effective sample size of chains as they are, with Geyer's initial positive and
@@ -378,6 +396,28 @@ mod tests {
                 "{chains} chains: {all:?} vs {expected:?}"
             );
         }
+    }
+
+    #[test]
+    fn keys_order_like_total_cmp() {
+        let mut values = vec![
+            3.5,
+            -0.0,
+            0.0,
+            -2.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e-300,
+            -1e-300,
+            2.0,
+        ];
+        let mut by_key = values.clone();
+        by_key.sort_by_key(|&v| total_order_key(v));
+        values.sort_by(f64::total_cmp);
+        assert_eq!(
+            by_key.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            values.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
     }
 
     #[test]
