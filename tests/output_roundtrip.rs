@@ -263,3 +263,25 @@ fn reader_errors_are_typed() {
     );
     assert!(err.to_string().contains("no `posterior` group"));
 }
+
+#[test]
+fn thousands_of_variables_fit_one_group() {
+    // Past ~4000 attachments a scale's REFERENCE_LIST outgrows compact attribute
+    // storage; the writer must still attach every variable.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide.h5");
+    let specs: Vec<VarSpec> = (0..4500)
+        .map(|i| VarSpec::real(format!("v{i}"), &[]))
+        .collect();
+    let mut writer = DrawWriter::create(&path, &meta(), &specs, 1, 2).unwrap();
+    let values: Vec<Vec<f64>> = (0..4500).map(|i| vec![i as f64, -(i as f64)]).collect();
+    let columns: Vec<Column> = values.iter().map(|v| Column::F64(v)).collect();
+    writer
+        .write_block(GroupKind::Posterior, 0..1, 0..2, &columns)
+        .unwrap();
+    writer.finish().unwrap();
+    let file = read_draws(&path).unwrap();
+    assert_eq!(file.posterior.len(), 4500);
+    assert_eq!(file.posterior[4499].name, "v4499");
+    assert_eq!(file.posterior[4499].values, [4499.0, -4499.0]);
+}

@@ -85,7 +85,12 @@ impl DrawWriter {
             ));
         }
         check_names(variables)?;
+        // The v1.8 format (as netCDF-4 itself writes) stores large attributes densely:
+        // a scale's REFERENCE_LIST outgrows 64 KiB past ~4000 attached variables.
+        // Keeping the low bound below v1.10 keeps superblock v2, which has no
+        // "file is open for writing" flag to trip readers after a crash.
         let file = File::with_options()
+            .with_fapl(|p| p.libver_v18())
             .with_fcpl(|p| {
                 p.link_creation_order(LinkCreationOrder::Indexed)
                     .attr_creation_order(AttrCreationOrder::Indexed)
