@@ -111,6 +111,8 @@ fn synthetic(rng: &mut Rng, chains: usize, draws: usize, elements: usize, kind: 
 struct Fixture {
     specs: Vec<VarSpec>,
     posterior: Vec<Vec<f64>>,
+    /// The integer variable `count`, stored as int64.
+    counts: Vec<i64>,
     tree_depth: Vec<i64>,
     diverging: Vec<bool>,
     n_chains: usize,
@@ -125,6 +127,7 @@ fn fixture(n_chains: usize, n_draws: usize) -> Fixture {
         VarSpec::real("tau", &[]),
         VarSpec::real("Sigma", &[2, 2]),
         VarSpec::real("y_rep", &[]),
+        VarSpec::int("count", &[]),
     ];
     let posterior = vec![
         synthetic(&mut rng, n_chains, n_draws, 1, "shifted"),
@@ -133,12 +136,17 @@ fn fixture(n_chains: usize, n_draws: usize) -> Fixture {
         synthetic(&mut rng, n_chains, n_draws, 4, "ar1"),
         synthetic(&mut rng, n_chains, n_draws, 1, "ties"),
     ];
+    let counts = synthetic(&mut rng, n_chains, n_draws, 1, "ties")
+        .into_iter()
+        .map(|v| v as i64)
+        .collect();
     let total = n_chains * n_draws;
     let tree_depth = (0..total).map(|i| (i % 11) as i64).collect();
     let diverging = (0..total).map(|i| i % 97 == 0).collect();
     Fixture {
         specs,
         posterior,
+        counts,
         tree_depth,
         diverging,
         n_chains,
@@ -186,7 +194,9 @@ fn write_fixture(path: &Path, f: &Fixture, block_size: usize) {
             .zip(&f.posterior)
             .map(|(spec, values)| block(values, f, spec.elements_per_draw(), start..end))
             .collect();
-        let columns: Vec<Column> = blocks.iter().map(|b| Column::F64(b)).collect();
+        let counts = block_of(&f.counts, f, start..end);
+        let mut columns: Vec<Column> = blocks.iter().map(|b| Column::F64(b)).collect();
+        columns.push(Column::I64(&counts));
         writer
             .write_block(GroupKind::Posterior, 0..f.n_chains, start..end, &columns)
             .unwrap();
@@ -253,7 +263,8 @@ fn summaries_match_arviz_and_file_opens_everywhere() {
         .filter(|q| q.name != "lp__")
         .collect();
     assert_eq!(ours.len(), stats.len(), "quantity count");
-    assert_eq!(ours.len(), 1 + 3 + 1 + 4 + 1);
+    assert_eq!(ours.len(), 1 + 3 + 1 + 4 + 1 + 1);
+    assert_eq!(arviz["posterior"]["dtypes"]["count"], "int64");
     let mut worst: f64 = 0.0;
     for q in ours {
         let theirs = &stats[&q.name];
