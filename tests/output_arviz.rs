@@ -448,3 +448,51 @@ fn killed_writer_leaves_readable_file() {
     assert_eq!(report.n_draws, n_draws);
     assert_eq!(report.quantities.len(), 3);
 }
+
+#[test]
+fn reads_files_written_by_arviz_itself() {
+    let _serial = serial();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/python/make_arviz_file.py");
+    for engine in ["netcdf4", "h5netcdf"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arviz.nc");
+        let status = Command::new(venv_python())
+            .arg(&script)
+            .arg(&path)
+            .arg(engine)
+            .status()
+            .expect("run python");
+        assert!(status.success(), "make_arviz_file.py failed ({engine})");
+        let report = report_for_file(&path).unwrap();
+        let arviz = arviz_report(&path, &[]);
+        let stats = arviz["stats"].as_object().unwrap();
+        let ours: Vec<&QuantitySummary> = report
+            .quantities
+            .iter()
+            .filter(|q| q.name != "lp__")
+            .collect();
+        let names: Vec<&str> = ours.iter().map(|q| q.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "mu", "theta[1]", "theta[2]", "theta[3]", "L[1,1]", "L[1,2]", "L[2,1]", "L[2,2]"
+            ],
+            "{engine}"
+        );
+        for q in ours {
+            let theirs = &stats[&q.name];
+            let what = format!("{engine} {}", q.name);
+            assert_close(q.r_hat, &theirs["r_hat"], &format!("{what} r_hat"));
+            assert_close(q.ess_bulk, &theirs["ess_bulk"], &format!("{what} ess_bulk"));
+            assert_close(q.ess_tail, &theirs["ess_tail"], &format!("{what} ess_tail"));
+            assert_close(q.mcse, &theirs["mcse"], &format!("{what} mcse"));
+        }
+        assert_eq!(report.quantities[0].name, "lp__");
+        let sampler = report.sampler.unwrap();
+        assert_eq!(sampler.transitions, 1200);
+        assert!(
+            sampler.divergences > 0 && sampler.divergences < 40,
+            "{engine}"
+        );
+    }
+}
