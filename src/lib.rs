@@ -1,0 +1,7 @@
+//! The `bat` library: posterior summaries and HDF5 InferenceData output.
+
+pub mod output;
+pub mod summary;
+
+pub use output::OutputError;
+pub use summary::{Format, summarize_file};

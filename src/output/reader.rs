@@ -1,0 +1,334 @@
+//! Reading draws back from an InferenceData HDF5 file (ours or any netCDF-4 file
+//! with `posterior` / `sample_stats` groups laid out (chain, draw, ...)).
+
+use super::dimscale::{attached_dimension_names, is_scale};
+use super::error::OutputError;
+use hdf5::types::{TypeDescriptor, VarLenAscii, VarLenUnicode};
+use hdf5::{Dataset, File, Group, Hyperslab, IndexType, IterationOrder, Selection, SliceOrIndex};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// HDF5's format signature; it sits at offset 0 or a power of two ≥ 512.
+const HDF5_SIGNATURE: [u8; 8] = [0x89, b'H', b'D', b'F', b'\r', b'\n', 0x1a, b'\n'];
+
+/// Draws of one variable, as f64, laid out `[chain][draw][element]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredVariable {
+    pub name: String,
+    /// Shape per draw (empty for scalars).
+    pub dims: Vec<usize>,
+    pub n_chains: usize,
+    pub n_draws: usize,
+    pub values: Vec<f64>,
+}
+
+impl StoredVariable {
+    pub fn elements_per_draw(&self) -> usize {
+        self.dims.iter().product()
+    }
+
+    /// Chain-major draws of element `element` (row-major flat index).
+    pub fn element_draws(&self, element: usize) -> Vec<f64> {
+        let stride = self.elements_per_draw();
+        (0..self.n_chains * self.n_draws)
+            .map(|i| self.values[i * stride + element])
+            .collect()
+    }
+
+    /// Stan-style name of element `element`: `theta`, `theta[2]`, `sigma[1,3]`.
+    pub fn element_name(&self, element: usize) -> String {
+        stan_element_name(&self.name, &self.dims, element)
+    }
+}
+
+/// Stan-style name (1-based indices) of the row-major flat `element` of a variable
+/// shaped `dims` per draw.
+pub fn stan_element_name(name: &str, dims: &[usize], element: usize) -> String {
+    if dims.is_empty() {
+        return name.to_string();
+    }
+    let mut index = vec![0; dims.len()];
+    let mut rest = element;
+    for axis in (0..dims.len()).rev() {
+        index[axis] = rest % dims[axis];
+        rest /= dims[axis];
+    }
+    let index: Vec<String> = index.iter().map(|i| (i + 1).to_string()).collect();
+    format!("{name}[{}]", index.join(","))
+}
+
+/// Where a (chain, draw, ...) variable sits and its shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VariableInfo {
+    pub group: String,
+    pub name: String,
+    /// Shape per draw (empty for scalars).
+    pub dims: Vec<usize>,
+    pub n_chains: usize,
+    pub n_draws: usize,
+}
+
+impl VariableInfo {
+    pub fn elements_per_draw(&self) -> usize {
+        self.dims.iter().product()
+    }
+}
+
+/// An open draws file, read a variable (or a slab of one) at a time so that large
+/// runs need not fit in memory at once.
+pub struct DrawReader {
+    path: PathBuf,
+    file: File,
+}
+
+impl DrawReader {
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, OutputError> {
+        let path = path.as_ref().to_path_buf();
+        let file = open_hdf5(&path)?;
+        Ok(Self { path, file })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn has_group(&self, group: &str) -> bool {
+        self.file.link_exists(group) && self.file.group(group).is_ok()
+    }
+
+    /// Root attributes that are strings or numbers, as text.
+    pub fn attributes(&self) -> BTreeMap<String, String> {
+        read_attributes(&self.file)
+    }
+
+    /// The (chain, draw, ...) variables of `group` in creation order, skipping
+    /// dimension scales and per-chain datasets.
+    pub fn variables(&self, group: &str) -> Result<Vec<VariableInfo>, OutputError> {
+        let handle = self.group(group)?;
+        let names = handle
+            .member_names_by(IndexType::CreationOrder, IterationOrder::Increasing)
+            .or_else(|_| handle.member_names())?;
+        let mut variables = Vec::new();
+        for name in names {
+            let Ok(dataset) = handle.dataset(&name) else {
+                continue; // a subgroup or other object
+            };
+            if is_draws_variable(&dataset) {
+                let shape = dataset.shape();
+                variables.push(VariableInfo {
+                    group: group.to_string(),
+                    name,
+                    dims: shape[2..].to_vec(),
+                    n_chains: shape[0],
+                    n_draws: shape[1],
+                });
+            }
+        }
+        Ok(variables)
+    }
+
+    /// All draws of a variable.
+    pub fn read(&self, info: &VariableInfo) -> Result<StoredVariable, OutputError> {
+        let dataset = self.dataset(info)?;
+        let values = dataset
+            .read_raw::<f64>()
+            .map_err(|e| self.unreadable(info, e))?;
+        Ok(StoredVariable {
+            name: info.name.clone(),
+            dims: info.dims.clone(),
+            n_chains: info.n_chains,
+            n_draws: info.n_draws,
+            values,
+        })
+    }
+
+    /// The draws of rows `rows` of the variable's first element axis (the whole
+    /// variable for scalars); the result's `dims[0]` is `rows.len()`.
+    pub fn read_rows(
+        &self,
+        info: &VariableInfo,
+        rows: Range<usize>,
+    ) -> Result<StoredVariable, OutputError> {
+        if info.dims.is_empty() {
+            return self.read(info);
+        }
+        let dataset = self.dataset(info)?;
+        let mut slices: Vec<SliceOrIndex> = vec![(..).into(), (..).into(), rows.clone().into()];
+        slices.extend(info.dims[1..].iter().map(|_| SliceOrIndex::from(..)));
+        let selection = Selection::from(Hyperslab::from(slices));
+        let array = dataset
+            .read_slice::<f64, _, ndarray::IxDyn>(selection)
+            .map_err(|e| self.unreadable(info, e))?;
+        let mut dims = info.dims.clone();
+        dims[0] = rows.len();
+        Ok(StoredVariable {
+            name: info.name.clone(),
+            dims,
+            n_chains: info.n_chains,
+            n_draws: info.n_draws,
+            values: array.into_iter().collect(),
+        })
+    }
+
+    fn group(&self, group: &str) -> Result<Group, OutputError> {
+        self.file
+            .group(group)
+            .map_err(|_| OutputError::MissingGroup {
+                path: self.path.clone(),
+                group: group.into(),
+            })
+    }
+
+    fn dataset(&self, info: &VariableInfo) -> Result<Dataset, OutputError> {
+        Ok(self.group(&info.group)?.dataset(&info.name)?)
+    }
+
+    fn unreadable(&self, info: &VariableInfo, error: hdf5::Error) -> OutputError {
+        OutputError::Layout {
+            path: self.path.clone(),
+            message: format!("cannot read `{}` as numbers: {error}", info.name),
+        }
+    }
+}
+
+/// The draws and metadata of a file.
+#[derive(Clone, Debug)]
+pub struct DrawFile {
+    pub path: PathBuf,
+    /// Root attributes that are strings or integers, as text.
+    pub attributes: BTreeMap<String, String>,
+    pub posterior: Vec<StoredVariable>,
+    pub sample_stats: Option<Vec<StoredVariable>>,
+}
+
+/// Reads every variable of `posterior` and (when present) `sample_stats`.
+pub fn read_draws(path: impl AsRef<Path>) -> Result<DrawFile, OutputError> {
+    let reader = DrawReader::open(path)?;
+    let read_all = |group: &str| -> Result<Vec<StoredVariable>, OutputError> {
+        reader
+            .variables(group)?
+            .iter()
+            .map(|info| reader.read(info))
+            .collect()
+    };
+    let posterior = read_all("posterior")?;
+    let sample_stats = if reader.has_group("sample_stats") {
+        Some(read_all("sample_stats")?)
+    } else {
+        None
+    };
+    Ok(DrawFile {
+        attributes: reader.attributes(),
+        path: reader.path.clone(),
+        posterior,
+        sample_stats,
+    })
+}
+
+/// Opens `path`, telling a missing file and a non-HDF5 file apart from HDF5 errors.
+pub fn open_hdf5(path: &Path) -> Result<File, OutputError> {
+    let mut handle = std::fs::File::open(path).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            OutputError::FileMissing(path.to_path_buf())
+        } else {
+            OutputError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+    })?;
+    if !has_hdf5_signature(&mut handle) {
+        return Err(OutputError::NotHdf5(path.to_path_buf()));
+    }
+    Ok(File::open(path)?)
+}
+
+fn has_hdf5_signature(handle: &mut std::fs::File) -> bool {
+    let mut head = Vec::new();
+    if handle.take(1 << 16).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let offsets = std::iter::once(0).chain((9..=16).map(|p| 1usize << p));
+    offsets
+        .take_while(|&offset| offset + 8 <= head.len())
+        .any(|offset| head[offset..offset + 8] == HDF5_SIGNATURE)
+}
+
+/// A (chain, draw, ...) variable, as opposed to a dimension scale or a per-chain
+/// dataset: at least two axes, and when scales are attached, `chain` then `draw`.
+fn is_draws_variable(dataset: &Dataset) -> bool {
+    if is_scale(dataset) || dataset.ndim() < 2 {
+        return false;
+    }
+    let axes = attached_dimension_names(dataset);
+    let labelled = axes[0].is_some() || axes[1].is_some();
+    !labelled || (axes[0].as_deref() == Some("chain") && axes[1].as_deref() == Some("draw"))
+}
+
+fn read_attributes(file: &File) -> BTreeMap<String, String> {
+    let mut attributes = BTreeMap::new();
+    for name in file.attr_names().unwrap_or_default() {
+        let Ok(attr) = file.attr(&name) else { continue };
+        let descriptor = attr.dtype().and_then(|t| t.to_descriptor());
+        let text = match descriptor {
+            // Read unsigned as unsigned: HDF5 would clamp u64 seeds into i64.
+            Ok(TypeDescriptor::Unsigned(_)) => attr.read_scalar::<u64>().map(|v| v.to_string()),
+            Ok(TypeDescriptor::Integer(_)) => attr.read_scalar::<i64>().map(|v| v.to_string()),
+            Ok(TypeDescriptor::Float(_)) => attr.read_scalar::<f64>().map(|v| v.to_string()),
+            _ => attr
+                .read_scalar::<VarLenUnicode>()
+                .map(|v| v.as_str().to_string())
+                .or_else(|_| {
+                    attr.read_scalar::<VarLenAscii>()
+                        .map(|v| v.as_str().to_string())
+                }),
+        };
+        if let Ok(text) = text {
+            attributes.insert(name, text);
+        }
+    }
+    attributes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn element_names_are_one_based_row_major() {
+        let v = StoredVariable {
+            name: "sigma".into(),
+            dims: vec![2, 3],
+            n_chains: 1,
+            n_draws: 1,
+            values: vec![0.0; 6],
+        };
+        let names: Vec<String> = (0..6).map(|e| v.element_name(e)).collect();
+        assert_eq!(
+            names,
+            [
+                "sigma[1,1]",
+                "sigma[1,2]",
+                "sigma[1,3]",
+                "sigma[2,1]",
+                "sigma[2,2]",
+                "sigma[2,3]"
+            ]
+        );
+    }
+
+    #[test]
+    fn element_draws_pick_one_element() {
+        // 2 chains × 2 draws × 2 elements.
+        let v = StoredVariable {
+            name: "x".into(),
+            dims: vec![2],
+            n_chains: 2,
+            n_draws: 2,
+            values: vec![1.0, 10.0, 2.0, 20.0, 3.0, 30.0, 4.0, 40.0],
+        };
+        assert_eq!(v.element_draws(1), vec![10.0, 20.0, 30.0, 40.0]);
+    }
+}

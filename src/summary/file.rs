@@ -1,0 +1,195 @@
+//! `bat summary FILE`: summaries of every posterior quantity in a draws file.
+
+use super::{ChainDraws, Format, QuantitySummary, Report, SamplerDiagnostics, render};
+use crate::output::{DrawReader, OutputError, StoredVariable, VariableInfo, stan_element_name};
+use std::path::Path;
+
+/// Stan's default maximum tree depth, used when the file's settings do not say.
+const DEFAULT_MAX_TREE_DEPTH: u32 = 10;
+/// Values read at once (256 MiB of f64): variables larger than this are summarized a
+/// slab of rows at a time, so thousands of chains need not fit in memory together.
+const VALUES_PER_READ: usize = 32 << 20;
+
+/// Reads `path` and renders the summary of its posterior in `format`.
+pub fn summarize_file(path: impl AsRef<Path>, format: Format) -> Result<String, OutputError> {
+    let report = report_for_file(path)?;
+    Ok(render(&report, format))
+}
+
+/// The [`Report`] of a draws file: `lp__` first (when sample stats are present), then
+/// every element of every posterior variable (Stan-style names, row-major order).
+pub fn report_for_file(path: impl AsRef<Path>) -> Result<Report, OutputError> {
+    report_reading_at_most(path.as_ref(), VALUES_PER_READ)
+}
+
+fn report_reading_at_most(path: &Path, values_per_read: usize) -> Result<Report, OutputError> {
+    let reader = DrawReader::open(path)?;
+    let posterior = reader.variables("posterior")?;
+    let no_draws = || OutputError::NoDraws {
+        path: reader.path().to_path_buf(),
+        group: "posterior".into(),
+    };
+    let first = posterior.first().ok_or_else(no_draws)?;
+    let (n_chains, n_draws) = (first.n_chains, first.n_draws);
+    if n_draws == 0 {
+        // E.g. a run killed before its first block of draws was flushed.
+        return Err(no_draws());
+    }
+    let stats = if reader.has_group("sample_stats") {
+        Some(reader.variables("sample_stats")?)
+    } else {
+        None
+    };
+    let stat = |name: &str| -> Result<Option<StoredVariable>, OutputError> {
+        let info = stats
+            .iter()
+            .flatten()
+            .find(|v| v.name == name && v.dims.is_empty());
+        info.map(|info| reader.read(info)).transpose()
+    };
+
+    let mut quantities = Vec::new();
+    // lp__ only when it covers the same draws (a killed run may lag in sample_stats).
+    if let Some(lp) = stat("lp")?.filter(|lp| (lp.n_chains, lp.n_draws) == (n_chains, n_draws)) {
+        quantities.push(summarize_element(&lp, 0, "lp__".into()));
+    }
+    for info in &posterior {
+        if (info.n_chains, info.n_draws) != (n_chains, n_draws) {
+            return Err(OutputError::Layout {
+                path: reader.path().to_path_buf(),
+                message: format!(
+                    "`{}` has {}×{} draws, other variables {n_chains}×{n_draws}",
+                    info.name, info.n_chains, info.n_draws
+                ),
+            });
+        }
+        summarize_variable(&reader, info, values_per_read, &mut quantities)?;
+    }
+
+    let sampler = match stats {
+        None => None,
+        Some(_) => Some(sampler_diagnostics(
+            stat("diverging")?,
+            stat("tree_depth")?,
+            max_tree_depth(&reader),
+        )),
+    };
+    Ok(Report {
+        n_chains,
+        n_draws,
+        quantities,
+        sampler,
+    })
+}
+
+/// Appends the summary of every element of `info`, reading slabs of rows of at most
+/// `values_per_read` values (at least one row).
+fn summarize_variable(
+    reader: &DrawReader,
+    info: &VariableInfo,
+    values_per_read: usize,
+    out: &mut Vec<QuantitySummary>,
+) -> Result<(), OutputError> {
+    let per_draw = info.elements_per_draw();
+    if per_draw == 0 {
+        return Ok(());
+    }
+    let rows = info.dims.first().copied().unwrap_or(1);
+    let row_size = per_draw / rows;
+    let values_per_row = (info.n_chains * info.n_draws * row_size).max(1);
+    let rows_per_read = (values_per_read / values_per_row).clamp(1, rows);
+    let mut start = 0;
+    while start < rows {
+        let end = (start + rows_per_read).min(rows);
+        let slab = reader.read_rows(info, start..end)?;
+        for element in 0..slab.elements_per_draw() {
+            let name = stan_element_name(&info.name, &info.dims, start * row_size + element);
+            out.push(summarize_element(&slab, element, name));
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+fn summarize_element(variable: &StoredVariable, element: usize, name: String) -> QuantitySummary {
+    let draws = variable.element_draws(element);
+    let view = ChainDraws::new(&draws, variable.n_chains, variable.n_draws)
+        .expect("element draws have chains × draws values");
+    QuantitySummary::compute(name, view)
+}
+
+fn sampler_diagnostics(
+    diverging: Option<StoredVariable>,
+    tree_depth: Option<StoredVariable>,
+    max_tree_depth: u32,
+) -> SamplerDiagnostics {
+    let transitions = diverging
+        .as_ref()
+        .or(tree_depth.as_ref())
+        .map_or(0, |v| v.values.len());
+    SamplerDiagnostics {
+        divergences: diverging.map_or(0, |v| v.values.iter().filter(|&&d| d != 0.0).count()),
+        max_tree_depth,
+        tree_depth_saturated: tree_depth.map_or(0, |v| {
+            v.values
+                .iter()
+                .filter(|&&d| d >= f64::from(max_tree_depth))
+                .count()
+        }),
+        transitions,
+    }
+}
+
+/// `max_depth` (or `max_tree_depth`) from the `settings` JSON root attribute.
+fn max_tree_depth(reader: &DrawReader) -> u32 {
+    reader
+        .attributes()
+        .get("settings")
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+        .and_then(|settings| {
+            ["max_depth", "max_tree_depth"]
+                .iter()
+                .find_map(|key| settings.get(*key).and_then(|v| v.as_u64()))
+        })
+        .map_or(DEFAULT_MAX_TREE_DEPTH, |d| d as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::{Column, DrawWriter, GroupKind, RunMetadata, VarSpec};
+
+    #[test]
+    fn reading_in_slabs_gives_the_same_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("slabs.h5");
+        let specs = [VarSpec::real("m", &[3, 4]), VarSpec::real("s", &[])];
+        let mut writer = DrawWriter::create(&path, &RunMetadata::default(), &specs, 2, 30).unwrap();
+        let m: Vec<f64> = (0..2 * 30 * 12)
+            .map(|i| ((i * 7919) % 1013) as f64 / 17.0)
+            .collect();
+        let s: Vec<f64> = (0..60).map(|i| (i % 7) as f64).collect();
+        writer
+            .write_block(
+                GroupKind::Posterior,
+                0..2,
+                0..30,
+                &[Column::F64(&m), Column::F64(&s)],
+            )
+            .unwrap();
+        writer.finish().unwrap();
+        let whole = report_for_file(&path).unwrap();
+        // One row (2 chains × 30 draws × 4 values) per read.
+        let slabs = report_reading_at_most(&path, 1).unwrap();
+        assert_eq!(whole.quantities, slabs.quantities);
+        let names: Vec<&str> = slabs.quantities.iter().map(|q| q.name.as_str()).collect();
+        assert_eq!(names[0], "m[1,1]");
+        assert_eq!(names[5], "m[2,2]");
+        assert_eq!(names[11], "m[3,4]");
+        assert_eq!(names[12], "s");
+        // m[2,2] is flat element 5 of each draw.
+        let expected: Vec<f64> = (0..60).map(|d| m[d * 12 + 5]).collect();
+        let direct = QuantitySummary::compute("m[2,2]", ChainDraws::new(&expected, 2, 30).unwrap());
+        assert_eq!(slabs.quantities[5], direct);
+    }
+}

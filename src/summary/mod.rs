@@ -1,0 +1,135 @@
+//! Posterior summaries of MCMC draws: the statistics CmdStan's `stansummary` prints
+//! (Mean, MCSE, StdDev, 5%, 50%, 95%, ESS_bulk, ESS_tail, R_hat), computed as ArviZ
+//! computes them, plus sampler warnings and table / CSV / JSON rendering.
+
+mod autocov;
+pub mod diagnostics;
+mod draws;
+mod file;
+mod format;
+pub mod normal;
+pub mod quantile;
+mod warnings;
+
+pub use draws::{ChainDraws, Matrix, split_chains};
+pub use file::{report_for_file, summarize_file};
+pub use format::{Format, render};
+pub use warnings::{SamplerDiagnostics, warnings};
+
+use serde::Serialize;
+
+/// Draws above which one quantity's statistics are computed on two threads.
+const PARALLEL_MIN_VALUES: usize = 100_000;
+
+/// Summary statistics of one scalar quantity.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QuantitySummary {
+    pub name: String,
+    pub mean: f64,
+    pub mcse: f64,
+    pub sd: f64,
+    pub q5: f64,
+    pub q50: f64,
+    pub q95: f64,
+    pub ess_bulk: f64,
+    pub ess_tail: f64,
+    pub r_hat: f64,
+}
+
+impl QuantitySummary {
+    /// Computes every statistic of `draws` (chains × draws of one scalar).
+    pub fn compute(name: impl Into<String>, draws: ChainDraws<'_>) -> Self {
+        let values = draws.values();
+        let mean = if values.is_empty() {
+            f64::NAN
+        } else {
+            values.iter().sum::<f64>() / values.len() as f64
+        };
+        let has_nan = values.iter().any(|v| v.is_nan());
+        let sorted_half = || {
+            let mut sorted = values.to_vec();
+            sorted.sort_unstable_by(f64::total_cmp);
+            let quantile = |p: f64| {
+                if has_nan {
+                    f64::NAN
+                } else {
+                    quantile::quantile_sorted(&sorted, p)
+                }
+            };
+            let quantiles = [quantile(0.05), quantile(0.5), quantile(0.95)];
+            (quantiles, diagnostics::sorted_diagnostics(draws, &sorted))
+        };
+        // Large quantities (thousands of chains) split the work over two threads.
+        let ((quantiles, sorted_part), rank_part) = if values.len() >= PARALLEL_MIN_VALUES {
+            std::thread::scope(|scope| {
+                let rank = scope.spawn(|| diagnostics::rank_diagnostics(draws));
+                let sorted = sorted_half();
+                (sorted, rank.join().expect("rank diagnostics do not panic"))
+            })
+        } else {
+            (sorted_half(), diagnostics::rank_diagnostics(draws))
+        };
+        let diagnostics = diagnostics::combine(rank_part, sorted_part);
+        let [q5, q50, q95] = quantiles;
+        Self {
+            name: name.into(),
+            mean,
+            mcse: diagnostics.mcse_mean,
+            sd: diagnostics::sample_sd(values),
+            q5,
+            q50,
+            q95,
+            ess_bulk: diagnostics.ess_bulk,
+            ess_tail: diagnostics.ess_tail,
+            r_hat: diagnostics.r_hat,
+        }
+    }
+}
+
+/// Everything `bat summary` reports about one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub n_chains: usize,
+    pub n_draws: usize,
+    pub quantities: Vec<QuantitySummary>,
+    /// Absent when the file holds no `sample_stats`.
+    pub sampler: Option<SamplerDiagnostics>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary_sequentially(values: &[f64], chains: usize) -> QuantitySummary {
+        let draws = ChainDraws::new(values, chains, values.len() / chains).unwrap();
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let d = diagnostics::diagnose(draws, &sorted);
+        QuantitySummary {
+            name: "x".into(),
+            mean: values.iter().sum::<f64>() / values.len() as f64,
+            mcse: d.mcse_mean,
+            sd: diagnostics::sample_sd(values),
+            q5: quantile::quantile_sorted(&sorted, 0.05),
+            q50: quantile::quantile_sorted(&sorted, 0.5),
+            q95: quantile::quantile_sorted(&sorted, 0.95),
+            ess_bulk: d.ess_bulk,
+            ess_tail: d.ess_tail,
+            r_hat: d.r_hat,
+        }
+    }
+
+    #[test]
+    fn two_thread_path_equals_sequential_diagnostics() {
+        // 200 chains × 600 draws is above the parallel threshold.
+        let values: Vec<f64> = (0..200 * 600)
+            .map(|i| ((i * 7919) % 100_003) as f64 / 977.0 + (i / 600 % 3) as f64)
+            .collect();
+        assert!(values.len() >= PARALLEL_MIN_VALUES);
+        let draws = ChainDraws::new(&values, 200, 600).unwrap();
+        assert_eq!(
+            QuantitySummary::compute("x", draws),
+            summary_sequentially(&values, 200)
+        );
+    }
+}
