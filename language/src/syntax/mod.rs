@@ -1,8 +1,23 @@
 //! Lexing and parsing: source text → [`ast::Program`] + diagnostics.
 //!
-//! Pipeline: [`lexer::lex`] (logos) → nesting-depth guard → the lalrpop
-//! grammar (`grammar.lalrpop`, with statement-level error recovery) →
-//! [`validate`] (restrictions that depend on where a construct appears).
+//! Pipeline:
+//! 1. [`lexer::lex`] (logos): tokens + comments; bad characters become
+//!    error tokens, reported once here;
+//! 2. `nesting`: refuses absurdly deep input (brackets > 256, prefix or `^`
+//!    runs > 256, > 1,000 operators in one statement) with one diagnostic,
+//!    so later recursive passes cannot overflow the stack;
+//! 3. the lalrpop grammar (`grammar.lalrpop`) with `!` recovery that
+//!    resyncs at `;` (statements) and `}` (function definitions);
+//! 4. `repair`: when lalrpop cannot finish (missing `;` before `}`,
+//!    missing `)` or `}`, misspelled block name), insert the missing token
+//!    or fix the block name and parse again (at most 8 times), so a tree is
+//!    still produced; every repaired error is still reported;
+//! 5. `validate`: rules stanc3 encodes in its grammar but bat checks on
+//!    the tree (constraints only on top-level declarations, only
+//!    declarations in `data`/`parameters`, lvalue shapes, call statements).
+//!
+//! All diagnostics are sorted by position; the first is where stanc3
+//! reports its (single) syntax error.
 //!
 //! # Syntax diagnostic codes
 //!
@@ -15,7 +30,7 @@
 //! | `E0005` | misplaced declaration or statement (e.g. statements in `data`, constraints on a local variable) |
 //! | `E0006` | not an assignable expression / expression statement that is not a call |
 //! | `E0007` | tuple component number too large |
-//! | `E0008` | empty or ill-formed literal or type (e.g. `{}`, nested `array`) |
+//! | `E0008` | bounds on a complex type (kind: semantic, as in stanc3) |
 
 pub mod ast;
 mod builders;
@@ -23,9 +38,14 @@ mod errors;
 pub mod lexer;
 mod nesting;
 mod printer;
+mod repair;
 mod validate;
 
-pub use printer::print_ast;
+pub use lexer::lex;
+pub use printer::{
+    expr_to_string, print_ast, sized_type as sized_type_to_string,
+    unsized_type as unsized_type_to_string,
+};
 
 use crate::diagnostic::Diagnostic;
 
@@ -44,7 +64,7 @@ pub mod codes {
     pub const MISPLACED: &str = "E0005";
     pub const NOT_ASSIGNABLE: &str = "E0006";
     pub const BAD_TUPLE_INDEX: &str = "E0007";
-    pub const ILL_FORMED: &str = "E0008";
+    pub const COMPLEX_BOUNDS: &str = "E0008";
 }
 
 /// Parse a whole program. Never panics; on bad input returns a partial
@@ -62,7 +82,7 @@ pub fn parse_functions_only(source: &str) -> (ast::Program, Vec<Diagnostic>) {
 
 fn parse_with(source: &str, functions_only: bool) -> (ast::Program, Vec<Diagnostic>) {
     let (mut tokens, comments) = lexer::lex(source);
-    let mut diagnostics = errors::lexical_errors(source, &tokens);
+    let mut diagnostics = errors::lexical_errors(source, &tokens, &comments);
     let comments = comments
         .iter()
         .map(|c| ast::Comment {
@@ -91,32 +111,19 @@ fn parse_with(source: &str, functions_only: bool) -> (ast::Program, Vec<Diagnost
             },
         );
     }
-    let mut recovered = Vec::new();
-    let mut problems = Vec::new();
-    let input = tokens
-        .iter()
-        .map(|t| Ok::<_, &'static str>((t.start, t.token, t.end)));
-    let result = grammar::ProgramParser::new().parse(&mut recovered, &mut problems, input);
-    let mut program = match result {
-        Ok(program) => program,
-        Err(error) => {
-            recovered.push(lalrpop_util::ErrorRecovery {
-                error,
-                dropped_tokens: Vec::new(),
-            });
-            ast::Program::default()
-        }
-    };
+    let original_tokens = tokens.clone();
+    let parsed = repair::parse_with_repairs(tokens, source.len());
+    let mut program = parsed.program;
     program.comments = comments;
     program.span = crate::span::Span::new(0, source.len());
 
-    diagnostics.extend(errors::parse_errors(source, &tokens, recovered));
-    diagnostics.extend(problems);
-    if !diagnostics.iter().any(|d| d.code == codes::UNEXPECTED_EOF || d.code == codes::UNEXPECTED_TOKEN) {
-        diagnostics.extend(validate::validate(&program, functions_only));
-    } else {
-        diagnostics.extend(validate::validate(&program, functions_only));
-    }
+    diagnostics.extend(errors::parse_errors(
+        source,
+        &original_tokens,
+        parsed.errors,
+    ));
+    diagnostics.extend(parsed.problems);
+    diagnostics.extend(validate::validate(&program, source));
     diagnostics.sort_by_key(|d| (d.primary.span.start, d.primary.span.end));
     (program, diagnostics)
 }
