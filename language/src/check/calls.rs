@@ -186,6 +186,9 @@ impl Checker {
                 self.out.calls.insert(span, callee);
                 Some(ret)
             }
+            // An argument that already has an error matches everything;
+            // do not add a second diagnostic for it.
+            _ if args.iter().any(|(t, _)| contains_error(t)) => None,
             other => {
                 self.report_no_unique(span, &name.name, &candidates, args, other);
                 None
@@ -458,6 +461,16 @@ impl Checker {
         self.out
             .calls
             .insert(span, Callee::Builtin(Signature { args, ret }));
+    }
+}
+
+/// True if `Type::Error` occurs anywhere inside.
+pub fn contains_error(t: &Type) -> bool {
+    match t {
+        Type::Error => true,
+        Type::Array(e) => contains_error(e),
+        Type::Tuple(ts) => ts.iter().any(contains_error),
+        _ => false,
     }
 }
 

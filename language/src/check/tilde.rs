@@ -89,7 +89,7 @@ impl Checker {
             );
             return;
         }
-        if typed.iter().any(|(t, _)| t.is_error()) {
+        if typed.iter().any(|(t, _)| super::calls::contains_error(t)) {
             return;
         }
         let actuals: Vec<(AdLevel, Type)> = typed.iter().map(|(t, ad)| (*ad, t.clone())).collect();
