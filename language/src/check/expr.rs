@@ -387,13 +387,13 @@ impl Checker {
 
 /// `foo_lupdf` → `foo_lpdf`, `foo_lupmf` → `foo_lpmf` (the same function
 /// without dropping constants).
-pub fn normalized_name(name: &str) -> String {
+pub fn normalized_name(name: &str) -> std::borrow::Cow<'_, str> {
     if let Some(stem) = name.strip_suffix("_lupdf") {
-        format!("{stem}_lpdf")
+        format!("{stem}_lpdf").into()
     } else if let Some(stem) = name.strip_suffix("_lupmf") {
-        format!("{stem}_lpmf")
+        format!("{stem}_lpmf").into()
     } else {
-        name.to_string()
+        name.into()
     }
 }
 
