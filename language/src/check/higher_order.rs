@@ -318,15 +318,15 @@ impl Checker {
             } else {
                 args.get(f.arg).map_or(span, |a| a.span)
             };
-            self.error(
+            let d = self.error(
                 codes::BAD_HIGHER_ORDER,
                 format!(
-                    "Ill-typed arguments supplied to function '{n}':\n({})\n{}",
-                    found.join(", "),
-                    f.message
+                    "Ill-typed arguments supplied to function '{n}': ({}).",
+                    found.join(", ")
                 ),
                 at,
             );
+            d.notes.push(f.message);
         }
         ERROR
     }
