@@ -187,9 +187,31 @@ impl CheckedProgram {
     }
 }
 
+/// Stack for the checking thread. The checker recurses over the tree,
+/// whose depth the parser bounds (~1.3k levels for the deepest accepted
+/// expression); unoptimised builds need several KiB per level, more than a
+/// default 2 MiB thread stack. Pages are only touched as used.
+const CHECK_STACK_BYTES: usize = 256 << 20;
+
 /// Check a parsed program, collecting every semantic error and warning.
 pub fn check_program(program: &Program) -> (CheckedProgram, Vec<Diagnostic>) {
-    let mut checker = context::Checker::new();
-    checker.check_program(program);
-    checker.finish()
+    let run = || {
+        let mut checker = context::Checker::new();
+        checker.check_program(program);
+        checker.finish()
+    };
+    std::thread::scope(|scope| {
+        match std::thread::Builder::new()
+            .name("bat-check".into())
+            .stack_size(CHECK_STACK_BYTES)
+            .spawn_scoped(scope, run)
+        {
+            Ok(handle) => match handle.join() {
+                Ok(result) => result,
+                Err(panic) => std::panic::resume_unwind(panic),
+            },
+            // No thread available: check on the caller's stack.
+            Err(_) => run(),
+        }
+    })
 }
