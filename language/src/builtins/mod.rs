@@ -34,7 +34,9 @@ use std::sync::LazyLock;
 
 use crate::types::{AdLevel, Type};
 
-pub use overload::{OverloadError, ad_level_accepts, promotion_cost, select_overload};
+pub use overload::{
+    OverloadError, ad_level_accepts, promotion_cost, promotion_cost_with, select_overload,
+};
 pub use special::{
     VariadicSignature, laplace_likelihood_args, laplace_tolerance_args, reduce_sum_slice_types,
     variadic,

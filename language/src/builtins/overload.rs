@@ -23,8 +23,13 @@ pub fn promotion_cost(from: &Type, to: &Type) -> Option<u32> {
     promotion_cost_at(from, to, true)
 }
 
-/// `scalar_promotions` is false inside function types, whose argument and
-/// return types must match exactly (stanc3 checks them at depth ≥ 1).
+/// [`promotion_cost`] with scalar promotions switchable: `scalar_promotions`
+/// is false inside function types, whose argument and return types must
+/// match exactly (stanc3 checks them at depth ≥ 1).
+pub fn promotion_cost_with(from: &Type, to: &Type, scalar_promotions: bool) -> Option<u32> {
+    promotion_cost_at(from, to, scalar_promotions)
+}
+
 fn promotion_cost_at(from: &Type, to: &Type, scalar_promotions: bool) -> Option<u32> {
     use Type::*;
     match (from, to) {

@@ -3,52 +3,18 @@
 
 use crate::types::{AdLevel, Type};
 
-/// Cost of using a value of type `actual` where `expected` is wanted:
-/// `Some(0)` for the same type, int→real and real→complex cost 1,
-/// int→complex 2, element-wise through arrays and tuples; `None` if not
-/// allowed. With `allow_promotion` false (function-type arguments), only
-/// identical types match. `Type::Error` matches anything.
+/// Cost of using a value of type `actual` where `expected` is wanted
+/// (Stan's promotions; `None` if not allowed). With `allow_promotion`
+/// false (function-type arguments) only identical types match. One rule
+/// for built-in and user-defined functions: it lives in the builtins table.
 pub fn promotion_cost(expected: &Type, actual: &Type, allow_promotion: bool) -> Option<u32> {
-    use Type::*;
-    match (expected, actual) {
-        (Error, _) | (_, Error) => Some(0),
-        (a, b) if a == b => Some(0),
-        (Real, Int) if allow_promotion => Some(1),
-        (Complex, Int) if allow_promotion => Some(2),
-        (Complex, Real)
-        | (ComplexVector, Vector)
-        | (ComplexRowVector, RowVector)
-        | (ComplexMatrix, Matrix)
-            if allow_promotion =>
-        {
-            Some(1)
-        }
-        (Array(e), Array(a)) => promotion_cost(e, a, allow_promotion),
-        (Tuple(es), Tuple(as_)) if es.len() == as_.len() => es
-            .iter()
-            .zip(as_)
-            .map(|(e, a)| promotion_cost(e, a, allow_promotion))
-            .sum(),
-        (Function(e), Function(a)) => {
-            let same_ret = match (&e.ret, &a.ret) {
-                (None, None) => true,
-                (Some(x), Some(y)) => promotion_cost(x, y, false).is_some(),
-                _ => false,
-            };
-            let same_args = e.args.len() == a.args.len()
-                && e.args.iter().zip(&a.args).all(|((ead, et), (aad, at))| {
-                    promotion_cost(et, at, false).is_some() && ad_compatible(*aad, *ead)
-                });
-            (same_ret && same_args).then_some(0)
-        }
-        _ => None,
-    }
+    crate::builtins::promotion_cost_with(actual, expected, allow_promotion)
 }
 
 /// May an argument of autodiff level `actual` be passed where `expected`
 /// is required? A data-only parameter needs a data-only argument.
 pub fn ad_compatible(expected: AdLevel, actual: AdLevel) -> bool {
-    expected == AdLevel::AutoDiff || actual == AdLevel::DataOnly
+    crate::builtins::ad_level_accepts(expected, actual)
 }
 
 /// Why one argument list does not fit a signature (1-based argument number).
