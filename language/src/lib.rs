@@ -14,6 +14,7 @@
 pub mod builtins;
 pub mod check;
 pub mod diagnostic;
+pub mod mir;
 pub mod span;
 pub mod syntax;
 pub mod types;

@@ -33,7 +33,12 @@
 use crate::span::Span;
 use crate::types::{AdLevel, Type};
 
+pub mod library;
+mod lower;
 mod prim;
+pub mod print;
+
+pub use lower::{lower, NOT_YET_SUPPORTED};
 pub use prim::Prim;
 
 /// Index into [`Program::vars`].
@@ -182,9 +187,8 @@ pub enum StmtKind {
     TargetAdd(Expr),
     /// `jacobian += e`: added to the target only when the Jacobian is on.
     JacobianAdd(Expr),
-    /// Read the parameter from the unconstrained input at its offset and
-    /// constrain it; adds log |J| to the target when the Jacobian is on.
-    Constrain { param: usize },
+    /// A compiler temporary holding `value`, with the value's shape.
+    Let { var: VarId, value: Expr },
     /// Check that a transformed-data / transformed-parameter / generated
     /// value satisfies its declared constraint (Stan checks at block end).
     CheckConstraint { var: VarId, transform: Transform },

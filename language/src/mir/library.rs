@@ -1,0 +1,293 @@
+//! Library functions in terms of primitives.
+//!
+//! [`call`] maps a checked library call to a primitive (or an expansion);
+//! [`distribution`] expands a vectorised log density into primitive terms,
+//! dropping the terms that do not depend on any autodiff argument when
+//! `propto` is set (`~` and `_lupdf`), exactly as Stan's `propto` does.
+//! Vectorised densities broadcast scalar arguments: a term depending only
+//! on scalars is multiplied by the number of elements of the container
+//! arguments.
+
+use super::{Expr, ExprKind, Prim};
+use crate::span::Span;
+use crate::types::{AdLevel, Type};
+use std::collections::HashMap;
+use std::f64::consts::PI;
+use std::sync::LazyLock;
+
+/// A library function bat cannot lower yet (the message names it).
+#[derive(Debug)]
+pub struct Unsupported(pub String);
+
+static BY_NAME: LazyLock<HashMap<&'static str, Prim>> = LazyLock::new(|| {
+    let mut map: HashMap<&'static str, Prim> = Prim::ALL.iter().map(|&p| (p.name(), p)).collect();
+    // Stan names that are aliases of one primitive.
+    map.insert("fabs", Prim::Abs);
+    map.insert("lmultiply", Prim::Lmultiply);
+    map.insert("sort_asc", Prim::Sort);
+    map.insert("log_sum_exp", Prim::LogSumExp);
+    map.insert("elt_multiply", Prim::EltMul);
+    map.insert("elt_divide", Prim::EltDiv);
+    map
+});
+
+/// Lower a call of library function `name` (not a density) returning `ty`.
+pub fn call(name: &str, args: Vec<Expr>, ty: &Type, span: Span) -> Result<ExprKind, Unsupported> {
+    let _ = (ty, span);
+    let prim = match (name, args.len()) {
+        ("log_sum_exp", 2) => Prim::LogSumExp2,
+        ("max", 2) => Prim::Fmax,
+        ("min", 2) => Prim::Fmin,
+        ("abs", _) | ("fabs", _) => Prim::Abs,
+        ("log_mix", 3) => return Ok(log_mix(args, span).kind),
+        _ => match BY_NAME.get(name) {
+            Some(&p) => p,
+            None => return Err(Unsupported(format!("the function `{name}`"))),
+        },
+    };
+    Ok(ExprKind::Prim(prim, args))
+}
+
+/// `log_mix(θ, a, b)` = log_sum_exp(log(θ) + a, log1m(θ) + b).
+fn log_mix(mut args: Vec<Expr>, span: Span) -> Expr {
+    let b = args.pop().expect("3 args");
+    let a = args.pop().expect("3 args");
+    let theta = args.pop().expect("3 args");
+    let left = prim(Prim::Add, vec![prim(Prim::Log, vec![theta.clone()], span), a], span);
+    let right = prim(Prim::Add, vec![prim(Prim::Log1m, vec![theta], span), b], span);
+    prim(Prim::LogSumExp2, vec![left, right], span)
+}
+
+// ------------------------------------------------------------ builders
+
+fn ad_of(args: &[Expr]) -> AdLevel {
+    args.iter().map(|a| a.ad).max().unwrap_or(AdLevel::DataOnly)
+}
+
+fn is_container(t: &Type) -> bool {
+    !t.is_scalar()
+}
+
+/// Result type of an elementwise primitive over `args`: the container
+/// among them (arrays of ints become arrays of reals), else `real`.
+fn elementwise_type(args: &[Expr]) -> Type {
+    let rank = |t: &Type| match t {
+        Type::Matrix => 4,
+        Type::Vector => 3,
+        Type::RowVector => 2,
+        Type::Array(_) => 1,
+        _ => 0,
+    };
+    match args.iter().map(|a| &a.ty).max_by_key(|t| rank(t)) {
+        Some(Type::Array(_)) => Type::Array(Box::new(Type::Real)),
+        Some(t) if rank(t) > 0 => t.clone(),
+        _ => Type::Real,
+    }
+}
+
+/// A primitive application with its result type.
+pub(super) fn prim(p: Prim, args: Vec<Expr>, span: Span) -> Expr {
+    let ty = match p {
+        Prim::Sum | Prim::LogSumExp | Prim::DotSelf | Prim::DotProduct | Prim::Mean => Type::Real,
+        Prim::NumElements | Prim::Size | Prim::Rows | Prim::Cols => Type::Int,
+        _ => elementwise_type(&args),
+    };
+    let ad = ad_of(&args);
+    Expr { kind: ExprKind::Prim(p, args), ty, ad, span }
+}
+
+fn real(x: f64, span: Span) -> Expr {
+    Expr { kind: ExprKind::Real(x), ty: Type::Real, ad: AdLevel::DataOnly, span }
+}
+
+/// Accumulates the terms of a log density.
+struct Density<'a> {
+    args: &'a [Expr],
+    propto: bool,
+    span: Span,
+    /// Number of elements of the first container argument (for broadcast
+    /// scalar terms), `None` when every argument is a scalar.
+    count: Option<Expr>,
+    terms: Vec<Expr>,
+}
+
+impl<'a> Density<'a> {
+    fn new(args: &'a [Expr], propto: bool, span: Span) -> Density<'a> {
+        let count = args
+            .iter()
+            .find(|a| is_container(&a.ty))
+            .map(|a| prim(Prim::NumElements, vec![a.clone()], span));
+        Density { args, propto, span, count, terms: Vec::new() }
+    }
+
+    fn arg(&self, i: usize) -> Expr {
+        self.args[i].clone()
+    }
+
+    /// Add `term` (a function of the arguments `uses`), summed over the
+    /// broadcast; skipped under propto when none of them is autodiff.
+    fn term(&mut self, uses: &[usize], build: impl FnOnce(&Self) -> Expr) {
+        if self.propto && uses.iter().all(|&i| self.args[i].ad == AdLevel::DataOnly) {
+            return;
+        }
+        let t = build(self);
+        let summed = if is_container(&t.ty) {
+            prim(Prim::Sum, vec![t], self.span)
+        } else {
+            match &self.count {
+                Some(n) => prim(Prim::Mul, vec![n.clone(), t], self.span),
+                None => t,
+            }
+        };
+        self.terms.push(summed);
+    }
+
+    /// A constant term (dropped under propto).
+    fn constant(&mut self, c: f64) {
+        self.term(&[], |d| real(c, d.span));
+    }
+
+    fn finish(self) -> Expr {
+        let span = self.span;
+        let mut terms = self.terms.into_iter();
+        let first = terms.next().unwrap_or_else(|| real(0.0, span));
+        terms.fold(first, |acc, t| prim(Prim::Add, vec![acc, t], span))
+    }
+
+    fn p(&self, p: Prim, args: Vec<Expr>) -> Expr {
+        prim(p, args, self.span)
+    }
+
+    fn r(&self, x: f64) -> Expr {
+        real(x, self.span)
+    }
+}
+
+/// The log density of `family` at `args` (first the variate).
+pub fn distribution(family: &str, args: Vec<Expr>, propto: bool, span: Span) -> Result<Expr, Unsupported> {
+    use Prim::*;
+    let n = args.len();
+    let mut d = Density::new(&args, propto, span);
+    let half_log_2pi = 0.5 * (2.0 * PI).ln();
+    match (family, n) {
+        ("normal", 3) => {
+            // -0.5 z² - log σ - ½ log 2π, z = (y - μ) / σ
+            d.term(&[0, 1, 2], |d| {
+                let z = d.p(EltDiv, vec![d.p(Sub, vec![d.arg(0), d.arg(1)]), d.arg(2)]);
+                d.p(Mul, vec![d.r(-0.5), d.p(Square, vec![z])])
+            });
+            d.term(&[2], |d| d.p(Neg, vec![d.p(Log, vec![d.arg(2)])]));
+            d.constant(-half_log_2pi);
+        }
+        ("std_normal", 1) => {
+            d.term(&[0], |d| d.p(Mul, vec![d.r(-0.5), d.p(Square, vec![d.arg(0)])]));
+            d.constant(-half_log_2pi);
+        }
+        ("cauchy", 3) => {
+            d.term(&[0, 1, 2], |d| {
+                let z = d.p(EltDiv, vec![d.p(Sub, vec![d.arg(0), d.arg(1)]), d.arg(2)]);
+                d.p(Neg, vec![d.p(Log1p, vec![d.p(Square, vec![z])])])
+            });
+            d.term(&[2], |d| d.p(Neg, vec![d.p(Log, vec![d.arg(2)])]));
+            d.constant(-PI.ln());
+        }
+        ("student_t", 4) => {
+            // lgamma((ν+1)/2) - lgamma(ν/2) - ½ log ν - log σ
+            //   - (ν+1)/2 · log1p(z² / ν) - ½ log π
+            d.term(&[1], |d| {
+                let nu = d.arg(1);
+                let a = d.p(Lgamma, vec![d.p(Mul, vec![d.r(0.5), d.p(Add, vec![nu.clone(), d.r(1.0)])])]);
+                let b = d.p(Lgamma, vec![d.p(Mul, vec![d.r(0.5), nu.clone()])]);
+                let c = d.p(Mul, vec![d.r(0.5), d.p(Log, vec![nu])]);
+                d.p(Sub, vec![d.p(Sub, vec![a, b]), c])
+            });
+            d.term(&[3], |d| d.p(Neg, vec![d.p(Log, vec![d.arg(3)])]));
+            d.term(&[0, 1, 2, 3], |d| {
+                let nu = d.arg(1);
+                let z = d.p(EltDiv, vec![d.p(Sub, vec![d.arg(0), d.arg(2)]), d.arg(3)]);
+                let inner = d.p(Log1p, vec![d.p(EltDiv, vec![d.p(Square, vec![z]), nu.clone()])]);
+                let coef = d.p(Mul, vec![d.r(-0.5), d.p(Add, vec![nu, d.r(1.0)])]);
+                d.p(EltMul, vec![coef, inner])
+            });
+            d.constant(-0.5 * PI.ln());
+        }
+        ("lognormal", 3) => {
+            d.term(&[0, 1, 2], |d| {
+                let z = d.p(EltDiv, vec![d.p(Sub, vec![d.p(Log, vec![d.arg(0)]), d.arg(1)]), d.arg(2)]);
+                d.p(Mul, vec![d.r(-0.5), d.p(Square, vec![z])])
+            });
+            d.term(&[2], |d| d.p(Neg, vec![d.p(Log, vec![d.arg(2)])]));
+            d.term(&[0], |d| d.p(Neg, vec![d.p(Log, vec![d.arg(0)])]));
+            d.constant(-half_log_2pi);
+        }
+        ("exponential", 2) => {
+            d.term(&[1], |d| d.p(Log, vec![d.arg(1)]));
+            d.term(&[0, 1], |d| d.p(Neg, vec![d.p(EltMul, vec![d.arg(1), d.arg(0)])]));
+        }
+        ("gamma", 3) => {
+            d.term(&[1], |d| d.p(Neg, vec![d.p(Lgamma, vec![d.arg(1)])]));
+            d.term(&[1, 2], |d| d.p(EltMul, vec![d.arg(1), d.p(Log, vec![d.arg(2)])]));
+            d.term(&[0, 1], |d| {
+                d.p(EltMul, vec![d.p(Sub, vec![d.arg(1), d.r(1.0)]), d.p(Log, vec![d.arg(0)])])
+            });
+            d.term(&[0, 2], |d| d.p(Neg, vec![d.p(EltMul, vec![d.arg(2), d.arg(0)])]));
+        }
+        ("inv_gamma", 3) => {
+            d.term(&[1], |d| d.p(Neg, vec![d.p(Lgamma, vec![d.arg(1)])]));
+            d.term(&[1, 2], |d| d.p(EltMul, vec![d.arg(1), d.p(Log, vec![d.arg(2)])]));
+            d.term(&[0, 1], |d| {
+                d.p(Neg, vec![d.p(EltMul, vec![d.p(Add, vec![d.arg(1), d.r(1.0)]), d.p(Log, vec![d.arg(0)])])])
+            });
+            d.term(&[0, 2], |d| d.p(Neg, vec![d.p(EltDiv, vec![d.arg(2), d.arg(0)])]));
+        }
+        ("beta", 3) => {
+            d.term(&[1, 2], |d| d.p(Neg, vec![d.p(Lbeta, vec![d.arg(1), d.arg(2)])]));
+            d.term(&[0, 1], |d| {
+                d.p(EltMul, vec![d.p(Sub, vec![d.arg(1), d.r(1.0)]), d.p(Log, vec![d.arg(0)])])
+            });
+            d.term(&[0, 2], |d| {
+                d.p(EltMul, vec![d.p(Sub, vec![d.arg(2), d.r(1.0)]), d.p(Log1m, vec![d.arg(0)])])
+            });
+        }
+        ("bernoulli_logit", 2) => {
+            // log_inv_logit((2y - 1) α)
+            d.term(&[0, 1], |d| {
+                let sign = d.p(Sub, vec![d.p(Mul, vec![d.r(2.0), d.arg(0)]), d.r(1.0)]);
+                d.p(LogInvLogit, vec![d.p(EltMul, vec![sign, d.arg(1)])])
+            });
+        }
+        ("bernoulli", 2) => {
+            d.term(&[0, 1], |d| {
+                let yes = d.p(EltMul, vec![d.arg(0), d.p(Log, vec![d.arg(1)])]);
+                let no = d.p(EltMul, vec![d.p(Sub, vec![d.r(1.0), d.arg(0)]), d.p(Log1m, vec![d.arg(1)])]);
+                d.p(Add, vec![yes, no])
+            });
+        }
+        ("binomial", 3) | ("binomial_logit", 3) => {
+            let logit = family == "binomial_logit";
+            d.term(&[0, 1], |d| d.p(Lchoose, vec![d.arg(1), d.arg(0)]));
+            d.term(&[0, 1, 2], |d| {
+                let (log_p, log_q) = if logit {
+                    (d.p(LogInvLogit, vec![d.arg(2)]), d.p(Log1mInvLogit, vec![d.arg(2)]))
+                } else {
+                    (d.p(Log, vec![d.arg(2)]), d.p(Log1m, vec![d.arg(2)]))
+                };
+                let yes = d.p(EltMul, vec![d.arg(0), log_p]);
+                let no = d.p(EltMul, vec![d.p(Sub, vec![d.arg(1), d.arg(0)]), log_q]);
+                d.p(Add, vec![yes, no])
+            });
+        }
+        ("poisson", 2) => {
+            d.term(&[0, 1], |d| d.p(EltMul, vec![d.arg(0), d.p(Log, vec![d.arg(1)])]));
+            d.term(&[1], |d| d.p(Neg, vec![d.arg(1)]));
+            d.term(&[0], |d| d.p(Neg, vec![d.p(Lgamma, vec![d.p(Add, vec![d.arg(0), d.r(1.0)])])]));
+        }
+        ("poisson_log", 2) => {
+            d.term(&[0, 1], |d| d.p(EltMul, vec![d.arg(0), d.arg(1)]));
+            d.term(&[1], |d| d.p(Neg, vec![d.p(Exp, vec![d.arg(1)])]));
+            d.term(&[0], |d| d.p(Neg, vec![d.p(Lgamma, vec![d.p(Add, vec![d.arg(0), d.r(1.0)])])]));
+        }
+        _ => return Err(Unsupported(format!("the distribution `{family}`"))),
+    }
+    Ok(d.finish())
+}
