@@ -6,13 +6,26 @@ use std::path::PathBuf;
 
 fn corpus() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus");
-    assert!(dir.is_dir(), "test corpus missing at {}: clone the repository beside shared/", dir.display());
+    assert!(
+        dir.is_dir(),
+        "test corpus missing at {}: clone the repository beside shared/",
+        dir.display()
+    );
     dir
 }
 
 fn lower_source(source: &str, name: &str) -> Result<mir::Program, Vec<language::Diagnostic>> {
     let fe = language::compile_front_end(source);
-    assert!(!fe.diagnostics.iter().any(|d| d.is_error()), "{name}: front end rejected a corpus model");
+    let errors: Vec<_> = fe
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.message.clone())
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{name}: front end rejected a corpus model: {errors:?}"
+    );
     mir::lower(&fe.program, fe.checked.as_ref().expect("checked"), name)
 }
 
@@ -21,7 +34,10 @@ fn posteriordb_models_lower_or_name_the_gap() {
     let dir = corpus().join("posteriordb");
     let mut lowered = Vec::new();
     let mut gaps = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for path in entries {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
@@ -34,9 +50,20 @@ fn posteriordb_models_lower_or_name_the_gap() {
             Err(diags) => {
                 for d in &diags {
                     assert_eq!(d.code, mir::NOT_YET_SUPPORTED, "{name}: {}", d.message);
-                    assert!(d.message.starts_with("not yet supported: "), "{name}: {}", d.message);
+                    assert!(
+                        d.message.starts_with("not yet supported: "),
+                        "{name}: {}",
+                        d.message
+                    );
                 }
-                gaps.push(format!("{name}: {}", diags.iter().map(|d| d.message.as_str()).collect::<Vec<_>>().join("; ")));
+                gaps.push(format!(
+                    "{name}: {}",
+                    diags
+                        .iter()
+                        .map(|d| d.message.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ));
             }
         }
     }
@@ -44,12 +71,19 @@ fn posteriordb_models_lower_or_name_the_gap() {
     for g in &gaps {
         println!("  {g}");
     }
-    assert!(lowered.iter().any(|n| n == "eight_schools-eight_schools_noncentered"));
+    assert!(
+        lowered
+            .iter()
+            .any(|n| n == "eight_schools-eight_schools_noncentered")
+    );
 }
 
 #[test]
 fn eight_schools_mir() {
-    let source = std::fs::read_to_string(corpus().join("posteriordb/eight_schools-eight_schools_noncentered/model.stan")).unwrap();
+    let source = std::fs::read_to_string(
+        corpus().join("posteriordb/eight_schools-eight_schools_noncentered/model.stan"),
+    )
+    .unwrap();
     let p = lower_source(&source, "eight_schools_noncentered").unwrap_or_else(|d| panic!("{d:?}"));
     insta::assert_snapshot!(mir::print::print_program(&p));
 }

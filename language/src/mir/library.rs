@@ -53,8 +53,16 @@ fn log_mix(mut args: Vec<Expr>, span: Span) -> Expr {
     let b = args.pop().expect("3 args");
     let a = args.pop().expect("3 args");
     let theta = args.pop().expect("3 args");
-    let left = prim(Prim::Add, vec![prim(Prim::Log, vec![theta.clone()], span), a], span);
-    let right = prim(Prim::Add, vec![prim(Prim::Log1m, vec![theta], span), b], span);
+    let left = prim(
+        Prim::Add,
+        vec![prim(Prim::Log, vec![theta.clone()], span), a],
+        span,
+    );
+    let right = prim(
+        Prim::Add,
+        vec![prim(Prim::Log1m, vec![theta], span), b],
+        span,
+    );
     prim(Prim::LogSumExp2, vec![left, right], span)
 }
 
@@ -93,11 +101,21 @@ pub(super) fn prim(p: Prim, args: Vec<Expr>, span: Span) -> Expr {
         _ => elementwise_type(&args),
     };
     let ad = ad_of(&args);
-    Expr { kind: ExprKind::Prim(p, args), ty, ad, span }
+    Expr {
+        kind: ExprKind::Prim(p, args),
+        ty,
+        ad,
+        span,
+    }
 }
 
 fn real(x: f64, span: Span) -> Expr {
-    Expr { kind: ExprKind::Real(x), ty: Type::Real, ad: AdLevel::DataOnly, span }
+    Expr {
+        kind: ExprKind::Real(x),
+        ty: Type::Real,
+        ad: AdLevel::DataOnly,
+        span,
+    }
 }
 
 /// Accumulates the terms of a log density.
@@ -117,7 +135,13 @@ impl<'a> Density<'a> {
             .iter()
             .find(|a| is_container(&a.ty))
             .map(|a| prim(Prim::NumElements, vec![a.clone()], span));
-        Density { args, propto, span, count, terms: Vec::new() }
+        Density {
+            args,
+            propto,
+            span,
+            count,
+            terms: Vec::new(),
+        }
     }
 
     fn arg(&self, i: usize) -> Expr {
@@ -164,7 +188,12 @@ impl<'a> Density<'a> {
 }
 
 /// The log density of `family` at `args` (first the variate).
-pub fn distribution(family: &str, args: Vec<Expr>, propto: bool, span: Span) -> Result<Expr, Unsupported> {
+pub fn distribution(
+    family: &str,
+    args: Vec<Expr>,
+    propto: bool,
+    span: Span,
+) -> Result<Expr, Unsupported> {
     use Prim::*;
     let n = args.len();
     let mut d = Density::new(&args, propto, span);
@@ -180,7 +209,9 @@ pub fn distribution(family: &str, args: Vec<Expr>, propto: bool, span: Span) -> 
             d.constant(-half_log_2pi);
         }
         ("std_normal", 1) => {
-            d.term(&[0], |d| d.p(Mul, vec![d.r(-0.5), d.p(Square, vec![d.arg(0)])]));
+            d.term(&[0], |d| {
+                d.p(Mul, vec![d.r(-0.5), d.p(Square, vec![d.arg(0)])])
+            });
             d.constant(-half_log_2pi);
         }
         ("cauchy", 3) => {
@@ -196,7 +227,10 @@ pub fn distribution(family: &str, args: Vec<Expr>, propto: bool, span: Span) -> 
             //   - (ν+1)/2 · log1p(z² / ν) - ½ log π
             d.term(&[1], |d| {
                 let nu = d.arg(1);
-                let a = d.p(Lgamma, vec![d.p(Mul, vec![d.r(0.5), d.p(Add, vec![nu.clone(), d.r(1.0)])])]);
+                let a = d.p(
+                    Lgamma,
+                    vec![d.p(Mul, vec![d.r(0.5), d.p(Add, vec![nu.clone(), d.r(1.0)])])],
+                );
                 let b = d.p(Lgamma, vec![d.p(Mul, vec![d.r(0.5), nu.clone()])]);
                 let c = d.p(Mul, vec![d.r(0.5), d.p(Log, vec![nu])]);
                 d.p(Sub, vec![d.p(Sub, vec![a, b]), c])
@@ -205,7 +239,10 @@ pub fn distribution(family: &str, args: Vec<Expr>, propto: bool, span: Span) -> 
             d.term(&[0, 1, 2, 3], |d| {
                 let nu = d.arg(1);
                 let z = d.p(EltDiv, vec![d.p(Sub, vec![d.arg(0), d.arg(2)]), d.arg(3)]);
-                let inner = d.p(Log1p, vec![d.p(EltDiv, vec![d.p(Square, vec![z]), nu.clone()])]);
+                let inner = d.p(
+                    Log1p,
+                    vec![d.p(EltDiv, vec![d.p(Square, vec![z]), nu.clone()])],
+                );
                 let coef = d.p(Mul, vec![d.r(-0.5), d.p(Add, vec![nu, d.r(1.0)])]);
                 d.p(EltMul, vec![coef, inner])
             });
@@ -213,7 +250,10 @@ pub fn distribution(family: &str, args: Vec<Expr>, propto: bool, span: Span) -> 
         }
         ("lognormal", 3) => {
             d.term(&[0, 1, 2], |d| {
-                let z = d.p(EltDiv, vec![d.p(Sub, vec![d.p(Log, vec![d.arg(0)]), d.arg(1)]), d.arg(2)]);
+                let z = d.p(
+                    EltDiv,
+                    vec![d.p(Sub, vec![d.p(Log, vec![d.arg(0)]), d.arg(1)]), d.arg(2)],
+                );
                 d.p(Mul, vec![d.r(-0.5), d.p(Square, vec![z])])
             });
             d.term(&[2], |d| d.p(Neg, vec![d.p(Log, vec![d.arg(2)])]));
@@ -222,31 +262,61 @@ pub fn distribution(family: &str, args: Vec<Expr>, propto: bool, span: Span) -> 
         }
         ("exponential", 2) => {
             d.term(&[1], |d| d.p(Log, vec![d.arg(1)]));
-            d.term(&[0, 1], |d| d.p(Neg, vec![d.p(EltMul, vec![d.arg(1), d.arg(0)])]));
+            d.term(&[0, 1], |d| {
+                d.p(Neg, vec![d.p(EltMul, vec![d.arg(1), d.arg(0)])])
+            });
         }
         ("gamma", 3) => {
             d.term(&[1], |d| d.p(Neg, vec![d.p(Lgamma, vec![d.arg(1)])]));
-            d.term(&[1, 2], |d| d.p(EltMul, vec![d.arg(1), d.p(Log, vec![d.arg(2)])]));
-            d.term(&[0, 1], |d| {
-                d.p(EltMul, vec![d.p(Sub, vec![d.arg(1), d.r(1.0)]), d.p(Log, vec![d.arg(0)])])
+            d.term(&[1, 2], |d| {
+                d.p(EltMul, vec![d.arg(1), d.p(Log, vec![d.arg(2)])])
             });
-            d.term(&[0, 2], |d| d.p(Neg, vec![d.p(EltMul, vec![d.arg(2), d.arg(0)])]));
+            d.term(&[0, 1], |d| {
+                d.p(
+                    EltMul,
+                    vec![d.p(Sub, vec![d.arg(1), d.r(1.0)]), d.p(Log, vec![d.arg(0)])],
+                )
+            });
+            d.term(&[0, 2], |d| {
+                d.p(Neg, vec![d.p(EltMul, vec![d.arg(2), d.arg(0)])])
+            });
         }
         ("inv_gamma", 3) => {
             d.term(&[1], |d| d.p(Neg, vec![d.p(Lgamma, vec![d.arg(1)])]));
-            d.term(&[1, 2], |d| d.p(EltMul, vec![d.arg(1), d.p(Log, vec![d.arg(2)])]));
-            d.term(&[0, 1], |d| {
-                d.p(Neg, vec![d.p(EltMul, vec![d.p(Add, vec![d.arg(1), d.r(1.0)]), d.p(Log, vec![d.arg(0)])])])
+            d.term(&[1, 2], |d| {
+                d.p(EltMul, vec![d.arg(1), d.p(Log, vec![d.arg(2)])])
             });
-            d.term(&[0, 2], |d| d.p(Neg, vec![d.p(EltDiv, vec![d.arg(2), d.arg(0)])]));
-        }
-        ("beta", 3) => {
-            d.term(&[1, 2], |d| d.p(Neg, vec![d.p(Lbeta, vec![d.arg(1), d.arg(2)])]));
             d.term(&[0, 1], |d| {
-                d.p(EltMul, vec![d.p(Sub, vec![d.arg(1), d.r(1.0)]), d.p(Log, vec![d.arg(0)])])
+                d.p(
+                    Neg,
+                    vec![d.p(
+                        EltMul,
+                        vec![d.p(Add, vec![d.arg(1), d.r(1.0)]), d.p(Log, vec![d.arg(0)])],
+                    )],
+                )
             });
             d.term(&[0, 2], |d| {
-                d.p(EltMul, vec![d.p(Sub, vec![d.arg(2), d.r(1.0)]), d.p(Log1m, vec![d.arg(0)])])
+                d.p(Neg, vec![d.p(EltDiv, vec![d.arg(2), d.arg(0)])])
+            });
+        }
+        ("beta", 3) => {
+            d.term(&[1, 2], |d| {
+                d.p(Neg, vec![d.p(Lbeta, vec![d.arg(1), d.arg(2)])])
+            });
+            d.term(&[0, 1], |d| {
+                d.p(
+                    EltMul,
+                    vec![d.p(Sub, vec![d.arg(1), d.r(1.0)]), d.p(Log, vec![d.arg(0)])],
+                )
+            });
+            d.term(&[0, 2], |d| {
+                d.p(
+                    EltMul,
+                    vec![
+                        d.p(Sub, vec![d.arg(2), d.r(1.0)]),
+                        d.p(Log1m, vec![d.arg(0)]),
+                    ],
+                )
             });
         }
         ("bernoulli_logit", 2) => {
@@ -259,7 +329,13 @@ pub fn distribution(family: &str, args: Vec<Expr>, propto: bool, span: Span) -> 
         ("bernoulli", 2) => {
             d.term(&[0, 1], |d| {
                 let yes = d.p(EltMul, vec![d.arg(0), d.p(Log, vec![d.arg(1)])]);
-                let no = d.p(EltMul, vec![d.p(Sub, vec![d.r(1.0), d.arg(0)]), d.p(Log1m, vec![d.arg(1)])]);
+                let no = d.p(
+                    EltMul,
+                    vec![
+                        d.p(Sub, vec![d.r(1.0), d.arg(0)]),
+                        d.p(Log1m, vec![d.arg(1)]),
+                    ],
+                );
                 d.p(Add, vec![yes, no])
             });
         }
@@ -268,7 +344,10 @@ pub fn distribution(family: &str, args: Vec<Expr>, propto: bool, span: Span) -> 
             d.term(&[0, 1], |d| d.p(Lchoose, vec![d.arg(1), d.arg(0)]));
             d.term(&[0, 1, 2], |d| {
                 let (log_p, log_q) = if logit {
-                    (d.p(LogInvLogit, vec![d.arg(2)]), d.p(Log1mInvLogit, vec![d.arg(2)]))
+                    (
+                        d.p(LogInvLogit, vec![d.arg(2)]),
+                        d.p(Log1mInvLogit, vec![d.arg(2)]),
+                    )
                 } else {
                     (d.p(Log, vec![d.arg(2)]), d.p(Log1m, vec![d.arg(2)]))
                 };
@@ -278,14 +357,26 @@ pub fn distribution(family: &str, args: Vec<Expr>, propto: bool, span: Span) -> 
             });
         }
         ("poisson", 2) => {
-            d.term(&[0, 1], |d| d.p(EltMul, vec![d.arg(0), d.p(Log, vec![d.arg(1)])]));
+            d.term(&[0, 1], |d| {
+                d.p(EltMul, vec![d.arg(0), d.p(Log, vec![d.arg(1)])])
+            });
             d.term(&[1], |d| d.p(Neg, vec![d.arg(1)]));
-            d.term(&[0], |d| d.p(Neg, vec![d.p(Lgamma, vec![d.p(Add, vec![d.arg(0), d.r(1.0)])])]));
+            d.term(&[0], |d| {
+                d.p(
+                    Neg,
+                    vec![d.p(Lgamma, vec![d.p(Add, vec![d.arg(0), d.r(1.0)])])],
+                )
+            });
         }
         ("poisson_log", 2) => {
             d.term(&[0, 1], |d| d.p(EltMul, vec![d.arg(0), d.arg(1)]));
             d.term(&[1], |d| d.p(Neg, vec![d.p(Exp, vec![d.arg(1)])]));
-            d.term(&[0], |d| d.p(Neg, vec![d.p(Lgamma, vec![d.p(Add, vec![d.arg(0), d.r(1.0)])])]));
+            d.term(&[0], |d| {
+                d.p(
+                    Neg,
+                    vec![d.p(Lgamma, vec![d.p(Add, vec![d.arg(0), d.r(1.0)])])],
+                )
+            });
         }
         _ => return Err(Unsupported(format!("the distribution `{family}`"))),
     }

@@ -38,7 +38,7 @@ mod lower;
 mod prim;
 pub mod print;
 
-pub use lower::{lower, NOT_YET_SUPPORTED};
+pub use lower::{NOT_YET_SUPPORTED, lower};
 pub use prim::Prim;
 
 /// Index into [`Program::vars`].
@@ -179,23 +179,51 @@ pub enum LValueStep {
 pub enum StmtKind {
     /// Declare a variable of the given size; `init` is its initial value
     /// (otherwise NaN for reals, `min int` for ints, as Stan).
-    Decl { var: VarId, ty: SizedType, init: Option<Expr> },
-    Assign { lhs: LValue, rhs: Expr },
+    Decl {
+        var: VarId,
+        ty: SizedType,
+        init: Option<Expr>,
+    },
+    Assign {
+        lhs: LValue,
+        rhs: Expr,
+    },
     /// Tuple unpacking `(a, b) = e`.
-    Unpack { lhs: Vec<LValue>, rhs: Expr },
+    Unpack {
+        lhs: Vec<LValue>,
+        rhs: Expr,
+    },
     /// `target += e` (also from `~` and `jacobian +=` when the Jacobian is on).
     TargetAdd(Expr),
     /// `jacobian += e`: added to the target only when the Jacobian is on.
     JacobianAdd(Expr),
     /// A compiler temporary holding `value`, with the value's shape.
-    Let { var: VarId, value: Expr },
+    Let {
+        var: VarId,
+        value: Expr,
+    },
     /// Check that a transformed-data / transformed-parameter / generated
     /// value satisfies its declared constraint (Stan checks at block end).
-    CheckConstraint { var: VarId, transform: Transform },
-    If { cond: Expr, then: Vec<Stmt>, otherwise: Vec<Stmt> },
-    While { cond: Expr, body: Vec<Stmt> },
+    CheckConstraint {
+        var: VarId,
+        transform: Transform,
+    },
+    If {
+        cond: Expr,
+        then: Vec<Stmt>,
+        otherwise: Vec<Stmt>,
+    },
+    While {
+        cond: Expr,
+        body: Vec<Stmt>,
+    },
     /// `for (var in lower:upper)`; bounds evaluated once.
-    For { var: VarId, lower: Expr, upper: Expr, body: Vec<Stmt> },
+    For {
+        var: VarId,
+        lower: Expr,
+        upper: Expr,
+        body: Vec<Stmt>,
+    },
     Block(Vec<Stmt>),
     Break,
     Continue,

@@ -3,12 +3,16 @@
 //! call shown as the primitive it became.
 
 use super::{
-    DataDecl, Expr, ExprKind, Function, Index, LValue, LValueStep, ParamDecl, Printable, Program, SizedType, Stmt,
-    StmtKind, Transform, VarId,
+    DataDecl, Expr, ExprKind, Function, Index, LValue, LValueStep, ParamDecl, Printable, Program,
+    SizedType, Stmt, StmtKind, Transform, VarId,
 };
 
 pub fn print_program(p: &Program) -> String {
-    let mut pr = Printer { p, out: String::new(), indent: 0 };
+    let mut pr = Printer {
+        p,
+        out: String::new(),
+        indent: 0,
+    };
     pr.program();
     pr.out
 }
@@ -40,7 +44,12 @@ impl Printer<'_> {
         self.section("data", |pr| {
             for d in &pr.p.data {
                 let DataDecl { var, ty, transform } = d;
-                let text = format!("data {}{} {};", pr.sized(ty), pr.transform(transform), pr.name(*var));
+                let text = format!(
+                    "data {}{} {};",
+                    pr.sized(ty),
+                    pr.transform(transform),
+                    pr.name(*var)
+                );
                 pr.line(text);
             }
         });
@@ -48,13 +57,22 @@ impl Printer<'_> {
         self.section("parameters", |pr| {
             for d in &pr.p.parameters {
                 let ParamDecl { var, ty, transform } = d;
-                let text = format!("param {}{} {};", pr.sized(ty), pr.transform(transform), pr.name(*var));
+                let text = format!(
+                    "param {}{} {};",
+                    pr.sized(ty),
+                    pr.transform(transform),
+                    pr.name(*var)
+                );
                 pr.line(text);
             }
         });
-        self.section("transformed_parameters", |pr| pr.stmts(&pr.p.transformed_parameters));
+        self.section("transformed_parameters", |pr| {
+            pr.stmts(&pr.p.transformed_parameters)
+        });
         self.section("model", |pr| pr.stmts(&pr.p.model));
-        self.section("generated_quantities", |pr| pr.stmts(&pr.p.generated_quantities));
+        self.section("generated_quantities", |pr| {
+            pr.stmts(&pr.p.generated_quantities)
+        });
     }
 
     fn section(&mut self, name: &str, body: impl FnOnce(&mut Self)) {
@@ -66,8 +84,11 @@ impl Printer<'_> {
     }
 
     fn function(&mut self, f: &Function) {
-        let args: Vec<String> =
-            f.args.iter().map(|&a| format!("{} {}", self.p.vars[a.0 as usize].ty, self.name(a))).collect();
+        let args: Vec<String> = f
+            .args
+            .iter()
+            .map(|&a| format!("{} {}", self.p.vars[a.0 as usize].ty, self.name(a)))
+            .collect();
         let ret = f.ret.as_ref().map_or("void".to_string(), |t| t.to_string());
         self.line(format!("function {ret} {}({}) {{", f.name, args.join(", ")));
         self.indent += 1;
@@ -93,7 +114,9 @@ impl Printer<'_> {
     fn stmt(&mut self, s: &Stmt) {
         match &s.kind {
             StmtKind::Decl { var, ty, init } => {
-                let init = init.as_ref().map_or(String::new(), |e| format!(" = {}", self.expr(e)));
+                let init = init
+                    .as_ref()
+                    .map_or(String::new(), |e| format!(" = {}", self.expr(e)));
                 let text = format!("{} {}{init};", self.sized(ty), self.name(*var));
                 self.line(text);
             }
@@ -122,7 +145,11 @@ impl Printer<'_> {
                 let text = format!("check {}{};", self.name(*var), self.transform(transform));
                 self.line(text);
             }
-            StmtKind::If { cond, then, otherwise } => {
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
                 let head = format!("if ({})", self.expr(cond));
                 self.block(head, then);
                 if !otherwise.is_empty() {
@@ -133,8 +160,18 @@ impl Printer<'_> {
                 let head = format!("while ({})", self.expr(cond));
                 self.block(head, body);
             }
-            StmtKind::For { var, lower, upper, body } => {
-                let head = format!("for ({} in {}:{})", self.name(*var), self.expr(lower), self.expr(upper));
+            StmtKind::For {
+                var,
+                lower,
+                upper,
+                body,
+            } => {
+                let head = format!(
+                    "for ({} in {}:{})",
+                    self.name(*var),
+                    self.expr(lower),
+                    self.expr(upper)
+                );
                 self.block(head, body);
             }
             StmtKind::Block(body) => self.block(String::new(), body),
@@ -198,7 +235,9 @@ impl Printer<'_> {
             SizedType::Matrix(r, c) => format!("matrix[{}, {}]", self.expr(r), self.expr(c)),
             SizedType::ComplexVector(n) => format!("complex_vector[{}]", self.expr(n)),
             SizedType::ComplexRowVector(n) => format!("complex_row_vector[{}]", self.expr(n)),
-            SizedType::ComplexMatrix(r, c) => format!("complex_matrix[{}, {}]", self.expr(r), self.expr(c)),
+            SizedType::ComplexMatrix(r, c) => {
+                format!("complex_matrix[{}, {}]", self.expr(r), self.expr(c))
+            }
             SizedType::Array(n, elem) => format!("array[{}] {}", self.expr(n), self.sized(elem)),
             SizedType::Tuple(items) => {
                 let items: Vec<String> = items.iter().map(|t| self.sized(t)).collect();
@@ -218,7 +257,10 @@ impl Printer<'_> {
             Transform::Multiplier(b) => format!(" <multiplier={}>", e(b)),
             Transform::OffsetMultiplier(a, b) => format!(" <offset={}, multiplier={}>", e(a), e(b)),
             Transform::Tuple(items) => {
-                let items: Vec<String> = items.iter().map(|t| self.transform(t).trim().to_string()).collect();
+                let items: Vec<String> = items
+                    .iter()
+                    .map(|t| self.transform(t).trim().to_string())
+                    .collect();
                 format!(" <tuple({})>", items.join(", "))
             }
             other => format!(" <{}>", format!("{other:?}").to_lowercase()),
@@ -241,7 +283,11 @@ impl Printer<'_> {
     }
 
     fn list(&self, items: &[Expr]) -> String {
-        items.iter().map(|e| self.expr(e)).collect::<Vec<_>>().join(", ")
+        items
+            .iter()
+            .map(|e| self.expr(e))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn expr(&self, e: &Expr) -> String {
@@ -251,10 +297,16 @@ impl Printer<'_> {
             ExprKind::Imag(x) => format!("{x:?}i"),
             ExprKind::Var(v) => self.name(*v),
             ExprKind::Prim(p, args) => format!("{p}({})", self.list(args)),
-            ExprKind::Call(f, args) => format!("{}({})", self.p.functions[f.0 as usize].name, self.list(args)),
+            ExprKind::Call(f, args) => format!(
+                "{}({})",
+                self.p.functions[f.0 as usize].name,
+                self.list(args)
+            ),
             ExprKind::Index(base, idx) => format!("{}[{}]", self.expr(base), self.indexes(idx)),
             ExprKind::TupleProj(base, k) => format!("{}.{k}", self.expr(base)),
-            ExprKind::Cond(c, t, f) => format!("({} ? {} : {})", self.expr(c), self.expr(t), self.expr(f)),
+            ExprKind::Cond(c, t, f) => {
+                format!("({} ? {} : {})", self.expr(c), self.expr(t), self.expr(f))
+            }
             ExprKind::ArrayLit(items) => format!("{{{}}}", self.list(items)),
             ExprKind::RowVectorLit(items) => format!("[{}]", self.list(items)),
             ExprKind::TupleLit(items) => format!("({})", self.list(items)),

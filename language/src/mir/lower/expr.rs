@@ -2,7 +2,7 @@
 
 use super::Lowerer;
 use crate::check::Callee;
-use crate::mir::{library, Expr, ExprKind, Index, Origin, Prim, VarId, VarInfo};
+use crate::mir::{Expr, ExprKind, Index, Origin, Prim, VarId, VarInfo, library};
 use crate::span::Span;
 use crate::syntax::ast::{self, BinaryOp, UnaryOp};
 use crate::types::{AdLevel, Type};
@@ -16,14 +16,24 @@ impl Lowerer<'_> {
     fn type_and_ad(&self, e: &ast::Expr) -> (Type, AdLevel) {
         match &e.kind {
             ast::ExprKind::Paren(inner) => self.type_and_ad(inner),
-            _ => self.checked.expr_types.get(&e.span).cloned().unwrap_or((Type::Error, AdLevel::AutoDiff)),
+            _ => self
+                .checked
+                .expr_types
+                .get(&e.span)
+                .cloned()
+                .unwrap_or((Type::Error, AdLevel::AutoDiff)),
         }
     }
 
     /// A compiler temporary (not visible in the source).
     pub(super) fn fresh_var(&mut self, hint: &str, ty: Type, span: Span) -> VarId {
         let var = VarId(self.out.vars.len() as u32);
-        self.out.vars.push(VarInfo { name: format!("{hint}__{}", var.0), ty, origin: Origin::Local, span });
+        self.out.vars.push(VarInfo {
+            name: format!("{hint}__{}", var.0),
+            ty,
+            origin: Origin::Local,
+            span,
+        });
         var
     }
 
@@ -57,12 +67,22 @@ impl Lowerer<'_> {
             ast::ExprKind::Binary(BinaryOp::And, a, b) => {
                 // a && b  ==  a ? (b != 0) : 0, evaluating b only when needed.
                 let (a, b) = (self.expr(a), self.expr(b));
-                let zero = Expr { kind: ExprKind::Int(0), ty: Type::Int, ad: AdLevel::DataOnly, span };
+                let zero = Expr {
+                    kind: ExprKind::Int(0),
+                    ty: Type::Int,
+                    ad: AdLevel::DataOnly,
+                    span,
+                };
                 ExprKind::Cond(Box::new(truthy(a)), Box::new(truthy(b)), Box::new(zero))
             }
             ast::ExprKind::Binary(BinaryOp::Or, a, b) => {
                 let (a, b) = (self.expr(a), self.expr(b));
-                let one = Expr { kind: ExprKind::Int(1), ty: Type::Int, ad: AdLevel::DataOnly, span };
+                let one = Expr {
+                    kind: ExprKind::Int(1),
+                    ty: Type::Int,
+                    ad: AdLevel::DataOnly,
+                    span,
+                };
                 ExprKind::Cond(Box::new(truthy(a)), Box::new(one), Box::new(truthy(b)))
             }
             ast::ExprKind::Binary(op, a, b) => {
@@ -72,9 +92,11 @@ impl Lowerer<'_> {
                     None => ExprKind::Int(0),
                 }
             }
-            ast::ExprKind::Cond(c, t, f) => {
-                ExprKind::Cond(Box::new(self.expr(c)), Box::new(self.expr(t)), Box::new(self.expr(f)))
-            }
+            ast::ExprKind::Cond(c, t, f) => ExprKind::Cond(
+                Box::new(self.expr(c)),
+                Box::new(self.expr(t)),
+                Box::new(self.expr(f)),
+            ),
             ast::ExprKind::Call { name, args, .. } => {
                 let args: Vec<Expr> = args.iter().map(|a| self.expr(a)).collect();
                 match self.checked.calls.get(&span) {
@@ -98,25 +120,44 @@ impl Lowerer<'_> {
                 ExprKind::Index(Box::new(base), idx)
             }
             ast::ExprKind::TupleProj(base, k) => ExprKind::TupleProj(Box::new(self.expr(base)), *k),
-            ast::ExprKind::Transpose(inner) => ExprKind::Prim(Prim::Transpose, vec![self.expr(inner)]),
-            ast::ExprKind::ArrayLit(items) => ExprKind::ArrayLit(items.iter().map(|i| self.expr(i)).collect()),
+            ast::ExprKind::Transpose(inner) => {
+                ExprKind::Prim(Prim::Transpose, vec![self.expr(inner)])
+            }
+            ast::ExprKind::ArrayLit(items) => {
+                ExprKind::ArrayLit(items.iter().map(|i| self.expr(i)).collect())
+            }
             ast::ExprKind::RowVectorLit(items) => {
                 ExprKind::RowVectorLit(items.iter().map(|i| self.expr(i)).collect())
             }
-            ast::ExprKind::TupleLit(items) => ExprKind::TupleLit(items.iter().map(|i| self.expr(i)).collect()),
+            ast::ExprKind::TupleLit(items) => {
+                ExprKind::TupleLit(items.iter().map(|i| self.expr(i)).collect())
+            }
             ast::ExprKind::Error => ExprKind::Int(0),
         };
         Expr { kind, ty, ad, span }
     }
 
     /// Library calls: distributions' densities, primitives, expansions.
-    fn builtin_call(&mut self, name: &str, args: Vec<Expr>, ty: &Type, span: Span) -> Option<ExprKind> {
+    fn builtin_call(
+        &mut self,
+        name: &str,
+        args: Vec<Expr>,
+        ty: &Type,
+        span: Span,
+    ) -> Option<ExprKind> {
         if name == "target" {
             return Some(ExprKind::Target);
         }
-        for (suffix, propto) in [("_lupdf", true), ("_lupmf", true), ("_lpdf", false), ("_lpmf", false)] {
+        for (suffix, propto) in [
+            ("_lupdf", true),
+            ("_lupmf", true),
+            ("_lpdf", false),
+            ("_lpmf", false),
+        ] {
             if let Some(family) = name.strip_suffix(suffix) {
-                return self.distribution_term(family, args, propto, span).map(|e| e.kind);
+                return self
+                    .distribution_term(family, args, propto, span)
+                    .map(|e| e.kind);
             }
         }
         match library::call(name, args, ty, span) {
@@ -160,7 +201,11 @@ impl Lowerer<'_> {
                 ast::Index::All(_) => Index::All,
                 ast::Index::Single(e) => {
                     let e = self.expr(e);
-                    if matches!(e.ty, Type::Array(_)) { Index::Multi(e) } else { Index::Single(e) }
+                    if matches!(e.ty, Type::Array(_)) {
+                        Index::Multi(e)
+                    } else {
+                        Index::Single(e)
+                    }
                 }
                 ast::Index::Upfrom(e) => Index::Upfrom(self.expr(e)),
                 ast::Index::Downto(e) => Index::Downto(self.expr(e)),
@@ -177,6 +222,16 @@ fn truthy(e: Expr) -> Expr {
     }
     let span = e.span;
     let ad = e.ad;
-    let zero = Expr { kind: ExprKind::Int(0), ty: Type::Int, ad: AdLevel::DataOnly, span };
-    Expr { kind: ExprKind::Prim(Prim::Neq, vec![e, zero]), ty: Type::Int, ad, span }
+    let zero = Expr {
+        kind: ExprKind::Int(0),
+        ty: Type::Int,
+        ad: AdLevel::DataOnly,
+        span,
+    };
+    Expr {
+        kind: ExprKind::Prim(Prim::Neq, vec![e, zero]),
+        ty: Type::Int,
+        ad,
+        span,
+    }
 }

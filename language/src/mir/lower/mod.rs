@@ -23,10 +23,18 @@ use crate::types::Type;
 pub const NOT_YET_SUPPORTED: &str = "E0201";
 
 /// Lower a checked program. `name` is the model name (file stem).
-pub fn lower(program: &ast::Program, checked: &CheckedProgram, name: &str) -> Result<Program, Vec<Diagnostic>> {
+pub fn lower(
+    program: &ast::Program,
+    checked: &CheckedProgram,
+    name: &str,
+) -> Result<Program, Vec<Diagnostic>> {
     let mut lowerer = Lowerer::new(checked, name);
     lowerer.program(program);
-    if lowerer.diags.is_empty() { Ok(lowerer.out) } else { Err(lowerer.diags) }
+    if lowerer.diags.is_empty() {
+        Ok(lowerer.out)
+    } else {
+        Err(lowerer.diags)
+    }
 }
 
 pub(super) struct Lowerer<'c> {
@@ -46,7 +54,11 @@ pub(super) struct Lowerer<'c> {
 
 impl<'c> Lowerer<'c> {
     fn new(checked: &'c CheckedProgram, name: &str) -> Lowerer<'c> {
-        let refs = checked.references.iter().map(|&(span, id)| (span, id)).collect();
+        let refs = checked
+            .references
+            .iter()
+            .map(|&(span, id)| (span, id))
+            .collect();
         let fun_by_def = checked
             .symbols
             .iter()
@@ -78,19 +90,35 @@ impl<'c> Lowerer<'c> {
 
     pub(super) fn unsupported(&mut self, what: impl std::fmt::Display, span: Span) {
         self.diags.push(
-            Diagnostic::error(Kind::Semantic, NOT_YET_SUPPORTED, format!("not yet supported: {what}"), span)
-                .with_label("bat cannot run this yet")
-                .with_note("the program is valid Stan; bat's model IR does not implement this construct yet"),
+            Diagnostic::error(
+                Kind::Semantic,
+                NOT_YET_SUPPORTED,
+                format!("not yet supported: {what}"),
+                span,
+            )
+            .with_label("bat cannot run this yet")
+            .with_note(
+                "the program is valid Stan; bat's model IR does not implement this construct yet",
+            ),
         );
     }
 
     /// The MIR variable for the symbol declared at `name`'s span, creating
     /// it on first sight.
     fn declare(&mut self, name: &ast::Ident, origin: Origin) -> VarId {
-        let symbol = self.checked.symbols.iter().position(|s| s.def_span == name.span);
+        let symbol = self
+            .checked
+            .symbols
+            .iter()
+            .position(|s| s.def_span == name.span);
         let ty = symbol.map_or(Type::Error, |id| self.checked.symbols[id].ty.clone());
         let var = VarId(self.out.vars.len() as u32);
-        self.out.vars.push(VarInfo { name: name.name.clone(), ty, origin, span: name.span });
+        self.out.vars.push(VarInfo {
+            name: name.name.clone(),
+            ty,
+            origin,
+            span: name.span,
+        });
         if let Some(id) = symbol {
             self.vars.insert(id, var);
         }
@@ -99,9 +127,16 @@ impl<'c> Lowerer<'c> {
 
     /// The variable an identifier use refers to.
     fn resolve_var(&mut self, ident: &ast::Ident) -> Option<VarId> {
-        let var = self.refs.get(&ident.span).and_then(|id| self.vars.get(id)).copied();
+        let var = self
+            .refs
+            .get(&ident.span)
+            .and_then(|id| self.vars.get(id))
+            .copied();
         if var.is_none() {
-            self.unsupported(format_args!("reference to `{}` (unresolved in lowering)", ident.name), ident.span);
+            self.unsupported(
+                format_args!("reference to `{}` (unresolved in lowering)", ident.name),
+                ident.span,
+            );
         }
         var
     }
@@ -129,9 +164,13 @@ impl<'c> Lowerer<'c> {
                     let stmts = self.toplevel_stmts(&block.stmts, origin);
                     match kind {
                         ast::BlockKind::TransformedData => self.out.transformed_data = stmts,
-                        ast::BlockKind::TransformedParameters => self.out.transformed_parameters = stmts,
+                        ast::BlockKind::TransformedParameters => {
+                            self.out.transformed_parameters = stmts
+                        }
                         ast::BlockKind::Model => self.out.model = stmts,
-                        ast::BlockKind::GeneratedQuantities => self.out.generated_quantities = stmts,
+                        ast::BlockKind::GeneratedQuantities => {
+                            self.out.generated_quantities = stmts
+                        }
                         _ => unreachable!("handled above"),
                     }
                 }
@@ -142,8 +181,12 @@ impl<'c> Lowerer<'c> {
 
     fn declare_functions(&mut self, stmts: &[ast::Stmt]) {
         for stmt in stmts {
-            let ast::StmtKind::FunDef(def) = &stmt.kind else { continue };
-            let Some(&symbol) = self.fun_by_def.get(&def.name.span) else { continue };
+            let ast::StmtKind::FunDef(def) = &stmt.kind else {
+                continue;
+            };
+            let Some(&symbol) = self.fun_by_def.get(&def.name.span) else {
+                continue;
+            };
             // A forward declaration and its definition are one function:
             // key by the definition's symbol when the checker merged them.
             if self.funs.contains_key(&symbol) {
@@ -171,11 +214,21 @@ impl<'c> Lowerer<'c> {
 
     fn define_functions(&mut self, stmts: &[ast::Stmt]) {
         for stmt in stmts {
-            let ast::StmtKind::FunDef(def) = &stmt.kind else { continue };
+            let ast::StmtKind::FunDef(def) = &stmt.kind else {
+                continue;
+            };
             let Some(body) = &def.body else { continue };
-            let Some(&symbol) = self.fun_by_def.get(&def.name.span) else { continue };
-            let Some(&id) = self.funs.get(&symbol) else { continue };
-            let args = def.args.iter().map(|a| self.declare(&a.name, Origin::FunctionArg)).collect();
+            let Some(&symbol) = self.fun_by_def.get(&def.name.span) else {
+                continue;
+            };
+            let Some(&id) = self.funs.get(&symbol) else {
+                continue;
+            };
+            let args = def
+                .args
+                .iter()
+                .map(|a| self.declare(&a.name, Origin::FunctionArg))
+                .collect();
             let body = self.stmt_as_block(body);
             let f = &mut self.out.functions[id.0 as usize];
             f.args = args;
@@ -216,9 +269,15 @@ impl<'c> Lowerer<'c> {
                     let (ty, transform) = self.sized_type(&decl.ty);
                     let init = decl.init.as_ref().map(|e| self.expr(e));
                     if transform != Transform::Identity {
-                        checks.push(Stmt { kind: StmtKind::CheckConstraint { var, transform }, span: stmt.span });
+                        checks.push(Stmt {
+                            kind: StmtKind::CheckConstraint { var, transform },
+                            span: stmt.span,
+                        });
                     }
-                    out.push(Stmt { kind: StmtKind::Decl { var, ty, init }, span: stmt.span });
+                    out.push(Stmt {
+                        kind: StmtKind::Decl { var, ty, init },
+                        span: stmt.span,
+                    });
                 }
                 _ => self.stmt_into(stmt, &mut out),
             }
@@ -238,7 +297,9 @@ impl<'c> Lowerer<'c> {
                 ast::Bounds::LowerUpper(a, b) => Transform::LowerUpper(l.expr(a), l.expr(b)),
                 ast::Bounds::Offset(e) => Transform::Offset(l.expr(e)),
                 ast::Bounds::Multiplier(e) => Transform::Multiplier(l.expr(e)),
-                ast::Bounds::OffsetMultiplier(a, b) => Transform::OffsetMultiplier(l.expr(a), l.expr(b)),
+                ast::Bounds::OffsetMultiplier(a, b) => {
+                    Transform::OffsetMultiplier(l.expr(a), l.expr(b))
+                }
             }
         };
         match &ty.kind {
@@ -253,15 +314,26 @@ impl<'c> Lowerer<'c> {
                 let t = bounds(self, b);
                 (SizedType::RowVector(self.expr(size)), t)
             }
-            K::Matrix { bounds: b, rows, cols } => {
+            K::Matrix {
+                bounds: b,
+                rows,
+                cols,
+            } => {
                 let t = bounds(self, b);
                 (SizedType::Matrix(self.expr(rows), self.expr(cols)), t)
             }
-            K::ComplexVector { size } => (SizedType::ComplexVector(self.expr(size)), Transform::Identity),
-            K::ComplexRowVector { size } => (SizedType::ComplexRowVector(self.expr(size)), Transform::Identity),
-            K::ComplexMatrix { rows, cols } => {
-                (SizedType::ComplexMatrix(self.expr(rows), self.expr(cols)), Transform::Identity)
-            }
+            K::ComplexVector { size } => (
+                SizedType::ComplexVector(self.expr(size)),
+                Transform::Identity,
+            ),
+            K::ComplexRowVector { size } => (
+                SizedType::ComplexRowVector(self.expr(size)),
+                Transform::Identity,
+            ),
+            K::ComplexMatrix { rows, cols } => (
+                SizedType::ComplexMatrix(self.expr(rows), self.expr(cols)),
+                Transform::Identity,
+            ),
             K::Constrained { kind, sizes } => self.constrained_type(*kind, sizes),
             K::Array { dims, elem } => {
                 let (mut inner, transform) = self.sized_type(elem);
@@ -271,7 +343,8 @@ impl<'c> Lowerer<'c> {
                 (inner, transform)
             }
             K::Tuple(items) => {
-                let (tys, transforms): (Vec<_>, Vec<_>) = items.iter().map(|t| self.sized_type(t)).unzip();
+                let (tys, transforms): (Vec<_>, Vec<_>) =
+                    items.iter().map(|t| self.sized_type(t)).unzip();
                 let transform = if transforms.iter().all(|t| *t == Transform::Identity) {
                     Transform::Identity
                 } else {
@@ -282,7 +355,11 @@ impl<'c> Lowerer<'c> {
         }
     }
 
-    fn constrained_type(&mut self, kind: ast::ConstrainedKind, sizes: &[ast::Expr]) -> (SizedType, Transform) {
+    fn constrained_type(
+        &mut self,
+        kind: ast::ConstrainedKind,
+        sizes: &[ast::Expr],
+    ) -> (SizedType, Transform) {
         use ast::ConstrainedKind as C;
         let sizes: Vec<_> = sizes.iter().map(|e| self.expr(e)).collect();
         let first = sizes[0].clone();
@@ -294,9 +371,10 @@ impl<'c> Lowerer<'c> {
             C::SumToZeroVector => (SizedType::Vector(first), Transform::SumToZeroVector),
             C::Ordered => (SizedType::Vector(first), Transform::Ordered),
             C::PositiveOrdered => (SizedType::Vector(first), Transform::PositiveOrdered),
-            C::SumToZeroMatrix => {
-                (SizedType::Matrix(first, second.expect("checked: two sizes")), Transform::SumToZeroMatrix)
-            }
+            C::SumToZeroMatrix => (
+                SizedType::Matrix(first, second.expect("checked: two sizes")),
+                Transform::SumToZeroMatrix,
+            ),
             C::CholeskyFactorCorr => (square(first), Transform::CholeskyFactorCorr),
             C::CholeskyFactorCov => match second {
                 Some(cols) => (SizedType::Matrix(first, cols), Transform::CholeskyFactorCov),
@@ -304,12 +382,14 @@ impl<'c> Lowerer<'c> {
             },
             C::CorrMatrix => (square(first), Transform::CorrMatrix),
             C::CovMatrix => (square(first), Transform::CovMatrix),
-            C::ColumnStochasticMatrix => {
-                (SizedType::Matrix(first, second.expect("checked: two sizes")), Transform::ColumnStochasticMatrix)
-            }
-            C::RowStochasticMatrix => {
-                (SizedType::Matrix(first, second.expect("checked: two sizes")), Transform::RowStochasticMatrix)
-            }
+            C::ColumnStochasticMatrix => (
+                SizedType::Matrix(first, second.expect("checked: two sizes")),
+                Transform::ColumnStochasticMatrix,
+            ),
+            C::RowStochasticMatrix => (
+                SizedType::Matrix(first, second.expect("checked: two sizes")),
+                Transform::RowStochasticMatrix,
+            ),
         }
     }
 }

@@ -3,7 +3,7 @@
 use super::Lowerer;
 use crate::check::Callee;
 use crate::mir::{
-    library, Expr, ExprKind, Index, LValue, LValueStep, Origin, Prim, Printable, Stmt, StmtKind,
+    Expr, ExprKind, Index, LValue, LValueStep, Origin, Prim, Printable, Stmt, StmtKind, library,
 };
 use crate::syntax::ast;
 use crate::types::{AdLevel, Type};
@@ -43,7 +43,11 @@ impl Lowerer<'_> {
                 let rhs_mir = self.expr(rhs);
                 match &lhs.kind {
                     ast::ExprKind::TupleLit(items) if op.binary_op().is_none() => {
-                        let Some(lhs) = items.iter().map(|e| self.lvalue(e)).collect::<Option<Vec<_>>>() else {
+                        let Some(lhs) = items
+                            .iter()
+                            .map(|e| self.lvalue(e))
+                            .collect::<Option<Vec<_>>>()
+                        else {
                             return;
                         };
                         StmtKind::Unpack { lhs, rhs: rhs_mir }
@@ -56,15 +60,27 @@ impl Lowerer<'_> {
                                 let current = self.expr(lhs);
                                 let ty = current.ty.clone();
                                 let ad = current.ad.max(rhs_mir.ad);
-                                let Some(prim) = self.binary_prim(bin, span) else { return };
-                                Expr { kind: ExprKind::Prim(prim, vec![current, rhs_mir]), ty, ad, span }
+                                let Some(prim) = self.binary_prim(bin, span) else {
+                                    return;
+                                };
+                                Expr {
+                                    kind: ExprKind::Prim(prim, vec![current, rhs_mir]),
+                                    ty,
+                                    ad,
+                                    span,
+                                }
                             }
                         };
                         StmtKind::Assign { lhs: lv, rhs }
                     }
                 }
             }
-            ast::StmtKind::Tilde { lhs, dist, args, truncation } => {
+            ast::StmtKind::Tilde {
+                lhs,
+                dist,
+                args,
+                truncation,
+            } => {
                 if truncation.is_some() {
                     self.unsupported("truncated distributions `T[ , ]`", span);
                     return;
@@ -74,9 +90,16 @@ impl Lowerer<'_> {
                 all.extend(args.iter().map(|a| self.expr(a)));
                 let term = match self.checked.calls.get(&span) {
                     Some(Callee::User(symbol)) => {
-                        let Some(&fun) = self.funs.get(symbol) else { return };
+                        let Some(&fun) = self.funs.get(symbol) else {
+                            return;
+                        };
                         let ad = all.iter().map(|a| a.ad).max().unwrap_or(AdLevel::DataOnly);
-                        Some(Expr { kind: ExprKind::Call(fun, all), ty: Type::Real, ad, span })
+                        Some(Expr {
+                            kind: ExprKind::Call(fun, all),
+                            ty: Type::Real,
+                            ad,
+                            span,
+                        })
                     }
                     _ => self.distribution_term(&dist.name, all, true, span),
                 };
@@ -92,22 +115,41 @@ impl Lowerer<'_> {
             ast::StmtKind::Print(items) => StmtKind::Print(self.printables(items)),
             ast::StmtKind::Reject(items) => StmtKind::Reject(self.printables(items)),
             ast::StmtKind::FatalError(items) => StmtKind::FatalError(self.printables(items)),
-            ast::StmtKind::If { cond, then, otherwise } => StmtKind::If {
+            ast::StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => StmtKind::If {
                 cond: self.expr(cond),
                 then: self.stmt_as_block(then),
-                otherwise: otherwise.as_ref().map_or_else(Vec::new, |s| self.stmt_as_block(s)),
+                otherwise: otherwise
+                    .as_ref()
+                    .map_or_else(Vec::new, |s| self.stmt_as_block(s)),
             },
-            ast::StmtKind::While { cond, body } => {
-                StmtKind::While { cond: self.expr(cond), body: self.stmt_as_block(body) }
-            }
-            ast::StmtKind::For { var, lower, upper, body } => {
+            ast::StmtKind::While { cond, body } => StmtKind::While {
+                cond: self.expr(cond),
+                body: self.stmt_as_block(body),
+            },
+            ast::StmtKind::For {
+                var,
+                lower,
+                upper,
+                body,
+            } => {
                 let lower = self.expr(lower);
                 let upper = self.expr(upper);
                 let var = self.declare(var, Origin::LoopVar);
-                StmtKind::For { var, lower, upper, body: self.stmt_as_block(body) }
+                StmtKind::For {
+                    var,
+                    lower,
+                    upper,
+                    body: self.stmt_as_block(body),
+                }
             }
             ast::StmtKind::ForEach { var, iter, body } => {
-                let Some(kind) = self.foreach(var, iter, body, span) else { return };
+                let Some(kind) = self.foreach(var, iter, body, span) else {
+                    return;
+                };
                 kind
             }
             ast::StmtKind::Block(stmts) => StmtKind::Block(self.stmts(stmts)),
@@ -131,7 +173,13 @@ impl Lowerer<'_> {
     /// `for (x in c) body` becomes an index loop over `c`'s elements:
     /// arrays by their first dimension, vectors and matrices element by
     /// element in column-major order (Stan's order).
-    fn foreach(&mut self, var: &ast::Ident, iter: &ast::Expr, body: &ast::Stmt, span: crate::span::Span) -> Option<StmtKind> {
+    fn foreach(
+        &mut self,
+        var: &ast::Ident,
+        iter: &ast::Expr,
+        body: &ast::Stmt,
+        span: crate::span::Span,
+    ) -> Option<StmtKind> {
         let container = self.expr(iter);
         let elem_ty = match &container.ty {
             Type::Array(inner) => (**inner).clone(),
@@ -146,29 +194,72 @@ impl Lowerer<'_> {
         let holder = self.fresh_var("foreach_container", container.ty.clone(), iter.span);
         let index = self.fresh_var("foreach_index", Type::Int, iter.span);
         let elem = self.declare(var, Origin::Local);
-        let int = |kind: ExprKind| Expr { kind, ty: Type::Int, ad: AdLevel::DataOnly, span: iter.span };
-        let holder_expr = Expr { kind: ExprKind::Var(holder), ty: container.ty.clone(), ad: container.ad, span: iter.span };
-        let count_prim = if matches!(container.ty, Type::Array(_)) { Prim::Size } else { Prim::NumElements };
+        let int = |kind: ExprKind| Expr {
+            kind,
+            ty: Type::Int,
+            ad: AdLevel::DataOnly,
+            span: iter.span,
+        };
+        let holder_expr = Expr {
+            kind: ExprKind::Var(holder),
+            ty: container.ty.clone(),
+            ad: container.ad,
+            span: iter.span,
+        };
+        let count_prim = if matches!(container.ty, Type::Array(_)) {
+            Prim::Size
+        } else {
+            Prim::NumElements
+        };
         let count = int(ExprKind::Prim(count_prim, vec![holder_expr.clone()]));
         // Element k of a matrix in column-major order is `to_vector(m)[k]`.
         let indexable = if matches!(container.ty, Type::Matrix | Type::ComplexMatrix) {
-            let ty = if container.ty == Type::Matrix { Type::Vector } else { Type::ComplexVector };
-            Expr { kind: ExprKind::Prim(Prim::ToVector, vec![holder_expr.clone()]), ty, ad: container.ad, span: iter.span }
+            let ty = if container.ty == Type::Matrix {
+                Type::Vector
+            } else {
+                Type::ComplexVector
+            };
+            Expr {
+                kind: ExprKind::Prim(Prim::ToVector, vec![holder_expr.clone()]),
+                ty,
+                ad: container.ad,
+                span: iter.span,
+            }
         } else {
             holder_expr.clone()
         };
         let element = Expr {
-            kind: ExprKind::Index(Box::new(indexable), vec![Index::Single(int(ExprKind::Var(index)))]),
+            kind: ExprKind::Index(
+                Box::new(indexable),
+                vec![Index::Single(int(ExprKind::Var(index)))],
+            ),
             ty: elem_ty,
             ad: container.ad,
             span: iter.span,
         };
-        let mut loop_body = vec![Stmt { kind: StmtKind::Let { var: elem, value: element }, span: iter.span }];
+        let mut loop_body = vec![Stmt {
+            kind: StmtKind::Let {
+                var: elem,
+                value: element,
+            },
+            span: iter.span,
+        }];
         loop_body.extend(self.stmt_as_block(body));
         Some(StmtKind::Block(vec![
-            Stmt { kind: StmtKind::Let { var: holder, value: container }, span },
             Stmt {
-                kind: StmtKind::For { var: index, lower: int(ExprKind::Int(1)), upper: count, body: loop_body },
+                kind: StmtKind::Let {
+                    var: holder,
+                    value: container,
+                },
+                span,
+            },
+            Stmt {
+                kind: StmtKind::For {
+                    var: index,
+                    lower: int(ExprKind::Int(1)),
+                    upper: count,
+                    body: loop_body,
+                },
                 span,
             },
         ]))
@@ -176,7 +267,10 @@ impl Lowerer<'_> {
 
     fn lvalue(&mut self, e: &ast::Expr) -> Option<LValue> {
         match &e.kind {
-            ast::ExprKind::Var(id) => Some(LValue { var: self.resolve_var(id)?, path: Vec::new() }),
+            ast::ExprKind::Var(id) => Some(LValue {
+                var: self.resolve_var(id)?,
+                path: Vec::new(),
+            }),
             ast::ExprKind::Paren(inner) => self.lvalue(inner),
             ast::ExprKind::Index(base, idx) => {
                 let mut lv = self.lvalue(base)?;
@@ -198,7 +292,13 @@ impl Lowerer<'_> {
     }
 
     /// The `~` / `_lpdf` term of a distribution call.
-    pub(super) fn distribution_term(&mut self, family: &str, args: Vec<Expr>, propto: bool, span: crate::span::Span) -> Option<Expr> {
+    pub(super) fn distribution_term(
+        &mut self,
+        family: &str,
+        args: Vec<Expr>,
+        propto: bool,
+        span: crate::span::Span,
+    ) -> Option<Expr> {
         match library::distribution(family, args, propto, span) {
             Ok(e) => Some(e),
             Err(library::Unsupported(name)) => {
