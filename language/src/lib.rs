@@ -11,6 +11,7 @@
 //! This crate does no I/O beyond the source text it is handed and knows no
 //! backend.
 
+pub mod ad;
 pub mod builtins;
 pub mod check;
 pub mod diagnostic;

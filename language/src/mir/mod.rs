@@ -236,7 +236,29 @@ pub enum StmtKind {
     Reject(Vec<Printable>),
     /// Stops the whole run with the message.
     FatalError(Vec<Printable>),
+
+    // ---- produced by the gradient transformation (`crate::ad`) only
+    /// `lhs += rhs` elementwise; a multi-indexed `lhs` accumulates repeated
+    /// indexes (scatter-add), unlike assignment.
+    AddAssign { lhs: LValue, rhs: Expr },
+    /// Save a value on a stack of the gradient program.
+    Push { stack: StackId, value: Expr },
+    /// `for (var in upper:lower)` counting down (reverse sweeps).
+    ForDown { var: VarId, upper: Expr, lower: Expr, body: Vec<Stmt> },
+    /// Read parameter `param` from the unconstrained input, constrain it
+    /// with `transform` (whose arguments are atoms), store it in `var`,
+    /// and add log |J| to the target when the Jacobian is on.
+    ReadParam { param: usize, var: VarId, transform: Transform },
+    /// Reverse of [`StmtKind::ReadParam`]: add the unconstrained gradient
+    /// from `var_adj` and the target's adjoint `lp_adj` (log |J|) into the
+    /// gradient output, and the transform arguments' adjoints into
+    /// `arg_adjs` (one per argument of `transform`, `None` when data).
+    ParamAdjoint { param: usize, var: VarId, var_adj: VarId, lp_adj: VarId, transform: Transform, arg_adjs: Vec<Option<VarId>> },
 }
+
+/// Index of a stack of the gradient program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StackId(pub u32);
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Printable {
@@ -274,6 +296,15 @@ pub enum ExprKind {
     TupleLit(Vec<Expr>),
     /// The current value of the target (`target()`).
     Target,
+
+    // ---- produced by the gradient transformation (`crate::ad`) only
+    /// Take the most recently pushed value off a stack.
+    Pop(StackId),
+    /// The partial derivative of elementwise primitive `prim` with respect
+    /// to argument `arg`, evaluated elementwise at `args`.
+    Partial { prim: Prim, arg: usize, args: Vec<Expr> },
+    /// Zeros of the shape of the operand (adjoint initialisation).
+    ZerosLike(Box<Expr>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
