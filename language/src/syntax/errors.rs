@@ -82,6 +82,14 @@ pub fn lexical_errors(
             )
             .with_label("this string is not closed on the same line")
             .with_note("string literals cannot span lines"),
+            Some('#') if source[t.end..].starts_with("include") => Diagnostic::error(
+                Kind::Syntax,
+                codes::INVALID_CHARACTER,
+                "`#include` is not supported",
+                span,
+            )
+            .with_label("include directive")
+            .with_help("paste the included file's contents here"),
             Some('#') => Diagnostic::error(
                 Kind::Syntax,
                 codes::INVALID_CHARACTER,
@@ -215,10 +223,21 @@ fn unexpected_token(
             span,
         )
         .with_label("expected a block such as `model {`");
-        if let Token::Ident(word) = token
-            && let Some(best) = closest_block_name(word)
-        {
-            diagnostic = diagnostic.with_help(format!("did you mean `{best}`?"));
+        if let Token::Ident(word) = token {
+            // Two-word names: `transformed paramters`, `generated quantity`.
+            let following = tokens.get(tokens.partition_point(|t| t.start < end));
+            let phrase = match following.map(|t| t.token) {
+                Some(Token::Ident(second)) => Some(format!("{word} {second}")),
+                _ => None,
+            };
+            let best = phrase
+                .as_deref()
+                .and_then(closest_block_name)
+                .filter(|best| best.contains(' '))
+                .or_else(|| closest_block_name(word));
+            if let Some(best) = best {
+                diagnostic = diagnostic.with_help(format!("did you mean `{best}`?"));
+            }
         }
         return diagnostic;
     }
