@@ -87,3 +87,24 @@ fn eight_schools_mir() {
     let p = lower_source(&source, "eight_schools_noncentered").unwrap_or_else(|d| panic!("{d:?}"));
     insta::assert_snapshot!(mir::print::print_program(&p));
 }
+
+#[test]
+fn eight_schools_gradient_program() {
+    let source = std::fs::read_to_string(
+        corpus().join("posteriordb/eight_schools-eight_schools_noncentered/model.stan"),
+    )
+    .unwrap();
+    let p = lower_source(&source, "eight_schools_noncentered").unwrap_or_else(|d| panic!("{d:?}"));
+    let g = language::ad::gradient(&p).unwrap_or_else(|d| panic!("{d:?}"));
+    insta::assert_snapshot!(language::ad::print_grad_program(&g));
+}
+
+#[test]
+fn loop_gradient_program() {
+    let source = "data { int N; array[N] real y; } parameters { real mu; real<lower=0> sigma; } \
+        model { real acc = 0; mu ~ normal(0, 1); for (n in 1:N) { real z = y[n] - mu; target += normal_lpdf(z | 0, sigma); } \
+        for (n in 1:N) { acc = acc + mu * mu; } while (acc > 1) { acc = acc / 2; } target += acc; }";
+    let p = lower_source(source, "loops").unwrap_or_else(|d| panic!("{d:?}"));
+    let g = language::ad::gradient(&p).unwrap_or_else(|d| panic!("{d:?}"));
+    insta::assert_snapshot!(language::ad::print_grad_program(&g));
+}

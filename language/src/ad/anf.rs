@@ -27,7 +27,10 @@ impl Transformer {
         let t = self.temp(&value.ty, "t");
         let span = value.span;
         let atom = self.var_expr(t, span);
-        stmts.push(Stmt { kind: StmtKind::Let { var: t, value }, span });
+        stmts.push(Stmt {
+            kind: StmtKind::Let { var: t, value },
+            span,
+        });
         atom
     }
 
@@ -60,12 +63,22 @@ impl Transformer {
                 let t = self.temp(&e.ty, "cond");
                 let mut then_stmts = Vec::new();
                 let a = self.anf_into(a, &mut then_stmts);
-                then_stmts.push(Stmt { kind: StmtKind::Let { var: t, value: a }, span: e.span });
+                then_stmts.push(Stmt {
+                    kind: StmtKind::Let { var: t, value: a },
+                    span: e.span,
+                });
                 let mut else_stmts = Vec::new();
                 let b = self.anf_into(b, &mut else_stmts);
-                else_stmts.push(Stmt { kind: StmtKind::Let { var: t, value: b }, span: e.span });
+                else_stmts.push(Stmt {
+                    kind: StmtKind::Let { var: t, value: b },
+                    span: e.span,
+                });
                 stmts.push(Stmt {
-                    kind: StmtKind::If { cond: (**c).clone(), then: then_stmts, otherwise: else_stmts },
+                    kind: StmtKind::If {
+                        cond: (**c).clone(),
+                        then: then_stmts,
+                        otherwise: else_stmts,
+                    },
                     span: e.span,
                 });
                 self.cond_temps.insert(t);

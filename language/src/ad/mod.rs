@@ -72,8 +72,13 @@ pub fn gradient(program: &Program) -> Result<GradProgram, Vec<Diagnostic>> {
 }
 
 pub(crate) fn unsupported(what: impl std::fmt::Display, span: Span) -> Diagnostic {
-    Diagnostic::error(Kind::Semantic, AD_NOT_SUPPORTED, format!("not yet supported by automatic differentiation: {what}"), span)
-        .with_label("bat cannot differentiate this yet")
+    Diagnostic::error(
+        Kind::Semantic,
+        AD_NOT_SUPPORTED,
+        format!("not yet supported by automatic differentiation: {what}"),
+        span,
+    )
+    .with_label("bat cannot differentiate this yet")
 }
 
 pub use crate::mir::print::print_grad_program;

@@ -3,10 +3,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{unsupported, GradProgram};
+use super::{GradProgram, unsupported};
 use crate::diagnostic::Diagnostic;
 use crate::mir::{
-    Expr, ExprKind, Index, LValue, LValueStep, Origin, Program, StackId, Stmt, StmtKind, Transform, VarId, VarInfo,
+    Expr, ExprKind, Index, LValue, LValueStep, Origin, Program, StackId, Stmt, StmtKind, Transform,
+    VarId, VarInfo,
 };
 use crate::span::Span;
 use crate::types::{AdLevel, Type};
@@ -51,7 +52,10 @@ impl Transformer {
     }
 
     pub fn run(mut self) -> Result<GradProgram, Vec<Diagnostic>> {
-        let top = Ctx { top: true, replay: false };
+        let top = Ctx {
+            top: true,
+            replay: false,
+        };
         let mut forward = Vec::new();
         let mut param_reverse = Vec::new();
         let params = self.program.parameters.clone();
@@ -84,7 +88,12 @@ impl Transformer {
             return Err(self.diags);
         }
         forward.extend(reverse);
-        Ok(GradProgram { program: self.program, body: forward, num_stacks: self.stacks, target_adjoint: self.target_adj })
+        Ok(GradProgram {
+            program: self.program,
+            body: forward,
+            num_stacks: self.stacks,
+            target_adjoint: self.target_adj,
+        })
     }
 
     // ------------------------------------------------------------ helpers
@@ -116,7 +125,10 @@ impl Transformer {
         }
         let info = &self.program.vars[v.0 as usize];
         let active = Self::is_real_valued(&info.ty)
-            && !matches!(info.origin, Origin::Data | Origin::TransformedData | Origin::LoopVar);
+            && !matches!(
+                info.origin,
+                Origin::Data | Origin::TransformedData | Origin::LoopVar
+            );
         if !active {
             return None;
         }
@@ -128,17 +140,30 @@ impl Transformer {
 
     pub(super) fn var_expr(&self, v: VarId, span: Span) -> Expr {
         let ty = self.program.vars[v.0 as usize].ty.clone();
-        Expr { kind: ExprKind::Var(v), ty, ad: AdLevel::AutoDiff, span }
+        Expr {
+            kind: ExprKind::Var(v),
+            ty,
+            ad: AdLevel::AutoDiff,
+            span,
+        }
     }
 
     fn zeros_like(&self, v: VarId) -> Expr {
         let e = self.var_expr(v, Span::default());
-        Expr { ty: e.ty.clone(), ad: AdLevel::DataOnly, span: e.span, kind: ExprKind::ZerosLike(Box::new(e)) }
+        Expr {
+            ty: e.ty.clone(),
+            ad: AdLevel::DataOnly,
+            span: e.span,
+            kind: ExprKind::ZerosLike(Box::new(e)),
+        }
     }
 
     fn let_stmt(&self, var: VarId, value: Expr) -> Stmt {
         let span = value.span;
-        Stmt { kind: StmtKind::Let { var, value }, span }
+        Stmt {
+            kind: StmtKind::Let { var, value },
+            span,
+        }
     }
 
     fn new_stack(&mut self) -> StackId {
@@ -164,16 +189,38 @@ impl Transformer {
             anf_lists.push(anf);
         }
         let atom_transform = with_transform_args(transform, &atoms);
-        fwd.push(Stmt { kind: StmtKind::ReadParam { param: i, var, transform: atom_transform.clone() }, span: Span::default() });
+        fwd.push(Stmt {
+            kind: StmtKind::ReadParam {
+                param: i,
+                var,
+                transform: atom_transform.clone(),
+            },
+            span: Span::default(),
+        });
         let mut rev = Vec::new();
         for anf in &anf_lists {
             rev.extend(self.zero_temp_adjoints(&anf.stmts));
         }
-        let arg_adjs: Vec<Option<VarId>> =
-            atoms.iter().map(|a| if let ExprKind::Var(v) = a.kind { self.adjoint(v) } else { None }).collect();
+        let arg_adjs: Vec<Option<VarId>> = atoms
+            .iter()
+            .map(|a| {
+                if let ExprKind::Var(v) = a.kind {
+                    self.adjoint(v)
+                } else {
+                    None
+                }
+            })
+            .collect();
         let var_adj = self.adjoint(var).expect("parameters are real-valued");
         rev.push(Stmt {
-            kind: StmtKind::ParamAdjoint { param: i, var, var_adj, lp_adj: self.target_adj, transform: atom_transform, arg_adjs },
+            kind: StmtKind::ParamAdjoint {
+                param: i,
+                var,
+                var_adj,
+                lp_adj: self.target_adj,
+                transform: atom_transform,
+                arg_adjs,
+            },
             span: Span::default(),
         });
         for anf in anf_lists.iter().rev() {
@@ -212,8 +259,14 @@ impl Transformer {
             for &v in &locals {
                 let stack = self.new_stack();
                 let value = self.var_expr(v, Span::default());
-                fwd.push(Stmt { kind: StmtKind::Push { stack, value }, span: Span::default() });
-                let pop = Expr { kind: ExprKind::Pop(stack), ..self.var_expr(v, Span::default()) };
+                fwd.push(Stmt {
+                    kind: StmtKind::Push { stack, value },
+                    span: Span::default(),
+                });
+                let pop = Expr {
+                    kind: ExprKind::Pop(stack),
+                    ..self.var_expr(v, Span::default())
+                };
                 let restore = self.let_stmt(v, pop);
                 let zero = self.adjoint(v).map(|a| {
                     let zeros = self.zeros_like(v);
@@ -234,7 +287,13 @@ impl Transformer {
 
     fn stmt(&mut self, s: &Stmt, ctx: Ctx) -> Sweeps {
         let span = s.span;
-        let same = |replay_too: bool| if ctx.replay && !replay_too { Vec::new() } else { vec![s.clone()] };
+        let same = |replay_too: bool| {
+            if ctx.replay && !replay_too {
+                Vec::new()
+            } else {
+                vec![s.clone()]
+            }
+        };
         match &s.kind {
             StmtKind::Decl { var, init, .. } => {
                 let rev = match init {
@@ -252,32 +311,78 @@ impl Transformer {
                 let incoming = self.var_expr(self.target_adj, span);
                 (same(false), self.reverse_expr(e, incoming))
             }
-            StmtKind::If { cond, then, otherwise } => {
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
                 let stack = self.new_stack();
                 let c = self.temp(&Type::Int, "branch");
                 let (then_f, then_r) = self.list(then, ctx);
                 let (else_f, else_r) = self.list(otherwise, ctx);
-                let c_expr = Expr { ty: Type::Int, ..self.var_expr(c, span) };
+                let c_expr = Expr {
+                    ty: Type::Int,
+                    ..self.var_expr(c, span)
+                };
                 let fwd = vec![
                     self.let_stmt(c, cond.clone()),
-                    Stmt { kind: StmtKind::Push { stack, value: c_expr.clone() }, span },
-                    Stmt { kind: StmtKind::If { cond: c_expr.clone(), then: then_f, otherwise: else_f }, span },
+                    Stmt {
+                        kind: StmtKind::Push {
+                            stack,
+                            value: c_expr.clone(),
+                        },
+                        span,
+                    },
+                    Stmt {
+                        kind: StmtKind::If {
+                            cond: c_expr.clone(),
+                            then: then_f,
+                            otherwise: else_f,
+                        },
+                        span,
+                    },
                 ];
-                let pop = Expr { kind: ExprKind::Pop(stack), ..c_expr.clone() };
+                let pop = Expr {
+                    kind: ExprKind::Pop(stack),
+                    ..c_expr.clone()
+                };
                 let rev = vec![
                     self.let_stmt(c, pop),
-                    Stmt { kind: StmtKind::If { cond: c_expr, then: then_r, otherwise: else_r }, span },
+                    Stmt {
+                        kind: StmtKind::If {
+                            cond: c_expr,
+                            then: then_r,
+                            otherwise: else_r,
+                        },
+                        span,
+                    },
                 ];
                 (fwd, rev)
             }
-            StmtKind::For { var, lower, upper, body } => {
+            StmtKind::For {
+                var,
+                lower,
+                upper,
+                body,
+            } => {
                 if writes_only_own_locals(body) {
                     // Recompute each iteration in the reverse sweep: no stack.
-                    let (body_f, body_r) = self.list(body, Ctx { top: true, replay: true });
+                    let (body_f, body_r) = self.list(
+                        body,
+                        Ctx {
+                            top: true,
+                            replay: true,
+                        },
+                    );
                     let mut iteration = body_f;
                     iteration.extend(body_r);
                     let rev = vec![Stmt {
-                        kind: StmtKind::ForDown { var: *var, upper: upper.clone(), lower: lower.clone(), body: iteration },
+                        kind: StmtKind::ForDown {
+                            var: *var,
+                            upper: upper.clone(),
+                            lower: lower.clone(),
+                            body: iteration,
+                        },
                         span,
                     }];
                     (same(false), rev)
@@ -285,48 +390,146 @@ impl Transformer {
                     let (lo_stack, hi_stack) = (self.new_stack(), self.new_stack());
                     let (lo, hi) = (self.temp(&Type::Int, "lo"), self.temp(&Type::Int, "hi"));
                     let (body_f, body_r) = self.list(body, ctx);
-                    let int = |t: &Self, v: VarId| Expr { ty: Type::Int, ..t.var_expr(v, span) };
+                    let int = |t: &Self, v: VarId| Expr {
+                        ty: Type::Int,
+                        ..t.var_expr(v, span)
+                    };
                     let fwd = vec![
                         self.let_stmt(lo, lower.clone()),
                         self.let_stmt(hi, upper.clone()),
-                        Stmt { kind: StmtKind::For { var: *var, lower: int(self, lo), upper: int(self, hi), body: body_f }, span },
-                        Stmt { kind: StmtKind::Push { stack: lo_stack, value: int(self, lo) }, span },
-                        Stmt { kind: StmtKind::Push { stack: hi_stack, value: int(self, hi) }, span },
+                        Stmt {
+                            kind: StmtKind::For {
+                                var: *var,
+                                lower: int(self, lo),
+                                upper: int(self, hi),
+                                body: body_f,
+                            },
+                            span,
+                        },
+                        Stmt {
+                            kind: StmtKind::Push {
+                                stack: lo_stack,
+                                value: int(self, lo),
+                            },
+                            span,
+                        },
+                        Stmt {
+                            kind: StmtKind::Push {
+                                stack: hi_stack,
+                                value: int(self, hi),
+                            },
+                            span,
+                        },
                     ];
                     let rev = vec![
-                        self.let_stmt(hi, Expr { kind: ExprKind::Pop(hi_stack), ..int(self, hi) }),
-                        self.let_stmt(lo, Expr { kind: ExprKind::Pop(lo_stack), ..int(self, lo) }),
-                        Stmt { kind: StmtKind::ForDown { var: *var, upper: int(self, hi), lower: int(self, lo), body: body_r }, span },
+                        self.let_stmt(
+                            hi,
+                            Expr {
+                                kind: ExprKind::Pop(hi_stack),
+                                ..int(self, hi)
+                            },
+                        ),
+                        self.let_stmt(
+                            lo,
+                            Expr {
+                                kind: ExprKind::Pop(lo_stack),
+                                ..int(self, lo)
+                            },
+                        ),
+                        Stmt {
+                            kind: StmtKind::ForDown {
+                                var: *var,
+                                upper: int(self, hi),
+                                lower: int(self, lo),
+                                body: body_r,
+                            },
+                            span,
+                        },
                     ];
                     (fwd, rev)
                 }
             }
             StmtKind::While { cond, body } => {
                 let stack = self.new_stack();
-                let (n, k) = (self.temp(&Type::Int, "trips"), self.temp(&Type::Int, "trip"));
+                let (n, k) = (
+                    self.temp(&Type::Int, "trips"),
+                    self.temp(&Type::Int, "trip"),
+                );
                 let (body_f, body_r) = self.list(body, ctx);
-                let n_expr = Expr { ty: Type::Int, ..self.var_expr(n, span) };
-                let int = |i: i64| Expr { kind: ExprKind::Int(i), ty: Type::Int, ad: AdLevel::DataOnly, span };
+                let n_expr = Expr {
+                    ty: Type::Int,
+                    ..self.var_expr(n, span)
+                };
+                let int = |i: i64| Expr {
+                    kind: ExprKind::Int(i),
+                    ty: Type::Int,
+                    ad: AdLevel::DataOnly,
+                    span,
+                };
                 let mut loop_body = body_f;
                 let incr = Expr {
                     kind: ExprKind::Prim(crate::mir::Prim::Add, vec![n_expr.clone(), int(1)]),
                     ..n_expr.clone()
                 };
-                loop_body.push(Stmt { kind: StmtKind::Assign { lhs: LValue { var: n, path: Vec::new() }, rhs: incr }, span });
+                loop_body.push(Stmt {
+                    kind: StmtKind::Assign {
+                        lhs: LValue {
+                            var: n,
+                            path: Vec::new(),
+                        },
+                        rhs: incr,
+                    },
+                    span,
+                });
                 let fwd = vec![
                     self.let_stmt(n, int(0)),
-                    Stmt { kind: StmtKind::While { cond: cond.clone(), body: loop_body }, span },
-                    Stmt { kind: StmtKind::Push { stack, value: n_expr.clone() }, span },
+                    Stmt {
+                        kind: StmtKind::While {
+                            cond: cond.clone(),
+                            body: loop_body,
+                        },
+                        span,
+                    },
+                    Stmt {
+                        kind: StmtKind::Push {
+                            stack,
+                            value: n_expr.clone(),
+                        },
+                        span,
+                    },
                 ];
                 let rev = vec![
-                    self.let_stmt(n, Expr { kind: ExprKind::Pop(stack), ..n_expr.clone() }),
-                    Stmt { kind: StmtKind::ForDown { var: k, upper: n_expr, lower: int(1), body: body_r }, span },
+                    self.let_stmt(
+                        n,
+                        Expr {
+                            kind: ExprKind::Pop(stack),
+                            ..n_expr.clone()
+                        },
+                    ),
+                    Stmt {
+                        kind: StmtKind::ForDown {
+                            var: k,
+                            upper: n_expr,
+                            lower: int(1),
+                            body: body_r,
+                        },
+                        span,
+                    },
                 ];
                 (fwd, rev)
             }
             StmtKind::Block(stmts) => {
                 let (f, r) = self.list(stmts, ctx);
-                (vec![Stmt { kind: StmtKind::Block(f), span }], vec![Stmt { kind: StmtKind::Block(r), span }])
+                (
+                    vec![Stmt {
+                        kind: StmtKind::Block(f),
+                        span,
+                    }],
+                    vec![Stmt {
+                        kind: StmtKind::Block(r),
+                        span,
+                    }],
+                )
             }
             StmtKind::Print(_) | StmtKind::CheckConstraint { .. } => (same(false), Vec::new()),
             StmtKind::Reject(_) | StmtKind::FatalError(_) => (same(true), Vec::new()),
@@ -365,19 +568,50 @@ impl Transformer {
         let span = s.span;
         let stack = self.new_stack();
         let old = self.lvalue_expr(lhs, span);
-        let fwd = vec![Stmt { kind: StmtKind::Push { stack, value: old.clone() }, span }, s.clone()];
+        let fwd = vec![
+            Stmt {
+                kind: StmtKind::Push {
+                    stack,
+                    value: old.clone(),
+                },
+                span,
+            },
+            s.clone(),
+        ];
         let mut rev = Vec::new();
-        let lhs_adj = self.adjoint(lhs.var).map(|a| LValue { var: a, path: lhs.path.clone() });
+        let lhs_adj = self.adjoint(lhs.var).map(|a| LValue {
+            var: a,
+            path: lhs.path.clone(),
+        });
         let grad = lhs_adj.as_ref().map(|adj_lv| {
             let g = self.temp(&old.ty, "assign_adj");
             let read = self.lvalue_expr(adj_lv, span);
             rev.push(self.let_stmt(g, read.clone()));
-            let zeros = Expr { kind: ExprKind::ZerosLike(Box::new(read.clone())), ad: AdLevel::DataOnly, ..read };
-            rev.push(Stmt { kind: StmtKind::Assign { lhs: adj_lv.clone(), rhs: zeros }, span });
+            let zeros = Expr {
+                kind: ExprKind::ZerosLike(Box::new(read.clone())),
+                ad: AdLevel::DataOnly,
+                ..read
+            };
+            rev.push(Stmt {
+                kind: StmtKind::Assign {
+                    lhs: adj_lv.clone(),
+                    rhs: zeros,
+                },
+                span,
+            });
             g
         });
-        let pop = Expr { kind: ExprKind::Pop(stack), ..old };
-        rev.push(Stmt { kind: StmtKind::Assign { lhs: lhs.clone(), rhs: pop }, span });
+        let pop = Expr {
+            kind: ExprKind::Pop(stack),
+            ..old
+        };
+        rev.push(Stmt {
+            kind: StmtKind::Assign {
+                lhs: lhs.clone(),
+                rhs: pop,
+            },
+            span,
+        });
         if let Some(g) = grad {
             let incoming = self.var_expr(g, span);
             rev.extend(self.reverse_expr(rhs, incoming));
@@ -407,7 +641,16 @@ impl Transformer {
         out.extend(self.zero_temp_adjoints(&anf.stmts));
         if let ExprKind::Var(v) = anf.atom.kind {
             if let Some(a) = self.adjoint(v) {
-                out.push(Stmt { kind: StmtKind::AddAssign { lhs: LValue { var: a, path: Vec::new() }, rhs: incoming }, span: e.span });
+                out.push(Stmt {
+                    kind: StmtKind::AddAssign {
+                        lhs: LValue {
+                            var: a,
+                            path: Vec::new(),
+                        },
+                        rhs: incoming,
+                    },
+                    span: e.span,
+                });
             }
         }
         out.extend(self.reverse_anf_list(&anf.stmts));
@@ -442,13 +685,24 @@ impl Transformer {
         for s in stmts.iter().rev() {
             match &s.kind {
                 StmtKind::Let { var, value } => {
-                    let Some(t_adj) = self.adjoint(*var) else { continue };
+                    let Some(t_adj) = self.adjoint(*var) else {
+                        continue;
+                    };
                     if self.cond_temps.contains(var) {
                         // `t = a` in a branch of `c ? a : b`.
                         if let ExprKind::Var(a) = value.kind {
                             if let Some(a_adj) = self.adjoint(a) {
                                 let rhs = self.var_expr(t_adj, s.span);
-                                out.push(Stmt { kind: StmtKind::AddAssign { lhs: LValue { var: a_adj, path: Vec::new() }, rhs }, span: s.span });
+                                out.push(Stmt {
+                                    kind: StmtKind::AddAssign {
+                                        lhs: LValue {
+                                            var: a_adj,
+                                            path: Vec::new(),
+                                        },
+                                        rhs,
+                                    },
+                                    span: s.span,
+                                });
                             }
                         }
                         continue;
@@ -458,12 +712,23 @@ impl Transformer {
                         Err(what) => self.fail(what, value.span),
                     }
                 }
-                StmtKind::If { cond, then, otherwise } => {
+                StmtKind::If {
+                    cond,
+                    then,
+                    otherwise,
+                } => {
                     let mut then_r = self.zero_temp_adjoints(then);
                     then_r.extend(self.reverse_anf_list(then));
                     let mut else_r = self.zero_temp_adjoints(otherwise);
                     else_r.extend(self.reverse_anf_list(otherwise));
-                    out.push(Stmt { kind: StmtKind::If { cond: cond.clone(), then: then_r, otherwise: else_r }, span: s.span });
+                    out.push(Stmt {
+                        kind: StmtKind::If {
+                            cond: cond.clone(),
+                            then: then_r,
+                            otherwise: else_r,
+                        },
+                        span: s.span,
+                    });
                 }
                 _ => {}
             }
@@ -478,14 +743,24 @@ impl Transformer {
             e = match step {
                 LValueStep::Index(idx) => {
                     let ty = index_type(&e.ty, idx);
-                    Expr { kind: ExprKind::Index(Box::new(e), idx.clone()), ty, ad: AdLevel::AutoDiff, span }
+                    Expr {
+                        kind: ExprKind::Index(Box::new(e), idx.clone()),
+                        ty,
+                        ad: AdLevel::AutoDiff,
+                        span,
+                    }
                 }
                 LValueStep::TupleProj(k) => {
                     let ty = match &e.ty {
                         Type::Tuple(ts) => ts.get(k - 1).cloned().unwrap_or(Type::Error),
                         _ => Type::Error,
                     };
-                    Expr { kind: ExprKind::TupleProj(Box::new(e), *k), ty, ad: AdLevel::AutoDiff, span }
+                    Expr {
+                        kind: ExprKind::TupleProj(Box::new(e), *k),
+                        ty,
+                        ad: AdLevel::AutoDiff,
+                        span,
+                    }
                 }
             };
         }
@@ -494,7 +769,12 @@ impl Transformer {
 }
 
 fn real(x: f64) -> Expr {
-    Expr { kind: ExprKind::Real(x), ty: Type::Real, ad: AdLevel::DataOnly, span: Span::default() }
+    Expr {
+        kind: ExprKind::Real(x),
+        ty: Type::Real,
+        ad: AdLevel::DataOnly,
+        span: Span::default(),
+    }
 }
 
 /// Type of `base[idx...]`.
@@ -537,15 +817,21 @@ fn writes_only_own_locals(body: &[Stmt]) -> bool {
     collect_decls(body, &mut own);
     fn ok(stmts: &[Stmt], own: &HashSet<VarId>) -> bool {
         stmts.iter().all(|s| match &s.kind {
-            StmtKind::Assign { lhs, .. } | StmtKind::AddAssign { lhs, .. } => own.contains(&lhs.var),
+            StmtKind::Assign { lhs, .. } | StmtKind::AddAssign { lhs, .. } => {
+                own.contains(&lhs.var)
+            }
             StmtKind::Unpack { .. }
             | StmtKind::Break
             | StmtKind::Continue
             | StmtKind::Return(_)
             | StmtKind::JacobianAdd(_)
             | StmtKind::Effect(_) => false,
-            StmtKind::If { then, otherwise, .. } => ok(then, own) && ok(otherwise, own),
-            StmtKind::While { body, .. } | StmtKind::For { body, .. } | StmtKind::ForDown { body, .. } => ok(body, own),
+            StmtKind::If {
+                then, otherwise, ..
+            } => ok(then, own) && ok(otherwise, own),
+            StmtKind::While { body, .. }
+            | StmtKind::For { body, .. }
+            | StmtKind::ForDown { body, .. } => ok(body, own),
             StmtKind::Block(b) => ok(b, own),
             _ => true,
         })
@@ -559,7 +845,9 @@ fn collect_decls(stmts: &[Stmt], out: &mut HashSet<VarId>) {
             StmtKind::Decl { var, .. } | StmtKind::Let { var, .. } => {
                 out.insert(*var);
             }
-            StmtKind::If { then, otherwise, .. } => {
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
                 collect_decls(then, out);
                 collect_decls(otherwise, out);
             }
@@ -576,8 +864,13 @@ fn collect_decls(stmts: &[Stmt], out: &mut HashSet<VarId>) {
 /// The argument expressions of a transform, in order.
 fn transform_args(t: &Transform) -> Vec<Expr> {
     match t {
-        Transform::Lower(a) | Transform::Upper(a) | Transform::Offset(a) | Transform::Multiplier(a) => vec![a.clone()],
-        Transform::LowerUpper(a, b) | Transform::OffsetMultiplier(a, b) => vec![a.clone(), b.clone()],
+        Transform::Lower(a)
+        | Transform::Upper(a)
+        | Transform::Offset(a)
+        | Transform::Multiplier(a) => vec![a.clone()],
+        Transform::LowerUpper(a, b) | Transform::OffsetMultiplier(a, b) => {
+            vec![a.clone(), b.clone()]
+        }
         Transform::Tuple(ts) => ts.iter().flat_map(transform_args).collect(),
         _ => Vec::new(),
     }
@@ -587,7 +880,11 @@ fn transform_args(t: &Transform) -> Vec<Expr> {
 /// [`transform_args`]).
 fn with_transform_args(t: &Transform, args: &[Expr]) -> Transform {
     fn go(t: &Transform, args: &mut std::slice::Iter<'_, Expr>) -> Transform {
-        let mut next = || args.next().cloned().expect("one atom per transform argument");
+        let mut next = || {
+            args.next()
+                .cloned()
+                .expect("one atom per transform argument")
+        };
         match t {
             Transform::Lower(_) => Transform::Lower(next()),
             Transform::Upper(_) => Transform::Upper(next()),

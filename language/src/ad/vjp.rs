@@ -14,7 +14,12 @@ use crate::span::Span;
 use crate::types::{AdLevel, Type};
 
 impl Transformer {
-    pub(super) fn vjp(&mut self, value: &Expr, t: VarId, t_adj: VarId) -> Result<Vec<Stmt>, String> {
+    pub(super) fn vjp(
+        &mut self,
+        value: &Expr,
+        t: VarId,
+        t_adj: VarId,
+    ) -> Result<Vec<Stmt>, String> {
         let span = value.span;
         let tb = self.var_expr(t_adj, span);
         let tv = self.var_expr(t, span);
@@ -24,8 +29,14 @@ impl Transformer {
             ExprKind::Index(base, idx) => {
                 if let ExprKind::Var(b) = base.kind {
                     if let Some(b_adj) = self.adjoint(b) {
-                        let lhs = LValue { var: b_adj, path: vec![LValueStep::Index(idx.clone())] };
-                        out.push(Stmt { kind: StmtKind::AddAssign { lhs, rhs: tb }, span });
+                        let lhs = LValue {
+                            var: b_adj,
+                            path: vec![LValueStep::Index(idx.clone())],
+                        };
+                        out.push(Stmt {
+                            kind: StmtKind::AddAssign { lhs, rhs: tb },
+                            span,
+                        });
                     }
                 }
             }
@@ -36,11 +47,21 @@ impl Transformer {
                 }
             }
             ExprKind::Target => {
-                let lhs = LValue { var: self.target_adj, path: Vec::new() };
-                out.push(Stmt { kind: StmtKind::AddAssign { lhs, rhs: tb }, span });
+                let lhs = LValue {
+                    var: self.target_adj,
+                    path: Vec::new(),
+                };
+                out.push(Stmt {
+                    kind: StmtKind::AddAssign { lhs, rhs: tb },
+                    span,
+                });
             }
-            ExprKind::Call(..) => return Err("calls of user-defined functions with parameter arguments".into()),
-            ExprKind::TupleLit(_) | ExprKind::TupleProj(..) => return Err("tuples of parameters".into()),
+            ExprKind::Call(..) => {
+                return Err("calls of user-defined functions with parameter arguments".into());
+            }
+            ExprKind::TupleLit(_) | ExprKind::TupleProj(..) => {
+                return Err("tuples of parameters".into());
+            }
             other => return Err(format!("the expression {other:?}")),
         }
         Ok(out)
@@ -49,14 +70,37 @@ impl Transformer {
     /// Add `share` (shaped like the value it came from) into `operand`'s
     /// adjoint, summing when a scalar operand was broadcast.
     fn accumulate(&mut self, operand: &Expr, share: Expr, out: &mut Vec<Stmt>) {
-        let ExprKind::Var(v) = operand.kind else { return };
+        let ExprKind::Var(v) = operand.kind else {
+            return;
+        };
         let Some(a) = self.adjoint(v) else { return };
         let span = share.span;
-        let share = if operand.ty.is_scalar() && !share.ty.is_scalar() { prim(Prim::Sum, vec![share], Type::Real, span) } else { share };
-        out.push(Stmt { kind: StmtKind::AddAssign { lhs: LValue { var: a, path: Vec::new() }, rhs: share }, span });
+        let share = if operand.ty.is_scalar() && !share.ty.is_scalar() {
+            prim(Prim::Sum, vec![share], Type::Real, span)
+        } else {
+            share
+        };
+        out.push(Stmt {
+            kind: StmtKind::AddAssign {
+                lhs: LValue {
+                    var: a,
+                    path: Vec::new(),
+                },
+                rhs: share,
+            },
+            span,
+        });
     }
 
-    fn prim_vjp(&mut self, p: Prim, args: &[Expr], t: &Expr, tb: &Expr, span: Span, out: &mut Vec<Stmt>) -> Result<(), String> {
+    fn prim_vjp(
+        &mut self,
+        p: Prim,
+        args: &[Expr],
+        t: &Expr,
+        tb: &Expr,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> Result<(), String> {
         use Prim::*;
         let ew = |a: Prim, x: Expr, y: Expr| {
             let ty = elementwise_type(&x.ty, &y.ty);
@@ -89,7 +133,11 @@ impl Transformer {
             Div | EltDiv if args[1].ty.is_scalar() || p == EltDiv => {
                 // t = a / b:  ā += t̄ / b,  b̄ += -t̄ t / b
                 self.accumulate(&args[0], ew(EltDiv, tb.clone(), args[1].clone()), out);
-                let b_share = neg(ew(EltDiv, ew(EltMul, tb.clone(), t.clone()), args[1].clone()));
+                let b_share = neg(ew(
+                    EltDiv,
+                    ew(EltMul, tb.clone(), t.clone()),
+                    args[1].clone(),
+                ));
                 self.accumulate(&args[1], b_share, out);
             }
             EltMul => {
@@ -112,13 +160,22 @@ impl Transformer {
             }
             LogSumExp => {
                 // ā += t̄ · exp(a − t)
-                let soft = prim(Exp, vec![ew(Sub, args[0].clone(), t.clone())], args[0].ty.clone(), span);
+                let soft = prim(
+                    Exp,
+                    vec![ew(Sub, args[0].clone(), t.clone())],
+                    args[0].ty.clone(),
+                    span,
+                );
                 self.accumulate(&args[0], ew(Mul, tb.clone(), soft), out);
             }
             Softmax => {
                 // ā += t ⊙ (t̄ − ⟨t̄, t⟩)
                 let inner = prim(DotProduct, vec![tb.clone(), t.clone()], Type::Real, span);
-                self.accumulate(&args[0], ew(EltMul, t.clone(), ew(Sub, tb.clone(), inner)), out);
+                self.accumulate(
+                    &args[0],
+                    ew(EltMul, t.clone(), ew(Sub, tb.clone(), inner)),
+                    out,
+                );
             }
             LogSoftmax => {
                 // ā += t̄ − exp(t) Σ t̄
@@ -138,18 +195,30 @@ impl Transformer {
                 let cs = prim(CumulativeSum, vec![rev], tb.ty.clone(), span);
                 self.accumulate(&args[0], prim(Reverse, vec![cs], tb.ty.clone(), span), out);
             }
-            DiagMatrix => self.accumulate(&args[0], prim(Diagonal, vec![tb.clone()], Type::Vector, span), out),
-            Diagonal => self.accumulate(&args[0], prim(DiagMatrix, vec![tb.clone()], Type::Matrix, span), out),
+            DiagMatrix => self.accumulate(
+                &args[0],
+                prim(Diagonal, vec![tb.clone()], Type::Vector, span),
+                out,
+            ),
+            Diagonal => self.accumulate(
+                &args[0],
+                prim(DiagMatrix, vec![tb.clone()], Type::Matrix, span),
+                out,
+            ),
             // Integer-valued or piecewise-constant: no derivative.
-            Eq | Neq | Lt | Leq | Gt | Geq | Not | IntDiv | Mod | Floor | Ceil | Round | Trunc | Step | IsNan
-            | IsInf | Size | Rows | Cols | NumElements | ToInt => {}
+            Eq | Neq | Lt | Leq | Gt | Geq | Not | IntDiv | Mod | Floor | Ceil | Round | Trunc
+            | Step | IsNan | IsInf | Size | Rows | Cols | NumElements | ToInt => {}
             _ if is_elementwise_math(p) => {
                 for (k, a) in args.iter().enumerate() {
                     if a.ad == AdLevel::DataOnly {
                         continue;
                     }
                     let partial = Expr {
-                        kind: ExprKind::Partial { prim: p, arg: k, args: args.to_vec() },
+                        kind: ExprKind::Partial {
+                            prim: p,
+                            arg: k,
+                            args: args.to_vec(),
+                        },
                         ty: t.ty.clone(),
                         ad: AdLevel::DataOnly,
                         span,
@@ -165,12 +234,21 @@ impl Transformer {
     /// `ā += s` without reduction: `s` is a scalar added to every element
     /// of `a`, or holds `a`'s elements (in Stan's order) in another shape.
     fn accumulate_broadcast(&mut self, operand: &Expr, share: Expr, out: &mut Vec<Stmt>) {
-        let ExprKind::Var(v) = operand.kind else { return };
+        let ExprKind::Var(v) = operand.kind else {
+            return;
+        };
         let Some(a) = self.adjoint(v) else { return };
-        out.push(Stmt { kind: StmtKind::AddAssign { lhs: LValue { var: a, path: Vec::new() }, rhs: share.clone() }, span: share.span });
+        out.push(Stmt {
+            kind: StmtKind::AddAssign {
+                lhs: LValue {
+                    var: a,
+                    path: Vec::new(),
+                },
+                rhs: share.clone(),
+            },
+            span: share.span,
+        });
     }
-
-
 }
 
 /// Elementwise primitives whose partials `bat_math` provides.
@@ -178,22 +256,89 @@ fn is_elementwise_math(p: Prim) -> bool {
     use Prim::*;
     matches!(
         p,
-        Pow | Exp | Exp2 | Expm1 | Log | Log2 | Log10 | Log1p | Log1m | Log1pExp | Log1mExp | Sqrt | Cbrt | Square
-            | Inv | InvSqrt | InvSquare | Abs | Sin | Cos | Tan | Asin | Acos | Atan | Sinh | Cosh | Tanh | Asinh
-            | Acosh | Atanh | Logit | InvLogit | LogInvLogit | Log1mInvLogit | InvCloglog | Lgamma | Digamma
-            | Trigamma | Tgamma | Erf | Erfc | Phi | PhiApprox | InvPhi | Atan2 | Fmax | Fmin | Fdim | Fmod | Hypot
-            | LogSumExp2 | LogDiffExp | Lbeta | Lchoose | LogFallingFactorial | LogRisingFactorial
-            | LogInvLogitDiff | GammaP | GammaQ | IncBeta | BinaryLogLoss | MultiplyLog | Lmultiply | Fma
+        Pow | Exp
+            | Exp2
+            | Expm1
+            | Log
+            | Log2
+            | Log10
+            | Log1p
+            | Log1m
+            | Log1pExp
+            | Log1mExp
+            | Sqrt
+            | Cbrt
+            | Square
+            | Inv
+            | InvSqrt
+            | InvSquare
+            | Abs
+            | Sin
+            | Cos
+            | Tan
+            | Asin
+            | Acos
+            | Atan
+            | Sinh
+            | Cosh
+            | Tanh
+            | Asinh
+            | Acosh
+            | Atanh
+            | Logit
+            | InvLogit
+            | LogInvLogit
+            | Log1mInvLogit
+            | InvCloglog
+            | Lgamma
+            | Digamma
+            | Trigamma
+            | Tgamma
+            | Erf
+            | Erfc
+            | Phi
+            | PhiApprox
+            | InvPhi
+            | Atan2
+            | Fmax
+            | Fmin
+            | Fdim
+            | Fmod
+            | Hypot
+            | LogSumExp2
+            | LogDiffExp
+            | Lbeta
+            | Lchoose
+            | LogFallingFactorial
+            | LogRisingFactorial
+            | LogInvLogitDiff
+            | GammaP
+            | GammaQ
+            | IncBeta
+            | BinaryLogLoss
+            | MultiplyLog
+            | Lmultiply
+            | Fma
     )
 }
 
 fn prim(p: Prim, args: Vec<Expr>, ty: Type, span: Span) -> Expr {
     let ad = args.iter().map(|a| a.ad).max().unwrap_or(AdLevel::DataOnly);
-    Expr { kind: ExprKind::Prim(p, args), ty, ad, span }
+    Expr {
+        kind: ExprKind::Prim(p, args),
+        ty,
+        ad,
+        span,
+    }
 }
 
 fn real(x: f64, span: Span) -> Expr {
-    Expr { kind: ExprKind::Real(x), ty: Type::Real, ad: AdLevel::DataOnly, span }
+    Expr {
+        kind: ExprKind::Real(x),
+        ty: Type::Real,
+        ad: AdLevel::DataOnly,
+        span,
+    }
 }
 
 fn transpose(e: &Expr, span: Span) -> Expr {
@@ -206,8 +351,18 @@ fn transpose(e: &Expr, span: Span) -> Expr {
 }
 
 fn index(e: &Expr, k: usize, ty: Type, span: Span) -> Expr {
-    let i = Expr { kind: ExprKind::Int(k as i64), ty: Type::Int, ad: AdLevel::DataOnly, span };
-    Expr { kind: ExprKind::Index(Box::new(e.clone()), vec![Index::Single(i)]), ty, ad: e.ad, span }
+    let i = Expr {
+        kind: ExprKind::Int(k as i64),
+        ty: Type::Int,
+        ad: AdLevel::DataOnly,
+        span,
+    };
+    Expr {
+        kind: ExprKind::Index(Box::new(e.clone()), vec![Index::Single(i)]),
+        ty,
+        ad: e.ad,
+        span,
+    }
 }
 
 fn elementwise_type(a: &Type, b: &Type) -> Type {

@@ -240,20 +240,42 @@ pub enum StmtKind {
     // ---- produced by the gradient transformation (`crate::ad`) only
     /// `lhs += rhs` elementwise; a multi-indexed `lhs` accumulates repeated
     /// indexes (scatter-add), unlike assignment.
-    AddAssign { lhs: LValue, rhs: Expr },
+    AddAssign {
+        lhs: LValue,
+        rhs: Expr,
+    },
     /// Save a value on a stack of the gradient program.
-    Push { stack: StackId, value: Expr },
+    Push {
+        stack: StackId,
+        value: Expr,
+    },
     /// `for (var in upper:lower)` counting down (reverse sweeps).
-    ForDown { var: VarId, upper: Expr, lower: Expr, body: Vec<Stmt> },
+    ForDown {
+        var: VarId,
+        upper: Expr,
+        lower: Expr,
+        body: Vec<Stmt>,
+    },
     /// Read parameter `param` from the unconstrained input, constrain it
     /// with `transform` (whose arguments are atoms), store it in `var`,
     /// and add log |J| to the target when the Jacobian is on.
-    ReadParam { param: usize, var: VarId, transform: Transform },
+    ReadParam {
+        param: usize,
+        var: VarId,
+        transform: Transform,
+    },
     /// Reverse of [`StmtKind::ReadParam`]: add the unconstrained gradient
     /// from `var_adj` and the target's adjoint `lp_adj` (log |J|) into the
     /// gradient output, and the transform arguments' adjoints into
     /// `arg_adjs` (one per argument of `transform`, `None` when data).
-    ParamAdjoint { param: usize, var: VarId, var_adj: VarId, lp_adj: VarId, transform: Transform, arg_adjs: Vec<Option<VarId>> },
+    ParamAdjoint {
+        param: usize,
+        var: VarId,
+        var_adj: VarId,
+        lp_adj: VarId,
+        transform: Transform,
+        arg_adjs: Vec<Option<VarId>>,
+    },
 }
 
 /// Index of a stack of the gradient program.
@@ -302,7 +324,11 @@ pub enum ExprKind {
     Pop(StackId),
     /// The partial derivative of elementwise primitive `prim` with respect
     /// to argument `arg`, evaluated elementwise at `args`.
-    Partial { prim: Prim, arg: usize, args: Vec<Expr> },
+    Partial {
+        prim: Prim,
+        arg: usize,
+        args: Vec<Expr>,
+    },
     /// Zeros of the shape of the operand (adjoint initialisation).
     ZerosLike(Box<Expr>),
 }

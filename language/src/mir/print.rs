@@ -10,8 +10,15 @@ use super::{
 /// The gradient program (`bat ir FILE --emit grad`): the model's functions
 /// and the forward-then-reverse body.
 pub fn print_grad_program(g: &crate::ad::GradProgram) -> String {
-    let mut pr = Printer { p: &g.program, out: String::new(), indent: 0 };
-    pr.line(format!("gradient {} ({} stacks)", g.program.name, g.num_stacks));
+    let mut pr = Printer {
+        p: &g.program,
+        out: String::new(),
+        indent: 0,
+    };
+    pr.line(format!(
+        "gradient {} ({} stacks)",
+        g.program.name, g.num_stacks
+    ));
     for f in &g.program.functions {
         pr.function(f);
     }
@@ -220,17 +227,44 @@ impl Printer<'_> {
                 let text = format!("push(stack{}, {});", stack.0, self.expr(value));
                 self.line(text);
             }
-            StmtKind::ForDown { var, upper, lower, body } => {
-                let head = format!("for ({} in {} down to {})", self.name(*var), self.expr(upper), self.expr(lower));
+            StmtKind::ForDown {
+                var,
+                upper,
+                lower,
+                body,
+            } => {
+                let head = format!(
+                    "for ({} in {} down to {})",
+                    self.name(*var),
+                    self.expr(upper),
+                    self.expr(lower)
+                );
                 self.block(head, body);
             }
-            StmtKind::ReadParam { param, var, transform } => {
-                let text = format!("{} = read_param({param}){};", self.name(*var), self.transform(transform));
+            StmtKind::ReadParam {
+                param,
+                var,
+                transform,
+            } => {
+                let text = format!(
+                    "{} = read_param({param}){};",
+                    self.name(*var),
+                    self.transform(transform)
+                );
                 self.line(text);
             }
-            StmtKind::ParamAdjoint { param, var, var_adj, lp_adj, transform, arg_adjs } => {
-                let args: Vec<String> =
-                    arg_adjs.iter().map(|a| a.map_or("_".to_string(), |v| self.name(v))).collect();
+            StmtKind::ParamAdjoint {
+                param,
+                var,
+                var_adj,
+                lp_adj,
+                transform,
+                arg_adjs,
+            } => {
+                let args: Vec<String> = arg_adjs
+                    .iter()
+                    .map(|a| a.map_or("_".to_string(), |v| self.name(v)))
+                    .collect();
                 let text = format!(
                     "param_adjoint({param}, {}, {}, {}){} -> ({});",
                     self.name(*var),
@@ -353,7 +387,9 @@ impl Printer<'_> {
             ExprKind::TupleLit(items) => format!("({})", self.list(items)),
             ExprKind::Target => "target()".to_string(),
             ExprKind::Pop(stack) => format!("pop(stack{})", stack.0),
-            ExprKind::Partial { prim, arg, args } => format!("d{}_{prim}({})", arg + 1, self.list(args)),
+            ExprKind::Partial { prim, arg, args } => {
+                format!("d{}_{prim}({})", arg + 1, self.list(args))
+            }
             ExprKind::ZerosLike(e) => format!("zeros_like({})", self.expr(e)),
         }
     }
