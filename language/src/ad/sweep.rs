@@ -236,7 +236,9 @@ impl Transformer {
         let mut revs = Vec::new();
         let inner = Ctx { top: false, ..ctx };
         for s in stmts {
-            let (f, r) = self.stmt(s, inner);
+            // A top list runs its forward and reverse in one activation, so
+            // the reverse can reuse the forward's temporaries.
+            let (f, r) = self.stmt(s, inner, ctx.top);
             fwd.extend(f);
             revs.push(r);
         }
@@ -285,7 +287,7 @@ impl Transformer {
         (fwd, rev)
     }
 
-    fn stmt(&mut self, s: &Stmt, ctx: Ctx) -> Sweeps {
+    fn stmt(&mut self, s: &Stmt, ctx: Ctx, shared: bool) -> Sweeps {
         let span = s.span;
         let same = |replay_too: bool| {
             if ctx.replay && !replay_too {
@@ -295,21 +297,39 @@ impl Transformer {
             }
         };
         match &s.kind {
-            StmtKind::Decl { var, init, .. } => {
-                let rev = match init {
-                    Some(init) => self.reverse_into(*var, init),
-                    None => Vec::new(),
-                };
-                (vec![s.clone()], rev)
-            }
+            StmtKind::Decl { var, ty, init } => match init {
+                Some(init) => {
+                    let incoming = self.adjoint(*var).map(|a| self.var_expr(a, span));
+                    let (mut fwd, value, rev) = self.expr_sweeps(init, incoming, shared);
+                    fwd.push(Stmt {
+                        kind: StmtKind::Decl {
+                            var: *var,
+                            ty: ty.clone(),
+                            init: Some(value),
+                        },
+                        span,
+                    });
+                    (fwd, rev)
+                }
+                None => (vec![s.clone()], Vec::new()),
+            },
             StmtKind::Let { var, value } => {
-                let rev = self.reverse_into(*var, value);
-                (vec![s.clone()], rev)
+                let incoming = self.adjoint(*var).map(|a| self.var_expr(a, span));
+                let (mut fwd, value, rev) = self.expr_sweeps(value, incoming, shared);
+                fwd.push(self.let_stmt(*var, value));
+                (fwd, rev)
             }
-            StmtKind::Assign { lhs, rhs } => self.assign(lhs, rhs, s),
+            StmtKind::Assign { lhs, rhs } => self.assign(lhs, rhs, span, shared),
             StmtKind::TargetAdd(e) => {
-                let incoming = self.var_expr(self.target_adj, span);
-                (same(false), self.reverse_expr(e, incoming))
+                let incoming = Some(self.var_expr(self.target_adj, span));
+                let (mut fwd, value, rev) = self.expr_sweeps(e, incoming, shared);
+                if !ctx.replay {
+                    fwd.push(Stmt {
+                        kind: StmtKind::TargetAdd(value),
+                        span,
+                    });
+                }
+                (fwd, rev)
             }
             StmtKind::If {
                 cond,
@@ -563,21 +583,17 @@ impl Transformer {
     }
 
     /// `lhs = rhs`: save the old value; in reverse, take the adjoint of the
-    /// new value, restore the old value, recompute `rhs` and propagate.
-    fn assign(&mut self, lhs: &LValue, rhs: &Expr, s: &Stmt) -> Sweeps {
-        let span = s.span;
+    /// new value, restore the old value, then propagate through `rhs`.
+    fn assign(&mut self, lhs: &LValue, rhs: &Expr, span: Span, shared: bool) -> Sweeps {
         let stack = self.new_stack();
         let old = self.lvalue_expr(lhs, span);
-        let fwd = vec![
-            Stmt {
-                kind: StmtKind::Push {
-                    stack,
-                    value: old.clone(),
-                },
-                span,
+        let mut fwd = vec![Stmt {
+            kind: StmtKind::Push {
+                stack,
+                value: old.clone(),
             },
-            s.clone(),
-        ];
+            span,
+        }];
         let mut rev = Vec::new();
         let lhs_adj = self.adjoint(lhs.var).map(|a| LValue {
             var: a,
@@ -612,49 +628,62 @@ impl Transformer {
             },
             span,
         });
-        if let Some(g) = grad {
-            let incoming = self.var_expr(g, span);
-            rev.extend(self.reverse_expr(rhs, incoming));
-        }
+        let incoming = grad.map(|g| self.var_expr(g, span));
+        let (pre, value, expr_rev) = self.expr_sweeps(rhs, incoming, shared);
+        fwd.extend(pre);
+        fwd.push(Stmt {
+            kind: StmtKind::Assign {
+                lhs: lhs.clone(),
+                rhs: value,
+            },
+            span,
+        });
+        rev.extend(expr_rev);
         (fwd, rev)
     }
 
-    /// Reverse of `var = value` for a freshly bound variable.
-    fn reverse_into(&mut self, var: VarId, value: &Expr) -> Vec<Stmt> {
-        match self.adjoint(var) {
-            Some(a) => {
-                let incoming = self.var_expr(a, value.span);
-                self.reverse_expr(value, incoming)
-            }
-            None => Vec::new(),
-        }
-    }
-
-    /// Recompute `e` into temporaries and add `incoming` (the adjoint of
-    /// `e`'s value) through them into the variables' adjoints.
-    fn reverse_expr(&mut self, e: &Expr, incoming: Expr) -> Vec<Stmt> {
+    /// Sweeps of an expression whose value's adjoint is `incoming`:
+    /// (forward statements to run first, the value for the forward
+    /// statement, reverse statements). `shared`: the forward computes the
+    /// temporaries and the reverse reuses them; otherwise the reverse
+    /// recomputes them from the restored state.
+    fn expr_sweeps(
+        &mut self,
+        e: &Expr,
+        incoming: Option<Expr>,
+        shared: bool,
+    ) -> (Vec<Stmt>, Expr, Vec<Stmt>) {
+        let Some(incoming) = incoming else {
+            return (Vec::new(), e.clone(), Vec::new());
+        };
         if e.ad == AdLevel::DataOnly || !Self::is_real_valued(&e.ty) {
-            return Vec::new();
+            return (Vec::new(), e.clone(), Vec::new());
         }
         let anf = self.anf(e);
-        let mut out = anf.stmts.clone();
-        out.extend(self.zero_temp_adjoints(&anf.stmts));
+        let mut rev = if shared {
+            Vec::new()
+        } else {
+            anf.stmts.clone()
+        };
+        rev.extend(self.zero_temp_adjoints(&anf.stmts));
         if let ExprKind::Var(v) = anf.atom.kind {
             if let Some(a) = self.adjoint(v) {
-                out.push(Stmt {
-                    kind: StmtKind::AddAssign {
-                        lhs: LValue {
-                            var: a,
-                            path: Vec::new(),
-                        },
-                        rhs: incoming,
-                    },
+                let lhs = LValue {
+                    var: a,
+                    path: Vec::new(),
+                };
+                rev.push(Stmt {
+                    kind: StmtKind::AddAssign { lhs, rhs: incoming },
                     span: e.span,
                 });
             }
         }
-        out.extend(self.reverse_anf_list(&anf.stmts));
-        out
+        rev.extend(self.reverse_anf_list(&anf.stmts));
+        if shared {
+            (anf.stmts, anf.atom, rev)
+        } else {
+            (Vec::new(), e.clone(), rev)
+        }
     }
 
     /// `let t_adj = zeros_like(t)` for the temporaries a list binds.
