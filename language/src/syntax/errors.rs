@@ -69,8 +69,18 @@ pub fn lexical_errors(
     tokens: &[Spanned<'_>],
     comments: &[Spanned<'_>],
 ) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
+    let mut out: Vec<Diagnostic> = Vec::new();
+    let mut previous_error_end = None;
     for t in tokens.iter().filter(|t| t.token == Token::Error) {
+        // A run of adjacent bad characters is one problem.
+        if previous_error_end == Some(t.start) {
+            previous_error_end = Some(t.end);
+            if let Some(last) = out.last_mut() {
+                last.primary.span.end = t.end as u32;
+            }
+            continue;
+        }
+        previous_error_end = Some(t.end);
         let text = &source[t.start..t.end];
         let span = Span::new(t.start, t.end);
         let diagnostic = match text.chars().next() {
@@ -82,6 +92,14 @@ pub fn lexical_errors(
             )
             .with_label("this string is not closed on the same line")
             .with_note("string literals cannot span lines"),
+            Some('#') if source[t.end..].starts_with("include") => Diagnostic::error(
+                Kind::Syntax,
+                codes::INVALID_CHARACTER,
+                "`#include` is not supported",
+                span,
+            )
+            .with_label("include directive")
+            .with_help("paste the included file's contents here"),
             Some('#') => Diagnostic::error(
                 Kind::Syntax,
                 codes::INVALID_CHARACTER,
@@ -93,7 +111,11 @@ pub fn lexical_errors(
             Some(c) => Diagnostic::error(
                 Kind::Syntax,
                 codes::INVALID_CHARACTER,
-                format!("invalid character `{}`", c.escape_default()),
+                if c.is_control() || c.is_whitespace() {
+                    format!("invalid character `{}`", c.escape_unicode())
+                } else {
+                    format!("invalid character `{c}`")
+                },
                 span,
             )
             .with_label("this character cannot appear here"),
@@ -215,10 +237,21 @@ fn unexpected_token(
             span,
         )
         .with_label("expected a block such as `model {`");
-        if let Token::Ident(word) = token
-            && let Some(best) = closest_block_name(word)
-        {
-            diagnostic = diagnostic.with_help(format!("did you mean `{best}`?"));
+        if let Token::Ident(word) = token {
+            // Two-word names: `transformed paramters`, `generated quantity`.
+            let following = tokens.get(tokens.partition_point(|t| t.start < end));
+            let phrase = match following.map(|t| t.token) {
+                Some(Token::Ident(second)) => Some(format!("{word} {second}")),
+                _ => None,
+            };
+            let best = phrase
+                .as_deref()
+                .and_then(closest_block_name)
+                .filter(|best| best.contains(' '))
+                .or_else(|| closest_block_name(word));
+            if let Some(best) = best {
+                diagnostic = diagnostic.with_help(format!("did you mean `{best}`?"));
+            }
         }
         return diagnostic;
     }
