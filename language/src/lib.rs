@@ -15,6 +15,7 @@ pub mod builtins;
 pub mod check;
 pub mod data;
 pub mod diagnostic;
+pub mod interp;
 pub mod mir;
 pub mod span;
 pub mod syntax;

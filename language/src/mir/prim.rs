@@ -217,6 +217,37 @@ prims! {
     Zeros => "zeros_vector",
     Ones => "ones_vector",
 
+    // ---- argument checks of the distributions (Stan's domain errors).
+    // Each evaluates to 0.0 (a term added to the density, with zero
+    // derivative) or rejects the proposal naming argument `k` (the
+    // optional second operand, an int literal).
+    CheckPositiveFinite => "check_positive_finite",
+    CheckPositive => "check_positive",
+    CheckNonNegative => "check_nonnegative",
+    CheckFinite => "check_finite",
+    CheckNotNan => "check_not_nan",
+    /// 0 ≤ x ≤ 1.
+    CheckProbability => "check_probability",
+    /// Integer variates of mass functions: ≥ 0.
+    CheckNonNegativeInt => "check_nonnegative_int",
+
+    // ---- random number generators (generated quantities only); a
+    // container argument gives an array of independent draws.
+    NormalRng => "normal_rng",
+    LognormalRng => "lognormal_rng",
+    UniformRng => "uniform_rng",
+    ExponentialRng => "exponential_rng",
+    GammaRng => "gamma_rng",
+    BetaRng => "beta_rng",
+    StudentTRng => "student_t_rng",
+    CauchyRng => "cauchy_rng",
+    BernoulliRng => "bernoulli_rng",
+    BernoulliLogitRng => "bernoulli_logit_rng",
+    BinomialRng => "binomial_rng",
+    PoissonRng => "poisson_rng",
+    PoissonLogRng => "poisson_log_rng",
+    CategoricalRng => "categorical_rng",
+
     // ---- constants
     Pi => "pi",
     E => "e",
