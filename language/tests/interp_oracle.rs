@@ -1,0 +1,171 @@
+//! The reference interpreter against Stan itself: for every posteriordb
+//! model with a `stan_oracle.json`, log densities at Stan's four points
+//! must have Stan's differences (with and without the Jacobian), and the
+//! constrain/unconstrain transforms must reproduce Stan's points.
+//! Models that cannot run yet are listed with the reason in
+//! `interp_oracle_exceptions.txt`; listed models that now pass fail the
+//! test too, so the list stays honest.
+
+use language::data::DataFile;
+use language::interp::Model;
+use language::mir;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+const TOL: f64 = 1e-8;
+
+fn corpus() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/posteriordb")
+}
+
+fn close(ours: f64, stan: f64) -> bool {
+    (ours - stan).abs() <= TOL * stan.abs().max(1.0)
+}
+
+/// Run one model against its oracle; `Err` explains the first mismatch.
+fn check_model(dir: &std::path::Path) -> Result<String, String> {
+    let name = dir.file_name().unwrap().to_string_lossy().to_string();
+    let source = std::fs::read_to_string(dir.join("model.stan")).map_err(|e| e.to_string())?;
+    let fe = language::compile_front_end(&source);
+    if let Some(d) = fe.diagnostics.iter().find(|d| d.is_error()) {
+        return Err(format!("front end: {}", d.message));
+    }
+    let program = mir::lower(&fe.program, fe.checked.as_ref().unwrap(), &name).map_err(|ds| {
+        ds.iter()
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
+            .join("; ")
+    })?;
+    let data_text = std::fs::read_to_string(dir.join("data.json")).unwrap_or("{}".into());
+    let data = DataFile::parse(&data_text).map_err(|e| format!("data: {e}"))?;
+    let model = Model::new(&program, &data).map_err(|e| format!("data/transformed data: {e}"))?;
+    let oracle: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("stan_oracle.json")).unwrap())
+            .unwrap();
+    let points = oracle["points"].as_array().ok_or("oracle has no points")?;
+    let mut lps = Vec::new();
+    for (k, point) in points.iter().enumerate() {
+        let theta: Vec<f64> = point["unconstrained"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        if theta.len() != model.num_unconstrained() {
+            return Err(format!(
+                "point {k}: {} unconstrained coordinates, Stan has {}",
+                model.num_unconstrained(),
+                theta.len()
+            ));
+        }
+        // unconstrain(Stan's constrained point) == Stan's unconstrained point
+        let constrained = DataFile::parse(&point["constrained"].to_string()).unwrap();
+        let free = model
+            .unconstrain(&constrained)
+            .map_err(|e| format!("point {k}: unconstrain: {e}"))?;
+        for (i, (a, b)) in free.iter().zip(&theta).enumerate() {
+            if !close(*a, *b) {
+                return Err(format!(
+                    "point {k}: unconstrain coordinate {i}: {a} vs Stan {b}"
+                ));
+            }
+        }
+        // constrain(Stan's unconstrained point) == Stan's constrained point
+        for (pname, value) in model
+            .constrain(&theta)
+            .map_err(|e| format!("point {k}: {e}"))?
+        {
+            let mut ours = Vec::new();
+            value.flatten_reals(&mut ours);
+            let stan_value = constrained
+                .take(
+                    &pname,
+                    &model
+                        .params()
+                        .iter()
+                        .find(|p| p.name == pname)
+                        .unwrap()
+                        .shape,
+                )
+                .map_err(|e| format!("oracle value of {pname}: {e}"))?;
+            let mut theirs = Vec::new();
+            stan_value.flatten_reals(&mut theirs);
+            for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+                if (a - b).abs() > 1e-6 * b.abs().max(1.0) {
+                    return Err(format!(
+                        "point {k}: constrain {pname} element {i}: {a} vs Stan {b}"
+                    ));
+                }
+            }
+        }
+        let lp = model
+            .log_density(&theta, false)
+            .map_err(|e| format!("point {k}: log_density: {e}"))?;
+        let lpj = model
+            .log_density(&theta, true)
+            .map_err(|e| format!("point {k}: log_density (jacobian): {e}"))?;
+        lps.push((
+            lp,
+            lpj,
+            point["lp_no_jacobian"].as_f64().unwrap(),
+            point["lp_jacobian"].as_f64().unwrap(),
+        ));
+    }
+    let mut worst: f64 = 0.0;
+    for k in 1..lps.len() {
+        let (a, b) = (lps[0], lps[k]);
+        for (ours, stan, what) in [
+            (b.0 - a.0, b.2 - a.2, "no Jacobian"),
+            (b.1 - a.1, b.3 - a.3, "Jacobian"),
+        ] {
+            worst = worst.max((ours - stan).abs() / stan.abs().max(1.0));
+            if !close(ours, stan) {
+                return Err(format!(
+                    "lp difference point {k} - point 0 ({what}): {ours} vs Stan {stan}"
+                ));
+            }
+        }
+    }
+    Ok(format!(
+        "{} points, worst relative lp-difference error {worst:.1e}",
+        lps.len()
+    ))
+}
+
+#[test]
+fn log_densities_match_stan() {
+    let exceptions_text = include_str!("interp_oracle_exceptions.txt");
+    let exceptions: BTreeMap<&str, &str> = exceptions_text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            l.split_once(':')
+                .map_or((l.trim(), ""), |(n, r)| (n.trim(), r.trim()))
+        })
+        .collect();
+    let mut entries: Vec<_> = std::fs::read_dir(corpus())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("stan_oracle.json").exists())
+        .collect();
+    entries.sort();
+    let mut problems = Vec::new();
+    let mut passed = 0;
+    for dir in &entries {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let result = check_model(dir);
+        match (&result, exceptions.get(name.as_str())) {
+            (Ok(summary), None) => {
+                passed += 1;
+                println!("PASS {name}: {summary}");
+            }
+            (Ok(_), Some(_)) => {
+                problems.push(format!("{name}: passes now; remove it from the list"))
+            }
+            (Err(why), None) => problems.push(format!("{name}: {why}")),
+            (Err(why), Some(_)) => println!("LISTED {name}: {why}"),
+        }
+    }
+    println!("{passed} of {} models match Stan", entries.len());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
