@@ -13,8 +13,9 @@ use crate::types::Type;
 use crate::value::Value;
 use std::collections::HashMap;
 
-/// Deepest user-function recursion before the run is stopped.
-pub const MAX_CALL_DEPTH: usize = 1000;
+/// Deepest user-function recursion before the run is stopped (kept low so
+/// an unoptimised build on a 2 MiB thread stack never overflows).
+pub const MAX_CALL_DEPTH: usize = 100;
 
 /// How a statement finished.
 pub(crate) enum Flow {

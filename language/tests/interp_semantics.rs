@@ -1,0 +1,233 @@
+//! Semantics of the reference interpreter on small programs, against
+//! closed forms and Stan's documented behaviour.
+
+use language::data::DataFile;
+use language::interp::{ErrorKind, Model, Rng, RuntimeError};
+use language::mir;
+use language::value::Value;
+
+fn model(source: &str, data: &str) -> Result<Model, RuntimeError> {
+    let fe = language::compile_front_end(source);
+    let errors: Vec<_> = fe.diagnostics.iter().filter(|d| d.is_error()).collect();
+    assert!(errors.is_empty(), "front end: {:?}", errors.iter().map(|d| &d.message).collect::<Vec<_>>());
+    let program = mir::lower(&fe.program, fe.checked.as_ref().unwrap(), "test")
+        .unwrap_or_else(|d| panic!("lowering: {:?}", d.iter().map(|d| &d.message).collect::<Vec<_>>()));
+    Model::new(&program, &DataFile::parse(data).unwrap())
+}
+
+/// Generated quantities of a parameter-free program, by name.
+fn gq(source: &str) -> Result<Vec<(String, Value)>, RuntimeError> {
+    let m = model(source, "{}")?;
+    m.generated_quantities(&[], Rng::new(1, 0, 0)).map(|d| d.values)
+}
+
+fn value(values: &[(String, Value)], name: &str) -> Value {
+    values.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no {name}")).1.clone()
+}
+
+fn real(v: &Value) -> f64 {
+    v.as_real().unwrap()
+}
+
+fn reals(v: &Value) -> Vec<f64> {
+    let mut out = Vec::new();
+    v.flatten_reals(&mut out);
+    out
+}
+
+#[test]
+fn recursion_fibonacci() {
+    let vals = gq("functions { int fib(int n) { if (n < 2) return n; return fib(n - 1) + fib(n - 2); } }
+        generated quantities { int f20 = fib(20); }")
+    .unwrap();
+    assert_eq!(value(&vals, "f20"), Value::Int(6765));
+}
+
+#[test]
+fn runaway_recursion_is_a_clear_error() {
+    let err = gq("functions { real down(real x) { return down(x - 1); } }
+        generated quantities { real y = down(1); }")
+    .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Fatal);
+    assert!(err.message.contains("recursion too deep"), "{}", err.message);
+}
+
+#[test]
+fn while_break_continue() {
+    // Collatz steps of 27 is 111 (a data-dependent count).
+    let vals = gq("generated quantities {
+        int steps = 0; int n = 27;
+        while (n != 1) { if (n % 2 == 0) n = n %/% 2; else n = 3 * n + 1; steps += 1; }
+        int odd_sum = 0;
+        for (i in 1:100) { if (i > 10) break; if (i % 2 == 0) continue; odd_sum += i; }
+      }")
+    .unwrap();
+    assert_eq!(value(&vals, "steps"), Value::Int(111));
+    assert_eq!(value(&vals, "odd_sum"), Value::Int(25));
+}
+
+#[test]
+fn integer_division_truncates_toward_zero_and_overflow_errors() {
+    let vals = gq("generated quantities { int a = -7 %/% 2; int b = -7 % 2; int c = 7 / 2; real d = 7.0 / 2; }").unwrap();
+    assert_eq!(value(&vals, "a"), Value::Int(-3));
+    assert_eq!(value(&vals, "b"), Value::Int(-1));
+    assert_eq!(value(&vals, "c"), Value::Int(3));
+    assert_eq!(real(&value(&vals, "d")), 3.5);
+    let err = gq("generated quantities { int big = 2147483647; int x = big * big * big; }").unwrap_err();
+    assert!(err.message.contains("overflow"), "{}", err.message);
+}
+
+#[test]
+fn multi_indexing_and_slices() {
+    let vals = gq("generated quantities {
+        vector[5] v = [1, 2, 3, 4, 5]';
+        array[3] int idx = {5, 1, 3};
+        vector[3] picked = v[idx];
+        vector[2] tail2 = v[4:];
+        vector[3] mid = v[2:4];
+        matrix[2, 3] m = [[1, 2, 3], [4, 5, 6]];
+        row_vector[3] r2 = m[2];
+        vector[2] c3 = m[:, 3];
+        matrix[2, 2] sub = m[1:2, {3, 1}];
+        real m23 = m[2, 3];
+        v[{1, 2}] = [10, 20]';
+      }")
+    .unwrap();
+    assert_eq!(reals(&value(&vals, "picked")), [5.0, 1.0, 3.0]);
+    assert_eq!(reals(&value(&vals, "tail2")), [4.0, 5.0]);
+    assert_eq!(reals(&value(&vals, "mid")), [2.0, 3.0, 4.0]);
+    assert_eq!(reals(&value(&vals, "r2")), [4.0, 5.0, 6.0]);
+    assert_eq!(reals(&value(&vals, "c3")), [3.0, 6.0]);
+    // column-major: [[3, 1], [6, 4]]
+    assert_eq!(reals(&value(&vals, "sub")), [3.0, 6.0, 1.0, 4.0]);
+    assert_eq!(real(&value(&vals, "m23")), 6.0);
+    assert_eq!(reals(&value(&vals, "v")), [10.0, 20.0, 3.0, 4.0, 5.0]);
+}
+
+#[test]
+fn index_out_of_range_names_index_and_size() {
+    let err = gq("generated quantities { vector[3] v = [1, 2, 3]'; real x = v[4]; }").unwrap_err();
+    assert_eq!(err.kind, ErrorKind::IndexOutOfRange);
+    assert!(err.message.contains("index 4") && err.message.contains("between 1 and 3"), "{}", err.message);
+    assert!(err.span.is_some());
+}
+
+#[test]
+fn tuple_unpacking() {
+    let vals = gq("functions { tuple(real, int) pair(real x) { return (2 * x, 7); } }
+        generated quantities { real a; int b; (a, b) = pair(1.5); real c = pair(2).1; }")
+    .unwrap();
+    assert_eq!(real(&value(&vals, "a")), 3.0);
+    assert_eq!(value(&vals, "b"), Value::Int(7));
+    assert_eq!(real(&value(&vals, "c")), 4.0);
+}
+
+#[test]
+fn matrix_products_and_reductions() {
+    let vals = gq("generated quantities {
+        matrix[2, 2] a = [[1, 2], [3, 4]];
+        vector[2] x = [5, 6]';
+        vector[2] ax = a * x;
+        row_vector[2] xa = x' * a;
+        real xx = x' * x;
+        matrix[2, 2] aa = a * a;
+        vector[2] sol = a \\ ax;
+        real ld = log_determinant(a);
+        real s = sum(a);
+        real mn = mean(x);
+        real vr = variance([1, 2, 3, 4]');
+        real lse = log_sum_exp([1, 2]');
+        int isum = sum({1, 2, 3});
+        matrix[2, 2] l = cholesky_decompose([[4, 2], [2, 3]]);
+        vector[2] sm = softmax([0, log(3)]');
+      }")
+    .unwrap();
+    assert_eq!(reals(&value(&vals, "ax")), [17.0, 39.0]);
+    assert_eq!(reals(&value(&vals, "xa")), [23.0, 34.0]);
+    assert_eq!(real(&value(&vals, "xx")), 61.0);
+    assert_eq!(reals(&value(&vals, "aa")), [7.0, 15.0, 10.0, 22.0]);
+    let sol = reals(&value(&vals, "sol"));
+    assert!((sol[0] - 5.0).abs() < 1e-12 && (sol[1] - 6.0).abs() < 1e-12);
+    assert!((real(&value(&vals, "ld")) - 2f64.ln()).abs() < 1e-12);
+    assert_eq!(real(&value(&vals, "s")), 10.0);
+    assert_eq!(real(&value(&vals, "mn")), 5.5);
+    assert!((real(&value(&vals, "vr")) - 5.0 / 3.0).abs() < 1e-12);
+    assert!((real(&value(&vals, "lse")) - (1f64.exp() + 2f64.exp()).ln()).abs() < 1e-12);
+    assert_eq!(value(&vals, "isum"), Value::Int(6));
+    let l = reals(&value(&vals, "l"));
+    assert!((l[0] - 2.0).abs() < 1e-12 && (l[1] - 1.0).abs() < 1e-12 && l[2] == 0.0);
+    assert!((l[3] - 2f64.sqrt()).abs() < 1e-12);
+    let sm = reals(&value(&vals, "sm"));
+    assert!((sm[0] - 0.25).abs() < 1e-12 && (sm[1] - 0.75).abs() < 1e-12);
+}
+
+#[test]
+fn print_collects_output() {
+    let m = model("generated quantities { print(\"x=\", 1 + 2); }", "{}").unwrap();
+    let draw = m.generated_quantities(&[], Rng::new(1, 0, 0)).unwrap();
+    assert_eq!(draw.output, ["x=3"]);
+}
+
+#[test]
+fn reject_is_a_rejection_with_message() {
+    let m = model("parameters { real x; } model { if (x > 1) reject(\"too big: \", x); x ~ normal(0, 1); }", "{}").unwrap();
+    assert!(m.log_density(&[0.5], true).is_ok());
+    let err = m.log_density(&[2.0], true).unwrap_err();
+    assert!(err.is_rejection());
+    assert_eq!(err.message, "too big: 2");
+}
+
+#[test]
+fn negative_scale_is_a_domain_error() {
+    let m = model("parameters { real x; } model { x ~ normal(0, x); }", "{}").unwrap();
+    let err = m.log_density(&[-1.0], true).unwrap_err();
+    assert!(err.is_rejection(), "{err:?}");
+    assert!(m.log_density(&[1.0], true).unwrap().is_finite());
+}
+
+#[test]
+fn data_errors_name_the_variable() {
+    let src = "data { int<lower=0> N; vector<lower=0>[N] y; } parameters { real mu; } model { y ~ normal(mu, 1); }";
+    let err = model(src, r#"{"N": 2, "y": [1.0]}"#).err().unwrap();
+    assert_eq!(err.kind, ErrorKind::Data);
+    assert!(err.message.contains('y'), "{}", err.message);
+    let err = model(src, r#"{"N": 2, "y": [1.0, -1.0]}"#).err().unwrap();
+    assert!(err.message.contains("y[2]"), "{}", err.message);
+    let err = model(src, r#"{"N": -1, "y": []}"#).err().unwrap();
+    assert!(err.message.contains("N"), "{}", err.message);
+}
+
+#[test]
+fn log_density_matches_closed_form_with_jacobian() {
+    // sigma ~ exponential(2) on sigma = exp(u): lp = log 2 - 2 sigma, + u.
+    let m = model("parameters { real<lower=0> sigma; } model { target += exponential_lpdf(sigma | 2); }", "{}").unwrap();
+    let u = 0.3f64;
+    let s = u.exp();
+    assert!((m.log_density(&[u], false).unwrap() - (2f64.ln() - 2.0 * s)).abs() < 1e-14);
+    assert!((m.log_density(&[u], true).unwrap() - (2f64.ln() - 2.0 * s + u)).abs() < 1e-14);
+    // bounds given by data and by an earlier parameter
+    let m = model("data { real lo; } parameters { real<lower=lo> a; real<lower=a, upper=a + 2> b; } model { }", r#"{"lo": 1.5}"#).unwrap();
+    let c = m.constrain(&[0.0, 0.0]).unwrap();
+    assert_eq!(real(&c[0].1), 2.5);
+    assert_eq!(real(&c[1].1), 3.5);
+    assert_eq!(m.unconstrained_names(), ["a", "b"]);
+}
+
+#[test]
+fn unconstrained_layout_names_follow_stan_order() {
+    let m = model("parameters { matrix[2, 2] S; array[2] vector[2] v; simplex[3] s; } model { }", "{}").unwrap();
+    assert_eq!(m.num_unconstrained(), 4 + 4 + 2);
+    assert_eq!(
+        m.unconstrained_names(),
+        ["S[1,1]", "S[2,1]", "S[1,2]", "S[2,2]", "v[1,1]", "v[1,2]", "v[2,1]", "v[2,2]", "s[1]", "s[2]"]
+    );
+}
+
+#[test]
+fn transformed_parameter_constraint_is_checked() {
+    let m = model("parameters { real x; } transformed parameters { real<lower=0> y = x; } model { }", "{}").unwrap();
+    assert!(m.log_density(&[1.0], true).is_ok());
+    let err = m.log_density(&[-1.0], true).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Constraint);
+    assert!(err.message.contains('y'), "{}", err.message);
+}
