@@ -9,20 +9,35 @@ use language::value::Value;
 fn model(source: &str, data: &str) -> Result<Model, RuntimeError> {
     let fe = language::compile_front_end(source);
     let errors: Vec<_> = fe.diagnostics.iter().filter(|d| d.is_error()).collect();
-    assert!(errors.is_empty(), "front end: {:?}", errors.iter().map(|d| &d.message).collect::<Vec<_>>());
-    let program = mir::lower(&fe.program, fe.checked.as_ref().unwrap(), "test")
-        .unwrap_or_else(|d| panic!("lowering: {:?}", d.iter().map(|d| &d.message).collect::<Vec<_>>()));
+    assert!(
+        errors.is_empty(),
+        "front end: {:?}",
+        errors.iter().map(|d| &d.message).collect::<Vec<_>>()
+    );
+    let program =
+        mir::lower(&fe.program, fe.checked.as_ref().unwrap(), "test").unwrap_or_else(|d| {
+            panic!(
+                "lowering: {:?}",
+                d.iter().map(|d| &d.message).collect::<Vec<_>>()
+            )
+        });
     Model::new(&program, &DataFile::parse(data).unwrap())
 }
 
 /// Generated quantities of a parameter-free program, by name.
 fn gq(source: &str) -> Result<Vec<(String, Value)>, RuntimeError> {
     let m = model(source, "{}")?;
-    m.generated_quantities(&[], Rng::new(1, 0, 0)).map(|d| d.values)
+    m.generated_quantities(&[], Rng::new(1, 0, 0))
+        .map(|d| d.values)
 }
 
 fn value(values: &[(String, Value)], name: &str) -> Value {
-    values.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no {name}")).1.clone()
+    values
+        .iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no {name}"))
+        .1
+        .clone()
 }
 
 fn real(v: &Value) -> f64 {
@@ -37,8 +52,10 @@ fn reals(v: &Value) -> Vec<f64> {
 
 #[test]
 fn recursion_fibonacci() {
-    let vals = gq("functions { int fib(int n) { if (n < 2) return n; return fib(n - 1) + fib(n - 2); } }
-        generated quantities { int f20 = fib(20); }")
+    let vals = gq(
+        "functions { int fib(int n) { if (n < 2) return n; return fib(n - 1) + fib(n - 2); } }
+        generated quantities { int f20 = fib(20); }",
+    )
     .unwrap();
     assert_eq!(value(&vals, "f20"), Value::Int(6765));
 }
@@ -49,7 +66,11 @@ fn runaway_recursion_is_a_clear_error() {
         generated quantities { real y = down(1); }")
     .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Fatal);
-    assert!(err.message.contains("recursion too deep"), "{}", err.message);
+    assert!(
+        err.message.contains("recursion too deep"),
+        "{}",
+        err.message
+    );
 }
 
 #[test]
@@ -73,7 +94,8 @@ fn integer_division_truncates_toward_zero_and_overflow_errors() {
     assert_eq!(value(&vals, "b"), Value::Int(-1));
     assert_eq!(value(&vals, "c"), Value::Int(3));
     assert_eq!(real(&value(&vals, "d")), 3.5);
-    let err = gq("generated quantities { int big = 2147483647; int x = big * big * big; }").unwrap_err();
+    let err =
+        gq("generated quantities { int big = 2147483647; int x = big * big * big; }").unwrap_err();
     assert!(err.message.contains("overflow"), "{}", err.message);
 }
 
@@ -108,14 +130,20 @@ fn multi_indexing_and_slices() {
 fn index_out_of_range_names_index_and_size() {
     let err = gq("generated quantities { vector[3] v = [1, 2, 3]'; real x = v[4]; }").unwrap_err();
     assert_eq!(err.kind, ErrorKind::IndexOutOfRange);
-    assert!(err.message.contains("index 4") && err.message.contains("between 1 and 3"), "{}", err.message);
+    assert!(
+        err.message.contains("index 4") && err.message.contains("between 1 and 3"),
+        "{}",
+        err.message
+    );
     assert!(err.span.is_some());
 }
 
 #[test]
 fn tuple_unpacking() {
-    let vals = gq("functions { tuple(real, int) pair(real x) { return (2 * x, 7); } }
-        generated quantities { real a; int b; (a, b) = pair(1.5); real c = pair(2).1; }")
+    let vals = gq(
+        "functions { tuple(real, int) pair(real x) { return (2 * x, 7); } }
+        generated quantities { real a; int b; (a, b) = pair(1.5); real c = pair(2).1; }",
+    )
     .unwrap();
     assert_eq!(real(&value(&vals, "a")), 3.0);
     assert_eq!(value(&vals, "b"), Value::Int(7));
@@ -170,7 +198,11 @@ fn print_collects_output() {
 
 #[test]
 fn reject_is_a_rejection_with_message() {
-    let m = model("parameters { real x; } model { if (x > 1) reject(\"too big: \", x); x ~ normal(0, 1); }", "{}").unwrap();
+    let m = model(
+        "parameters { real x; } model { if (x > 1) reject(\"too big: \", x); x ~ normal(0, 1); }",
+        "{}",
+    )
+    .unwrap();
     assert!(m.log_density(&[0.5], true).is_ok());
     let err = m.log_density(&[2.0], true).unwrap_err();
     assert!(err.is_rejection());
@@ -200,7 +232,11 @@ fn data_errors_name_the_variable() {
 #[test]
 fn log_density_matches_closed_form_with_jacobian() {
     // sigma ~ exponential(2) on sigma = exp(u): lp = log 2 - 2 sigma, + u.
-    let m = model("parameters { real<lower=0> sigma; } model { target += exponential_lpdf(sigma | 2); }", "{}").unwrap();
+    let m = model(
+        "parameters { real<lower=0> sigma; } model { target += exponential_lpdf(sigma | 2); }",
+        "{}",
+    )
+    .unwrap();
     let u = 0.3f64;
     let s = u.exp();
     assert!((m.log_density(&[u], false).unwrap() - (2f64.ln() - 2.0 * s)).abs() < 1e-14);
@@ -215,17 +251,28 @@ fn log_density_matches_closed_form_with_jacobian() {
 
 #[test]
 fn unconstrained_layout_names_follow_stan_order() {
-    let m = model("parameters { matrix[2, 2] S; array[2] vector[2] v; simplex[3] s; } model { }", "{}").unwrap();
+    let m = model(
+        "parameters { matrix[2, 2] S; array[2] vector[2] v; simplex[3] s; } model { }",
+        "{}",
+    )
+    .unwrap();
     assert_eq!(m.num_unconstrained(), 4 + 4 + 2);
     assert_eq!(
         m.unconstrained_names(),
-        ["S[1,1]", "S[2,1]", "S[1,2]", "S[2,2]", "v[1,1]", "v[1,2]", "v[2,1]", "v[2,2]", "s[1]", "s[2]"]
+        [
+            "S[1,1]", "S[2,1]", "S[1,2]", "S[2,2]", "v[1,1]", "v[1,2]", "v[2,1]", "v[2,2]", "s[1]",
+            "s[2]"
+        ]
     );
 }
 
 #[test]
 fn transformed_parameter_constraint_is_checked() {
-    let m = model("parameters { real x; } transformed parameters { real<lower=0> y = x; } model { }", "{}").unwrap();
+    let m = model(
+        "parameters { real x; } transformed parameters { real<lower=0> y = x; } model { }",
+        "{}",
+    )
+    .unwrap();
     assert!(m.log_density(&[1.0], true).is_ok());
     let err = m.log_density(&[-1.0], true).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Constraint);

@@ -166,6 +166,20 @@ impl<'a> Density<'a> {
         self.terms.push(summed);
     }
 
+    /// Stan's argument check `check` on argument `i`: evaluated even when
+    /// every term is dropped, rejecting the proposal when it fails.
+    fn check(&mut self, i: usize, check: Prim) {
+        let label = Expr {
+            kind: ExprKind::Int(i as i64 + 1),
+            ty: Type::Int,
+            ad: AdLevel::DataOnly,
+            span: self.span,
+        };
+        let mut e = prim(check, vec![self.arg(i), label], self.span);
+        e.ty = Type::Real;
+        self.terms.push(e);
+    }
+
     /// A constant term (dropped under propto).
     fn constant(&mut self, c: f64) {
         self.term(&[], |d| real(c, d.span));
@@ -200,6 +214,9 @@ pub fn distribution(
     let half_log_2pi = 0.5 * (2.0 * PI).ln();
     match (family, n) {
         ("normal", 3) => {
+            d.check(0, CheckNotNan);
+            d.check(1, CheckFinite);
+            d.check(2, CheckPositive);
             // -0.5 z² - log σ - ½ log 2π, z = (y - μ) / σ
             d.term(&[0, 1, 2], |d| {
                 let z = d.p(EltDiv, vec![d.p(Sub, vec![d.arg(0), d.arg(1)]), d.arg(2)]);
@@ -209,12 +226,16 @@ pub fn distribution(
             d.constant(-half_log_2pi);
         }
         ("std_normal", 1) => {
+            d.check(0, CheckNotNan);
             d.term(&[0], |d| {
                 d.p(Mul, vec![d.r(-0.5), d.p(Square, vec![d.arg(0)])])
             });
             d.constant(-half_log_2pi);
         }
         ("cauchy", 3) => {
+            d.check(0, CheckNotNan);
+            d.check(1, CheckFinite);
+            d.check(2, CheckPositiveFinite);
             d.term(&[0, 1, 2], |d| {
                 let z = d.p(EltDiv, vec![d.p(Sub, vec![d.arg(0), d.arg(1)]), d.arg(2)]);
                 d.p(Neg, vec![d.p(Log1p, vec![d.p(Square, vec![z])])])
@@ -223,6 +244,10 @@ pub fn distribution(
             d.constant(-PI.ln());
         }
         ("student_t", 4) => {
+            d.check(0, CheckNotNan);
+            d.check(1, CheckPositiveFinite);
+            d.check(2, CheckFinite);
+            d.check(3, CheckPositiveFinite);
             // lgamma((ν+1)/2) - lgamma(ν/2) - ½ log ν - log σ
             //   - (ν+1)/2 · log1p(z² / ν) - ½ log π
             d.term(&[1], |d| {
@@ -249,6 +274,9 @@ pub fn distribution(
             d.constant(-0.5 * PI.ln());
         }
         ("lognormal", 3) => {
+            d.check(0, CheckNonNegative);
+            d.check(1, CheckFinite);
+            d.check(2, CheckPositiveFinite);
             d.term(&[0, 1, 2], |d| {
                 let z = d.p(
                     EltDiv,
@@ -261,12 +289,17 @@ pub fn distribution(
             d.constant(-half_log_2pi);
         }
         ("exponential", 2) => {
+            d.check(0, CheckNonNegative);
+            d.check(1, CheckPositiveFinite);
             d.term(&[1], |d| d.p(Log, vec![d.arg(1)]));
             d.term(&[0, 1], |d| {
                 d.p(Neg, vec![d.p(EltMul, vec![d.arg(1), d.arg(0)])])
             });
         }
         ("gamma", 3) => {
+            d.check(0, CheckNotNan);
+            d.check(1, CheckPositiveFinite);
+            d.check(2, CheckPositiveFinite);
             d.term(&[1], |d| d.p(Neg, vec![d.p(Lgamma, vec![d.arg(1)])]));
             d.term(&[1, 2], |d| {
                 d.p(EltMul, vec![d.arg(1), d.p(Log, vec![d.arg(2)])])
@@ -282,6 +315,9 @@ pub fn distribution(
             });
         }
         ("inv_gamma", 3) => {
+            d.check(0, CheckNotNan);
+            d.check(1, CheckPositiveFinite);
+            d.check(2, CheckPositiveFinite);
             d.term(&[1], |d| d.p(Neg, vec![d.p(Lgamma, vec![d.arg(1)])]));
             d.term(&[1, 2], |d| {
                 d.p(EltMul, vec![d.arg(1), d.p(Log, vec![d.arg(2)])])
@@ -300,6 +336,9 @@ pub fn distribution(
             });
         }
         ("beta", 3) => {
+            d.check(0, CheckProbability);
+            d.check(1, CheckPositiveFinite);
+            d.check(2, CheckPositiveFinite);
             d.term(&[1, 2], |d| {
                 d.p(Neg, vec![d.p(Lbeta, vec![d.arg(1), d.arg(2)])])
             });
@@ -320,6 +359,8 @@ pub fn distribution(
             });
         }
         ("bernoulli_logit", 2) => {
+            d.check(0, CheckProbability);
+            d.check(1, CheckNotNan);
             // log_inv_logit((2y - 1) α)
             d.term(&[0, 1], |d| {
                 let sign = d.p(Sub, vec![d.p(Mul, vec![d.r(2.0), d.arg(0)]), d.r(1.0)]);
@@ -327,6 +368,8 @@ pub fn distribution(
             });
         }
         ("bernoulli", 2) => {
+            d.check(0, CheckProbability);
+            d.check(1, CheckProbability);
             d.term(&[0, 1], |d| {
                 let yes = d.p(EltMul, vec![d.arg(0), d.p(Log, vec![d.arg(1)])]);
                 let no = d.p(
@@ -341,6 +384,9 @@ pub fn distribution(
         }
         ("binomial", 3) | ("binomial_logit", 3) => {
             let logit = family == "binomial_logit";
+            d.check(0, CheckNonNegativeInt);
+            d.check(1, CheckNonNegativeInt);
+            d.check(2, if logit { CheckFinite } else { CheckProbability });
             d.term(&[0, 1], |d| d.p(Lchoose, vec![d.arg(1), d.arg(0)]));
             d.term(&[0, 1, 2], |d| {
                 let (log_p, log_q) = if logit {
@@ -357,6 +403,8 @@ pub fn distribution(
             });
         }
         ("poisson", 2) => {
+            d.check(0, CheckNonNegativeInt);
+            d.check(1, CheckNonNegative);
             d.term(&[0, 1], |d| {
                 d.p(EltMul, vec![d.arg(0), d.p(Log, vec![d.arg(1)])])
             });
@@ -369,6 +417,8 @@ pub fn distribution(
             });
         }
         ("poisson_log", 2) => {
+            d.check(0, CheckNonNegativeInt);
+            d.check(1, CheckNotNan);
             d.term(&[0, 1], |d| d.p(EltMul, vec![d.arg(0), d.arg(1)]));
             d.term(&[1], |d| d.p(Neg, vec![d.p(Exp, vec![d.arg(1)])]));
             d.term(&[0], |d| {
