@@ -31,6 +31,9 @@ use constrain::Evaluated;
 use error::Result;
 use exec::Machine;
 
+/// The chain id of the random stream used by transformed data.
+pub const TRANSFORMED_DATA_CHAIN: u32 = u32::MAX;
+
 /// One parameter's place in the unconstrained vector.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParamLayout {
@@ -61,8 +64,21 @@ pub struct Draw {
 }
 
 impl Model {
+    /// Read `data` and run transformed data, whose `_rng` calls draw from
+    /// seed 0 (see [`Model::with_seed`]).
     pub fn new(program: &Program, data: &DataFile) -> std::result::Result<Model, RuntimeError> {
+        Model::with_seed(program, data, 0)
+    }
+
+    /// As [`Model::new`], transformed data drawing from the stream
+    /// [`TRANSFORMED_DATA_CHAIN`] of `seed`.
+    pub fn with_seed(
+        program: &Program,
+        data: &DataFile,
+        seed: u64,
+    ) -> std::result::Result<Model, RuntimeError> {
         let mut m = Machine::new(program);
+        m.rng = Some(Rng::new(seed, TRANSFORMED_DATA_CHAIN, 0));
         for decl in &program.data {
             let name = program.vars[decl.var.0 as usize].name.clone();
             let in_data = |e: RuntimeError| RuntimeError {
@@ -78,6 +94,7 @@ impl Model {
             m.set(decl.var, value);
         }
         m.block(&program.transformed_data)?;
+        m.rng = None;
         let mut params = Vec::new();
         let mut offset = 0;
         for decl in &program.parameters {

@@ -236,7 +236,8 @@ fn draw_one(p: Prim, rng: &mut Rng, a: &[f64]) -> Result<Value> {
         )?)),
         PoissonLogRng => {
             let rate = a[0].exp();
-            Value::Int(rng.poisson(need(name, "log rate", a[0], rate < 2f64.powi(30))?))
+            need(name, "log rate", a[0], rate < 2f64.powi(30))?;
+            Value::Int(rng.poisson(rate))
         }
         _ => {
             return Err(RuntimeError::fatal(format!(
