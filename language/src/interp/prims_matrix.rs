@@ -361,6 +361,7 @@ pub(crate) fn eval(p: Prim, args: &[Value]) -> Result<Value> {
         }
         Size => Value::Int(size(a(0)?) as i64),
         NumElements => Value::Int(num_elements(a(0)?) as i64),
+        Dims => int_array(dims(a(0)?)),
         Rows | Cols => {
             let v = a(0)?;
             let (r, c) = match v {
@@ -532,5 +533,23 @@ fn append(name: &str, x: &Value, y: &Value, rows: bool) -> Result<Value> {
         } else {
             mat(r1, c1 + c2, data)
         })
+    }
+}
+
+/// Sizes of every dimension of `v` (arrays by their first element).
+fn dims(v: &Value) -> Vec<i64> {
+    match v {
+        Value::Array(items) => {
+            let mut out = vec![items.len() as i64];
+            if let Some(first) = items.first() {
+                out.extend(dims(first));
+            }
+            out
+        }
+        Value::Vector(x) | Value::RowVector(x) => vec![x.len() as i64],
+        Value::Matrix { rows, cols, .. } => vec![*rows as i64, *cols as i64],
+        Value::ComplexVector(x) | Value::ComplexRowVector(x) => vec![x.len() as i64],
+        Value::ComplexMatrix { rows, cols, .. } => vec![*rows as i64, *cols as i64],
+        _ => Vec::new(),
     }
 }

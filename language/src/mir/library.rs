@@ -40,6 +40,9 @@ pub fn call(name: &str, args: Vec<Expr>, ty: &Type, span: Span) -> Result<ExprKi
         ("min", 2) => Prim::Fmin,
         ("abs", _) | ("fabs", _) => Prim::Abs,
         ("log_mix", 3) => return Ok(log_mix(args, span).kind),
+        ("student_t_lccdf", 4) if args.iter().all(|a| a.ty.is_scalar()) => {
+            return Ok(student_t_lccdf(args, span).kind);
+        }
         _ => match BY_NAME.get(name) {
             Some(&p) => p,
             None => return Err(Unsupported(format!("the function `{name}`"))),
@@ -64,6 +67,47 @@ fn log_mix(mut args: Vec<Expr>, span: Span) -> Expr {
         span,
     );
     prim(Prim::LogSumExp2, vec![left, right], span)
+}
+
+/// `student_t_lccdf(y | ν, μ, σ)` for scalars: with t = (y − μ)/σ and
+/// x = ν / (ν + t²), the upper tail is ½ I_x(ν/2, ½) for t > 0 and
+/// 1 − ½ I_x(ν/2, ½) otherwise (Stan's student_t_lccdf).
+fn student_t_lccdf(args: Vec<Expr>, span: Span) -> Expr {
+    use Prim::*;
+    let [y, nu, mu, sigma]: [Expr; 4] = args.try_into().expect("4 args");
+    let t = prim(EltDiv, vec![prim(Sub, vec![y, mu], span), sigma], span);
+    let t2 = prim(Square, vec![t.clone()], span);
+    let x = prim(
+        EltDiv,
+        vec![nu.clone(), prim(Add, vec![nu.clone(), t2], span)],
+        span,
+    );
+    let half_nu = prim(Mul, vec![real(0.5, span), nu], span);
+    let half_tail = prim(
+        Mul,
+        vec![
+            real(0.5, span),
+            prim(IncBeta, vec![half_nu, real(0.5, span), x], span),
+        ],
+        span,
+    );
+    let positive = typed(prim(Gt, vec![t, real(0.0, span)], span), Type::Int);
+    let upper = prim(Sub, vec![real(1.0, span), half_tail.clone()], span);
+    let ad = half_tail.ad.max(positive.ad);
+    let tail = Expr {
+        kind: ExprKind::Cond(Box::new(positive), Box::new(half_tail), Box::new(upper)),
+        ty: Type::Real,
+        ad,
+        span,
+    };
+    prim(Log, vec![tail], span)
+}
+
+/// `e` with its type set (for primitives whose result type is not the
+/// elementwise rule's).
+fn typed(mut e: Expr, ty: Type) -> Expr {
+    e.ty = ty;
+    e
 }
 
 // ------------------------------------------------------------ builders
@@ -164,6 +208,16 @@ impl<'a> Density<'a> {
             }
         };
         self.terms.push(summed);
+    }
+
+    /// Add `term`, a scalar already summed over every element (no
+    /// broadcast multiplication); skipped under propto like [`Self::term`].
+    fn term_once(&mut self, uses: &[usize], build: impl FnOnce(&Self) -> Expr) {
+        if self.propto && uses.iter().all(|&i| self.args[i].ad == AdLevel::DataOnly) {
+            return;
+        }
+        let t = build(self);
+        self.terms.push(t);
     }
 
     /// Stan's argument check `check` on argument `i`: evaluated even when
@@ -427,6 +481,32 @@ pub fn distribution(
                     vec![d.p(Lgamma, vec![d.p(Add, vec![d.arg(0), d.r(1.0)])])],
                 )
             });
+        }
+        ("normal_id_glm", 5) if args[0].ty == Type::Vector || args[0].ty.is_scalar() => {
+            // normal(y | α + x β, σ)
+            let [y, x, alpha, beta, sigma]: [Expr; 5] = args.clone().try_into().expect("5 args");
+            let linear = typed(prim(Mul, vec![x, beta], span), Type::Vector);
+            let mu = typed(prim(Add, vec![alpha, linear], span), Type::Vector);
+            return distribution("normal", vec![y, mu, sigma], propto, span);
+        }
+        ("multi_normal_cholesky", 3) if args[0].ty == Type::Vector => {
+            // -½ |L⁻¹(y − μ)|² − Σ log diag(L) − ½ K log 2π
+            d.check(0, CheckNotNan);
+            d.check(1, CheckFinite);
+            d.term_once(&[0, 1, 2], |d| {
+                let diff = typed(d.p(Sub, vec![d.arg(0), d.arg(1)]), Type::Vector);
+                let z = typed(d.p(MdivideLeftTriLow, vec![d.arg(2), diff]), Type::Vector);
+                d.p(
+                    Mul,
+                    vec![d.r(-0.5), typed(d.p(DotSelf, vec![z]), Type::Real)],
+                )
+            });
+            d.term_once(&[2], |d| {
+                let diag = typed(d.p(Diagonal, vec![d.arg(2)]), Type::Vector);
+                let logs = typed(d.p(Log, vec![diag]), Type::Vector);
+                d.p(Neg, vec![typed(d.p(Sum, vec![logs]), Type::Real)])
+            });
+            d.constant(-half_log_2pi);
         }
         _ => return Err(Unsupported(format!("the distribution `{family}`"))),
     }

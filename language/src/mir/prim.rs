@@ -212,6 +212,8 @@ prims! {
     Rows => "rows",
     Cols => "cols",
     NumElements => "num_elements",
+    /// `dims(x)`: the sizes of every dimension, as an int array.
+    Dims => "dims",
     Linspaced => "linspaced_vector",
     OneHot => "one_hot_vector",
     Zeros => "zeros_vector",
