@@ -103,6 +103,25 @@ fn student_t_lccdf(args: Vec<Expr>, span: Span) -> Expr {
     prim(Log, vec![tail], span)
 }
 
+/// True if `e` is a number literal that passes `check` (no runtime check
+/// needed).
+fn literal_passes(e: &Expr, check: Prim) -> bool {
+    let x = match e.kind {
+        ExprKind::Int(i) => i as f64,
+        ExprKind::Real(x) => x,
+        _ => return false,
+    };
+    match check {
+        Prim::CheckPositiveFinite => x > 0.0 && x.is_finite(),
+        Prim::CheckPositive => x > 0.0,
+        Prim::CheckNonNegative | Prim::CheckNonNegativeInt => x >= 0.0,
+        Prim::CheckFinite => x.is_finite(),
+        Prim::CheckNotNan => !x.is_nan(),
+        Prim::CheckProbability => (0.0..=1.0).contains(&x),
+        _ => false,
+    }
+}
+
 /// `e` with its type set (for primitives whose result type is not the
 /// elementwise rule's).
 fn typed(mut e: Expr, ty: Type) -> Expr {
@@ -223,6 +242,9 @@ impl<'a> Density<'a> {
     /// Stan's argument check `check` on argument `i`: evaluated even when
     /// every term is dropped, rejecting the proposal when it fails.
     fn check(&mut self, i: usize, check: Prim) {
+        if literal_passes(&self.args[i], check) {
+            return;
+        }
         let label = Expr {
             kind: ExprKind::Int(i as i64 + 1),
             ty: Type::Int,
