@@ -1,7 +1,6 @@
 //! Function calls: overload resolution against the built-in table and user
 //! functions, and the placement rules tied to function-name suffixes.
 
-use super::Callee;
 use super::codes;
 use super::compat::{self, Selection, ad_for_type, display_signature, explain};
 use super::context::{Checker, FunSuffix};
@@ -9,6 +8,7 @@ use super::expr::{ERROR, Typed, is_unnormalized, normalized_name};
 use super::higher_order::is_higher_order;
 use super::sigs::{self, Signature};
 use super::suggest::nearest;
+use super::{Callee, SymbolId};
 use crate::span::Span;
 use crate::syntax::ast::{BlockKind, Expr, Ident};
 use crate::types::{AdLevel, Type};
@@ -18,11 +18,38 @@ const CONDITIONING_SUFFIXES: [&str; 7] = [
     "_lpdf", "_lupdf", "_lpmf", "_lupmf", "_cdf", "_lcdf", "_lccdf",
 ];
 
-/// One overload considered during resolution.
-pub struct Candidate {
-    pub args: Vec<(AdLevel, Type)>,
-    pub ret: Option<Type>,
-    pub callee: Callee,
+/// One overload considered during resolution (built-in signatures are
+/// borrowed from the static table, not copied).
+pub enum Candidate {
+    Builtin(&'static Signature),
+    User {
+        id: SymbolId,
+        args: Vec<(AdLevel, Type)>,
+        ret: Option<Type>,
+    },
+}
+
+impl Candidate {
+    pub fn args(&self) -> &[(AdLevel, Type)] {
+        match self {
+            Candidate::Builtin(s) => &s.args,
+            Candidate::User { args, .. } => args,
+        }
+    }
+
+    pub fn ret(&self) -> Option<&Type> {
+        match self {
+            Candidate::Builtin(s) => s.ret.as_ref(),
+            Candidate::User { ret, .. } => ret.as_ref(),
+        }
+    }
+
+    pub fn callee(&self) -> Callee {
+        match self {
+            Candidate::Builtin(s) => Callee::Builtin((*s).clone()),
+            Candidate::User { id, .. } => Callee::User(*id),
+        }
+    }
 }
 
 impl Checker {
@@ -146,17 +173,22 @@ impl Checker {
             self.unknown_function(span, name, statement);
             return None;
         }
-        let mut candidates = self.gather_candidates(&normalized);
+        let candidates = self.gather_candidates(&normalized);
         let actuals: Vec<(AdLevel, Type)> = args.iter().map(|(t, ad)| (*ad, t.clone())).collect();
-        match compat::select(candidates.iter().map(|c| c.args.as_slice()), &actuals) {
+        match compat::select(candidates.iter().map(Candidate::args), &actuals) {
             Selection::Unique(i) => {
-                let chosen = candidates.swap_remove(i);
-                if let Callee::User(id) = chosen.callee {
+                let chosen = &candidates[i];
+                let callee = chosen.callee();
+                if let Callee::User(id) = callee {
                     self.reference(name.span, id);
                 }
-                self.out.calls.insert(span, chosen.callee);
-                Some(chosen.ret)
+                let ret = chosen.ret().cloned();
+                self.out.calls.insert(span, callee);
+                Some(ret)
             }
+            // An argument that already has an error matches everything;
+            // do not add a second diagnostic for it.
+            _ if args.iter().any(|(t, _)| contains_error(t)) => None,
             other => {
                 self.report_no_unique(span, &name.name, &candidates, args, other);
                 None
@@ -179,7 +211,7 @@ impl Checker {
             Selection::Ambiguous(which) => {
                 let list: Vec<String> = which
                     .iter()
-                    .map(|&i| display_signature(&candidates[i].args, candidates[i].ret.as_ref()))
+                    .map(|&i| display_signature(candidates[i].args(), candidates[i].ret()))
                     .collect();
                 let found: Vec<String> = args.iter().map(|(t, _)| t.to_string()).collect();
                 self.error(
@@ -213,7 +245,7 @@ impl Checker {
                         let c = &candidates[i];
                         message.push_str(&format!(
                             "\n{}\n  {}",
-                            display_signature(&c.args, c.ret.as_ref()),
+                            display_signature(c.args(), c.ret()),
                             explain(&errors[i])
                         ));
                     }
@@ -223,8 +255,8 @@ impl Checker {
                 }
                 let mut secondary = Vec::new();
                 for c in candidates {
-                    if let Callee::User(id) = c.callee {
-                        secondary.push(self.out.symbols[id].def_span);
+                    if let Candidate::User { id, .. } = c {
+                        secondary.push(self.out.symbols[*id].def_span);
                     }
                 }
                 let d = self.error(codes::NO_MATCHING_SIGNATURE, message, span);
@@ -242,21 +274,17 @@ impl Checker {
     /// Every overload named `normalized`: built-in signatures then user
     /// functions.
     pub fn gather_candidates(&mut self, normalized: &str) -> Vec<Candidate> {
-        let builtin = self.builtin_signatures(normalized);
-        let mut candidates: Vec<Candidate> = builtin
+        let mut candidates: Vec<Candidate> = self
+            .builtin_signatures(normalized)
             .iter()
-            .map(|s| Candidate {
-                args: s.args.clone(),
-                ret: s.ret.clone(),
-                callee: Callee::Builtin(s.clone()),
-            })
+            .map(Candidate::Builtin)
             .collect();
-        for id in self.env.functions(normalized) {
-            if let Type::Function(ft) = &self.out.symbols[*id].ty {
-                candidates.push(Candidate {
+        for &id in self.env.functions(normalized) {
+            if let Type::Function(ft) = &self.out.symbols[id].ty {
+                candidates.push(Candidate::User {
+                    id,
                     args: ft.args.clone(),
                     ret: ft.ret.clone(),
-                    callee: Callee::User(*id),
                 });
             }
         }
@@ -433,6 +461,16 @@ impl Checker {
         self.out
             .calls
             .insert(span, Callee::Builtin(Signature { args, ret }));
+    }
+}
+
+/// True if `Type::Error` occurs anywhere inside.
+pub fn contains_error(t: &Type) -> bool {
+    match t {
+        Type::Error => true,
+        Type::Array(e) => contains_error(e),
+        Type::Tuple(ts) => ts.iter().any(contains_error),
+        _ => false,
     }
 }
 

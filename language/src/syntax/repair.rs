@@ -78,10 +78,16 @@ pub fn parse_with_repairs(mut tokens: Vec<Spanned<'_>>, source_len: usize) -> Pa
         let program = match outcome {
             Outcome::Truncated(program) => program,
             Outcome::Failed(failure) => {
-                recovered.push(ErrorRecovery {
-                    error: at_end_if_eof(failure, source_len),
-                    dropped_tokens: Vec::new(),
-                });
+                // Running out of input after earlier errors is usually
+                // their echo (e.g. `while` read as a loop keyword).
+                let echo = matches!(failure, ParseError::UnrecognizedEof { .. })
+                    && !(repaired.is_empty() && recovered.is_empty());
+                if !echo {
+                    recovered.push(ErrorRecovery {
+                        error: at_end_if_eof(failure, source_len),
+                        dropped_tokens: Vec::new(),
+                    });
+                }
                 Program::default()
             }
         };
