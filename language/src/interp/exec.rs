@@ -28,6 +28,10 @@ pub(crate) enum Flow {
 /// The interpreter state for one evaluation.
 pub(crate) struct Machine<'p> {
     pub program: &'p Program,
+    /// Data and transformed data, shared by every evaluation of a model
+    /// (read-only here; a write copies the value into `globals`).
+    base: &'p [Option<Value>],
+    /// Values set during this evaluation; they shadow `base`.
     pub globals: Vec<Option<Value>>,
     /// Variables of the user-function call being run (functions see only
     /// their own arguments and locals).
@@ -41,8 +45,14 @@ pub(crate) struct Machine<'p> {
 
 impl<'p> Machine<'p> {
     pub fn new(program: &'p Program) -> Machine<'p> {
+        Machine::with_base(program, &[])
+    }
+
+    /// A machine reading data and transformed data from `base`.
+    pub fn with_base(program: &'p Program, base: &'p [Option<Value>]) -> Machine<'p> {
         Machine {
             program,
+            base,
             globals: vec![None; program.vars.len()],
             locals: None,
             target: 0.0,
@@ -60,7 +70,12 @@ impl<'p> Machine<'p> {
     pub fn get(&self, var: VarId) -> Result<&Value> {
         let found = match &self.locals {
             Some(locals) => locals.get(&var),
-            None => self.globals[var.0 as usize].as_ref(),
+            None => {
+                let i = var.0 as usize;
+                self.globals[i]
+                    .as_ref()
+                    .or_else(|| self.base.get(i).and_then(Option::as_ref))
+            }
         };
         found.ok_or_else(|| {
             RuntimeError::fatal(format!(
@@ -81,6 +96,10 @@ impl<'p> Machine<'p> {
 
     fn slot(&mut self, var: VarId) -> Result<&mut Value> {
         let name = self.program.vars[var.0 as usize].name.clone();
+        let i = var.0 as usize;
+        if self.locals.is_none() && self.globals[i].is_none() {
+            self.globals[i] = self.base.get(i).cloned().flatten();
+        }
         let found = match &mut self.locals {
             Some(locals) => locals.get_mut(&var),
             None => self.globals[var.0 as usize].as_mut(),

@@ -145,9 +145,7 @@ impl Model {
     }
 
     fn machine(&self) -> Machine<'_> {
-        let mut m = Machine::new(&self.program);
-        m.globals = self.globals.clone();
-        m
+        Machine::with_base(&self.program, &self.globals)
     }
 
     fn check_len(&self, theta: &[f64]) -> Result<()> {
