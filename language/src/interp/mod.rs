@@ -10,6 +10,9 @@
 //! Every failure is a [`RuntimeError`]; [`RuntimeError::is_rejection`]
 //! says when a sampler should treat it as log density −∞.
 
+// `!(a > b)` is deliberate: it also rejects NaN.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 mod constrain;
 mod error;
 mod exec;

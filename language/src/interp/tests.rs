@@ -1,6 +1,8 @@
 //! Unit tests of the primitives' value rules against closed forms and
 //! Stan's documented behaviour.
 
+#![allow(clippy::cloned_ref_to_slice_refs)]
+
 use super::error::ErrorKind;
 use super::prims::eval;
 use crate::mir::Prim::{self, *};
