@@ -278,3 +278,80 @@ fn transformed_parameter_constraint_is_checked() {
     assert_eq!(err.kind, ErrorKind::Constraint);
     assert!(err.message.contains('y'), "{}", err.message);
 }
+
+#[test]
+fn structured_data_constraints_are_checked() {
+    let src = "data { simplex[3] s; cov_matrix[2] S; } parameters { real x; } model { x ~ normal(0, 1); }";
+    let good = r#"{"s": [0.2, 0.3, 0.5], "S": [[2, 1], [1, 2]]}"#;
+    assert!(model(src, good).is_ok());
+    let err = model(src, r#"{"s": [0.2, 0.3, 0.6], "S": [[2, 1], [1, 2]]}"#)
+        .err()
+        .unwrap();
+    assert_eq!(err.kind, ErrorKind::Data);
+    assert!(
+        err.message.contains("`s`") && err.message.contains("simplex"),
+        "{}",
+        err.message
+    );
+    let err = model(src, r#"{"s": [0.2, 0.3, 0.5], "S": [[2, 1], [0, 2]]}"#)
+        .err()
+        .unwrap();
+    assert!(err.message.contains("`S`"), "{}", err.message);
+    let err = model(src, r#"{"s": [0.2, 0.8], "S": [[2, 1], [1, 2]]}"#)
+        .err()
+        .unwrap();
+    assert!(err.message.contains('s'), "{}", err.message);
+}
+
+#[test]
+fn int_data_must_be_int() {
+    let src = "data { int N; } parameters { real x; } model { x ~ normal(0, 1); }";
+    let err = model(src, r#"{"N": 2.5}"#).err().unwrap();
+    assert_eq!(err.kind, ErrorKind::Data);
+    assert!(err.message.contains('N'), "{}", err.message);
+}
+
+#[test]
+fn unconstrain_inverts_constrain() {
+    let src = "parameters { real<lower=0> s; simplex[3] p; cholesky_factor_corr[3] L; array[2] real<lower=-1, upper=2> u; } model { }";
+    let m = model(src, "{}").unwrap();
+    let theta: Vec<f64> = (0..m.num_unconstrained())
+        .map(|i| 0.1 * i as f64 - 0.3)
+        .collect();
+    let values = m.constrain(&theta).unwrap();
+    let json: Vec<String> = values
+        .iter()
+        .map(|(name, v)| format!("\"{name}\": {}", to_json(v)))
+        .collect();
+    let back = m
+        .unconstrain(&DataFile::parse(&format!("{{{}}}", json.join(", "))).unwrap())
+        .unwrap();
+    for (a, b) in back.iter().zip(&theta) {
+        assert!((a - b).abs() < 1e-10, "{back:?} vs {theta:?}");
+    }
+}
+
+/// Stan JSON of a value (matrices as arrays of rows).
+fn to_json(v: &Value) -> String {
+    let list = |items: Vec<String>| format!("[{}]", items.join(", "));
+    match v {
+        Value::Int(i) => i.to_string(),
+        Value::Real(x) => format!("{x:e}"),
+        Value::Vector(x) | Value::RowVector(x) => {
+            list(x.iter().map(|x| format!("{x:e}")).collect())
+        }
+        Value::Matrix { rows, cols, data } => list(
+            (0..*rows)
+                .map(|i| {
+                    list(
+                        (0..*cols)
+                            .map(|j| format!("{:e}", data[j * rows + i]))
+                            .collect(),
+                    )
+                })
+                .collect(),
+        ),
+        Value::Array(items) => list(items.iter().map(to_json).collect()),
+        other => panic!("no JSON for {other:?}"),
+    }
+}
