@@ -87,3 +87,55 @@ fn eight_schools_mir() {
     let p = lower_source(&source, "eight_schools_noncentered").unwrap_or_else(|d| panic!("{d:?}"));
     insta::assert_snapshot!(mir::print::print_program(&p));
 }
+
+/// Informational: how many of the larger posteriordb-models corpus lower,
+/// and the most common gaps (run with --nocapture).
+#[test]
+fn posteriordb_models_corpus_gaps() {
+    let dir = corpus().join("posteriordb-models");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "stan"))
+        .collect();
+    paths.sort();
+    let mut lowered = 0;
+    let mut front_end_errors = 0;
+    let mut gaps: std::collections::BTreeMap<String, usize> = Default::default();
+    for path in &paths {
+        let source = std::fs::read_to_string(path).unwrap();
+        let fe = language::compile_front_end(&source);
+        if fe.diagnostics.iter().any(|d| d.is_error()) {
+            front_end_errors += 1;
+            continue;
+        }
+        match mir::lower(&fe.program, fe.checked.as_ref().unwrap(), "m") {
+            Ok(_) => lowered += 1,
+            Err(diags) => {
+                let mut seen = std::collections::BTreeSet::new();
+                for d in diags {
+                    assert_eq!(
+                        d.code,
+                        mir::NOT_YET_SUPPORTED,
+                        "{}: {}",
+                        path.display(),
+                        d.message
+                    );
+                    seen.insert(d.message);
+                }
+                for m in seen {
+                    *gaps.entry(m).or_default() += 1;
+                }
+            }
+        }
+    }
+    println!(
+        "posteriordb-models: {lowered} of {} lower ({front_end_errors} rejected by the front end)",
+        paths.len()
+    );
+    let mut gaps: Vec<_> = gaps.into_iter().collect();
+    gaps.sort_by(|a, b| b.1.cmp(&a.1));
+    for (gap, n) in gaps.iter().take(40) {
+        println!("  {n:3}  {gap}");
+    }
+}

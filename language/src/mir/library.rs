@@ -8,7 +8,7 @@
 //! on scalars is multiplied by the number of elements of the container
 //! arguments.
 
-use super::{Expr, ExprKind, Prim};
+use super::{Expr, ExprKind, Index, Prim};
 use crate::span::Span;
 use crate::types::{AdLevel, Type};
 use std::collections::HashMap;
@@ -172,6 +172,15 @@ pub(super) fn prim(p: Prim, args: Vec<Expr>, span: Span) -> Expr {
     }
 }
 
+fn int(i: i64, span: Span) -> Expr {
+    Expr {
+        kind: ExprKind::Int(i),
+        ty: Type::Int,
+        ad: AdLevel::DataOnly,
+        span,
+    }
+}
+
 fn real(x: f64, span: Span) -> Expr {
     Expr {
         kind: ExprKind::Real(x),
@@ -254,6 +263,13 @@ impl<'a> Density<'a> {
         let mut e = prim(check, vec![self.arg(i), label], self.span);
         e.ty = Type::Real;
         self.terms.push(e);
+    }
+
+    /// A term kept even under propto (support indicators: Stan returns
+    /// log(0) outside the support whatever `propto` says).
+    fn always(&mut self, build: impl FnOnce(&Self) -> Expr) {
+        let t = build(self);
+        self.terms.push(t);
     }
 
     /// A constant term (dropped under propto).
@@ -510,6 +526,140 @@ pub fn distribution(
             let linear = typed(prim(Mul, vec![x, beta], span), Type::Vector);
             let mu = typed(prim(Add, vec![alpha, linear], span), Type::Vector);
             return distribution("normal", vec![y, mu, sigma], propto, span);
+        }
+        ("bernoulli_logit_glm", 4) => {
+            // bernoulli_logit(y | α + x β)
+            let [y, x, alpha, beta]: [Expr; 4] = args.clone().try_into().expect("4 args");
+            let linear = typed(prim(Mul, vec![x, beta], span), Type::Vector);
+            let eta = typed(prim(Add, vec![alpha, linear], span), Type::Vector);
+            return distribution("bernoulli_logit", vec![y, eta], propto, span);
+        }
+        ("uniform", 3) => {
+            d.check(0, CheckNotNan);
+            d.check(1, CheckFinite);
+            d.check(2, CheckFinite);
+            // log 1[α ≤ y ≤ β], as log(step(y − α) · step(β − y))
+            d.always(|d| {
+                let inside = d.p(
+                    EltMul,
+                    vec![
+                        d.p(Step, vec![d.p(Sub, vec![d.arg(0), d.arg(1)])]),
+                        d.p(Step, vec![d.p(Sub, vec![d.arg(2), d.arg(0)])]),
+                    ],
+                );
+                typed(d.p(Sum, vec![d.p(Log, vec![inside])]), Type::Real)
+            });
+            d.term(&[1, 2], |d| {
+                d.p(
+                    Neg,
+                    vec![d.p(Log, vec![d.p(Sub, vec![d.arg(2), d.arg(1)])])],
+                )
+            });
+        }
+        ("logistic", 3) => {
+            d.check(0, CheckFinite);
+            d.check(1, CheckFinite);
+            d.check(2, CheckPositiveFinite);
+            // −z − 2 log1p_exp(−z) − log σ
+            d.term(&[0, 1, 2], |d| {
+                let z = d.p(EltDiv, vec![d.p(Sub, vec![d.arg(0), d.arg(1)]), d.arg(2)]);
+                let tail = d.p(Log1pExp, vec![d.p(Neg, vec![z.clone()])]);
+                d.p(Sub, vec![d.p(Neg, vec![z]), d.p(Mul, vec![d.r(2.0), tail])])
+            });
+            d.term(&[2], |d| d.p(Neg, vec![d.p(Log, vec![d.arg(2)])]));
+        }
+        ("weibull", 3) => {
+            d.check(0, CheckNonNegative);
+            d.check(1, CheckPositiveFinite);
+            d.check(2, CheckPositiveFinite);
+            // log α + (α − 1) log y − α log σ − (y/σ)^α
+            d.term(&[1], |d| d.p(Log, vec![d.arg(1)]));
+            d.term(&[0, 1], |d| {
+                d.p(
+                    EltMul,
+                    vec![d.p(Sub, vec![d.arg(1), d.r(1.0)]), d.p(Log, vec![d.arg(0)])],
+                )
+            });
+            d.term(&[1, 2], |d| {
+                d.p(
+                    Neg,
+                    vec![d.p(EltMul, vec![d.arg(1), d.p(Log, vec![d.arg(2)])])],
+                )
+            });
+            d.term(&[0, 1, 2], |d| {
+                let ratio = d.p(EltDiv, vec![d.arg(0), d.arg(2)]);
+                d.p(Neg, vec![d.p(Pow, vec![ratio, d.arg(1)])])
+            });
+        }
+        ("categorical", 2) | ("categorical_logit", 2) => {
+            // Σ log θ[y], or Σ β[y] − N log_sum_exp(β)
+            let logit = family == "categorical_logit";
+            let y_is_array = matches!(args[0].ty, Type::Array(_));
+            d.term_once(&[0, 1], |d| {
+                let index = if y_is_array {
+                    Index::Multi(d.arg(0))
+                } else {
+                    Index::Single(d.arg(0))
+                };
+                let picked_ty = if y_is_array { Type::Vector } else { Type::Real };
+                let picked = Expr {
+                    kind: ExprKind::Index(Box::new(d.arg(1)), vec![index]),
+                    ty: picked_ty,
+                    ad: d.arg(1).ad,
+                    span: d.span,
+                };
+                if logit {
+                    let n = if y_is_array {
+                        typed(d.p(Size, vec![d.arg(0)]), Type::Int)
+                    } else {
+                        d.r(1.0)
+                    };
+                    let norm = typed(d.p(LogSumExp, vec![d.arg(1)]), Type::Real);
+                    let total = typed(d.p(Sum, vec![picked]), Type::Real);
+                    d.p(Sub, vec![total, d.p(Mul, vec![n, norm])])
+                } else {
+                    typed(d.p(Sum, vec![d.p(Log, vec![picked])]), Type::Real)
+                }
+            });
+        }
+        ("dirichlet", 2) if args[0].ty == Type::Vector => {
+            // lgamma(Σα) − Σ lgamma(α) + Σ (α − 1) log θ
+            d.check(1, CheckPositiveFinite);
+            d.term_once(&[1], |d| {
+                let total = typed(d.p(Sum, vec![d.arg(1)]), Type::Real);
+                let norm = typed(d.p(Sum, vec![d.p(Lgamma, vec![d.arg(1)])]), Type::Real);
+                d.p(Sub, vec![d.p(Lgamma, vec![total]), norm])
+            });
+            d.term_once(&[0, 1], |d| {
+                let w = d.p(Sub, vec![d.arg(1), d.r(1.0)]);
+                let t = d.p(EltMul, vec![w, d.p(Log, vec![d.arg(0)])]);
+                typed(d.p(Sum, vec![t]), Type::Real)
+            });
+        }
+        ("lkj_corr_cholesky", 2)
+            if args[1].ad == AdLevel::DataOnly && propto && args[1].ty.is_scalar() =>
+        {
+            // Σ_k (K − k − 2 + 2(η − 1)) log L[k+1, k+1], k = 0..K−2 (the
+            // normalising constant depends only on η, data here).
+            d.check(1, CheckPositive);
+            d.term_once(&[0, 1], |d| {
+                let k = typed(d.p(Rows, vec![d.arg(0)]), Type::Int);
+                let km1 = typed(d.p(Sub, vec![k.clone(), int(1, d.span)]), Type::Int);
+                let km2 = typed(d.p(Sub, vec![k, int(2, d.span)]), Type::Int);
+                let diag = typed(d.p(Diagonal, vec![d.arg(0)]), Type::Vector);
+                let logs = typed(
+                    d.p(
+                        Log,
+                        vec![typed(d.p(Tail, vec![diag, km1.clone()]), Type::Vector)],
+                    ),
+                    Type::Vector,
+                );
+                let ramp = typed(d.p(Linspaced, vec![km1, d.r(0.0), km2]), Type::Vector);
+                let weights = typed(d.p(Reverse, vec![ramp]), Type::Vector);
+                let shape = d.p(Mul, vec![d.r(2.0), d.p(Sub, vec![d.arg(1), d.r(1.0)])]);
+                let w = typed(d.p(Add, vec![weights, shape]), Type::Vector);
+                typed(d.p(Sum, vec![d.p(EltMul, vec![w, logs])]), Type::Real)
+            });
         }
         ("multi_normal_cholesky", 3) if args[0].ty == Type::Vector => {
             // -½ |L⁻¹(y − μ)|² − Σ log diag(L) − ½ K log 2π
