@@ -421,3 +421,27 @@ fn lkj_corr_cholesky_kernel() {
     let ours = m.log_density(&b, false).unwrap() - m.log_density(&a, false).unwrap();
     assert!((ours - (kernel(&b) - kernel(&a))).abs() < 1e-12);
 }
+
+#[test]
+fn user_lp_void_functions_and_jacobian_statement() {
+    let src = "functions {
+        void add_prior_lp(real x) { target += -0.5 * x^2; }
+        real twice(real x) { return 2 * x; }
+      }
+      parameters { real x; }
+      transformed parameters { real y = twice(x); jacobian += log(2); }
+      model { add_prior_lp(y); }";
+    let m = model(src, "{}").unwrap();
+    let x = 0.7;
+    let base = -0.5 * (2.0f64 * x).powi(2);
+    assert!((m.log_density(&[x], false).unwrap() - base).abs() < 1e-14);
+    assert!((m.log_density(&[x], true).unwrap() - (base + 2f64.ln())).abs() < 1e-14);
+}
+
+#[test]
+fn fatal_error_stops_and_is_not_a_rejection() {
+    let m = model("parameters { real x; } model { if (x > 0) fatal_error(\"bad x\"); }", "{}").unwrap();
+    let err = m.log_density(&[1.0], true).unwrap_err();
+    assert!(!err.is_rejection());
+    assert_eq!(err.message, "bad x");
+}
