@@ -91,7 +91,7 @@ fn check_model(dir: &std::path::Path) -> Result<String, String> {
             let mut theirs = Vec::new();
             stan_value.flatten_reals(&mut theirs);
             for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
-                if (a - b).abs() > 1e-6 * b.abs().max(1.0) {
+                if !close(*a, *b) {
                     return Err(format!(
                         "point {k}: constrain {pname} element {i}: {a} vs Stan {b}"
                     ));
@@ -206,9 +206,7 @@ fn log_densities_at_stan_constrained_points() {
         }
         for k in 1..lps.len() {
             let (ours, stan) = (lps[k].0 - lps[0].0, lps[k].1 - lps[0].1);
-            // Stan's constrained values are printed to ~15 digits, so allow
-            // for their rounding.
-            if (ours - stan).abs() > 1e-6 * stan.abs().max(1.0) {
+            if !close(ours, stan) {
                 problems.push(format!("{name}: point {k}: {ours} vs Stan {stan}"));
             }
         }

@@ -440,7 +440,11 @@ fn user_lp_void_functions_and_jacobian_statement() {
 
 #[test]
 fn fatal_error_stops_and_is_not_a_rejection() {
-    let m = model("parameters { real x; } model { if (x > 0) fatal_error(\"bad x\"); }", "{}").unwrap();
+    let m = model(
+        "parameters { real x; } model { if (x > 0) fatal_error(\"bad x\"); }",
+        "{}",
+    )
+    .unwrap();
     let err = m.log_density(&[1.0], true).unwrap_err();
     assert!(!err.is_rejection());
     assert_eq!(err.message, "bad x");
