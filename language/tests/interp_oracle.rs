@@ -42,6 +42,25 @@ fn check_model(dir: &std::path::Path) -> Result<String, String> {
     let oracle: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("stan_oracle.json")).unwrap())
             .unwrap();
+    // Stan's `theta.1.2` is our `theta[1,2]`.
+    let stan_names: Vec<String> = oracle["unconstrained_names"]
+        .as_array()
+        .ok_or("oracle has no unconstrained names")?
+        .iter()
+        .map(|n| {
+            let n = n.as_str().unwrap();
+            match n.split_once('.') {
+                Some((base, idx)) => format!("{base}[{}]", idx.replace('.', ",")),
+                None => n.to_string(),
+            }
+        })
+        .collect();
+    if model.unconstrained_names() != stan_names {
+        return Err(format!(
+            "unconstrained names {:?}, Stan {stan_names:?}",
+            model.unconstrained_names()
+        ));
+    }
     let points = oracle["points"].as_array().ok_or("oracle has no points")?;
     let mut lps = Vec::new();
     for (k, point) in points.iter().enumerate() {

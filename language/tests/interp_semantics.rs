@@ -449,3 +449,27 @@ fn fatal_error_stops_and_is_not_a_rejection() {
     assert!(!err.is_rejection());
     assert_eq!(err.message, "bad x");
 }
+
+#[test]
+fn multi_normal_matches_closed_form() {
+    // y − μ = (1, −1), Σ = [[2, 0.5], [0.5, 1]]: det 1.75, Σ⁻¹ = [[1, −0.5], [−0.5, 2]] / 1.75
+    let vals = gq("generated quantities {
+        real a = multi_normal_lpdf([1, 0]' | [0, 1]', [[2, 0.5], [0.5, 1]]);
+        real b = multi_normal_cholesky_lpdf([1, 0]' | [0, 1]', cholesky_decompose([[2, 0.5], [0.5, 1]]));
+      }")
+    .unwrap();
+    let quad = (1.0 + 1.0 + 2.0) / 1.75;
+    let expected = -0.5 * quad - 0.5 * 1.75f64.ln() - (2.0 * std::f64::consts::PI).ln();
+    for name in ["a", "b"] {
+        let got = real(&value(&vals, name));
+        assert!(
+            (got - expected).abs() < 1e-12,
+            "{name}: {got} vs {expected}"
+        );
+    }
+    let err = gq(
+        "generated quantities { real a = multi_normal_lpdf([1, 0]' | [0, 1]', [[1, 2], [2, 1]]); }",
+    )
+    .unwrap_err();
+    assert!(err.is_rejection(), "{err:?}");
+}

@@ -661,6 +661,13 @@ pub fn distribution(
                 typed(d.p(Sum, vec![d.p(EltMul, vec![w, logs])]), Type::Real)
             });
         }
+        ("multi_normal", 3) if args[0].ty == Type::Vector => {
+            // multi_normal_cholesky(y | μ, cholesky_decompose(Σ)); the
+            // decomposition rejects a Σ that is not symmetric positive definite.
+            let [y, mu, sigma]: [Expr; 3] = args.clone().try_into().expect("3 args");
+            let l = typed(prim(CholeskyDecompose, vec![sigma], span), Type::Matrix);
+            return distribution("multi_normal_cholesky", vec![y, mu, l], propto, span);
+        }
         ("multi_normal_cholesky", 3) if args[0].ty == Type::Vector => {
             // -½ |L⁻¹(y − μ)|² − Σ log diag(L) − ½ K log 2π
             d.check(0, CheckNotNan);
