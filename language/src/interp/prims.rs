@@ -26,6 +26,9 @@ pub(crate) fn eval(p: Prim, args: &[Value]) -> Result<Value> {
             .ok_or_else(|| RuntimeError::fatal(format!("{p}: missing argument {}", i + 1)))
     };
     let name = p.name();
+    if let Some(v) = complex_scalar(p, args)? {
+        return Ok(v);
+    }
     let unary = |f: fn(f64) -> f64| -> Result<Value> { map_real(name, a(0)?, f) };
     let binary = |f: fn(f64, f64) -> f64| -> Result<Value> { zip_real(name, a(0)?, a(1)?, f) };
     Ok(match p {
@@ -364,5 +367,44 @@ fn check(p: Prim, v: &Value, label: Option<&Value>) -> Result<()> {
                 xs[i]
             )))
         }
+    }
+}
+
+/// Complex scalar arithmetic (`complex` operands mixed with reals or ints);
+/// `None` when no operand is complex.
+fn complex_scalar(p: Prim, args: &[Value]) -> Result<Option<Value>> {
+    use Prim::*;
+    if !args.iter().any(|a| matches!(a, Value::Complex(..))) {
+        return Ok(None);
+    }
+    let c = |v: &Value| -> Result<(f64, f64)> {
+        match v {
+            Value::Complex(re, im) => Ok((*re, *im)),
+            other => Ok((real(other)?, 0.0)),
+        }
+    };
+    let z = |re: f64, im: f64| Ok(Some(Value::Complex(re, im)));
+    let (a, b) = (
+        c(&args[0])?,
+        args.get(1).map(c).transpose()?.unwrap_or((0.0, 0.0)),
+    );
+    match p {
+        Add => z(a.0 + b.0, a.1 + b.1),
+        Sub => z(a.0 - b.0, a.1 - b.1),
+        Neg => z(-a.0, -a.1),
+        Mul | EltMul => z(a.0 * b.0 - a.1 * b.1, a.0 * b.1 + a.1 * b.0),
+        Div | EltDiv => {
+            let d = b.0 * b.0 + b.1 * b.1;
+            z((a.0 * b.0 + a.1 * b.1) / d, (a.1 * b.0 - a.0 * b.1) / d)
+        }
+        Abs => Ok(Some(Value::Real(a.0.hypot(a.1)))),
+        Eq => Ok(Some(Value::Int((a == b) as i64))),
+        Neq => Ok(Some(Value::Int((a != b) as i64))),
+        GetReal => Ok(Some(Value::Real(a.0))),
+        GetImag => Ok(Some(Value::Real(a.1))),
+        _ => Err(RuntimeError::new(
+            ErrorKind::Unsupported,
+            format!("`{p}` of complex numbers is not implemented by the interpreter yet"),
+        )),
     }
 }

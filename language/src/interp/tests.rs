@@ -258,3 +258,14 @@ fn argument_checks_reject_and_name_the_element() {
     assert!(eval(CheckProbability, &[Real(1.5), Int(2)]).is_err());
     assert!(eval(CheckFinite, &[Real(f64::INFINITY), Int(2)]).is_err());
 }
+
+#[test]
+fn complex_scalar_arithmetic() {
+    let (a, b) = (Complex(1.0, 2.0), Complex(3.0, -1.0));
+    assert_eq!(ok(Add, &[a.clone(), b.clone()]), Complex(4.0, 1.0));
+    assert_eq!(ok(Mul, &[a.clone(), b.clone()]), Complex(5.0, 5.0));
+    assert_eq!(ok(Div, &[Complex(5.0, 5.0), b]), a);
+    assert_eq!(ok(Sub, &[Int(1), a.clone()]), Complex(0.0, -2.0));
+    assert_eq!(ok(Abs, &[Complex(3.0, 4.0)]), Real(5.0));
+    assert_eq!(ok(GetImag, &[a]), Real(2.0));
+}
