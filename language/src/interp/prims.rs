@@ -10,12 +10,15 @@ use bat_math::scalar as m;
 use bat_math::scalar::integer;
 
 fn int_result(r: std::result::Result<i64, integer::IntError>) -> Result<Value> {
-    r.map(Value::Int)
-        .map_err(|e| RuntimeError::new(ErrorKind::Fatal, e.to_string()))
+    let i = r.map_err(|e| RuntimeError::new(ErrorKind::Fatal, e.to_string()))?;
+    stan_int("integer division", Some(i)).map(Value::Int)
 }
 
-fn overflow(op: &str) -> RuntimeError {
-    RuntimeError::fatal(format!("integer overflow in {op}"))
+/// Stan's `int` is 32-bit: a result outside its range is an overflow error.
+pub(crate) fn stan_int(op: &str, result: Option<i64>) -> Result<i64> {
+    result
+        .filter(|r| i32::try_from(*r).is_ok())
+        .ok_or_else(|| RuntimeError::fatal(format!("integer overflow in {op}")))
 }
 
 /// Evaluate primitive `p` on `args`.
@@ -40,7 +43,7 @@ pub(crate) fn eval(p: Prim, args: &[Value]) -> Result<Value> {
                 } else {
                     i.checked_sub(*j)
                 };
-                return r.map(Value::Int).ok_or_else(|| overflow(name));
+                return stan_int(name, r).map(Value::Int);
             }
             if p == Add {
                 binary(|x, y| x + y)?
@@ -49,7 +52,7 @@ pub(crate) fn eval(p: Prim, args: &[Value]) -> Result<Value> {
             }
         }
         Neg => match a(0)? {
-            Value::Int(i) => Value::Int(i.checked_neg().ok_or_else(|| overflow(name))?),
+            Value::Int(i) => Value::Int(stan_int(name, i.checked_neg())?),
             v => map_real(name, v, |x| -x)?,
         },
         Mul => prims_matrix::multiply(a(0)?, a(1)?)?,
@@ -112,7 +115,7 @@ pub(crate) fn eval(p: Prim, args: &[Value]) -> Result<Value> {
         InvSqrt => unary(|x| 1.0 / x.sqrt())?,
         InvSquare => unary(|x| 1.0 / (x * x))?,
         Abs => match a(0)? {
-            Value::Int(i) => Value::Int(i.checked_abs().ok_or_else(|| overflow(name))?),
+            Value::Int(i) => Value::Int(stan_int(name, i.checked_abs())?),
             v if all_ints(v) => map_ints(v, |i| i.abs()),
             v => map_real(name, v, f64::abs)?,
         },
@@ -186,7 +189,7 @@ pub(crate) fn eval(p: Prim, args: &[Value]) -> Result<Value> {
             if all_ints(v) {
                 let mut total: i64 = 0;
                 for i in flat_ints(v)? {
-                    total = total.checked_add(i).ok_or_else(|| overflow(name))?;
+                    total = stan_int(name, total.checked_add(i))?;
                 }
                 Value::Int(total)
             } else {
@@ -198,7 +201,7 @@ pub(crate) fn eval(p: Prim, args: &[Value]) -> Result<Value> {
             if all_ints(v) {
                 let mut total: i64 = 1;
                 for i in flat_ints(v)? {
-                    total = total.checked_mul(i).ok_or_else(|| overflow(name))?;
+                    total = stan_int(name, total.checked_mul(i))?;
                 }
                 Value::Int(total)
             } else {
@@ -259,7 +262,7 @@ pub(crate) fn eval(p: Prim, args: &[Value]) -> Result<Value> {
                 let mut acc = 0i64;
                 let mut out = Vec::new();
                 for i in flat_ints(v)? {
-                    acc = acc.checked_add(i).ok_or_else(|| overflow(name))?;
+                    acc = stan_int(name, acc.checked_add(i))?;
                     out.push(acc);
                 }
                 int_array(out)

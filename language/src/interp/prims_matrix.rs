@@ -12,9 +12,7 @@ use crate::value::Value;
 pub(crate) fn multiply(a: &Value, b: &Value) -> Result<Value> {
     use Value::*;
     Ok(match (a, b) {
-        (Int(i), Int(j)) => Int(i
-            .checked_mul(*j)
-            .ok_or_else(|| RuntimeError::fatal("integer overflow in multiply"))?),
+        (Int(i), Int(j)) => Int(super::prims::stan_int("multiply", i.checked_mul(*j))?),
         (x, y) if is_scalar(x) || is_scalar(y) => zip_real("multiply", x, y, |x, y| x * y)?,
         (RowVector(x), Vector(y)) => {
             same_len("multiply", x.len(), y.len())?;
