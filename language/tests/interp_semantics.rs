@@ -473,3 +473,16 @@ fn multi_normal_matches_closed_form() {
     .unwrap_err();
     assert!(err.is_rejection(), "{err:?}");
 }
+
+#[test]
+fn traced_log_density_keeps_prints_and_data_is_readable() {
+    let m = model(
+        "data { int N; } transformed data { int M = 2 * N; } parameters { real x; } model { print(\"x=\", x); x ~ normal(0, 1); }",
+        r#"{"N": 3}"#,
+    )
+    .unwrap();
+    let (lp, out) = m.log_density_traced(&[0.5], true);
+    assert!((lp.unwrap() + 0.125).abs() < 1e-14);
+    assert_eq!(out, ["x=0.5"]);
+    assert_eq!(m.data_value("M"), Some(&Value::Int(6)));
+}

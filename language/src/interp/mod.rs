@@ -186,15 +186,45 @@ impl Model {
         theta: &[f64],
         jacobian: bool,
     ) -> std::result::Result<f64, RuntimeError> {
+        self.log_density_traced(theta, jacobian).0
+    }
+
+    /// [`Model::log_density`] with the output of `print` statements run on
+    /// the way (also when the evaluation fails).
+    pub fn log_density_traced(
+        &self,
+        theta: &[f64],
+        jacobian: bool,
+    ) -> (std::result::Result<f64, RuntimeError>, Vec<String>) {
         let mut m = self.machine();
         m.jacobian = jacobian;
-        let logj = self.constrain_into(&mut m, theta)?;
-        if jacobian {
+        let result = self.run_log_density(&mut m, theta);
+        (result, m.output)
+    }
+
+    fn run_log_density(&self, m: &mut Machine, theta: &[f64]) -> Result<f64> {
+        let logj = self.constrain_into(m, theta)?;
+        if m.jacobian {
             m.target += logj;
         }
         m.block(&self.program.transformed_parameters)?;
         m.block(&self.program.model)?;
         Ok(m.target)
+    }
+
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// The value of a data or transformed data variable, by name.
+    pub fn data_value(&self, name: &str) -> Option<&Value> {
+        self.program
+            .vars
+            .iter()
+            .position(|v| {
+                v.name == name && matches!(v.origin, Origin::Data | Origin::TransformedData)
+            })
+            .and_then(|i| self.globals[i].as_ref())
     }
 
     /// The constrained parameter values at `theta`, by name.
