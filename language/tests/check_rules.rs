@@ -434,3 +434,25 @@ fn checked_program_records_symbols_references_types_and_calls() {
         other => panic!("expected built-in, got {other:?}"),
     }
 }
+
+// ------------------------------------------------------------ robustness
+
+/// The deepest trees the parser accepts (its nesting limits) must check
+/// without overflowing the stack of a test thread (2 MiB by default).
+#[test]
+fn deepest_accepted_expressions_do_not_overflow() {
+    let chain = vec!["x"; 999].join(" + ");
+    let parens = format!("{}x{}", "(".repeat(250), ")".repeat(250));
+    let blocks = format!("{}{}", "{ ".repeat(250), "} ".repeat(250));
+    let src = format!(
+        "transformed data {{\n  real x = 1;\n  real a = {chain};\n  real b = {parens};\n}}\nmodel {{\n  {blocks}\n}}\n"
+    );
+    let handle = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || compile_front_end(&src).diagnostics)
+        .expect("spawn");
+    let diags = handle
+        .join()
+        .expect("checking deep trees must not overflow");
+    assert!(diags.iter().all(|d| !d.is_error()), "{diags:#?}");
+}

@@ -209,48 +209,67 @@ impl Checker {
         match selection {
             Selection::Unique(_) => {}
             Selection::Ambiguous(which) => {
-                let list: Vec<String> = which
-                    .iter()
-                    .map(|&i| display_signature(candidates[i].args(), candidates[i].ret()))
-                    .collect();
                 let found: Vec<String> = args.iter().map(|(t, _)| t.to_string()).collect();
-                self.error(
+                let d = self.error(
                     codes::AMBIGUOUS_CALL,
                     format!(
-                        "No unique minimum promotion found for function '{}'. Overloaded functions \
-                         must not have multiple equally valid promotion paths for a given set of \
-                         arguments. Arguments found: ({}). Equally good signatures:\n  {}",
-                        name,
-                        found.join(", "),
-                        list.join("\n  ")
+                        "No unique minimum promotion found for function '{name}' with arguments \
+                         ({}).",
+                        found.join(", ")
                     ),
                     span,
                 );
-                return;
+                d.primary.message = "several signatures fit equally well".into();
+                for &i in &which {
+                    let c = &candidates[i];
+                    d.notes.push(format!(
+                        "candidate: {name}{}",
+                        display_signature(c.args(), c.ret())
+                    ));
+                }
+                d.help = Some(
+                    "overloaded functions must not have multiple equally good promotion paths; \
+                     make the argument types exact (e.g. write `1.0` for a real)"
+                        .into(),
+                );
             }
             Selection::NoMatch(errors) => {
                 let found: Vec<String> = args.iter().map(|(t, _)| t.to_string()).collect();
-                let mut message = format!(
-                    "Ill-typed arguments supplied to function '{}':\n({})\n",
-                    name,
-                    found.join(", ")
-                );
-                if candidates.len() == 1 {
-                    message.push_str(&explain(&errors[0]));
+                let mut notes = Vec::new();
+                let same_arity: Vec<usize> = (0..candidates.len())
+                    .filter(|&i| candidates[i].args().len() == args.len())
+                    .collect();
+                if same_arity.is_empty() {
+                    let mut arities: Vec<usize> =
+                        candidates.iter().map(|c| c.args().len()).collect();
+                    arities.sort_unstable();
+                    arities.dedup();
+                    let arities: Vec<String> = arities.iter().map(usize::to_string).collect();
+                    notes.push(format!(
+                        "'{name}' takes {} arguments but {} were supplied.",
+                        arities.join(" or "),
+                        args.len()
+                    ));
+                } else if same_arity.len() == 1 {
+                    let i = same_arity[0];
+                    notes.push(format!(
+                        "signature: {name}{}",
+                        display_signature(candidates[i].args(), candidates[i].ret())
+                    ));
+                    notes.push(explain(&errors[i]));
                 } else {
-                    message.push_str("Available signatures:");
-                    let mut order: Vec<usize> = (0..candidates.len()).collect();
+                    let mut order = same_arity.clone();
                     order.sort_by_key(|&i| mismatch_rank(&errors[i]));
                     for &i in order.iter().take(5) {
                         let c = &candidates[i];
-                        message.push_str(&format!(
-                            "\n{}\n  {}",
+                        notes.push(format!(
+                            "{name}{}: {}",
                             display_signature(c.args(), c.ret()),
                             explain(&errors[i])
                         ));
                     }
-                    if candidates.len() > 5 {
-                        message.push_str(&format!("\n(and {} others)", candidates.len() - 5));
+                    if order.len() > 5 {
+                        notes.push(format!("(and {} other signatures)", order.len() - 5));
                     }
                 }
                 let mut secondary = Vec::new();
@@ -259,14 +278,22 @@ impl Checker {
                         secondary.push(self.out.symbols[*id].def_span);
                     }
                 }
-                let d = self.error(codes::NO_MATCHING_SIGNATURE, message, span);
+                let d = self.error(
+                    codes::NO_MATCHING_SIGNATURE,
+                    format!(
+                        "Ill-typed arguments supplied to function '{name}': ({}).",
+                        found.join(", ")
+                    ),
+                    span,
+                );
+                d.primary.message = "no signature accepts these argument types".into();
+                d.notes = notes;
                 for s in secondary {
                     d.secondary.push(crate::diagnostic::Label {
                         span: s,
                         message: "signature tried".into(),
                     });
                 }
-                return;
             }
         }
     }
