@@ -486,3 +486,24 @@ fn traced_log_density_keeps_prints_and_data_is_readable() {
     assert_eq!(out, ["x=0.5"]);
     assert_eq!(m.data_value("M"), Some(&Value::Int(6)));
 }
+
+#[test]
+fn multi_normal_of_an_array_sums_the_vectors() {
+    let vals = gq("generated quantities {
+        matrix[2, 2] L = cholesky_decompose([[2, 0.5], [0.5, 1]]);
+        array[3] vector[2] y = {[1, 0]', [0.5, -1]', [2, 2]'};
+        vector[2] mu = [0, 1]';
+        array[3] vector[2] mus = {[0, 1]', [1, 1]', [-1, 0]'};
+        real joint = multi_normal_cholesky_lpdf(y | mu, L);
+        real each = multi_normal_cholesky_lpdf(y[1] | mu, L) + multi_normal_cholesky_lpdf(y[2] | mu, L)
+                    + multi_normal_cholesky_lpdf(y[3] | mu, L);
+        real joint2 = multi_normal_lpdf(y | mus, [[2, 0.5], [0.5, 1]]);
+        real each2 = multi_normal_cholesky_lpdf(y[1] | mus[1], L) + multi_normal_cholesky_lpdf(y[2] | mus[2], L)
+                    + multi_normal_cholesky_lpdf(y[3] | mus[3], L);
+      }")
+    .unwrap();
+    for (a, b) in [("joint", "each"), ("joint2", "each2")] {
+        let (x, y) = (real(&value(&vals, a)), real(&value(&vals, b)));
+        assert!((x - y).abs() < 1e-12, "{a} {x} vs {b} {y}");
+    }
+}

@@ -661,7 +661,42 @@ pub fn distribution(
                 typed(d.p(Sum, vec![d.p(EltMul, vec![w, logs])]), Type::Real)
             });
         }
-        ("multi_normal", 3) if args[0].ty == Type::Vector => {
+        ("multi_normal_cholesky", 3) if matches!(args[0].ty, Type::Array(_)) => {
+            // N vectors as the columns of Y (K×N): −½ |L⁻¹(Y − M)|²_F
+            // − N Σ log diag(L) − ½ N K log 2π.
+            let columns = |e: Expr, span: Span| {
+                let rows = typed(prim(ToMatrix, vec![e], span), Type::Matrix);
+                typed(prim(Transpose, vec![rows], span), Type::Matrix)
+            };
+            d.check(0, CheckNotNan);
+            d.check(1, CheckFinite);
+            let mu_is_vector = matches!(args[1].ty, Type::Vector | Type::RowVector);
+            d.term_once(&[0, 1, 2], |d| {
+                let n = typed(d.p(Size, vec![d.arg(0)]), Type::Int);
+                let y = columns(d.arg(0), d.span);
+                let m = if mu_is_vector {
+                    let mu = typed(d.p(ToVector, vec![d.arg(1)]), Type::Vector);
+                    typed(d.p(RepMatrix, vec![mu, n]), Type::Matrix)
+                } else {
+                    columns(d.arg(1), d.span)
+                };
+                let diff = typed(d.p(Sub, vec![y, m]), Type::Matrix);
+                let z = typed(d.p(MdivideLeftTriLow, vec![d.arg(2), diff]), Type::Matrix);
+                d.p(
+                    Mul,
+                    vec![d.r(-0.5), typed(d.p(DotSelf, vec![z]), Type::Real)],
+                )
+            });
+            d.term_once(&[2], |d| {
+                let n = typed(d.p(Size, vec![d.arg(0)]), Type::Int);
+                let diag = typed(d.p(Diagonal, vec![d.arg(2)]), Type::Vector);
+                let logs = typed(d.p(Log, vec![diag]), Type::Vector);
+                let total = typed(d.p(Sum, vec![logs]), Type::Real);
+                d.p(Neg, vec![d.p(Mul, vec![n, total])])
+            });
+            d.constant(-half_log_2pi);
+        }
+        ("multi_normal", 3) if matches!(args[0].ty, Type::Vector | Type::Array(_)) => {
             // multi_normal_cholesky(y | μ, cholesky_decompose(Σ)); the
             // decomposition rejects a Σ that is not symmetric positive definite.
             let [y, mu, sigma]: [Expr; 3] = args.clone().try_into().expect("3 args");
