@@ -507,3 +507,67 @@ fn multi_normal_of_an_array_sums_the_vectors() {
         assert!((x - y).abs() < 1e-12, "{a} {x} vs {b} {y}");
     }
 }
+
+#[test]
+fn further_densities_match_closed_forms() {
+    let vals = gq("generated quantities {
+        real nb = neg_binomial_2_lpmf(3 | 2.5, 1.5);
+        real nbl = neg_binomial_2_log_lpmf(3 | log(2.5), 1.5);
+        real de = double_exponential_lpdf(1.5 | 0.5, 2);
+        real chi = chi_square_lpdf(1.5 | 3);
+        real ichi = inv_chi_square_lpdf(1.5 | 3);
+        real sichi = scaled_inv_chi_square_lpdf(1.5 | 3, 0.5);
+        real gb = gumbel_lpdf(1.5 | 0.5, 2);
+        real ry = rayleigh_lpdf(1.5 | 2);
+        real pa = pareto_lpdf(3 | 1.5, 2);
+        real pa_out = pareto_lpdf(1 | 1.5, 2);
+        real bb = beta_binomial_lpmf(2 | 5, 2, 3);
+        real sn = skew_normal_lpdf(1.5 | 0.5, 2, 0);
+        real pglm = poisson_log_glm_lpmf({1, 4} | [[1, 2], [3, 4]], 0.5, [0.1, -0.2]');
+        int ch = choose(7, 3);
+      }")
+    .unwrap();
+    let close = |name: &str, expected: f64| {
+        let got = real(&value(&vals, name));
+        assert!(
+            (got - expected).abs() < 1e-12 * expected.abs().max(1.0),
+            "{name}: {got} vs {expected}"
+        );
+    };
+    let ln = f64::ln;
+    let lgam = |x: f64| -> f64 { bat_math::scalar::lgamma(x) };
+    // NB2: C(n+φ−1, n) (μ/(μ+φ))^n (φ/(μ+φ))^φ
+    let (n, mu, phi) = (3.0, 2.5, 1.5);
+    let nb = lgam(n + phi) - lgam(n + 1.0) - lgam(phi)
+        + n * ln(mu / (mu + phi))
+        + phi * ln(phi / (mu + phi));
+    close("nb", nb);
+    close("nbl", nb);
+    close("de", -ln(2.0) - ln(2.0) - 0.5);
+    close("chi", -1.5 * ln(2.0) - lgam(1.5) + 0.5 * ln(1.5) - 0.75);
+    close(
+        "ichi",
+        -1.5 * ln(2.0) - lgam(1.5) - 2.5 * ln(1.5) - 0.5 / 1.5,
+    );
+    close(
+        "sichi",
+        1.5 * ln(1.5) - lgam(1.5) + 3.0 * ln(0.5) - 2.5 * ln(1.5) - 3.0 * 0.25 / 3.0,
+    );
+    close("gb", -ln(2.0) - 0.5 - (-0.5f64).exp());
+    close("ry", ln(1.5) - 2.0 * ln(2.0) - 1.5 * 1.5 / 8.0);
+    close("pa", ln(2.0) + 2.0 * ln(1.5) - 3.0 * ln(3.0));
+    assert_eq!(real(&value(&vals, "pa_out")), f64::NEG_INFINITY);
+    let lbeta = |a: f64, b: f64| lgam(a) + lgam(b) - lgam(a + b);
+    close("bb", ln(10.0) + lbeta(4.0, 6.0) - lbeta(2.0, 3.0));
+    // α = 0: the normal density
+    close(
+        "sn",
+        -0.5 * (2.0 * std::f64::consts::PI).ln() - ln(2.0) - 0.125,
+    );
+    let eta: [f64; 2] = [0.2, 0.0];
+    close(
+        "pglm",
+        (eta[0] - eta[0].exp()) + (4.0 * eta[1] - eta[1].exp() - ln(24.0)),
+    );
+    assert_eq!(value(&vals, "ch"), Value::Int(35));
+}

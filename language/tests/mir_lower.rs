@@ -92,12 +92,29 @@ fn eight_schools_mir() {
 /// and the most common gaps (run with --nocapture).
 #[test]
 fn posteriordb_models_corpus_gaps() {
-    let dir = corpus().join("posteriordb-models");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "stan"))
-        .collect();
+    corpus_gaps(&corpus().join("posteriordb-models"));
+}
+
+/// Informational: the same over stanc3's `good` test programs.
+#[test]
+fn stanc3_good_corpus_gaps() {
+    corpus_gaps(&corpus().join("stanc3/good"));
+}
+
+fn stan_files(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            stan_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "stan") {
+            out.push(path);
+        }
+    }
+}
+
+fn corpus_gaps(dir: &std::path::Path) {
+    let mut paths = Vec::new();
+    stan_files(dir, &mut paths);
     paths.sort();
     let mut lowered = 0;
     let mut front_end_errors = 0;
@@ -130,7 +147,8 @@ fn posteriordb_models_corpus_gaps() {
         }
     }
     println!(
-        "posteriordb-models: {lowered} of {} lower ({front_end_errors} rejected by the front end)",
+        "{}: {lowered} of {} lower ({front_end_errors} rejected by the front end)",
+        dir.display(),
         paths.len()
     );
     let mut gaps: Vec<_> = gaps.into_iter().collect();

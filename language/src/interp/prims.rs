@@ -62,6 +62,7 @@ pub(crate) fn eval(p: Prim, args: &[Value]) -> Result<Value> {
             (x, y) => prims_matrix::mdivide_right(x, y)?,
         },
         IntDiv => int_result(integer::int_divide(int(a(0)?)?, int(a(1)?)?))?,
+        Choose => int_result(integer::choose(int(a(0)?)?, int(a(1)?)?))?,
         Mod => int_result(integer::modulus(int(a(0)?)?, int(a(1)?)?))?,
         EltMul => binary(|x, y| x * y)?,
         EltDiv => binary(|x, y| x / y)?,

@@ -40,6 +40,7 @@ pub fn call(name: &str, args: Vec<Expr>, ty: &Type, span: Span) -> Result<ExprKi
         ("min", 2) => Prim::Fmin,
         ("abs", _) | ("fabs", _) => Prim::Abs,
         ("log_mix", 3) => return Ok(log_mix(args, span).kind),
+        ("choose", 2) => Prim::Choose,
         ("student_t_lccdf", 4) if args.iter().all(|a| a.ty.is_scalar()) => {
             return Ok(student_t_lccdf(args, span).kind);
         }
@@ -526,6 +527,195 @@ pub fn distribution(
             let linear = typed(prim(Mul, vec![x, beta], span), Type::Vector);
             let mu = typed(prim(Add, vec![alpha, linear], span), Type::Vector);
             return distribution("normal", vec![y, mu, sigma], propto, span);
+        }
+        ("poisson_log_glm", 4) => {
+            // poisson_log(y | α + x β)
+            let [y, x, alpha, beta]: [Expr; 4] = args.clone().try_into().expect("4 args");
+            let linear = typed(prim(Mul, vec![x, beta], span), Type::Vector);
+            let eta = typed(prim(Add, vec![alpha, linear], span), Type::Vector);
+            return distribution("poisson_log", vec![y, eta], propto, span);
+        }
+        ("neg_binomial_2", 3) | ("neg_binomial_2_log", 3) => {
+            // lchoose(n + φ − 1, n) + n log μ − n log(μ + φ) + φ log φ − φ log(μ + φ),
+            // with log(μ + φ) = log φ + log1p_exp(η − log φ) for the log form.
+            let log_form = family == "neg_binomial_2_log";
+            d.check(0, CheckNonNegativeInt);
+            d.check(
+                1,
+                if log_form {
+                    CheckFinite
+                } else {
+                    CheckPositiveFinite
+                },
+            );
+            d.check(2, CheckPositiveFinite);
+            d.term(&[0, 2], |d| {
+                let top = d.p(Sub, vec![d.p(Add, vec![d.arg(0), d.arg(2)]), d.r(1.0)]);
+                d.p(Lchoose, vec![top, d.arg(0)])
+            });
+            d.term(&[0, 1], |d| {
+                if log_form {
+                    d.p(EltMul, vec![d.arg(0), d.arg(1)])
+                } else {
+                    d.p(MultiplyLog, vec![d.arg(0), d.arg(1)])
+                }
+            });
+            d.term(&[0, 1, 2], |d| {
+                let log_phi = d.p(Log, vec![d.arg(2)]);
+                let log_mu_phi = if log_form {
+                    let l = d.p(Log1pExp, vec![d.p(Sub, vec![d.arg(1), log_phi.clone()])]);
+                    d.p(Add, vec![log_phi.clone(), l])
+                } else {
+                    d.p(Log, vec![d.p(Add, vec![d.arg(1), d.arg(2)])])
+                };
+                // φ (log φ − log(μ + φ)) − n log(μ + φ)
+                let a = d.p(
+                    EltMul,
+                    vec![d.arg(2), d.p(Sub, vec![log_phi, log_mu_phi.clone()])],
+                );
+                d.p(Sub, vec![a, d.p(EltMul, vec![d.arg(0), log_mu_phi])])
+            });
+        }
+        ("double_exponential", 3) => {
+            d.check(0, CheckFinite);
+            d.check(1, CheckFinite);
+            d.check(2, CheckPositiveFinite);
+            d.constant(-(2f64.ln()));
+            d.term(&[2], |d| d.p(Neg, vec![d.p(Log, vec![d.arg(2)])]));
+            d.term(&[0, 1, 2], |d| {
+                let dev = d.p(Abs, vec![d.p(Sub, vec![d.arg(0), d.arg(1)])]);
+                d.p(Neg, vec![d.p(EltDiv, vec![dev, d.arg(2)])])
+            });
+        }
+        ("chi_square", 2) | ("inv_chi_square", 2) => {
+            // ∓(ν/2 ∓ 1) log y − ν/2 log 2 − lgamma(ν/2) − (y/2 or 1/(2y))
+            let inverse = family == "inv_chi_square";
+            d.check(0, CheckNonNegative);
+            d.check(1, CheckPositiveFinite);
+            d.term(&[1], |d| {
+                let half = d.p(Mul, vec![d.r(0.5), d.arg(1)]);
+                let a = d.p(Mul, vec![half.clone(), d.r(2f64.ln())]);
+                d.p(Neg, vec![d.p(Add, vec![a, d.p(Lgamma, vec![half])])])
+            });
+            d.term(&[0, 1], |d| {
+                let half = d.p(Mul, vec![d.r(0.5), d.arg(1)]);
+                let w = if inverse {
+                    d.p(Neg, vec![d.p(Add, vec![half, d.r(1.0)])])
+                } else {
+                    d.p(Sub, vec![half, d.r(1.0)])
+                };
+                d.p(EltMul, vec![w, d.p(Log, vec![d.arg(0)])])
+            });
+            d.term(&[0], |d| {
+                if inverse {
+                    d.p(Neg, vec![d.p(EltDiv, vec![d.r(0.5), d.arg(0)])])
+                } else {
+                    d.p(Mul, vec![d.r(-0.5), d.arg(0)])
+                }
+            });
+        }
+        ("scaled_inv_chi_square", 3) => {
+            // ν/2 log(ν/2) − lgamma(ν/2) + ν log s − (ν/2 + 1) log y − ν s² / (2y)
+            d.check(0, CheckNonNegative);
+            d.check(1, CheckPositiveFinite);
+            d.check(2, CheckPositiveFinite);
+            d.term(&[1], |d| {
+                let half = d.p(Mul, vec![d.r(0.5), d.arg(1)]);
+                let a = d.p(EltMul, vec![half.clone(), d.p(Log, vec![half.clone()])]);
+                d.p(Sub, vec![a, d.p(Lgamma, vec![half])])
+            });
+            d.term(&[1, 2], |d| {
+                d.p(EltMul, vec![d.arg(1), d.p(Log, vec![d.arg(2)])])
+            });
+            d.term(&[0, 1], |d| {
+                let w = d.p(Add, vec![d.p(Mul, vec![d.r(0.5), d.arg(1)]), d.r(1.0)]);
+                d.p(Neg, vec![d.p(EltMul, vec![w, d.p(Log, vec![d.arg(0)])])])
+            });
+            d.term(&[0, 1, 2], |d| {
+                let num = d.p(EltMul, vec![d.arg(1), d.p(Square, vec![d.arg(2)])]);
+                let den = d.p(Mul, vec![d.r(2.0), d.arg(0)]);
+                d.p(Neg, vec![d.p(EltDiv, vec![num, den])])
+            });
+        }
+        ("gumbel", 3) => {
+            // −log β − z − exp(−z), z = (y − μ)/β
+            d.check(0, CheckNotNan);
+            d.check(1, CheckFinite);
+            d.check(2, CheckPositiveFinite);
+            d.term(&[2], |d| d.p(Neg, vec![d.p(Log, vec![d.arg(2)])]));
+            d.term(&[0, 1, 2], |d| {
+                let z = d.p(EltDiv, vec![d.p(Sub, vec![d.arg(0), d.arg(1)]), d.arg(2)]);
+                let e = d.p(Exp, vec![d.p(Neg, vec![z.clone()])]);
+                d.p(Neg, vec![d.p(Add, vec![z, e])])
+            });
+        }
+        ("rayleigh", 2) => {
+            // log y − 2 log σ − y² / (2σ²)
+            d.check(0, CheckNonNegative);
+            d.check(1, CheckPositiveFinite);
+            d.term(&[0], |d| d.p(Log, vec![d.arg(0)]));
+            d.term(&[1], |d| {
+                d.p(Mul, vec![d.r(-2.0), d.p(Log, vec![d.arg(1)])])
+            });
+            d.term(&[0, 1], |d| {
+                let r = d.p(EltDiv, vec![d.arg(0), d.arg(1)]);
+                d.p(Mul, vec![d.r(-0.5), d.p(Square, vec![r])])
+            });
+        }
+        ("pareto", 3) => {
+            // log α + α log y_min − (α + 1) log y, and log 0 below y_min
+            d.check(0, CheckNotNan);
+            d.check(1, CheckPositiveFinite);
+            d.check(2, CheckPositiveFinite);
+            d.always(|d| {
+                let inside = d.p(Step, vec![d.p(Sub, vec![d.arg(0), d.arg(1)])]);
+                typed(d.p(Sum, vec![d.p(Log, vec![inside])]), Type::Real)
+            });
+            d.term(&[2], |d| d.p(Log, vec![d.arg(2)]));
+            d.term(&[1, 2], |d| {
+                d.p(EltMul, vec![d.arg(2), d.p(Log, vec![d.arg(1)])])
+            });
+            d.term(&[0, 2], |d| {
+                let w = d.p(Add, vec![d.arg(2), d.r(1.0)]);
+                d.p(Neg, vec![d.p(EltMul, vec![w, d.p(Log, vec![d.arg(0)])])])
+            });
+        }
+        ("beta_binomial", 4) => {
+            // lchoose(N, n) + lbeta(n + α, N − n + β) − lbeta(α, β)
+            d.check(0, CheckNonNegativeInt);
+            d.check(1, CheckNonNegativeInt);
+            d.check(2, CheckPositiveFinite);
+            d.check(3, CheckPositiveFinite);
+            d.term(&[0, 1], |d| d.p(Lchoose, vec![d.arg(1), d.arg(0)]));
+            d.term(&[0, 1, 2, 3], |d| {
+                let a = d.p(Add, vec![d.arg(0), d.arg(2)]);
+                let b = d.p(Add, vec![d.p(Sub, vec![d.arg(1), d.arg(0)]), d.arg(3)]);
+                d.p(Lbeta, vec![a, b])
+            });
+            d.term(&[2, 3], |d| {
+                d.p(Neg, vec![d.p(Lbeta, vec![d.arg(2), d.arg(3)])])
+            });
+        }
+        ("skew_normal", 4) => {
+            // −½ log 2π − log ω − z²/2 + log erfc(−α z / √2)
+            d.check(0, CheckNotNan);
+            d.check(1, CheckFinite);
+            d.check(2, CheckPositiveFinite);
+            d.check(3, CheckFinite);
+            d.constant(-half_log_2pi);
+            d.term(&[2], |d| d.p(Neg, vec![d.p(Log, vec![d.arg(2)])]));
+            d.term(&[0, 1, 2, 3], |d| {
+                let z = d.p(EltDiv, vec![d.p(Sub, vec![d.arg(0), d.arg(1)]), d.arg(2)]);
+                let sq = d.p(Mul, vec![d.r(-0.5), d.p(Square, vec![z.clone()])]);
+                let arg = d.p(
+                    EltMul,
+                    vec![
+                        d.p(Mul, vec![d.r(-std::f64::consts::FRAC_1_SQRT_2), d.arg(3)]),
+                        z,
+                    ],
+                );
+                d.p(Add, vec![sq, d.p(Log, vec![d.p(Erfc, vec![arg])])])
+            });
         }
         ("bernoulli_logit_glm", 4) => {
             // bernoulli_logit(y | α + x β)

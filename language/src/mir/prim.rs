@@ -139,6 +139,8 @@ prims! {
     MultiplyLog => "multiply_log",
     /// `lmultiply(a, b)`, same as multiply_log.
     Lmultiply => "lmultiply",
+    /// `choose(n, k)` on ints (an int; overflow is an error).
+    Choose => "choose",
     /// `fma(a, b, c)` = a * b + c.
     Fma => "fma",
 
