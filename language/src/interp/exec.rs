@@ -387,7 +387,7 @@ impl<'p> Machine<'p> {
         for item in items {
             match item {
                 Printable::Str(s) => out.push_str(s),
-                Printable::Expr(e) => out.push_str(&self.eval(e)?.to_string()),
+                Printable::Expr(e) => out.push_str(&super::print::value(&self.eval(e)?)),
             }
         }
         Ok(out)

@@ -20,6 +20,7 @@ mod index;
 mod linalg;
 mod prims;
 mod prims_matrix;
+mod print;
 mod rng;
 mod values;
 
