@@ -571,3 +571,54 @@ fn further_densities_match_closed_forms() {
     );
     assert_eq!(value(&vals, "ch"), Value::Int(35));
 }
+
+#[test]
+fn truncated_distributions_and_log_cdfs() {
+    // y ~ normal(mu, 1) T[0, ]: kernel −½(y − μ)² − log(1 − Φ(−μ))
+    let m = model(
+        "data { real y; } parameters { real mu; } model { y ~ normal(mu, 1) T[0, ]; }",
+        r#"{"y": 0.5}"#,
+    )
+    .unwrap();
+    let phi = |x: f64| bat_math::scalar::Phi(x);
+    let lp = |mu: f64| -0.5 * (0.5 - mu).powi(2) - (1.0 - phi(-mu)).ln();
+    let ours = m.log_density(&[0.3], false).unwrap() - m.log_density(&[-0.4], false).unwrap();
+    assert!((ours - (lp(0.3) - lp(-0.4))).abs() < 1e-12, "{ours}");
+    let below = model(
+        "data { real y; } parameters { real mu; } model { y ~ normal(mu, 1) T[0, 2]; }",
+        r#"{"y": -0.5}"#,
+    )
+    .unwrap();
+    assert_eq!(below.log_density(&[0.0], false).unwrap(), f64::NEG_INFINITY);
+    let two_sided = model(
+        "data { real y; } parameters { real mu; } model { y ~ normal(mu, 1) T[0, 2]; }",
+        r#"{"y": 0.5}"#,
+    )
+    .unwrap();
+    let lp2 = |mu: f64| -0.5 * (0.5 - mu).powi(2) - (phi(2.0 - mu) - phi(-mu)).ln();
+    let ours = two_sided.log_density(&[0.3], false).unwrap()
+        - two_sided.log_density(&[-0.4], false).unwrap();
+    assert!((ours - (lp2(0.3) - lp2(-0.4))).abs() < 1e-12, "{ours}");
+
+    let vals = gq("generated quantities {
+        real n_lcdf = normal_lcdf(1 | 0.5, 2);
+        real n_lccdf = normal_lccdf(1 | 0.5, 2);
+        real e_lcdf = exponential_lcdf(1.5 | 2);
+        real c_lcdf = cauchy_lcdf(1 | 0, 1);
+        real t_lcdf = student_t_lcdf(0.7 | 3, 0.2, 1.5);
+        real t_lccdf = student_t_lccdf(0.7 | 3, 0.2, 1.5);
+        real g_lcdf = gamma_lcdf(1.5 | 2, 3);
+        real g_lccdf = gamma_lccdf(1.5 | 2, 3);
+      }")
+    .unwrap();
+    let get = |n: &str| real(&value(&vals, n));
+    assert!((get("n_lcdf") - phi(0.25).ln()).abs() < 1e-14);
+    assert!((get("n_lccdf") - phi(-0.25).ln()).abs() < 1e-14);
+    assert!((get("e_lcdf") - (1.0 - (-3f64).exp()).ln()).abs() < 1e-14);
+    assert!((get("c_lcdf") - 0.75f64.ln()).abs() < 1e-14);
+    // complementary tails add up to one
+    assert!((get("t_lcdf").exp() + get("t_lccdf").exp() - 1.0).abs() < 1e-12);
+    assert!((get("g_lcdf").exp() + get("g_lccdf").exp() - 1.0).abs() < 1e-12);
+    // gamma(2, 3) cdf at 1.5: 1 − e^{−4.5}(1 + 4.5)
+    assert!((get("g_lcdf") - (1.0 - (-4.5f64).exp() * 5.5).ln()).abs() < 1e-12);
+}

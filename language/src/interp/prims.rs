@@ -150,6 +150,7 @@ pub(crate) fn eval(p: Prim, args: &[Value]) -> Result<Value> {
         Phi => unary(m::Phi)?,
         PhiApprox => unary(m::Phi_approx)?,
         InvPhi => unary(m::inv_Phi)?,
+        LogPhi => unary(m::log_Phi)?,
         Step => match a(0)? {
             v if is_scalar(v) => Value::Real(m::integer::step(real(v)?)),
             v => map_real(name, v, m::integer::step)?,

@@ -41,8 +41,14 @@ pub fn call(name: &str, args: Vec<Expr>, ty: &Type, span: Span) -> Result<ExprKi
         ("abs", _) | ("fabs", _) => Prim::Abs,
         ("log_mix", 3) => return Ok(log_mix(args, span).kind),
         ("choose", 2) => Prim::Choose,
-        ("student_t_lccdf", 4) if args.iter().all(|a| a.ty.is_scalar()) => {
-            return Ok(student_t_lccdf(args, span).kind);
+        _ if (name.ends_with("_lcdf") || name.ends_with("_lccdf"))
+            && args.iter().all(|a| a.ty.is_scalar()) =>
+        {
+            let (family, upper) = match name.strip_suffix("_lccdf") {
+                Some(family) => (family, true),
+                None => (name.trim_end_matches("_lcdf"), false),
+            };
+            return Ok(log_cdf(family, upper, args, span)?.kind);
         }
         _ => match BY_NAME.get(name) {
             Some(&p) => p,
@@ -68,6 +74,91 @@ fn log_mix(mut args: Vec<Expr>, span: Span) -> Expr {
         span,
     );
     prim(Prim::LogSumExp2, vec![left, right], span)
+}
+
+/// `FAMILY_lcdf(b | θ)` (or `_lccdf` when `upper`) for scalar arguments:
+/// the log probability below (above) `b`.
+pub fn log_cdf(
+    family: &str,
+    upper: bool,
+    args: Vec<Expr>,
+    span: Span,
+) -> Result<Expr, Unsupported> {
+    use Prim::*;
+    let p = |op: Prim, a: Vec<Expr>| prim(op, a, span);
+    let r = |x: f64| real(x, span);
+    let n = args.len();
+    let arg = |i: usize| args[i].clone();
+    let z = |y: Expr| p(EltDiv, vec![p(Sub, vec![y, arg(1)]), arg(2)]);
+    Ok(match (family, n) {
+        ("normal", 3) | ("lognormal", 3) => {
+            let y = if family == "lognormal" {
+                p(Log, vec![arg(0)])
+            } else {
+                arg(0)
+            };
+            let z = z(y);
+            p(LogPhi, vec![if upper { p(Neg, vec![z]) } else { z }])
+        }
+        ("std_normal", 1) => p(
+            LogPhi,
+            vec![if upper { p(Neg, vec![arg(0)]) } else { arg(0) }],
+        ),
+        ("exponential", 2) => {
+            let minus_rate_y = p(Neg, vec![p(Mul, vec![arg(1), arg(0)])]);
+            if upper {
+                minus_rate_y
+            } else {
+                p(Log1mExp, vec![minus_rate_y])
+            }
+        }
+        ("cauchy", 3) => {
+            let t = p(Mul, vec![r(1.0 / PI), p(Atan, vec![z(arg(0))])]);
+            p(
+                Log,
+                vec![if upper {
+                    p(Sub, vec![r(0.5), t])
+                } else {
+                    p(Add, vec![r(0.5), t])
+                }],
+            )
+        }
+        ("logistic", 3) => p(
+            if upper { Log1mInvLogit } else { LogInvLogit },
+            vec![z(arg(0))],
+        ),
+        ("gamma", 3) => {
+            let x = p(Mul, vec![arg(2), arg(0)]);
+            p(
+                Log,
+                vec![p(if upper { GammaQ } else { GammaP }, vec![arg(1), x])],
+            )
+        }
+        ("weibull", 3) => {
+            let minus_pow = p(
+                Neg,
+                vec![p(Pow, vec![p(EltDiv, vec![arg(0), arg(2)]), arg(1)])],
+            );
+            if upper {
+                minus_pow
+            } else {
+                p(Log1mExp, vec![minus_pow])
+            }
+        }
+        ("student_t", 4) => {
+            if upper {
+                student_t_lccdf(args, span)
+            } else {
+                // P(Y ≤ y) = P(Y' ≥ −y) for Y' = −Y ~ student_t(ν, −μ, σ)
+                let [y, nu, mu, sigma]: [Expr; 4] = args.try_into().expect("4 args");
+                student_t_lccdf(vec![p(Neg, vec![y]), nu, p(Neg, vec![mu]), sigma], span)
+            }
+        }
+        _ => {
+            let suffix = if upper { "lccdf" } else { "lcdf" };
+            return Err(Unsupported(format!("the function `{family}_{suffix}`")));
+        }
+    })
 }
 
 /// `student_t_lccdf(y | ν, μ, σ)` for scalars: with t = (y − μ)/σ and

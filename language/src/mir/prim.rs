@@ -107,6 +107,8 @@ prims! {
     Phi => "Phi",
     PhiApprox => "Phi_approx",
     InvPhi => "inv_Phi",
+    /// log Φ(x), accurate in both tails (Stan's `std_normal_lcdf`).
+    LogPhi => "std_normal_log_cdf",
     /// `step(x)`: 1 if x ≥ 0 (Stan's definition), else 0.
     Step => "step",
     IsNan => "is_nan",
