@@ -152,7 +152,7 @@ fn corpus_gaps(dir: &std::path::Path) {
         paths.len()
     );
     let mut gaps: Vec<_> = gaps.into_iter().collect();
-    gaps.sort_by(|a, b| b.1.cmp(&a.1));
+    gaps.sort_by_key(|g| std::cmp::Reverse(g.1));
     for (gap, n) in gaps.iter().take(40) {
         println!("  {n:3}  {gap}");
     }
