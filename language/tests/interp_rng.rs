@@ -187,3 +187,42 @@ fn transformed_data_draws_depend_on_the_seed_only() {
     assert_eq!(z(1), z(1));
     assert_ne!(z(1), z(2));
 }
+
+#[test]
+fn more_generators_have_the_right_moments() {
+    // neg_binomial_2(μ, φ): var μ + μ²/φ; its m4 is bounded generously by 12·var² + var
+    let (mu, phi) = (4.0, 2.0);
+    let v = mu + mu * mu / phi;
+    assert_moments("neg_binomial_2_rng(4, 2)", mu, v, 12.0 * v * v + v);
+    assert_moments("neg_binomial_2_log_rng(log(4), 2)", mu, v, 12.0 * v * v + v);
+    // Laplace(μ, σ): var 2σ², kurtosis 6
+    assert_moments("double_exponential_rng(1, 2)", 1.0, 8.0, 6.0 * 64.0);
+    // logistic(μ, s): var s²π²/3, kurtosis 4.2
+    let lv = 4.0 * std::f64::consts::PI.powi(2) / 3.0;
+    assert_moments("logistic_rng(1, 2)", 1.0, lv, 4.2 * lv * lv);
+    // weibull(α = 2, σ = 3): mean σΓ(1.5), var σ²(1 − Γ(1.5)²)
+    let g = std::f64::consts::PI.sqrt() / 2.0;
+    let wv = 9.0 * (1.0 - g * g);
+    assert_moments("weibull_rng(2, 3)", 3.0 * g, wv, 5.0 * wv * wv);
+    // chi_square(ν): var 2ν, m4 = 12ν(ν + 4)
+    assert_moments("chi_square_rng(5)", 5.0, 10.0, 12.0 * 5.0 * 9.0);
+    // inv_gamma(α = 6, β = 10): mean β/(α−1), var β²/((α−1)²(α−2))
+    let iv = 100.0 / (25.0 * 4.0);
+    assert_moments("inv_gamma_rng(6, 10)", 2.0, iv, 200.0 * iv * iv);
+    // gumbel(μ, β): mean μ + γβ, var π²β²/6, kurtosis 5.4
+    let gv = std::f64::consts::PI.powi(2) * 4.0 / 6.0;
+    assert_moments(
+        "gumbel_rng(1, 2)",
+        1.0 + 0.5772156649015329 * 2.0,
+        gv,
+        5.4 * gv * gv,
+    );
+    // categorical_logit(log θ) has the categorical moments
+    let m4 = 0.2 * 1.1f64.powi(4) + 0.5 * 0.1f64.powi(4) + 0.3 * 0.9f64.powi(4);
+    assert_moments(
+        "categorical_logit_rng(log([0.2, 0.5, 0.3]'))",
+        2.1,
+        0.49,
+        m4,
+    );
+}

@@ -164,6 +164,15 @@ pub(crate) fn is_rng(p: Prim) -> Option<Prim> {
             | PoissonRng
             | PoissonLogRng
             | CategoricalRng
+            | CategoricalLogitRng
+            | NegBinomial2Rng
+            | NegBinomial2LogRng
+            | DoubleExponentialRng
+            | LogisticRng
+            | WeibullRng
+            | ChiSquareRng
+            | InvGammaRng
+            | GumbelRng
     )
     .then_some(p)
 }
@@ -239,6 +248,41 @@ fn draw_one(p: Prim, rng: &mut Rng, a: &[f64]) -> Result<Value> {
             need(name, "log rate", a[0], rate < 2f64.powi(30))?;
             Value::Int(rng.poisson(rate))
         }
+        NegBinomial2Rng | NegBinomial2LogRng => {
+            // Poisson with a gamma(φ, φ/μ) rate
+            let mu = if p == NegBinomial2LogRng {
+                a[0].exp()
+            } else {
+                a[0]
+            };
+            let mu = need(name, "location", mu, mu > 0.0 && mu.is_finite())?;
+            let phi = pos(1, "precision")?;
+            let rate = rng.gamma(phi) * mu / phi;
+            Value::Int(rng.poisson(need(name, "gamma rate", rate, rate < 2f64.powi(30))?))
+        }
+        DoubleExponentialRng => {
+            let (mu, sigma) = (fin(0, "location")?, pos(1, "scale")?);
+            let u = rng.uniform() - 0.5;
+            Value::Real(mu - sigma * u.signum() * (1.0 - 2.0 * u.abs()).ln())
+        }
+        LogisticRng => {
+            let (mu, sigma) = (fin(0, "location")?, pos(1, "scale")?);
+            let u = rng.uniform();
+            Value::Real(mu + sigma * (u / (1.0 - u)).ln())
+        }
+        WeibullRng => {
+            let (alpha, sigma) = (pos(0, "shape")?, pos(1, "scale")?);
+            Value::Real(sigma * (-rng.uniform().ln()).powf(1.0 / alpha))
+        }
+        ChiSquareRng => Value::Real(2.0 * rng.gamma(pos(0, "degrees of freedom")? / 2.0)),
+        InvGammaRng => {
+            let (alpha, beta) = (pos(0, "shape")?, pos(1, "scale")?);
+            Value::Real(beta / rng.gamma(alpha))
+        }
+        GumbelRng => {
+            let (mu, beta) = (fin(0, "location")?, pos(1, "scale")?);
+            Value::Real(mu - beta * (-rng.uniform().ln()).ln())
+        }
         _ => {
             return Err(RuntimeError::fatal(format!(
                 "{name} is not a random number generator"
@@ -250,8 +294,11 @@ fn draw_one(p: Prim, rng: &mut Rng, a: &[f64]) -> Result<Value> {
 /// Draw from `p` at `args`: one draw for scalar arguments, an array of
 /// draws (one per element) when an argument is a container.
 pub(crate) fn draw(p: Prim, rng: &mut Rng, args: &[Value]) -> Result<Value> {
-    if p == Prim::CategoricalRng {
-        let theta = flat(&args[0]);
+    if p == Prim::CategoricalRng || p == Prim::CategoricalLogitRng {
+        let mut theta = flat(&args[0]);
+        if p == Prim::CategoricalLogitRng {
+            theta = bat_math::vector::softmax(&theta);
+        }
         let total: f64 = theta.iter().sum();
         if theta.iter().any(|t| !(*t >= 0.0)) || (total - 1.0).abs() > 1e-8 {
             return Err(RuntimeError::rejection(

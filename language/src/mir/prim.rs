@@ -253,6 +253,15 @@ prims! {
     PoissonRng => "poisson_rng",
     PoissonLogRng => "poisson_log_rng",
     CategoricalRng => "categorical_rng",
+    CategoricalLogitRng => "categorical_logit_rng",
+    NegBinomial2Rng => "neg_binomial_2_rng",
+    NegBinomial2LogRng => "neg_binomial_2_log_rng",
+    DoubleExponentialRng => "double_exponential_rng",
+    LogisticRng => "logistic_rng",
+    WeibullRng => "weibull_rng",
+    ChiSquareRng => "chi_square_rng",
+    InvGammaRng => "inv_gamma_rng",
+    GumbelRng => "gumbel_rng",
 
     // ---- constants
     Pi => "pi",
