@@ -130,6 +130,25 @@ fn check_model(dir: &std::path::Path) -> Result<String, String> {
             point["lp_jacobian"].as_f64().unwrap(),
         ));
     }
+    // generated quantities run at Stan's points (with values of the
+    // declared sizes) and reproduce the constrained parameters
+    for (k, point) in points.iter().enumerate() {
+        let theta: Vec<f64> = point["unconstrained"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        let draw = model
+            .generated_quantities(&theta, language::interp::Rng::new(1, 0, k as u64))
+            .map_err(|e| format!("point {k}: generated quantities: {e}"))?;
+        let constrained = model.constrain(&theta).unwrap();
+        if draw.values[..constrained.len()] != constrained[..] {
+            return Err(format!(
+                "point {k}: draw parameters differ from constrain()"
+            ));
+        }
+    }
     let mut worst: f64 = 0.0;
     for k in 1..lps.len() {
         let (a, b) = (lps[0], lps[k]);
