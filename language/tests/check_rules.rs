@@ -456,3 +456,23 @@ fn deepest_accepted_expressions_do_not_overflow() {
         .expect("checking deep trees must not overflow");
     assert!(diags.iter().all(|d| !d.is_error()), "{diags:#?}");
 }
+
+#[test]
+fn stanc_style_warnings() {
+    assert_eq!(
+        diags("data { real a; real b; real c; }\ntransformed data {\n  int x = a < b < c;\n}\n"),
+        vec![("W0102", 3)]
+    );
+    assert!(
+        diags("data { real a; real b; real c; }\ntransformed data { int x = (a < b) < c; }\n")
+            .is_empty()
+    );
+    assert_eq!(
+        diags("model {\n  real x = 1;\n  x = x;\n}\n"),
+        vec![("W0102", 3)]
+    );
+    assert_eq!(
+        diags("model {\n  reject(\"stop\");\n  real y = 2;\n}\n"),
+        vec![("W0102", 3)]
+    );
+}

@@ -226,6 +226,36 @@ impl Checker {
                  intended, use the integer division operator %/%"
             ));
         }
+        let is_cmp = |op: BinaryOp| {
+            matches!(
+                op,
+                BinaryOp::Eq
+                    | BinaryOp::Neq
+                    | BinaryOp::Lt
+                    | BinaryOp::Leq
+                    | BinaryOp::Gt
+                    | BinaryOp::Geq
+            )
+        };
+        if is_cmp(op)
+            && let ExprKind::Binary(inner, _, _) = &l.kind
+            && is_cmp(*inner)
+        {
+            let d = self.warning(
+                codes::WARN_OTHER,
+                format!(
+                    "Found chained comparison: this is interpreted as `(a {} b) {} c`, comparing \
+                     the 0/1 result of the first comparison.",
+                    inner.symbol(),
+                    op.symbol()
+                ),
+                e.span,
+            );
+            d.help = Some(
+                "if you meant `a < b && b < c`, write that; add parentheses to silence this warning"
+                    .into(),
+            );
+        }
         if matches!(op, BinaryOp::Pow)
             && matches!(lt.array_dims().1, Type::Matrix)
             && matches!(rt, Type::Int | Type::Real)
