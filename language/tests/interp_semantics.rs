@@ -622,3 +622,34 @@ fn truncated_distributions_and_log_cdfs() {
     // gamma(2, 3) cdf at 1.5: 1 − e^{−4.5}(1 + 4.5)
     assert!((get("g_lcdf") - (1.0 - (-4.5f64).exp() * 5.5).ln()).abs() < 1e-12);
 }
+
+#[test]
+fn truncated_mass_functions_renormalise_over_the_integers() {
+    // y ~ poisson(λ) T[1, ]: log p(y) − log(1 − e^{−λ})
+    let m = model("data { int y; } parameters { real<lower=0> lambda; } model { y ~ poisson(lambda) T[1, ]; }", r#"{"y": 2}"#).unwrap();
+    let kernel = |l: f64| 2.0 * l.ln() - l - (1.0 - (-l).exp()).ln();
+    let (a, b) = (0.3f64, -0.2f64);
+    let ours = m.log_density(&[a], false).unwrap() - m.log_density(&[b], false).unwrap();
+    assert!(
+        (ours - (kernel(a.exp()) - kernel(b.exp()))).abs() < 1e-12,
+        "{ours}"
+    );
+    // T[1, 3]: the mass of {1, 2, 3}
+    let m = model("data { int y; } parameters { real<lower=0> lambda; } model { y ~ poisson(lambda) T[1, 3]; }", r#"{"y": 2}"#).unwrap();
+    let kernel = |l: f64| 2.0 * l.ln() - l - (l * (-l).exp() * (1.0 + l / 2.0 + l * l / 6.0)).ln();
+    let ours = m.log_density(&[a], false).unwrap() - m.log_density(&[b], false).unwrap();
+    assert!(
+        (ours - (kernel(a.exp()) - kernel(b.exp()))).abs() < 1e-12,
+        "{ours}"
+    );
+    let vals = gq("generated quantities { real c = neg_binomial_2_lcdf(2 | 3, 1.5); real cc = neg_binomial_2_lccdf(2 | 3, 1.5); }").unwrap();
+    let (c, cc) = (real(&value(&vals, "c")), real(&value(&vals, "cc")));
+    assert!((c.exp() + cc.exp() - 1.0).abs() < 1e-12);
+    // P(N ≤ 2) summed from the mass function
+    let lg = bat_math::scalar::lgamma;
+    let pmf = |n: f64| {
+        (lg(n + 1.5) - lg(n + 1.0) - lg(1.5) + n * (3.0f64 / 4.5).ln() + 1.5 * (1.5f64 / 4.5).ln())
+            .exp()
+    };
+    assert!((c.exp() - (pmf(0.0) + pmf(1.0) + pmf(2.0))).abs() < 1e-12);
+}

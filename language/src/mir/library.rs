@@ -145,6 +145,26 @@ pub fn log_cdf(
                 p(Log1mExp, vec![minus_pow])
             }
         }
+        ("poisson", 2) => {
+            // P(N ≤ n) = Q(n + 1, λ)
+            let n1 = p(Add, vec![arg(0), r(1.0)]);
+            p(
+                Log,
+                vec![p(if upper { GammaP } else { GammaQ }, vec![n1, arg(1)])],
+            )
+        }
+        ("neg_binomial_2", 3) => {
+            // P(N ≤ n) = I_{φ/(μ+φ)}(φ, n + 1)
+            let total = p(Add, vec![arg(1), arg(2)]);
+            let n1 = p(Add, vec![arg(0), r(1.0)]);
+            if upper {
+                let x = p(EltDiv, vec![arg(1), total]);
+                p(Log, vec![p(IncBeta, vec![n1, arg(2), x])])
+            } else {
+                let x = p(EltDiv, vec![arg(2), total]);
+                p(Log, vec![p(IncBeta, vec![arg(2), n1, x])])
+            }
+        }
         ("student_t", 4) => {
             if upper {
                 student_t_lccdf(args, span)

@@ -306,11 +306,23 @@ impl Lowerer<'_> {
         span: crate::span::Span,
     ) -> Option<StmtKind> {
         let y = args[0].clone();
-        if !y.ty.is_scalar() || y.ty == Type::Int {
-            self.unsupported("truncation of a container or integer variate", span);
+        if !y.ty.is_scalar() {
+            self.unsupported("truncation of a container variate", span);
             return None;
         }
+        let discrete = y.ty == Type::Int;
         let lower = t.lower.as_ref().map(|e| self.expr(e));
+        // For a mass function the mass of [L, U] is F(U) − F(L − 1).
+        let below_lower = lower.as_ref().map(|l| {
+            if discrete {
+                Expr {
+                    kind: ExprKind::Prim(Prim::Sub, vec![l.clone(), int_expr(1, span)]),
+                    ..l.clone()
+                }
+            } else {
+                l.clone()
+            }
+        });
         let upper = t.upper.as_ref().map(|e| self.expr(e));
         let bound_args = |b: &Expr| {
             let mut a = args.clone();
@@ -329,7 +341,7 @@ impl Lowerer<'_> {
             Ok(match (&lower, &upper) {
                 (Some(l), Some(u)) => {
                     let hi = log_cdf(false, bound_args(u))?;
-                    let lo = log_cdf(false, bound_args(l))?;
+                    let lo = log_cdf(false, bound_args(below_lower.as_ref().unwrap_or(l)))?;
                     let outside = Expr {
                         ad: y.ad,
                         kind: ExprKind::Cond(
@@ -344,7 +356,7 @@ impl Lowerer<'_> {
                 }
                 (Some(l), None) => (
                     compare(Prim::Lt, y.clone(), l.clone()),
-                    log_cdf(true, bound_args(l))?,
+                    log_cdf(true, bound_args(below_lower.as_ref().unwrap_or(l)))?,
                 ),
                 (None, Some(u)) => (
                     compare(Prim::Gt, y.clone(), u.clone()),
