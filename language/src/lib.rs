@@ -14,11 +14,14 @@
 pub mod ad;
 pub mod builtins;
 pub mod check;
+pub mod data;
 pub mod diagnostic;
+pub mod interp;
 pub mod mir;
 pub mod span;
 pub mod syntax;
 pub mod types;
+pub mod value;
 
 pub use diagnostic::{Diagnostic, Kind, Severity};
 pub use span::{LineIndex, Span};

@@ -107,4 +107,73 @@ fn loop_gradient_program() {
     let p = lower_source(source, "loops").unwrap_or_else(|d| panic!("{d:?}"));
     let g = language::ad::gradient(&p).unwrap_or_else(|d| panic!("{d:?}"));
     insta::assert_snapshot!(language::ad::print_grad_program(&g));
+
+/// Informational: how many of the larger posteriordb-models corpus lower,
+/// and the most common gaps (run with --nocapture).
+#[test]
+fn posteriordb_models_corpus_gaps() {
+    corpus_gaps(&corpus().join("posteriordb-models"));
+}
+
+/// Informational: the same over stanc3's `good` test programs.
+#[test]
+fn stanc3_good_corpus_gaps() {
+    corpus_gaps(&corpus().join("stanc3/good"));
+}
+
+fn stan_files(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            stan_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "stan") {
+            out.push(path);
+        }
+    }
+}
+
+fn corpus_gaps(dir: &std::path::Path) {
+    let mut paths = Vec::new();
+    stan_files(dir, &mut paths);
+    paths.sort();
+    let mut lowered = 0;
+    let mut front_end_errors = 0;
+    let mut gaps: std::collections::BTreeMap<String, usize> = Default::default();
+    for path in &paths {
+        let source = std::fs::read_to_string(path).unwrap();
+        let fe = language::compile_front_end(&source);
+        if fe.diagnostics.iter().any(|d| d.is_error()) {
+            front_end_errors += 1;
+            continue;
+        }
+        match mir::lower(&fe.program, fe.checked.as_ref().unwrap(), "m") {
+            Ok(_) => lowered += 1,
+            Err(diags) => {
+                let mut seen = std::collections::BTreeSet::new();
+                for d in diags {
+                    assert_eq!(
+                        d.code,
+                        mir::NOT_YET_SUPPORTED,
+                        "{}: {}",
+                        path.display(),
+                        d.message
+                    );
+                    seen.insert(d.message);
+                }
+                for m in seen {
+                    *gaps.entry(m).or_default() += 1;
+                }
+            }
+        }
+    }
+    println!(
+        "{}: {lowered} of {} lower ({front_end_errors} rejected by the front end)",
+        dir.display(),
+        paths.len()
+    );
+    let mut gaps: Vec<_> = gaps.into_iter().collect();
+    gaps.sort_by_key(|g| std::cmp::Reverse(g.1));
+    for (gap, n) in gaps.iter().take(40) {
+        println!("  {n:3}  {gap}");
+    }
 }

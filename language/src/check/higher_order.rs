@@ -4,23 +4,52 @@
 //! functions. Their first argument is a user function whose signature is
 //! checked against what the built-in needs (stanc3's `check_variadic_args`).
 
+use super::SymbolId;
 use super::codes;
 use super::compat::{self, Mismatch, ad_compatible, explain, lub_ad, promotion_cost};
 use super::context::{Checker, FunSuffix};
 use super::expr::{ERROR, Typed};
-use super::{Callee, SymbolId};
 use crate::span::Span;
 use crate::syntax::ast::{Expr, ExprKind, Ident};
 use crate::types::{AdLevel, Type};
 
 use AdLevel::{AutoDiff as AD, DataOnly as DATA};
 
+/// Names with a [`spec`] (kept as a list so the per-call test allocates
+/// nothing).
+const SPEC_NAMES: [&str; 27] = [
+    "ode_rk45",
+    "ode_bdf",
+    "ode_adams",
+    "ode_ckrk",
+    "ode_rk45_tol",
+    "ode_bdf_tol",
+    "ode_adams_tol",
+    "ode_ckrk_tol",
+    "ode_adjoint_tol_ctl",
+    "solve_newton",
+    "solve_powell",
+    "solve_newton_tol",
+    "solve_powell_tol",
+    "dae",
+    "dae_tol",
+    "integrate_ode_rk45",
+    "integrate_ode_bdf",
+    "integrate_ode_adams",
+    "algebra_solver",
+    "algebra_solver_newton",
+    "map_rect",
+    "integrate_1d",
+    "integrate_1d_double_exponential",
+    "integrate_1d_gauss_kronrod",
+    "integrate_1d_double_exponential_tol",
+    "integrate_1d_gauss_kronrod_tol",
+    "reduce_sum",
+];
+
 /// Is `name` one of the built-ins checked here?
 pub fn is_higher_order(name: &str) -> bool {
-    spec(name).is_some()
-        || name == "reduce_sum"
-        || name == "reduce_sum_static"
-        || super::laplace::is_laplace(name)
+    SPEC_NAMES.contains(&name) || name == "reduce_sum_static" || super::laplace::is_laplace(name)
 }
 
 /// What a higher-order built-in needs.
@@ -142,7 +171,6 @@ fn spec(name: &str) -> Option<Spec> {
         "integrate_ode_rk45" | "integrate_ode_bdf" | "integrate_ode_adams" => {
             fixed(old_ode_control, old_ode_fn, arr(Real), arr(arr(Real)))
         }
-        "integrate_ode_rk45_tol" => return None,
         "algebra_solver" | "algebra_solver_newton" => {
             fixed(algebra_control, algebra_fn, Vector, Vector)
         }
@@ -212,7 +240,7 @@ impl Checker {
         // The function argument, if it names user functions.
         let fn_ident = args.first().and_then(|a| match &a.kind {
             ExprKind::Var(id) if self.env.var(&id.name).is_none() => Some(Ident {
-                name: super::expr::normalized_name(&id.name),
+                name: super::expr::normalized_name(&id.name).into_owned(),
                 span: id.span,
             }),
             _ => None,
@@ -240,6 +268,7 @@ impl Checker {
             .map(|i| i.name.clone())
             .unwrap_or_default();
         let mut first_failure = None;
+        let mut matches: Vec<(SymbolId, Type, u32)> = Vec::new();
         for &id in &overloads {
             let Type::Function(ft) = self.out.symbols[id].ty.clone() else {
                 continue;
@@ -251,21 +280,33 @@ impl Checker {
                 attempt(&spec, n, &fn_name, &ft, &typed)
             };
             match result {
-                Ok(ret) => {
-                    if let Some(id_span) = fn_ident.as_ref().map(|i| i.span) {
-                        self.reference(id_span, id);
-                    }
-                    let sig_args = typed.iter().map(|(t, a)| (*a, t.clone())).collect();
-                    self.record_builtin_call(span, sig_args, Some(ret.clone()));
-                    let _ = Callee::User(id);
-                    return (ret, ad);
-                }
+                Ok((ret, cost)) => matches.push((id, ret, cost)),
                 Err(f) => {
-                    if first_failure.is_none() {
-                        first_failure = Some(f);
-                    }
+                    first_failure.get_or_insert(f);
                 }
             }
+        }
+        // Fewest promotions wins, as for ordinary overloads.
+        if let Some(best) = matches.iter().map(|m| m.2).min() {
+            let winners: Vec<&(SymbolId, Type, u32)> =
+                matches.iter().filter(|m| m.2 == best).collect();
+            if winners.len() > 1 {
+                self.error(
+                    codes::AMBIGUOUS_CALL,
+                    format!(
+                        "No unique minimum promotion found for the overloads of '{fn_name}' passed                          to '{n}'. Overloaded functions must not have multiple equally valid                          promotion paths for a given set of arguments."
+                    ),
+                    span,
+                );
+                return ERROR;
+            }
+            let (id, ret, _) = winners[0].clone();
+            if let Some(id_span) = fn_ident.as_ref().map(|i| i.span) {
+                self.reference(id_span, id);
+            }
+            let sig_args = typed.iter().map(|(t, a)| (*a, t.clone())).collect();
+            self.record_builtin_call(span, sig_args, Some(ret.clone()));
+            return (ret, ad);
         }
         if let Some(f) = first_failure {
             let found: Vec<String> = typed.iter().map(|(t, _)| t.to_string()).collect();
@@ -277,15 +318,15 @@ impl Checker {
             } else {
                 args.get(f.arg).map_or(span, |a| a.span)
             };
-            self.error(
+            let d = self.error(
                 codes::BAD_HIGHER_ORDER,
                 format!(
-                    "Ill-typed arguments supplied to function '{n}':\n({})\n{}",
-                    found.join(", "),
-                    f.message
+                    "Ill-typed arguments supplied to function '{n}': ({}).",
+                    found.join(", ")
                 ),
                 at,
             );
+            d.notes.push(f.message);
         }
         ERROR
     }
@@ -296,7 +337,7 @@ impl Checker {
         ft: &crate::types::FunctionType,
         typed: &[Typed],
         args: &[Expr],
-    ) -> Result<Type, Failure> {
+    ) -> Result<(Type, u32), Failure> {
         if let Some((slice, _)) = typed.get(1) {
             let (dims, elem) = slice.array_dims();
             if dims == 0 {
@@ -352,7 +393,7 @@ fn attempt(
     fn_name: &str,
     ft: &crate::types::FunctionType,
     typed: &[Typed],
-) -> Result<Type, Failure> {
+) -> Result<(Type, u32), Failure> {
     if FunSuffix::of(fn_name) != FunSuffix::Plain {
         return Err(Failure {
             arg: 0,
@@ -391,7 +432,7 @@ fn attempt_with_suffix_ok(
     spec: &Spec,
     ft: &crate::types::FunctionType,
     typed: &[Typed],
-) -> Result<Type, Failure> {
+) -> Result<(Type, u32), Failure> {
     let k = spec.fn_args.len();
     let fn_sig = compat::display_signature(&spec.fn_args, Some(&spec.fn_ret));
     let fn_fail = |detail: String| Failure {
@@ -443,7 +484,7 @@ fn attempt_with_suffix_ok(
     }
     let actual: Vec<(AdLevel, Type)> = typed[1..].iter().map(|(t, a)| (*a, t.clone())).collect();
     match compat::match_args(&expected, &actual, true) {
-        Ok(_) => Ok(spec.ret.clone()),
+        Ok(cost) => Ok((spec.ret.clone(), cost)),
         Err(m) => {
             let arg = match &m {
                 Mismatch::Type { arg, .. } | Mismatch::DataOnly { arg } => *arg,
@@ -470,5 +511,19 @@ fn attempt_with_suffix_ok(
             };
             Err(Failure { arg, message })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_name_has_a_spec() {
+        for name in SPEC_NAMES.iter().filter(|n| **n != "reduce_sum") {
+            assert!(spec(name).is_some(), "{name} has no spec");
+        }
+        assert!(spec("ode_rk45_tol").is_some_and(|s| s.control.len() == 6));
+        assert!(spec("map_rect").is_some_and(|s| s.fixed));
     }
 }

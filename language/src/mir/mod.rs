@@ -27,6 +27,16 @@
 //!   primitives by [`library`]; a function that is neither is rejected at
 //!   lowering with "not yet supported: NAME", never run wrongly.
 //! - `&&` and `||` short-circuit and are expressed with [`ExprKind::Cond`].
+//! - Densities carry Stan's argument checks as `check_*` primitives added
+//!   to the density (value 0.0, derivative 0, evaluated even when `propto`
+//!   drops every term); a failed check is a domain error, which rejects the
+//!   proposal. Checks of literals that pass are omitted.
+//! - `_rng` primitives appear only where Stan allows random numbers
+//!   (transformed data, generated quantities, `_rng` functions); they have
+//!   no derivative rule.
+//!
+//! The reference semantics of every primitive and statement is the scalar
+//! interpreter, [`crate::interp`].
 //!
 //! The MIR is printable (`bat ir FILE --emit mir`, [`print::print_program`]).
 

@@ -107,6 +107,8 @@ prims! {
     Phi => "Phi",
     PhiApprox => "Phi_approx",
     InvPhi => "inv_Phi",
+    /// log Φ(x), accurate in both tails (Stan's `std_normal_lcdf`).
+    LogPhi => "std_normal_log_cdf",
     /// `step(x)`: 1 if x ≥ 0 (Stan's definition), else 0.
     Step => "step",
     IsNan => "is_nan",
@@ -139,6 +141,8 @@ prims! {
     MultiplyLog => "multiply_log",
     /// `lmultiply(a, b)`, same as multiply_log.
     Lmultiply => "lmultiply",
+    /// `choose(n, k)` on ints (an int; overflow is an error).
+    Choose => "choose",
     /// `fma(a, b, c)` = a * b + c.
     Fma => "fma",
 
@@ -212,10 +216,52 @@ prims! {
     Rows => "rows",
     Cols => "cols",
     NumElements => "num_elements",
+    /// `dims(x)`: the sizes of every dimension, as an int array.
+    Dims => "dims",
     Linspaced => "linspaced_vector",
     OneHot => "one_hot_vector",
     Zeros => "zeros_vector",
     Ones => "ones_vector",
+
+    // ---- argument checks of the distributions (Stan's domain errors).
+    // Each evaluates to 0.0 (a term added to the density, with zero
+    // derivative) or rejects the proposal naming argument `k` (the
+    // optional second operand, an int literal).
+    CheckPositiveFinite => "check_positive_finite",
+    CheckPositive => "check_positive",
+    CheckNonNegative => "check_nonnegative",
+    CheckFinite => "check_finite",
+    CheckNotNan => "check_not_nan",
+    /// 0 ≤ x ≤ 1.
+    CheckProbability => "check_probability",
+    /// Integer variates of mass functions: ≥ 0.
+    CheckNonNegativeInt => "check_nonnegative_int",
+
+    // ---- random number generators (generated quantities only); a
+    // container argument gives an array of independent draws.
+    NormalRng => "normal_rng",
+    LognormalRng => "lognormal_rng",
+    UniformRng => "uniform_rng",
+    ExponentialRng => "exponential_rng",
+    GammaRng => "gamma_rng",
+    BetaRng => "beta_rng",
+    StudentTRng => "student_t_rng",
+    CauchyRng => "cauchy_rng",
+    BernoulliRng => "bernoulli_rng",
+    BernoulliLogitRng => "bernoulli_logit_rng",
+    BinomialRng => "binomial_rng",
+    PoissonRng => "poisson_rng",
+    PoissonLogRng => "poisson_log_rng",
+    CategoricalRng => "categorical_rng",
+    CategoricalLogitRng => "categorical_logit_rng",
+    NegBinomial2Rng => "neg_binomial_2_rng",
+    NegBinomial2LogRng => "neg_binomial_2_log_rng",
+    DoubleExponentialRng => "double_exponential_rng",
+    LogisticRng => "logistic_rng",
+    WeibullRng => "weibull_rng",
+    ChiSquareRng => "chi_square_rng",
+    InvGammaRng => "inv_gamma_rng",
+    GumbelRng => "gumbel_rng",
 
     // ---- constants
     Pi => "pi",

@@ -69,8 +69,18 @@ pub fn lexical_errors(
     tokens: &[Spanned<'_>],
     comments: &[Spanned<'_>],
 ) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
+    let mut out: Vec<Diagnostic> = Vec::new();
+    let mut previous_error_end = None;
     for t in tokens.iter().filter(|t| t.token == Token::Error) {
+        // A run of adjacent bad characters is one problem.
+        if previous_error_end == Some(t.start) {
+            previous_error_end = Some(t.end);
+            if let Some(last) = out.last_mut() {
+                last.primary.span.end = t.end as u32;
+            }
+            continue;
+        }
+        previous_error_end = Some(t.end);
         let text = &source[t.start..t.end];
         let span = Span::new(t.start, t.end);
         let diagnostic = match text.chars().next() {
@@ -82,14 +92,6 @@ pub fn lexical_errors(
             )
             .with_label("this string is not closed on the same line")
             .with_note("string literals cannot span lines"),
-            Some('#') if source[t.end..].starts_with("include") => Diagnostic::error(
-                Kind::Syntax,
-                codes::INVALID_CHARACTER,
-                "`#include` is not supported",
-                span,
-            )
-            .with_label("include directive")
-            .with_help("paste the included file's contents here"),
             Some('#') => Diagnostic::error(
                 Kind::Syntax,
                 codes::INVALID_CHARACTER,
@@ -101,13 +103,31 @@ pub fn lexical_errors(
             Some(c) => Diagnostic::error(
                 Kind::Syntax,
                 codes::INVALID_CHARACTER,
-                format!("invalid character `{}`", c.escape_default()),
+                if c.is_control() || c.is_whitespace() {
+                    format!("invalid character `{}`", c.escape_unicode())
+                } else {
+                    format!("invalid character `{c}`")
+                },
                 span,
             )
             .with_label("this character cannot appear here"),
             None => continue,
         };
         out.push(diagnostic);
+    }
+    for t in tokens {
+        if let Token::Include(directive) = t.token {
+            out.push(
+                Diagnostic::error(
+                    Kind::Syntax,
+                    codes::INVALID_CHARACTER,
+                    "`#include` is not supported",
+                    Span::new(t.start, t.end),
+                )
+                .with_label(format!("`{}`", directive.trim_end()))
+                .with_help("paste the included file's contents here"),
+            );
+        }
     }
     for c in comments {
         let text = &source[c.start..c.end];
@@ -264,6 +284,10 @@ fn unexpected_token(
         ));
     }
 
+    if let Some(diagnostic) = unknown_type(tokens, token, start, &names) {
+        return diagnostic;
+    }
+
     let what = describe_expected(expected);
     let message = match &what {
         Some(what) => format!("expected {what}, found {found}"),
@@ -280,7 +304,12 @@ fn unexpected_token(
     let next_index = tokens.partition_point(|t| t.start < end);
     let next = tokens.get(next_index).map(|t| t.token);
     let expects = |name: &str| names.iter().any(|n| n == name);
-    if token == Token::LBracket && expects(";") && expects("=") {
+    let is_block_keyword = token
+        .fixed_text()
+        .is_some_and(|text| BLOCK_NAMES.contains(&text));
+    if is_block_keyword && expects("}") {
+        diagnostic = diagnostic.with_help("is a `}` missing to close the previous block?");
+    } else if token == Token::LBracket && expects(";") && expects("=") {
         diagnostic = diagnostic.with_help(
             "array declarations are written `array[N] real x;` (the `real x[N]` form was removed in Stan 2.33)",
         );
@@ -301,6 +330,63 @@ fn unexpected_token(
     diagnostic
 }
 
+/// `double y;`: an identifier where a type was meant. Reported at the
+/// would-be type, where stanc3 points.
+fn unknown_type(
+    tokens: &[Spanned<'_>],
+    token: Token<'_>,
+    start: usize,
+    expected: &[String],
+) -> Option<Diagnostic> {
+    let Token::Ident(name) = token else {
+        return None;
+    };
+    let index = tokens.partition_point(|t| t.start < start);
+    let previous = tokens.get(index.checked_sub(1)?)?;
+    let Token::Ident(type_name) = previous.token else {
+        return None;
+    };
+    let statement_start = index < 2
+        || matches!(
+            tokens[index - 2].token,
+            Token::Semi | Token::LBrace | Token::RBrace
+        );
+    if !statement_start || !expected.iter().any(|e| e == "~") {
+        return None;
+    }
+    let known_types = [
+        "int",
+        "real",
+        "complex",
+        "vector",
+        "row_vector",
+        "matrix",
+        "array",
+        "tuple",
+        "simplex",
+        "ordered",
+    ];
+    let help = match type_name {
+        "double" | "float" => Some("Stan's floating-point type is `real`".to_string()),
+        "integer" | "long" | "bool" => Some("Stan's integer type is `int`".to_string()),
+        _ => known_types
+            .iter()
+            .find(|t| strsim::levenshtein(type_name, t) <= 2)
+            .map(|t| format!("did you mean `{t}`?")),
+    };
+    let mut diagnostic = Diagnostic::error(
+        Kind::Syntax,
+        codes::UNEXPECTED_TOKEN,
+        format!("unknown type `{type_name}` in the declaration of `{name}`"),
+        Span::new(previous.start, previous.end),
+    )
+    .with_label("not a Stan type");
+    if let Some(help) = help {
+        diagnostic = diagnostic.with_help(help);
+    }
+    Some(diagnostic)
+}
+
 /// The grammar's name for a terminal, as lalrpop lists it (`"\";\""`).
 fn terminal_name(expected: &str) -> String {
     let inner = expected
@@ -310,138 +396,105 @@ fn terminal_name(expected: &str) -> String {
     inner.replace("\\\"", "\"").replace("\\\\", "\\")
 }
 
-/// "`;` or `,`", "one of `)`, `,`, an expression", ... or None if nothing
-/// useful can be said.
+/// Statement keywords, summarised as "a statement".
+const STATEMENT_STARTS: [&str; 11] = [
+    "for",
+    "while",
+    "if",
+    "break",
+    "continue",
+    "return",
+    "print",
+    "reject",
+    "fatal_error",
+    "profile",
+    "jacobian",
+];
+
+/// Infix and postfix operators, summarised as "an operator".
+const OPERATORS: [&str; 22] = [
+    "+", "-", "*", "/", "%", "\\", "%/%", "^", ".^", ".*", "./", "'", "||", "&&", "==", "!=", "<",
+    "<=", ">", ">=", "?", "[",
+];
+
+/// Compound assignments, summarised with `=` as "an assignment operator".
+const COMPOUND_ASSIGNMENTS: [&str; 6] = ["+=", "-=", "*=", "/=", ".*=", "./="];
+
+/// Closing punctuation, listed first: it is what users most often forget.
+const CLOSERS: [&str; 5] = [";", ")", "]", "}", ","];
+
+/// A readable summary of what the parser expected: "`;` or `,`",
+/// "one of `)`, `,`, an operator", ... or None if nothing useful can be
+/// said.
 fn describe_expected(expected: &[String]) -> Option<String> {
     let names: Vec<String> = expected.iter().map(|e| terminal_name(e)).collect();
     let has = |n: &str| names.iter().any(|x| x == n);
-    let mut items: Vec<String> = Vec::new();
+    let statement = has("for") && has("while");
     let expression = has("identifier") && has("integer");
     let types = has("int") && has("real") && has("vector");
-    for name in &names {
-        if expression && EXPRESSION_STARTS.contains(&name.as_str()) {
-            continue;
-        }
-        // `.N` (tuple component) and `T` (an identifier) are noise when
-        // other choices exist.
-        if (name == "dot number" && names.len() > 1) || (name == "T" && has("identifier")) {
-            continue;
-        }
-        if name.ends_with('=') && name != "=" && has("=") && has("+=") {
-            continue;
-        }
-        if types && TYPE_STARTS.contains(&name.as_str()) {
-            continue;
-        }
-        let shown = match name.as_str() {
-            "identifier" => "an identifier".to_string(),
-            "integer" | "real number" | "dot number" | "imaginary number" => "a number".to_string(),
-            "string" => "a string".to_string(),
-            "=" if has("+=") => "an assignment operator".to_string(),
-            "start of functions file" => continue,
-            other => format!("`{other}`"),
-        };
-        if !items.contains(&shown) {
-            items.push(shown);
-        }
-    }
-    // Statement keywords and operators make long lists; summarise them.
-    let statement = has("for") && has("while") && has("print");
-    if statement {
-        items.retain(|i| {
-            !matches!(
-                i.as_str(),
-                "`for`"
-                    | "`while`"
-                    | "`if`"
-                    | "`break`"
-                    | "`continue`"
-                    | "`return`"
-                    | "`print`"
-                    | "`reject`"
-                    | "`fatal_error`"
-                    | "`profile`"
-                    | "`jacobian`"
-                    | "`;`"
-                    | "`{`"
-                    | "`}`"
-            )
-        });
-    }
-    let operators = ["`+`", "`-`", "`*`", "`/`", "`^`", "`'`", "`||`", "`&&`"];
-    let operator_heavy = items
+    let operators = names
         .iter()
-        .filter(|i| operators.contains(&i.as_str()))
+        .filter(|n| OPERATORS.contains(&n.as_str()))
         .count()
         >= 4;
-    if operator_heavy {
-        items.retain(|i| {
-            !matches!(
-                i.as_str(),
-                "`+`"
-                    | "`-`"
-                    | "`*`"
-                    | "`/`"
-                    | "`%`"
-                    | "`\\`"
-                    | "`%/%`"
-                    | "`^`"
-                    | "`.^`"
-                    | "`.*`"
-                    | "`./`"
-                    | "`'`"
-                    | "`||`"
-                    | "`&&`"
-                    | "`==`"
-                    | "`!=`"
-                    | "`<`"
-                    | "`<=`"
-                    | "`>`"
-                    | "`>=`"
-                    | "`?`"
-                    | "`[`"
-                    | "`dot number`"
-            )
-        });
+    let assignment = has("=") && has("+=");
+
+    let mut parts: Vec<String> = Vec::new();
+    // In statement position `;` (empty statement) and `}` read better
+    // after "a statement".
+    for closer in CLOSERS {
+        if has(closer) && !(statement && (closer == ";" || closer == "}")) {
+            parts.push(format!("`{closer}`"));
+        }
     }
-    let mut lead: Vec<String> = Vec::new();
     if statement {
-        lead.push("a statement".to_string());
-        if names.iter().any(|n| n == "}") {
-            lead.push("`}`".to_string());
+        parts.push("a statement".to_string());
+        if has("}") {
+            parts.push("`}`".to_string());
         }
     }
     if types {
-        lead.push(if statement { "a declaration" } else { "a type" }.to_string());
+        parts.push(if statement { "a declaration" } else { "a type" }.to_string());
     }
     if expression && !statement {
-        lead.push("an expression".to_string());
+        parts.push("an expression".to_string());
     }
-    // Punctuation the user most likely forgot comes first.
-    items.sort_by_key(|i| match i.as_str() {
-        "`;`" => 0,
-        "`)`" | "`]`" | "`}`" => 1,
-        "`,`" => 2,
-        _ => 3,
-    });
-    let punctuation = items
-        .iter()
-        .take_while(|i| matches!(i.as_str(), "`;`" | "`)`" | "`]`" | "`}`" | "`,`"))
-        .count();
-    let rest = items.split_off(punctuation);
-    let mut lead_then: Vec<String> = items;
-    lead_then.extend(lead);
-    let mut lead = lead_then;
-    if operator_heavy {
-        lead.push("an operator".to_string());
+    if operators {
+        parts.push("an operator".to_string());
     }
-    lead.extend(rest);
-    match lead.len() {
+    for name in &names {
+        let n = name.as_str();
+        let summarised = CLOSERS.contains(&n)
+            || (statement && (STATEMENT_STARTS.contains(&n) || n == "{"))
+            || (types && TYPE_STARTS.contains(&n))
+            || (expression && EXPRESSION_STARTS.contains(&n))
+            || (operators && OPERATORS.contains(&n))
+            || (assignment && COMPOUND_ASSIGNMENTS.contains(&n))
+            // `.N` (tuple component) and `T` (an identifier) are noise.
+            || (n == "dot number" && names.len() > 1)
+            || (n == "T" && has("identifier"))
+            || n == "start of functions file";
+        if summarised {
+            continue;
+        }
+        let shown = match n {
+            "identifier" => "an identifier".to_string(),
+            "integer" | "real number" | "dot number" | "imaginary number" => "a number".to_string(),
+            "string" => "a string".to_string(),
+            "=" if assignment => "an assignment operator".to_string(),
+            "T" => "a truncation `T[...]`".to_string(),
+            other => format!("`{other}`"),
+        };
+        if !parts.contains(&shown) {
+            parts.push(shown);
+        }
+    }
+    match parts.len() {
         0 => None,
-        1 => Some(lead.remove(0)),
-        2 => Some(format!("{} or {}", lead[0], lead[1])),
-        n if n <= 8 => Some(format!("one of {}", lead.join(", "))),
-        _ => Some(format!("one of {}, ...", lead[..8].join(", "))),
+        1 => Some(parts.remove(0)),
+        2 => Some(format!("{} or {}", parts[0], parts[1])),
+        n if n <= 8 => Some(format!("one of {}", parts.join(", "))),
+        _ => Some(format!("one of {}, ...", parts[..8].join(", "))),
     }
 }
 

@@ -81,13 +81,10 @@ impl Lowerer<'_> {
                 args,
                 truncation,
             } => {
-                if truncation.is_some() {
-                    self.unsupported("truncated distributions `T[ , ]`", span);
-                    return;
-                }
                 let y = self.expr(lhs);
                 let mut all = vec![y];
                 all.extend(args.iter().map(|a| self.expr(a)));
+                let all_args = all.clone();
                 let term = match self.checked.calls.get(&span) {
                     Some(Callee::User(symbol)) => {
                         let Some(&fun) = self.funs.get(symbol) else {
@@ -104,7 +101,13 @@ impl Lowerer<'_> {
                     _ => self.distribution_term(&dist.name, all, true, span),
                 };
                 let Some(term) = term else { return };
-                StmtKind::TargetAdd(term)
+                match truncation {
+                    None => StmtKind::TargetAdd(term),
+                    Some(t) => match self.truncated(&dist.name, all_args, t, term, span) {
+                        Some(kind) => kind,
+                        None => return,
+                    },
+                }
             }
             ast::StmtKind::TargetPlus(e) => StmtKind::TargetAdd(self.expr(e)),
             ast::StmtKind::JacobianPlus(e) => StmtKind::JacobianAdd(self.expr(e)),
@@ -292,6 +295,98 @@ impl Lowerer<'_> {
     }
 
     /// The `~` / `_lpdf` term of a distribution call.
+    /// `y ~ d(θ) T[L, U]`: the density, then log 0 outside [L, U], else
+    /// minus the log probability of [L, U] (continuous families only).
+    fn truncated(
+        &mut self,
+        family: &str,
+        args: Vec<Expr>,
+        t: &ast::Truncation,
+        density: Expr,
+        span: crate::span::Span,
+    ) -> Option<StmtKind> {
+        let y = args[0].clone();
+        if !y.ty.is_scalar() {
+            self.unsupported("truncation of a container variate", span);
+            return None;
+        }
+        let discrete = y.ty == Type::Int;
+        let lower = t.lower.as_ref().map(|e| self.expr(e));
+        // For a mass function the mass of [L, U] is F(U) − F(L − 1).
+        let below_lower = lower.as_ref().map(|l| {
+            if discrete {
+                Expr {
+                    kind: ExprKind::Prim(Prim::Sub, vec![l.clone(), int_expr(1, span)]),
+                    ..l.clone()
+                }
+            } else {
+                l.clone()
+            }
+        });
+        let upper = t.upper.as_ref().map(|e| self.expr(e));
+        let bound_args = |b: &Expr| {
+            let mut a = args.clone();
+            a[0] = b.clone();
+            a
+        };
+        let log_cdf =
+            |upper_tail: bool, a: Vec<Expr>| library::log_cdf(family, upper_tail, a, span);
+        let compare = |p: Prim, a: Expr, b: Expr| Expr {
+            ad: a.ad.max(b.ad),
+            kind: ExprKind::Prim(p, vec![a, b]),
+            ty: Type::Int,
+            span,
+        };
+        let result = (|| -> Result<(Expr, Expr), library::Unsupported> {
+            Ok(match (&lower, &upper) {
+                (Some(l), Some(u)) => {
+                    let hi = log_cdf(false, bound_args(u))?;
+                    let lo = log_cdf(false, bound_args(below_lower.as_ref().unwrap_or(l)))?;
+                    let outside = Expr {
+                        ad: y.ad,
+                        kind: ExprKind::Cond(
+                            Box::new(compare(Prim::Lt, y.clone(), l.clone())),
+                            Box::new(int_expr(1, span)),
+                            Box::new(compare(Prim::Gt, y.clone(), u.clone())),
+                        ),
+                        ty: Type::Int,
+                        span,
+                    };
+                    (outside, library::prim(Prim::LogDiffExp, vec![hi, lo], span))
+                }
+                (Some(l), None) => (
+                    compare(Prim::Lt, y.clone(), l.clone()),
+                    log_cdf(true, bound_args(below_lower.as_ref().unwrap_or(l)))?,
+                ),
+                (None, Some(u)) => (
+                    compare(Prim::Gt, y.clone(), u.clone()),
+                    log_cdf(false, bound_args(u))?,
+                ),
+                (None, None) => (int_expr(0, span), real_expr(0.0, span)),
+            })
+        })();
+        let (outside, log_mass) = match result {
+            Ok(parts) => parts,
+            Err(library::Unsupported(what)) => {
+                self.unsupported(format_args!("truncation needing {what}"), span);
+                return None;
+            }
+        };
+        let stmt = |kind| Stmt { kind, span };
+        let minus_mass = library::prim(Prim::Neg, vec![log_mass], span);
+        Some(StmtKind::Block(vec![
+            stmt(StmtKind::TargetAdd(density)),
+            stmt(StmtKind::If {
+                cond: outside,
+                then: vec![stmt(StmtKind::TargetAdd(real_expr(
+                    f64::NEG_INFINITY,
+                    span,
+                )))],
+                otherwise: vec![stmt(StmtKind::TargetAdd(minus_mass))],
+            }),
+        ]))
+    }
+
     pub(super) fn distribution_term(
         &mut self,
         family: &str,
@@ -306,5 +401,23 @@ impl Lowerer<'_> {
                 None
             }
         }
+    }
+}
+
+fn int_expr(i: i64, span: crate::span::Span) -> Expr {
+    Expr {
+        kind: ExprKind::Int(i),
+        ty: Type::Int,
+        ad: AdLevel::DataOnly,
+        span,
+    }
+}
+
+fn real_expr(x: f64, span: crate::span::Span) -> Expr {
+    Expr {
+        kind: ExprKind::Real(x),
+        ty: Type::Real,
+        ad: AdLevel::DataOnly,
+        span,
     }
 }

@@ -1,0 +1,95 @@
+use crate::value::Value;
+use std::fmt;
+
+/// A declared type with every size evaluated: what a data variable must hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Int,
+    Real,
+    Complex,
+    Vector(usize),
+    RowVector(usize),
+    Matrix(usize, usize),
+    ComplexVector(usize),
+    ComplexRowVector(usize),
+    ComplexMatrix(usize, usize),
+    /// `array[n] elem`; multi-dimensional arrays nest.
+    Array(usize, Box<Shape>),
+    Tuple(Vec<Shape>),
+}
+
+impl Shape {
+    /// Number of real scalars (complex counts two).
+    pub fn num_reals(&self) -> usize {
+        match self {
+            Shape::Int | Shape::Real => 1,
+            Shape::Complex => 2,
+            Shape::Vector(n) | Shape::RowVector(n) => *n,
+            Shape::Matrix(r, c) => r * c,
+            Shape::ComplexVector(n) | Shape::ComplexRowVector(n) => 2 * n,
+            Shape::ComplexMatrix(r, c) => 2 * r * c,
+            Shape::Array(n, elem) => n * elem.num_reals(),
+            Shape::Tuple(items) => items.iter().map(Shape::num_reals).sum(),
+        }
+    }
+
+    /// True if the shape holds no scalar at all (some size is zero).
+    pub fn is_empty(&self) -> bool {
+        self.num_reals() == 0
+    }
+
+    /// The value of this shape with every element zero.
+    pub fn zero_value(&self) -> Value {
+        match self {
+            Shape::Int => Value::Int(0),
+            Shape::Real => Value::Real(0.0),
+            Shape::Complex => Value::Complex(0.0, 0.0),
+            Shape::Vector(n) => Value::Vector(vec![0.0; *n]),
+            Shape::RowVector(n) => Value::RowVector(vec![0.0; *n]),
+            Shape::Matrix(r, c) => Value::Matrix {
+                rows: *r,
+                cols: *c,
+                data: vec![0.0; r * c],
+            },
+            Shape::ComplexVector(n) => Value::ComplexVector(vec![(0.0, 0.0); *n]),
+            Shape::ComplexRowVector(n) => Value::ComplexRowVector(vec![(0.0, 0.0); *n]),
+            Shape::ComplexMatrix(r, c) => Value::ComplexMatrix {
+                rows: *r,
+                cols: *c,
+                data: vec![(0.0, 0.0); r * c],
+            },
+            Shape::Array(n, elem) => Value::Array((0..*n).map(|_| elem.zero_value()).collect()),
+            Shape::Tuple(items) => Value::Tuple(items.iter().map(Shape::zero_value).collect()),
+        }
+    }
+}
+
+/// Stan declaration syntax, e.g. `array[3, 2] vector[4]`.
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Shape::Int => write!(f, "int"),
+            Shape::Real => write!(f, "real"),
+            Shape::Complex => write!(f, "complex"),
+            Shape::Vector(n) => write!(f, "vector[{n}]"),
+            Shape::RowVector(n) => write!(f, "row_vector[{n}]"),
+            Shape::Matrix(r, c) => write!(f, "matrix[{r}, {c}]"),
+            Shape::ComplexVector(n) => write!(f, "complex_vector[{n}]"),
+            Shape::ComplexRowVector(n) => write!(f, "complex_row_vector[{n}]"),
+            Shape::ComplexMatrix(r, c) => write!(f, "complex_matrix[{r}, {c}]"),
+            Shape::Array(..) => {
+                let mut dims = Vec::new();
+                let mut t = self;
+                while let Shape::Array(n, elem) = t {
+                    dims.push(n.to_string());
+                    t = elem;
+                }
+                write!(f, "array[{}] {t}", dims.join(", "))
+            }
+            Shape::Tuple(items) => {
+                let items: Vec<String> = items.iter().map(Shape::to_string).collect();
+                write!(f, "tuple({})", items.join(", "))
+            }
+        }
+    }
+}

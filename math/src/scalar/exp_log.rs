@@ -1,0 +1,181 @@
+//! Exponential/logarithm compounds in their numerically careful forms
+//! (Stan: `prim/fun/log1p_exp.hpp`, `log_sum_exp.hpp`, `log_inv_logit.hpp`, …).
+
+use super::LOG_EPSILON;
+
+/// `log(1 - x)`; NaN for `x > 1` (Stan's `log1m`).
+pub fn log1m(x: f64) -> f64 {
+    if x > 1.0 { f64::NAN } else { (-x).ln_1p() }
+}
+pub fn log1m_d(x: f64) -> f64 {
+    -1.0 / (1.0 - x)
+}
+
+/// `log(1 + exp(a))` without overflow.
+pub fn log1p_exp(a: f64) -> f64 {
+    if a > 0.0 {
+        a + (-a).exp().ln_1p()
+    } else {
+        a.exp().ln_1p()
+    }
+}
+pub fn log1p_exp_d(a: f64) -> f64 {
+    inv_logit(a)
+}
+
+/// `log(1 - exp(a))` for `a <= 0` (NaN for `a > 0`), switching between
+/// `log(-expm1(a))` and `log1m(exp(a))` at `-log 2` as Stan does
+/// (Stan writes the threshold as -0.693147).
+pub fn log1m_exp(a: f64) -> f64 {
+    if a > 0.0 {
+        f64::NAN
+    } else if a > -std::f64::consts::LN_2 {
+        (-a.exp_m1()).ln()
+    } else {
+        log1m(a.exp())
+    }
+}
+pub fn log1m_exp_d(a: f64) -> f64 {
+    -1.0 / (-a).exp_m1()
+}
+
+/// `log(exp(x) - exp(y))`; `-inf` when `x == y` finite, NaN when `x < y`.
+pub fn log_diff_exp(x: f64, y: f64) -> f64 {
+    if x <= y {
+        return if x < f64::INFINITY && x == y {
+            f64::NEG_INFINITY
+        } else {
+            f64::NAN
+        };
+    }
+    x + log1m_exp(y - x)
+}
+pub fn log_diff_exp_grad(x: f64, y: f64) -> (f64, f64) {
+    (-1.0 / (y - x).exp_m1(), -1.0 / (x - y).exp_m1())
+}
+
+/// `log(exp(a) + exp(b))`.
+pub fn log_sum_exp2(a: f64, b: f64) -> f64 {
+    if a == f64::NEG_INFINITY {
+        return b;
+    }
+    if a == f64::INFINITY && b == f64::INFINITY {
+        return f64::INFINITY;
+    }
+    if a > b {
+        a + log1p_exp(b - a)
+    } else {
+        b + log1p_exp(a - b)
+    }
+}
+pub fn log_sum_exp2_grad(a: f64, b: f64) -> (f64, f64) {
+    if a == f64::NEG_INFINITY && b == f64::NEG_INFINITY {
+        return (0.0, 0.0);
+    }
+    (inv_logit(a - b), inv_logit(b - a))
+}
+
+/// `log Σ exp(x_i)` over a slice; `-inf` for an empty slice.
+pub fn log_sum_exp(xs: &[f64]) -> f64 {
+    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if max.is_infinite() {
+        return max;
+    }
+    max + xs.iter().map(|x| (x - max).exp()).sum::<f64>().ln()
+}
+/// Partials of [`log_sum_exp`]: the softmax of `xs`.
+pub fn log_sum_exp_grad(xs: &[f64]) -> Vec<f64> {
+    let lse = log_sum_exp(xs);
+    if lse == f64::NEG_INFINITY {
+        return vec![0.0; xs.len()];
+    }
+    xs.iter().map(|x| (x - lse).exp()).collect()
+}
+
+/// `log(θ exp(λ1) + (1-θ) exp(λ2))`.
+pub fn log_mix(theta: f64, lambda1: f64, lambda2: f64) -> f64 {
+    log_sum_exp2(theta.ln() + lambda1, log1m(theta) + lambda2)
+}
+pub fn log_mix_grad(theta: f64, lambda1: f64, lambda2: f64) -> (f64, f64, f64) {
+    let f = log_mix(theta, lambda1, lambda2);
+    let p1 = (lambda1 - f).exp();
+    let p2 = (lambda2 - f).exp();
+    (p1 - p2, theta * p1, (1.0 - theta) * p2)
+}
+
+/// `log(u / (1 - u))`.
+pub fn logit(u: f64) -> f64 {
+    (u / (1.0 - u)).ln()
+}
+pub fn logit_d(u: f64) -> f64 {
+    1.0 / (u * (1.0 - u))
+}
+
+/// `1 / (1 + exp(-a))`, accurate in both tails.
+pub fn inv_logit(a: f64) -> f64 {
+    if a < 0.0 {
+        let exp_a = a.exp();
+        if a < LOG_EPSILON {
+            exp_a
+        } else {
+            exp_a / (1.0 + exp_a)
+        }
+    } else {
+        1.0 / (1.0 + (-a).exp())
+    }
+}
+pub fn inv_logit_d(a: f64) -> f64 {
+    inv_logit(a) * inv_logit(-a)
+}
+
+/// `log(inv_logit(u))`.
+pub fn log_inv_logit(u: f64) -> f64 {
+    if u < 0.0 {
+        u - u.exp().ln_1p()
+    } else {
+        -(-u).exp().ln_1p()
+    }
+}
+pub fn log_inv_logit_d(u: f64) -> f64 {
+    inv_logit(-u)
+}
+
+/// `log(1 - inv_logit(u))`.
+pub fn log1m_inv_logit(u: f64) -> f64 {
+    if u > 0.0 {
+        -u - (-u).exp().ln_1p()
+    } else {
+        -u.exp().ln_1p()
+    }
+}
+pub fn log1m_inv_logit_d(u: f64) -> f64 {
+    -inv_logit(u)
+}
+
+/// `x log y` with the convention `0 log 0 = 0` (Stan's `lmultiply`, a.k.a.
+/// `multiply_log`).
+pub fn lmultiply(x: f64, y: f64) -> f64 {
+    if x == 0.0 && y == 0.0 {
+        0.0
+    } else {
+        x * y.ln()
+    }
+}
+pub fn lmultiply_grad(x: f64, y: f64) -> (f64, f64) {
+    (y.ln(), x / y)
+}
+
+/// `log(inv_logit(x) - inv_logit(y))` for `x > y`. Stan writes it as
+/// `x - log1p_exp(x) + log1m_exp(y - x) - log1p_exp(y)`; the first two and
+/// the last terms are evaluated as `log_inv_logit(x)` and
+/// `log1m_inv_logit(y)`, which avoids the cancellation in `x - log1p_exp(x)`.
+pub fn log_inv_logit_diff(x: f64, y: f64) -> f64 {
+    if x.is_infinite() && x == y {
+        return f64::NAN;
+    }
+    log_inv_logit(x) + log1m_exp(y - x) + log1m_inv_logit(y)
+}
+pub fn log_inv_logit_diff_grad(x: f64, y: f64) -> (f64, f64) {
+    let r = 1.0 / (x - y).exp_m1();
+    (inv_logit(-x) + r, -inv_logit(y) - r)
+}
