@@ -21,6 +21,10 @@ struct Ctx {
     /// Recomputing for a reverse sweep: do not add to the target, print,
     /// or check constraints again.
     replay: bool,
+    /// A top list zeroes its locals' adjoints where its reverse starts;
+    /// the log density's blocks instead have them zeroed before the whole
+    /// reverse sweep (the model's reverse feeds transformed parameters').
+    zero_locals: bool,
 }
 
 pub(crate) struct Transformer {
@@ -55,6 +59,7 @@ impl Transformer {
         let top = Ctx {
             top: true,
             replay: false,
+            zero_locals: false,
         };
         let mut forward = Vec::new();
         let mut param_reverse = Vec::new();
@@ -72,10 +77,18 @@ impl Transformer {
         forward.extend(model_fwd);
 
         let mut reverse = vec![self.let_stmt(self.target_adj, real(1.0))];
-        // Adjoints of the parameters (top-level locals are zeroed by `list`).
-        for p in &params {
-            if let Some(a) = self.adjoint(p.var) {
-                let zeros = self.zeros_like(p.var);
+        // Adjoints of the parameters and of the blocks' top-level variables.
+        let top_level =
+            params
+                .iter()
+                .map(|p| p.var)
+                .chain(tparams.iter().chain(&model).filter_map(|s| match &s.kind {
+                    StmtKind::Decl { var, .. } | StmtKind::Let { var, .. } => Some(*var),
+                    _ => None,
+                }));
+        for v in top_level.collect::<Vec<_>>() {
+            if let Some(a) = self.adjoint(v) {
+                let zeros = self.zeros_like(v);
                 reverse.push(self.let_stmt(a, zeros));
             }
         }
@@ -251,7 +264,7 @@ impl Transformer {
             .collect();
         let mut rev = Vec::new();
         if ctx.top {
-            for &v in &locals {
+            for &v in locals.iter().filter(|_| ctx.zero_locals) {
                 if let Some(a) = self.adjoint(v) {
                     let zeros = self.zeros_like(v);
                     rev.push(self.let_stmt(a, zeros));
@@ -392,6 +405,7 @@ impl Transformer {
                         Ctx {
                             top: true,
                             replay: true,
+                            zero_locals: true,
                         },
                     );
                     let mut iteration = body_f;

@@ -207,7 +207,10 @@ impl Transformer {
             ),
             // Integer-valued or piecewise-constant: no derivative.
             Eq | Neq | Lt | Leq | Gt | Geq | Not | IntDiv | Mod | Floor | Ceil | Round | Trunc
-            | Step | IsNan | IsInf | Size | Rows | Cols | NumElements | ToInt => {}
+            | Step | IsNan | IsInf | Size | Rows | Cols | NumElements | ToInt | Choose | Dims => {}
+            // Argument checks: 0 (or a rejection), no derivative.
+            CheckPositiveFinite | CheckPositive | CheckNonNegative | CheckFinite | CheckNotNan
+            | CheckProbability | CheckNonNegativeInt => {}
             _ if is_elementwise_math(p) => {
                 for (k, a) in args.iter().enumerate() {
                     if a.ad == AdLevel::DataOnly {
@@ -312,6 +315,7 @@ fn is_elementwise_math(p: Prim) -> bool {
             | LogFallingFactorial
             | LogRisingFactorial
             | LogInvLogitDiff
+            | LogPhi
             | GammaP
             | GammaQ
             | IncBeta

@@ -32,7 +32,7 @@ pub(crate) enum PerElement {
 }
 
 impl PerElement {
-    fn at(&self, i: usize) -> f64 {
+    pub(crate) fn at(&self, i: usize) -> f64 {
         match self {
             PerElement::Scalar(x) => *x,
             PerElement::Each(xs) => xs.get(i).copied().unwrap_or(f64::NAN),

@@ -40,6 +40,8 @@ pub(crate) struct Machine<'p> {
     pub jacobian: bool,
     pub output: Vec<String>,
     pub rng: Option<Rng>,
+    /// Stacks, input and gradient output of a gradient program.
+    pub(crate) grad: Option<super::grad::GradState>,
     depth: usize,
 }
 
@@ -59,6 +61,7 @@ impl<'p> Machine<'p> {
             jacobian: true,
             output: Vec::new(),
             rng: None,
+            grad: None,
             depth: 0,
         }
     }
@@ -92,6 +95,10 @@ impl<'p> Machine<'p> {
             }
             None => self.globals[var.0 as usize] = Some(value),
         }
+    }
+
+    pub(crate) fn slot_mut(&mut self, var: VarId) -> Result<&mut Value> {
+        self.slot(var)
     }
 
     fn slot(&mut self, var: VarId) -> Result<&mut Value> {
@@ -199,11 +206,18 @@ impl<'p> Machine<'p> {
             }
             ExprKind::TupleLit(items) => promote(Value::Tuple(self.eval_all(items)?), &e.ty),
             ExprKind::Target => Value::Real(self.target),
+            ExprKind::Pop(stack) => self.pop_stack(*stack)?,
+            ExprKind::Partial { prim, arg, args } => self.partial(*prim, *arg, args)?,
+            ExprKind::ZerosLike(inner) => super::grad::zeros_like(&self.eval(inner)?),
         })
     }
 
     fn eval_all(&mut self, es: &[Expr]) -> Result<Vec<Value>> {
         es.iter().map(|e| self.eval(e)).collect()
+    }
+
+    pub(crate) fn indexes_pub(&mut self, idx: &[Index]) -> Result<Vec<Ix>> {
+        self.indexes(idx)
     }
 
     fn indexes(&mut self, idx: &[Index]) -> Result<Vec<Ix>> {
@@ -378,6 +392,40 @@ impl<'p> Machine<'p> {
                 let text = self.printables(items)?;
                 return Err(RuntimeError::fatal(text).at(s.span));
             }
+            StmtKind::AddAssign { lhs, rhs } => self.add_assign(lhs, rhs)?,
+            StmtKind::Push { stack, value } => self.push_stack(*stack, value)?,
+            StmtKind::ForDown {
+                var,
+                upper,
+                lower,
+                body,
+            } => {
+                let hi = int(&self.eval(upper)?)?;
+                let lo = int(&self.eval(lower)?)?;
+                let mut i = hi;
+                while i >= lo {
+                    self.set(*var, Value::Int(i));
+                    match self.block(body)? {
+                        Flow::Break => break,
+                        Flow::Return(v) => return Ok(Flow::Return(v)),
+                        Flow::Normal | Flow::Continue => {}
+                    }
+                    i -= 1;
+                }
+            }
+            StmtKind::ReadParam {
+                param,
+                var,
+                transform,
+            } => self.read_param(*param, *var, transform)?,
+            StmtKind::ParamAdjoint {
+                param,
+                var_adj,
+                lp_adj,
+                transform,
+                arg_adjs,
+                ..
+            } => self.param_adjoint(*param, *var_adj, *lp_adj, transform, arg_adjs)?,
         }
         Ok(Flow::Normal)
     }

@@ -16,6 +16,7 @@
 mod constrain;
 mod error;
 mod exec;
+mod grad;
 mod index;
 mod linalg;
 mod prims;
