@@ -11,10 +11,13 @@
 //! This crate does no I/O beyond the source text it is handed and knows no
 //! backend.
 
+pub mod ad;
 pub mod builtins;
 pub mod check;
 pub mod data;
 pub mod diagnostic;
+pub mod interp;
+pub mod mir;
 pub mod span;
 pub mod syntax;
 pub mod types;

@@ -1,0 +1,84 @@
+//! Reverse-mode automatic differentiation as a program transformation.
+//!
+//! [`gradient`] turns a MIR [`Program`] into a [`GradProgram`]: one body
+//! that runs the *forward sweep* of the log density (parameter transform,
+//! transformed parameters, model) and then its *reverse sweep*, leaving
+//! ∂lp/∂θ for the unconstrained input θ in the gradient output. The result
+//! is MIR again, so the scalar interpreter, the batching IRs and every
+//! backend run it like any other program (AugurV2 §4.4, Fig. 8; DESIGN.md
+//! key decision 3).
+//!
+//! # How the reverse sweep gets the values it needs
+//! Variables live in one flat frame per function invocation (a declaration
+//! initialises its slot, it does not open a scope), so the reverse sweep can
+//! read every variable of the forward sweep. Values that the forward sweep
+//! destroys are saved on explicit stacks ([`StmtKind::Push`] /
+//! [`ExprKind::Pop`]), the same per-variable stacks the PC autobatching IR
+//! uses:
+//! - before an assignment overwrites a variable (or an element of it), the
+//!   old value is pushed; the reverse of the assignment pops it back, so
+//!   at every point of the reverse sweep the variables hold exactly the
+//!   values they had at the matching point of the forward sweep;
+//! - at the end of a nested block (loop body, branch), the block's own
+//!   locals are pushed, and popped at the start of the block's reverse;
+//! - branch conditions, loop bounds and `while` trip counts are pushed.
+//!
+//! Expressions are not taped: the reverse of a statement first restores
+//! the state before it, then *recomputes* the statement's subexpressions
+//! into temporaries (A-normal form, [`anf`]) and propagates adjoints through
+//! them with the primitives' derivative rules ([`vjp`]).
+//!
+//! A `for` loop whose body writes no variable declared outside it (the
+//! usual `y[n] ~ ...` loop, which only accumulates into the target) needs
+//! no stack at all: its reverse runs the iterations backwards, recomputing
+//! each iteration's forward body (without adding to the target again) and
+//! then its reverse.
+//!
+//! # Not yet supported (a clear error, never a wrong gradient)
+//! `break`, `continue` and `return` inside the log density, user-defined
+//! function calls with parameter arguments, tuple unpacking, and primitives
+//! without a derivative rule in [`vjp`].
+
+mod anf;
+mod sweep;
+mod vjp;
+
+use crate::diagnostic::{Diagnostic, Kind};
+use crate::mir::{Program, Stmt, VarId};
+use crate::span::Span;
+
+/// Diagnostic code: the program uses something the AD cannot differentiate yet.
+pub const AD_NOT_SUPPORTED: &str = "E0202";
+
+/// The gradient program of a model's log density.
+#[derive(Clone, Debug)]
+pub struct GradProgram {
+    /// The model; its `vars` include the temporaries and adjoints the
+    /// transformation introduced.
+    pub program: Program,
+    /// Forward sweep then reverse sweep. Reads the unconstrained input via
+    /// `ReadParam`, accumulates the target, and writes the gradient via
+    /// `ParamAdjoint`.
+    pub body: Vec<Stmt>,
+    /// Number of stacks used by `Push`/`Pop`.
+    pub num_stacks: u32,
+    /// The adjoint of the target (set to 1 where the reverse sweep starts).
+    pub target_adjoint: VarId,
+}
+
+/// Differentiate the log density of `program`.
+pub fn gradient(program: &Program) -> Result<GradProgram, Vec<Diagnostic>> {
+    sweep::Transformer::new(program).run()
+}
+
+pub(crate) fn unsupported(what: impl std::fmt::Display, span: Span) -> Diagnostic {
+    Diagnostic::error(
+        Kind::Semantic,
+        AD_NOT_SUPPORTED,
+        format!("not yet supported by automatic differentiation: {what}"),
+        span,
+    )
+    .with_label("bat cannot differentiate this yet")
+}
+
+pub use crate::mir::print::print_grad_program;

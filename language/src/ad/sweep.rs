@@ -1,0 +1,949 @@
+//! The forward and reverse sweeps, generated together statement by
+//! statement so that every `Push` has its matching `Pop`.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{GradProgram, unsupported};
+use crate::diagnostic::Diagnostic;
+use crate::mir::{
+    Expr, ExprKind, Index, LValue, LValueStep, Origin, Program, StackId, Stmt, StmtKind, Transform,
+    VarId, VarInfo,
+};
+use crate::span::Span;
+use crate::types::{AdLevel, Type};
+
+/// How a statement list is being transformed.
+#[derive(Clone, Copy)]
+struct Ctx {
+    /// The list's own locals stay live into its reverse (the top level of
+    /// the log density, or a recomputed loop iteration): no push/pop.
+    top: bool,
+    /// Recomputing for a reverse sweep: do not add to the target, print,
+    /// or check constraints again.
+    replay: bool,
+    /// A top list zeroes its locals' adjoints where its reverse starts;
+    /// the log density's blocks instead have them zeroed before the whole
+    /// reverse sweep (the model's reverse feeds transformed parameters').
+    zero_locals: bool,
+}
+
+pub(crate) struct Transformer {
+    pub program: Program,
+    adj: HashMap<VarId, VarId>,
+    /// Temporaries bound in both branches of a conditional expression;
+    /// their adjoints belong to the enclosing statement list.
+    pub cond_temps: HashSet<VarId>,
+    stacks: u32,
+    pub target_adj: VarId,
+    diags: Vec<Diagnostic>,
+}
+
+/// (forward sweep, reverse sweep) of a statement or list.
+type Sweeps = (Vec<Stmt>, Vec<Stmt>);
+
+impl Transformer {
+    pub fn new(program: &Program) -> Transformer {
+        let mut t = Transformer {
+            program: program.clone(),
+            adj: HashMap::new(),
+            cond_temps: HashSet::new(),
+            stacks: 0,
+            target_adj: VarId(0),
+            diags: Vec::new(),
+        };
+        t.target_adj = t.temp(&Type::Real, "target_adj");
+        t
+    }
+
+    pub fn run(mut self) -> Result<GradProgram, Vec<Diagnostic>> {
+        let top = Ctx {
+            top: true,
+            replay: false,
+            zero_locals: false,
+        };
+        let mut forward = Vec::new();
+        let mut param_reverse = Vec::new();
+        let params = self.program.parameters.clone();
+        for (i, p) in params.iter().enumerate() {
+            let (fwd, rev) = self.read_param(i, p.var, &p.transform);
+            forward.extend(fwd);
+            param_reverse.push(rev);
+        }
+        let tparams = self.program.transformed_parameters.clone();
+        let model = self.program.model.clone();
+        let (tp_fwd, tp_rev) = self.list(&tparams, top);
+        let (model_fwd, model_rev) = self.list(&model, top);
+        forward.extend(tp_fwd);
+        forward.extend(model_fwd);
+
+        let mut reverse = vec![self.let_stmt(self.target_adj, real(1.0))];
+        // Adjoints of the parameters and of the blocks' top-level variables.
+        let top_level =
+            params
+                .iter()
+                .map(|p| p.var)
+                .chain(tparams.iter().chain(&model).filter_map(|s| match &s.kind {
+                    StmtKind::Decl { var, .. } | StmtKind::Let { var, .. } => Some(*var),
+                    _ => None,
+                }));
+        for v in top_level.collect::<Vec<_>>() {
+            if let Some(a) = self.adjoint(v) {
+                let zeros = self.zeros_like(v);
+                reverse.push(self.let_stmt(a, zeros));
+            }
+        }
+        reverse.extend(model_rev);
+        reverse.extend(tp_rev);
+        for rev in param_reverse.into_iter().rev() {
+            reverse.extend(rev);
+        }
+        if !self.diags.is_empty() {
+            return Err(self.diags);
+        }
+        forward.extend(reverse);
+        Ok(GradProgram {
+            program: self.program,
+            body: forward,
+            num_stacks: self.stacks,
+            target_adjoint: self.target_adj,
+        })
+    }
+
+    // ------------------------------------------------------------ helpers
+
+    pub(super) fn is_real_valued(ty: &Type) -> bool {
+        match ty {
+            Type::Real | Type::Vector | Type::RowVector | Type::Matrix => true,
+            Type::Array(t) => Self::is_real_valued(t),
+            Type::Tuple(ts) => ts.iter().any(Self::is_real_valued),
+            _ => false,
+        }
+    }
+
+    pub(super) fn temp(&mut self, ty: &Type, hint: &str) -> VarId {
+        let id = VarId(self.program.vars.len() as u32);
+        self.program.vars.push(VarInfo {
+            name: format!("{hint}__{}", id.0),
+            ty: ty.clone(),
+            origin: Origin::Local,
+            span: Span::default(),
+        });
+        id
+    }
+
+    /// The adjoint variable of `v`, if `v` can carry a derivative.
+    pub(super) fn adjoint(&mut self, v: VarId) -> Option<VarId> {
+        if let Some(&a) = self.adj.get(&v) {
+            return Some(a);
+        }
+        let info = &self.program.vars[v.0 as usize];
+        let active = Self::is_real_valued(&info.ty)
+            && !matches!(
+                info.origin,
+                Origin::Data | Origin::TransformedData | Origin::LoopVar
+            );
+        if !active {
+            return None;
+        }
+        let (ty, name) = (info.ty.clone(), info.name.clone());
+        let a = self.temp(&ty, &format!("{name}_adj"));
+        self.adj.insert(v, a);
+        Some(a)
+    }
+
+    pub(super) fn var_expr(&self, v: VarId, span: Span) -> Expr {
+        let ty = self.program.vars[v.0 as usize].ty.clone();
+        Expr {
+            kind: ExprKind::Var(v),
+            ty,
+            ad: AdLevel::AutoDiff,
+            span,
+        }
+    }
+
+    fn zeros_like(&self, v: VarId) -> Expr {
+        let e = self.var_expr(v, Span::default());
+        Expr {
+            ty: e.ty.clone(),
+            ad: AdLevel::DataOnly,
+            span: e.span,
+            kind: ExprKind::ZerosLike(Box::new(e)),
+        }
+    }
+
+    fn let_stmt(&self, var: VarId, value: Expr) -> Stmt {
+        let span = value.span;
+        Stmt {
+            kind: StmtKind::Let { var, value },
+            span,
+        }
+    }
+
+    fn new_stack(&mut self) -> StackId {
+        self.stacks += 1;
+        StackId(self.stacks - 1)
+    }
+
+    fn fail(&mut self, what: impl std::fmt::Display, span: Span) {
+        self.diags.push(unsupported(what, span));
+    }
+
+    // ------------------------------------------------------------ parameters
+
+    fn read_param(&mut self, i: usize, var: VarId, transform: &Transform) -> Sweeps {
+        let mut fwd = Vec::new();
+        let mut atoms = Vec::new();
+        let mut anf_lists = Vec::new();
+        let args = transform_args(transform);
+        for arg in &args {
+            let anf = self.anf(arg);
+            fwd.extend(anf.stmts.clone());
+            atoms.push(anf.atom.clone());
+            anf_lists.push(anf);
+        }
+        let atom_transform = with_transform_args(transform, &atoms);
+        fwd.push(Stmt {
+            kind: StmtKind::ReadParam {
+                param: i,
+                var,
+                transform: atom_transform.clone(),
+            },
+            span: Span::default(),
+        });
+        let mut rev = Vec::new();
+        for anf in &anf_lists {
+            rev.extend(self.zero_temp_adjoints(&anf.stmts));
+        }
+        let arg_adjs: Vec<Option<VarId>> = atoms
+            .iter()
+            .map(|a| {
+                if let ExprKind::Var(v) = a.kind {
+                    self.adjoint(v)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let var_adj = self.adjoint(var).expect("parameters are real-valued");
+        rev.push(Stmt {
+            kind: StmtKind::ParamAdjoint {
+                param: i,
+                var,
+                var_adj,
+                lp_adj: self.target_adj,
+                transform: atom_transform,
+                arg_adjs,
+            },
+            span: Span::default(),
+        });
+        for anf in anf_lists.iter().rev() {
+            rev.extend(self.reverse_anf_list(&anf.stmts));
+        }
+        (fwd, rev)
+    }
+
+    // ------------------------------------------------------------ statements
+
+    fn list(&mut self, stmts: &[Stmt], ctx: Ctx) -> Sweeps {
+        let mut fwd = Vec::new();
+        let mut revs = Vec::new();
+        let inner = Ctx { top: false, ..ctx };
+        for s in stmts {
+            // A top list runs its forward and reverse in one activation, so
+            // the reverse can reuse the forward's temporaries.
+            let (f, r) = self.stmt(s, inner, ctx.top);
+            fwd.extend(f);
+            revs.push(r);
+        }
+        let locals: Vec<VarId> = stmts
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Decl { var, .. } | StmtKind::Let { var, .. } => Some(*var),
+                _ => None,
+            })
+            .collect();
+        let mut rev = Vec::new();
+        if ctx.top {
+            for &v in locals.iter().filter(|_| ctx.zero_locals) {
+                if let Some(a) = self.adjoint(v) {
+                    let zeros = self.zeros_like(v);
+                    rev.push(self.let_stmt(a, zeros));
+                }
+            }
+        } else {
+            for &v in &locals {
+                let stack = self.new_stack();
+                let value = self.var_expr(v, Span::default());
+                fwd.push(Stmt {
+                    kind: StmtKind::Push { stack, value },
+                    span: Span::default(),
+                });
+                let pop = Expr {
+                    kind: ExprKind::Pop(stack),
+                    ..self.var_expr(v, Span::default())
+                };
+                let restore = self.let_stmt(v, pop);
+                let zero = self.adjoint(v).map(|a| {
+                    let zeros = self.zeros_like(v);
+                    self.let_stmt(a, zeros)
+                });
+                // Pops come in reverse order of the pushes.
+                rev.insert(0, restore);
+                if let Some(z) = zero {
+                    rev.push(z);
+                }
+            }
+        }
+        for r in revs.into_iter().rev() {
+            rev.extend(r);
+        }
+        (fwd, rev)
+    }
+
+    fn stmt(&mut self, s: &Stmt, ctx: Ctx, shared: bool) -> Sweeps {
+        let span = s.span;
+        let same = |replay_too: bool| {
+            if ctx.replay && !replay_too {
+                Vec::new()
+            } else {
+                vec![s.clone()]
+            }
+        };
+        match &s.kind {
+            StmtKind::Decl { var, ty, init } => match init {
+                Some(init) => {
+                    let incoming = self.adjoint(*var).map(|a| self.var_expr(a, span));
+                    let (mut fwd, value, rev) = self.expr_sweeps(init, incoming, shared);
+                    fwd.push(Stmt {
+                        kind: StmtKind::Decl {
+                            var: *var,
+                            ty: ty.clone(),
+                            init: Some(value),
+                        },
+                        span,
+                    });
+                    (fwd, rev)
+                }
+                None => (vec![s.clone()], Vec::new()),
+            },
+            StmtKind::Let { var, value } => {
+                let incoming = self.adjoint(*var).map(|a| self.var_expr(a, span));
+                let (mut fwd, value, rev) = self.expr_sweeps(value, incoming, shared);
+                fwd.push(self.let_stmt(*var, value));
+                (fwd, rev)
+            }
+            StmtKind::Assign { lhs, rhs } => self.assign(lhs, rhs, span, shared),
+            StmtKind::TargetAdd(e) => {
+                let incoming = Some(self.var_expr(self.target_adj, span));
+                let (mut fwd, value, rev) = self.expr_sweeps(e, incoming, shared);
+                if !ctx.replay {
+                    fwd.push(Stmt {
+                        kind: StmtKind::TargetAdd(value),
+                        span,
+                    });
+                }
+                (fwd, rev)
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let stack = self.new_stack();
+                let c = self.temp(&Type::Int, "branch");
+                let (then_f, then_r) = self.list(then, ctx);
+                let (else_f, else_r) = self.list(otherwise, ctx);
+                let c_expr = Expr {
+                    ty: Type::Int,
+                    ..self.var_expr(c, span)
+                };
+                let fwd = vec![
+                    self.let_stmt(c, cond.clone()),
+                    Stmt {
+                        kind: StmtKind::Push {
+                            stack,
+                            value: c_expr.clone(),
+                        },
+                        span,
+                    },
+                    Stmt {
+                        kind: StmtKind::If {
+                            cond: c_expr.clone(),
+                            then: then_f,
+                            otherwise: else_f,
+                        },
+                        span,
+                    },
+                ];
+                let pop = Expr {
+                    kind: ExprKind::Pop(stack),
+                    ..c_expr.clone()
+                };
+                let rev = vec![
+                    self.let_stmt(c, pop),
+                    Stmt {
+                        kind: StmtKind::If {
+                            cond: c_expr,
+                            then: then_r,
+                            otherwise: else_r,
+                        },
+                        span,
+                    },
+                ];
+                (fwd, rev)
+            }
+            StmtKind::For {
+                var,
+                lower,
+                upper,
+                body,
+            } => {
+                if writes_only_own_locals(body) {
+                    // Recompute each iteration in the reverse sweep: no stack.
+                    let (body_f, body_r) = self.list(
+                        body,
+                        Ctx {
+                            top: true,
+                            replay: true,
+                            zero_locals: true,
+                        },
+                    );
+                    let mut iteration = body_f;
+                    iteration.extend(body_r);
+                    let rev = vec![Stmt {
+                        kind: StmtKind::ForDown {
+                            var: *var,
+                            upper: upper.clone(),
+                            lower: lower.clone(),
+                            body: iteration,
+                        },
+                        span,
+                    }];
+                    (same(false), rev)
+                } else {
+                    let (lo_stack, hi_stack) = (self.new_stack(), self.new_stack());
+                    let (lo, hi) = (self.temp(&Type::Int, "lo"), self.temp(&Type::Int, "hi"));
+                    let (body_f, body_r) = self.list(body, ctx);
+                    let int = |t: &Self, v: VarId| Expr {
+                        ty: Type::Int,
+                        ..t.var_expr(v, span)
+                    };
+                    let fwd = vec![
+                        self.let_stmt(lo, lower.clone()),
+                        self.let_stmt(hi, upper.clone()),
+                        Stmt {
+                            kind: StmtKind::For {
+                                var: *var,
+                                lower: int(self, lo),
+                                upper: int(self, hi),
+                                body: body_f,
+                            },
+                            span,
+                        },
+                        Stmt {
+                            kind: StmtKind::Push {
+                                stack: lo_stack,
+                                value: int(self, lo),
+                            },
+                            span,
+                        },
+                        Stmt {
+                            kind: StmtKind::Push {
+                                stack: hi_stack,
+                                value: int(self, hi),
+                            },
+                            span,
+                        },
+                    ];
+                    let rev = vec![
+                        self.let_stmt(
+                            hi,
+                            Expr {
+                                kind: ExprKind::Pop(hi_stack),
+                                ..int(self, hi)
+                            },
+                        ),
+                        self.let_stmt(
+                            lo,
+                            Expr {
+                                kind: ExprKind::Pop(lo_stack),
+                                ..int(self, lo)
+                            },
+                        ),
+                        Stmt {
+                            kind: StmtKind::ForDown {
+                                var: *var,
+                                upper: int(self, hi),
+                                lower: int(self, lo),
+                                body: body_r,
+                            },
+                            span,
+                        },
+                    ];
+                    (fwd, rev)
+                }
+            }
+            StmtKind::While { cond, body } => {
+                let stack = self.new_stack();
+                let (n, k) = (
+                    self.temp(&Type::Int, "trips"),
+                    self.temp(&Type::Int, "trip"),
+                );
+                let (body_f, body_r) = self.list(body, ctx);
+                let n_expr = Expr {
+                    ty: Type::Int,
+                    ..self.var_expr(n, span)
+                };
+                let int = |i: i64| Expr {
+                    kind: ExprKind::Int(i),
+                    ty: Type::Int,
+                    ad: AdLevel::DataOnly,
+                    span,
+                };
+                let mut loop_body = body_f;
+                let incr = Expr {
+                    kind: ExprKind::Prim(crate::mir::Prim::Add, vec![n_expr.clone(), int(1)]),
+                    ..n_expr.clone()
+                };
+                loop_body.push(Stmt {
+                    kind: StmtKind::Assign {
+                        lhs: LValue {
+                            var: n,
+                            path: Vec::new(),
+                        },
+                        rhs: incr,
+                    },
+                    span,
+                });
+                let fwd = vec![
+                    self.let_stmt(n, int(0)),
+                    Stmt {
+                        kind: StmtKind::While {
+                            cond: cond.clone(),
+                            body: loop_body,
+                        },
+                        span,
+                    },
+                    Stmt {
+                        kind: StmtKind::Push {
+                            stack,
+                            value: n_expr.clone(),
+                        },
+                        span,
+                    },
+                ];
+                let rev = vec![
+                    self.let_stmt(
+                        n,
+                        Expr {
+                            kind: ExprKind::Pop(stack),
+                            ..n_expr.clone()
+                        },
+                    ),
+                    Stmt {
+                        kind: StmtKind::ForDown {
+                            var: k,
+                            upper: n_expr,
+                            lower: int(1),
+                            body: body_r,
+                        },
+                        span,
+                    },
+                ];
+                (fwd, rev)
+            }
+            StmtKind::Block(stmts) => {
+                let (f, r) = self.list(stmts, ctx);
+                (
+                    vec![Stmt {
+                        kind: StmtKind::Block(f),
+                        span,
+                    }],
+                    vec![Stmt {
+                        kind: StmtKind::Block(r),
+                        span,
+                    }],
+                )
+            }
+            StmtKind::Print(_) | StmtKind::CheckConstraint { .. } => (same(false), Vec::new()),
+            StmtKind::Reject(_) | StmtKind::FatalError(_) => (same(true), Vec::new()),
+            StmtKind::Effect(e) => {
+                if e.ad == AdLevel::AutoDiff {
+                    self.fail("a function call statement with parameter arguments", span);
+                }
+                (same(false), Vec::new())
+            }
+            StmtKind::JacobianAdd(_) => {
+                self.fail("`jacobian +=`", span);
+                (Vec::new(), Vec::new())
+            }
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {
+                self.fail("`break`, `continue` or `return` in the log density", span);
+                (Vec::new(), Vec::new())
+            }
+            StmtKind::Unpack { .. } => {
+                self.fail("tuple unpacking", span);
+                (Vec::new(), Vec::new())
+            }
+            StmtKind::AddAssign { .. }
+            | StmtKind::Push { .. }
+            | StmtKind::ForDown { .. }
+            | StmtKind::ReadParam { .. }
+            | StmtKind::ParamAdjoint { .. } => {
+                self.fail("a statement of a gradient program", span);
+                (Vec::new(), Vec::new())
+            }
+        }
+    }
+
+    /// `lhs = rhs`: save the old value; in reverse, take the adjoint of the
+    /// new value, restore the old value, then propagate through `rhs`.
+    fn assign(&mut self, lhs: &LValue, rhs: &Expr, span: Span, shared: bool) -> Sweeps {
+        let stack = self.new_stack();
+        let old = self.lvalue_expr(lhs, span);
+        let mut fwd = vec![Stmt {
+            kind: StmtKind::Push {
+                stack,
+                value: old.clone(),
+            },
+            span,
+        }];
+        let mut rev = Vec::new();
+        let lhs_adj = self.adjoint(lhs.var).map(|a| LValue {
+            var: a,
+            path: lhs.path.clone(),
+        });
+        let grad = lhs_adj.as_ref().map(|adj_lv| {
+            let g = self.temp(&old.ty, "assign_adj");
+            let read = self.lvalue_expr(adj_lv, span);
+            rev.push(self.let_stmt(g, read.clone()));
+            let zeros = Expr {
+                kind: ExprKind::ZerosLike(Box::new(read.clone())),
+                ad: AdLevel::DataOnly,
+                ..read
+            };
+            rev.push(Stmt {
+                kind: StmtKind::Assign {
+                    lhs: adj_lv.clone(),
+                    rhs: zeros,
+                },
+                span,
+            });
+            g
+        });
+        let pop = Expr {
+            kind: ExprKind::Pop(stack),
+            ..old
+        };
+        rev.push(Stmt {
+            kind: StmtKind::Assign {
+                lhs: lhs.clone(),
+                rhs: pop,
+            },
+            span,
+        });
+        let incoming = grad.map(|g| self.var_expr(g, span));
+        let (pre, value, expr_rev) = self.expr_sweeps(rhs, incoming, shared);
+        fwd.extend(pre);
+        fwd.push(Stmt {
+            kind: StmtKind::Assign {
+                lhs: lhs.clone(),
+                rhs: value,
+            },
+            span,
+        });
+        rev.extend(expr_rev);
+        (fwd, rev)
+    }
+
+    /// Sweeps of an expression whose value's adjoint is `incoming`:
+    /// (forward statements to run first, the value for the forward
+    /// statement, reverse statements). `shared`: the forward computes the
+    /// temporaries and the reverse reuses them; otherwise the reverse
+    /// recomputes them from the restored state.
+    fn expr_sweeps(
+        &mut self,
+        e: &Expr,
+        incoming: Option<Expr>,
+        shared: bool,
+    ) -> (Vec<Stmt>, Expr, Vec<Stmt>) {
+        let Some(incoming) = incoming else {
+            return (Vec::new(), e.clone(), Vec::new());
+        };
+        if e.ad == AdLevel::DataOnly || !Self::is_real_valued(&e.ty) {
+            return (Vec::new(), e.clone(), Vec::new());
+        }
+        let anf = self.anf(e);
+        let mut rev = if shared {
+            Vec::new()
+        } else {
+            anf.stmts.clone()
+        };
+        rev.extend(self.zero_temp_adjoints(&anf.stmts));
+        if let ExprKind::Var(v) = anf.atom.kind {
+            if let Some(a) = self.adjoint(v) {
+                let lhs = LValue {
+                    var: a,
+                    path: Vec::new(),
+                };
+                rev.push(Stmt {
+                    kind: StmtKind::AddAssign { lhs, rhs: incoming },
+                    span: e.span,
+                });
+            }
+        }
+        rev.extend(self.reverse_anf_list(&anf.stmts));
+        if shared {
+            (anf.stmts, anf.atom, rev)
+        } else {
+            (Vec::new(), e.clone(), rev)
+        }
+    }
+
+    /// `let t_adj = zeros_like(t)` for the temporaries a list binds.
+    fn zero_temp_adjoints(&mut self, stmts: &[Stmt]) -> Vec<Stmt> {
+        let mut out = Vec::new();
+        for s in stmts {
+            let bound = match &s.kind {
+                StmtKind::Let { var, .. } if !self.cond_temps.contains(var) => Some(*var),
+                StmtKind::If { then, .. } => match then.last().map(|s| &s.kind) {
+                    Some(StmtKind::Let { var, .. }) if self.cond_temps.contains(var) => Some(*var),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(t) = bound {
+                if let Some(a) = self.adjoint(t) {
+                    let zeros = self.zeros_like(t);
+                    out.push(self.let_stmt(a, zeros));
+                }
+            }
+        }
+        out
+    }
+
+    /// Reverse of an A-normal-form list (already recomputed).
+    fn reverse_anf_list(&mut self, stmts: &[Stmt]) -> Vec<Stmt> {
+        let mut out = Vec::new();
+        for s in stmts.iter().rev() {
+            match &s.kind {
+                StmtKind::Let { var, value } => {
+                    let Some(t_adj) = self.adjoint(*var) else {
+                        continue;
+                    };
+                    if self.cond_temps.contains(var) {
+                        // `t = a` in a branch of `c ? a : b`.
+                        if let ExprKind::Var(a) = value.kind {
+                            if let Some(a_adj) = self.adjoint(a) {
+                                let rhs = self.var_expr(t_adj, s.span);
+                                out.push(Stmt {
+                                    kind: StmtKind::AddAssign {
+                                        lhs: LValue {
+                                            var: a_adj,
+                                            path: Vec::new(),
+                                        },
+                                        rhs,
+                                    },
+                                    span: s.span,
+                                });
+                            }
+                        }
+                        continue;
+                    }
+                    match self.vjp(value, *var, t_adj) {
+                        Ok(stmts) => out.extend(stmts),
+                        Err(what) => self.fail(what, value.span),
+                    }
+                }
+                StmtKind::If {
+                    cond,
+                    then,
+                    otherwise,
+                } => {
+                    let mut then_r = self.zero_temp_adjoints(then);
+                    then_r.extend(self.reverse_anf_list(then));
+                    let mut else_r = self.zero_temp_adjoints(otherwise);
+                    else_r.extend(self.reverse_anf_list(otherwise));
+                    out.push(Stmt {
+                        kind: StmtKind::If {
+                            cond: cond.clone(),
+                            then: then_r,
+                            otherwise: else_r,
+                        },
+                        span: s.span,
+                    });
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The value at an lvalue, as an expression.
+    pub(super) fn lvalue_expr(&self, lv: &LValue, span: Span) -> Expr {
+        let mut e = self.var_expr(lv.var, span);
+        for step in &lv.path {
+            e = match step {
+                LValueStep::Index(idx) => {
+                    let ty = index_type(&e.ty, idx);
+                    Expr {
+                        kind: ExprKind::Index(Box::new(e), idx.clone()),
+                        ty,
+                        ad: AdLevel::AutoDiff,
+                        span,
+                    }
+                }
+                LValueStep::TupleProj(k) => {
+                    let ty = match &e.ty {
+                        Type::Tuple(ts) => ts.get(k - 1).cloned().unwrap_or(Type::Error),
+                        _ => Type::Error,
+                    };
+                    Expr {
+                        kind: ExprKind::TupleProj(Box::new(e), *k),
+                        ty,
+                        ad: AdLevel::AutoDiff,
+                        span,
+                    }
+                }
+            };
+        }
+        e
+    }
+}
+
+fn real(x: f64) -> Expr {
+    Expr {
+        kind: ExprKind::Real(x),
+        ty: Type::Real,
+        ad: AdLevel::DataOnly,
+        span: Span::default(),
+    }
+}
+
+/// Type of `base[idx...]`.
+pub(super) fn index_type(base: &Type, idx: &[Index]) -> Type {
+    let mut ty = base.clone();
+    let mut rest = idx;
+    while let Some((first, tail)) = rest.split_first() {
+        let single = matches!(first, Index::Single(_));
+        ty = match (&ty, single) {
+            (Type::Array(elem), true) => (**elem).clone(),
+            (Type::Array(_), false) => ty.clone(),
+            (Type::Vector | Type::RowVector, true) => Type::Real,
+            (Type::Vector | Type::RowVector, false) => ty.clone(),
+            (Type::Matrix, _) if !tail.is_empty() => {
+                let col_single = matches!(tail[0], Index::Single(_));
+                let t = match (single, col_single) {
+                    (true, true) => Type::Real,
+                    (true, false) => Type::RowVector,
+                    (false, true) => Type::Vector,
+                    (false, false) => Type::Matrix,
+                };
+                rest = &tail[1..];
+                ty = t;
+                continue;
+            }
+            (Type::Matrix, true) => Type::RowVector,
+            (Type::Matrix, false) => Type::Matrix,
+            _ => Type::Error,
+        };
+        rest = tail;
+    }
+    ty
+}
+
+/// True if `body` assigns only variables it declares itself (and adds to
+/// the target), so one iteration can be recomputed from the loop's start
+/// state.
+fn writes_only_own_locals(body: &[Stmt]) -> bool {
+    let mut own = HashSet::new();
+    collect_decls(body, &mut own);
+    fn ok(stmts: &[Stmt], own: &HashSet<VarId>) -> bool {
+        stmts.iter().all(|s| match &s.kind {
+            StmtKind::Assign { lhs, .. } | StmtKind::AddAssign { lhs, .. } => {
+                own.contains(&lhs.var)
+            }
+            StmtKind::Unpack { .. }
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Return(_)
+            | StmtKind::JacobianAdd(_)
+            | StmtKind::Effect(_) => false,
+            StmtKind::If {
+                then, otherwise, ..
+            } => ok(then, own) && ok(otherwise, own),
+            StmtKind::While { body, .. }
+            | StmtKind::For { body, .. }
+            | StmtKind::ForDown { body, .. } => ok(body, own),
+            StmtKind::Block(b) => ok(b, own),
+            _ => true,
+        })
+    }
+    ok(body, &own)
+}
+
+fn collect_decls(stmts: &[Stmt], out: &mut HashSet<VarId>) {
+    for s in stmts {
+        match &s.kind {
+            StmtKind::Decl { var, .. } | StmtKind::Let { var, .. } => {
+                out.insert(*var);
+            }
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                collect_decls(then, out);
+                collect_decls(otherwise, out);
+            }
+            StmtKind::While { body, .. } | StmtKind::Block(body) => collect_decls(body, out),
+            StmtKind::For { var, body, .. } | StmtKind::ForDown { var, body, .. } => {
+                out.insert(*var);
+                collect_decls(body, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The argument expressions of a transform, in order.
+fn transform_args(t: &Transform) -> Vec<Expr> {
+    match t {
+        Transform::Lower(a)
+        | Transform::Upper(a)
+        | Transform::Offset(a)
+        | Transform::Multiplier(a) => vec![a.clone()],
+        Transform::LowerUpper(a, b) | Transform::OffsetMultiplier(a, b) => {
+            vec![a.clone(), b.clone()]
+        }
+        Transform::Tuple(ts) => ts.iter().flat_map(transform_args).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `t` with its argument expressions replaced by `args` (same order as
+/// [`transform_args`]).
+fn with_transform_args(t: &Transform, args: &[Expr]) -> Transform {
+    fn go(t: &Transform, args: &mut std::slice::Iter<'_, Expr>) -> Transform {
+        let mut next = || {
+            args.next()
+                .cloned()
+                .expect("one atom per transform argument")
+        };
+        match t {
+            Transform::Lower(_) => Transform::Lower(next()),
+            Transform::Upper(_) => Transform::Upper(next()),
+            Transform::Offset(_) => Transform::Offset(next()),
+            Transform::Multiplier(_) => Transform::Multiplier(next()),
+            Transform::LowerUpper(_, _) => {
+                let a = next();
+                Transform::LowerUpper(a, next())
+            }
+            Transform::OffsetMultiplier(_, _) => {
+                let a = next();
+                Transform::OffsetMultiplier(a, next())
+            }
+            Transform::Tuple(ts) => Transform::Tuple(ts.iter().map(|t| go(t, args)).collect()),
+            other => other.clone(),
+        }
+    }
+    go(t, &mut args.iter())
+}

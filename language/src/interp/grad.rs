@@ -1,0 +1,305 @@
+//! Running gradient programs ([`crate::ad::GradProgram`]): the statements
+//! and expressions that only the AD transformation produces — stacks,
+//! accumulation, derivative rules of primitives, and the parameter
+//! transform with its reverse.
+
+use super::constrain::{self, Evaluated, PerElement, Scalarwise};
+use super::error::{ErrorKind, Result, RuntimeError, mismatch};
+use super::exec::Machine;
+use super::index::{self, Ix};
+use super::values::{flat, is_scalar, real, with_data};
+use super::{Model, ParamLayout};
+use crate::ad::GradProgram;
+use crate::mir::{Expr, Index, LValue, LValueStep, Prim, StackId, Transform, VarId};
+use crate::value::Value;
+use bat_math::transforms::{self as tf, Transform as _};
+
+/// What a machine running a gradient program carries besides variables.
+pub(crate) struct GradState {
+    pub theta: Vec<f64>,
+    pub gradient: Vec<f64>,
+    pub stacks: Vec<Vec<Value>>,
+    pub layout: Vec<ParamLayout>,
+}
+
+impl Model {
+    /// Log density and its gradient with respect to the unconstrained
+    /// parameters, by running the gradient program `g` of this model.
+    pub fn log_density_gradient(
+        &self,
+        g: &GradProgram,
+        theta: &[f64],
+        jacobian: bool,
+    ) -> std::result::Result<(f64, Vec<f64>), RuntimeError> {
+        let n = self.num_unconstrained();
+        if theta.len() != n {
+            return Err(RuntimeError::fatal(format!(
+                "expected {n} unconstrained parameters, found {}",
+                theta.len()
+            )));
+        }
+        let mut m = Machine::with_base(&g.program, &self.globals);
+        m.jacobian = jacobian;
+        m.grad = Some(GradState {
+            theta: theta.to_vec(),
+            gradient: vec![0.0; n],
+            stacks: vec![Vec::new(); g.num_stacks as usize],
+            layout: self.params.clone(),
+        });
+        m.block(&g.body)?;
+        let state = m.grad.take().expect("set above");
+        Ok((m.target, state.gradient))
+    }
+}
+
+fn state<'a>(m: &'a mut Machine) -> Result<&'a mut GradState> {
+    m.grad.as_mut().ok_or_else(|| {
+        RuntimeError::fatal("a gradient-program statement outside a gradient program")
+    })
+}
+
+impl Machine<'_> {
+    pub(crate) fn push_stack(&mut self, stack: StackId, value: &Expr) -> Result<()> {
+        let v = self.eval(value)?;
+        state(self)?.stacks[stack.0 as usize].push(v);
+        Ok(())
+    }
+
+    pub(crate) fn pop_stack(&mut self, stack: StackId) -> Result<Value> {
+        state(self)?.stacks[stack.0 as usize].pop().ok_or_else(|| {
+            RuntimeError::fatal(format!(
+                "gradient program popped the empty stack {}",
+                stack.0
+            ))
+        })
+    }
+
+    /// `lhs += rhs` (scalar broadcast, or the same elements in another
+    /// container shape); a multi-index accumulates repeated positions.
+    pub(crate) fn add_assign(&mut self, lhs: &LValue, rhs: &Expr) -> Result<()> {
+        let r = self.eval(rhs)?;
+        let idx = match lhs.path.as_slice() {
+            [] => None,
+            [LValueStep::Index(idx)] => Some(self.eval_indexes(idx)?),
+            _ => {
+                return Err(RuntimeError::new(
+                    ErrorKind::Unsupported,
+                    "accumulation into a tuple component",
+                ));
+            }
+        };
+        let slot = self.slot_mut(lhs.var)?;
+        match idx {
+            None => *slot = add_values(slot, &r)?,
+            Some(idx) => match idx.iter().position(|i| matches!(i, Ix::Multi(_))) {
+                None => {
+                    let current = index::get(slot, &idx)?;
+                    index::set(slot, &idx, add_values(&current, &r)?)?;
+                }
+                Some(k) => {
+                    // Scatter-add one selected position at a time.
+                    let Ix::Multi(positions) = &idx[k] else {
+                        unreachable!()
+                    };
+                    let parts = split_along(&r, positions.len())?;
+                    for (&p, part) in positions.iter().zip(parts) {
+                        let mut one = idx.clone();
+                        one[k] = Ix::Single(p);
+                        let current = index::get(slot, &one)?;
+                        index::set(slot, &one, add_values(&current, &part)?)?;
+                    }
+                }
+            },
+        }
+        Ok(())
+    }
+
+    /// `∂prim/∂args[arg]` elementwise, broadcasting scalar arguments.
+    pub(crate) fn partial(&mut self, prim: Prim, arg: usize, args: &[Expr]) -> Result<Value> {
+        let values = args
+            .iter()
+            .map(|a| self.eval(a))
+            .collect::<Result<Vec<_>>>()?;
+        // bat-math names the primitives as Stan's math library does.
+        let name = match prim {
+            Prim::LogPhi => "log_Phi",
+            other => other.name(),
+        };
+        let p = bat_math::Primitive::from_name(name, values.len()).ok_or_else(|| {
+            RuntimeError::new(
+                ErrorKind::Unsupported,
+                format!("no derivative rule for `{}`", prim.name()),
+            )
+        })?;
+        let template = values.iter().find(|v| !is_scalar(v)).cloned();
+        let columns: Vec<Vec<f64>> = values.iter().map(flat).collect();
+        let n = template.as_ref().map_or(1, |t| flat(t).len());
+        let mut out = Vec::with_capacity(n);
+        let mut point = vec![0.0; values.len()];
+        for e in 0..n {
+            for (k, col) in columns.iter().enumerate() {
+                point[k] = if col.len() == 1 { col[0] } else { col[e] };
+            }
+            out.push(p.grad(&point)[arg]);
+        }
+        Ok(match template {
+            Some(t) => with_data(&t, &mut out.into_iter()),
+            None => Value::Real(out[0]),
+        })
+    }
+
+    pub(crate) fn read_param(
+        &mut self,
+        param: usize,
+        var: VarId,
+        transform: &Transform,
+    ) -> Result<()> {
+        let p = state(self)?.layout[param].clone();
+        let n = p.shape.num_reals();
+        let ev = constrain::evaluate(self, transform, n)?;
+        let x = state(self)?.theta[p.offset..p.offset + p.unconstrained_len].to_vec();
+        let (value, logj) = constrain::constrain(&ev, &p.shape, &x)?;
+        if self.jacobian {
+            self.target += logj;
+        }
+        self.set(var, value);
+        Ok(())
+    }
+
+    pub(crate) fn param_adjoint(
+        &mut self,
+        param: usize,
+        var_adj: VarId,
+        lp_adj: VarId,
+        transform: &Transform,
+        arg_adjs: &[Option<VarId>],
+    ) -> Result<()> {
+        let p = state(self)?.layout[param].clone();
+        let n = p.shape.num_reals();
+        let ev = constrain::evaluate(self, transform, n)?;
+        let x = state(self)?.theta[p.offset..p.offset + p.unconstrained_len].to_vec();
+        let y_bar = flat(self.get(var_adj)?);
+        let lp_bar = if self.jacobian {
+            real(self.get(lp_adj)?)?
+        } else {
+            0.0
+        };
+        let mut x_bar = vec![0.0; x.len()];
+        // Adjoints of the transform's arguments, per element of the variable.
+        let mut args_bar = [vec![0.0; n], vec![0.0; n]];
+        match &ev {
+            Evaluated::Scalarwise(s) => {
+                for i in 0..n {
+                    let (xb, a0, a1) = scalar_vjp(s, i, x[i], y_bar[i], lp_bar);
+                    x_bar[i] = xb;
+                    args_bar[0][i] = a0;
+                    args_bar[1][i] = a1;
+                }
+            }
+            Evaluated::Structured(t) => {
+                let mut leaves = Vec::new();
+                constrain::leaves(&p.shape, &mut leaves);
+                let (mut xo, mut yo) = (0, 0);
+                for leaf in &leaves {
+                    let c = constrain::leaf_constraint(t, leaf)?;
+                    let (nx, ny) = (c.unconstrained_len(), c.constrained_len());
+                    let xb = c.constrain_vjp(&x[xo..xo + nx], &y_bar[yo..yo + ny], lp_bar);
+                    x_bar[xo..xo + nx].copy_from_slice(&xb);
+                    xo += nx;
+                    yo += ny;
+                }
+            }
+        }
+        let st = state(self)?;
+        for (k, xb) in x_bar.into_iter().enumerate() {
+            st.gradient[p.offset + k] += xb;
+        }
+        // Which argument slot of the scalarwise rule each transform
+        // argument is: offset-only and multiplier-only keep their slot.
+        let slots: &[usize] = match transform {
+            Transform::Multiplier(_) => &[1],
+            _ => &[0, 1],
+        };
+        for (adj, &slot) in arg_adjs.iter().zip(slots) {
+            let Some(adj) = adj else { continue };
+            let current = self.get(*adj)?.clone();
+            let share = if is_scalar(&current) {
+                Value::Real(args_bar[slot].iter().sum())
+            } else {
+                with_data(&current, &mut args_bar[slot].clone().into_iter())
+            };
+            let sum = add_values(&current, &share)?;
+            self.set(*adj, sum);
+        }
+        Ok(())
+    }
+
+    fn eval_indexes(&mut self, idx: &[Index]) -> Result<Vec<Ix>> {
+        self.indexes_pub(idx)
+    }
+}
+
+/// (x̄, first argument's adjoint, second argument's adjoint) of one
+/// element of a scalarwise transform (bounds are 0, 1; offset, multiplier
+/// are 0, 1).
+fn scalar_vjp(s: &Scalarwise, i: usize, x: f64, y_bar: f64, lp_bar: f64) -> (f64, f64, f64) {
+    let at = |p: &PerElement| p.at(i);
+    match s {
+        Scalarwise::Identity => (y_bar, 0.0, 0.0),
+        Scalarwise::Lower(lb) => {
+            let (xb, lbb) = tf::lb_constrain_vjp(x, at(lb), y_bar, lp_bar);
+            (xb, lbb, 0.0)
+        }
+        Scalarwise::Upper(ub) => {
+            let (xb, ubb) = tf::ub_constrain_vjp(x, at(ub), y_bar, lp_bar);
+            (xb, ubb, 0.0)
+        }
+        Scalarwise::LowerUpper(lb, ub) => tf::lub_constrain_vjp(x, at(lb), at(ub), y_bar, lp_bar),
+        Scalarwise::Affine(o, m) => {
+            tf::offset_multiplier_constrain_vjp(x, at(o), at(m), y_bar, lp_bar)
+        }
+    }
+}
+
+/// Zeros of `v`'s shape.
+pub(crate) fn zeros_like(v: &Value) -> Value {
+    match v {
+        Value::Int(_) => Value::Int(0),
+        Value::Array(items) => Value::Array(items.iter().map(zeros_like).collect()),
+        Value::Tuple(items) => Value::Tuple(items.iter().map(zeros_like).collect()),
+        other => with_data(other, &mut std::iter::repeat(0.0)),
+    }
+}
+
+/// `a + b` keeping `a`'s shape: `b` a scalar (added to every element) or
+/// holding the same number of elements in Stan's order.
+fn add_values(a: &Value, b: &Value) -> Result<Value> {
+    let xs = flat(a);
+    let ys = flat(b);
+    if ys.len() == 1 && xs.len() != 1 {
+        return Ok(with_data(a, &mut xs.iter().map(|x| x + ys[0])));
+    }
+    if xs.len() != ys.len() {
+        return Err(RuntimeError::fatal(format!(
+            "gradient accumulation of {} elements into {} elements",
+            ys.len(),
+            xs.len()
+        )));
+    }
+    Ok(with_data(a, &mut xs.iter().zip(&ys).map(|(x, y)| x + y)))
+}
+
+/// The `n` parts of `v` along its first dimension (a scalar repeats).
+fn split_along(v: &Value, n: usize) -> Result<Vec<Value>> {
+    match v {
+        Value::Int(_) | Value::Real(_) => Ok(vec![v.clone(); n]),
+        Value::Array(items) if items.len() == n => Ok(items.clone()),
+        Value::Vector(xs) | Value::RowVector(xs) if xs.len() == n => {
+            Ok(xs.iter().map(|&x| Value::Real(x)).collect())
+        }
+        other => Err(mismatch(
+            "scatter-add of a value that does not match its multi-index",
+            other,
+        )),
+    }
+}

@@ -1,0 +1,312 @@
+//! The scalar reference interpreter: runs a [`mir::Program`] on one
+//! parameter vector at a time. It is the ground truth that the batched
+//! executors are compared against lane by lane, so it favours plain,
+//! checkable code over speed.
+//!
+//! [`Model::new`] reads the data and runs transformed data;
+//! [`Model::log_density`] constrains the unconstrained parameters (adding
+//! log |J| when asked), runs transformed parameters and the model block;
+//! [`Model::generated_quantities`] draws from the counter-based [`Rng`].
+//! Every failure is a [`RuntimeError`]; [`RuntimeError::is_rejection`]
+//! says when a sampler should treat it as log density −∞.
+
+// `!(a > b)` is deliberate: it also rejects NaN.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+mod constrain;
+mod error;
+mod exec;
+mod grad;
+mod index;
+mod linalg;
+mod prims;
+mod prims_matrix;
+mod print;
+mod rng;
+mod values;
+
+pub use error::{ErrorKind, RuntimeError};
+pub use exec::MAX_CALL_DEPTH;
+pub use rng::{Rng, philox4x32};
+
+use crate::data::{DataFile, Shape};
+use crate::mir::{self, Origin, Program, StmtKind, VarId};
+use crate::value::Value;
+use constrain::Evaluated;
+use error::Result;
+use exec::Machine;
+
+/// The chain id of the random stream used by transformed data.
+pub const TRANSFORMED_DATA_CHAIN: u32 = u32::MAX;
+
+/// One parameter's place in the unconstrained vector.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamLayout {
+    pub name: String,
+    pub var: VarId,
+    pub shape: Shape,
+    /// First unconstrained coordinate.
+    pub offset: usize,
+    pub unconstrained_len: usize,
+}
+
+/// A program with its data read and transformed data computed.
+pub struct Model {
+    program: Program,
+    /// Values of data and transformed data (other slots empty).
+    globals: Vec<Option<Value>>,
+    params: Vec<ParamLayout>,
+    /// Output printed while reading data and running transformed data.
+    pub startup_output: Vec<String>,
+}
+
+/// Constrained values, transformed parameters and generated quantities of
+/// one draw, by name in declaration order, plus anything printed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Draw {
+    pub values: Vec<(String, Value)>,
+    pub output: Vec<String>,
+}
+
+impl Model {
+    /// Read `data` and run transformed data, whose `_rng` calls draw from
+    /// seed 0 (see [`Model::with_seed`]).
+    pub fn new(program: &Program, data: &DataFile) -> std::result::Result<Model, RuntimeError> {
+        Model::with_seed(program, data, 0)
+    }
+
+    /// As [`Model::new`], transformed data drawing from the stream
+    /// [`TRANSFORMED_DATA_CHAIN`] of `seed`.
+    pub fn with_seed(
+        program: &Program,
+        data: &DataFile,
+        seed: u64,
+    ) -> std::result::Result<Model, RuntimeError> {
+        let mut m = Machine::new(program);
+        m.rng = Some(Rng::new(seed, TRANSFORMED_DATA_CHAIN, 0));
+        for decl in &program.data {
+            let name = program.vars[decl.var.0 as usize].name.clone();
+            let in_data = |e: RuntimeError| RuntimeError {
+                kind: ErrorKind::Data,
+                message: format!("data variable `{name}`: {}", e.message),
+                ..e
+            };
+            let shape = m.shape(&decl.ty).map_err(in_data)?;
+            let value = data
+                .take(&name, &shape)
+                .map_err(|e| RuntimeError::new(ErrorKind::Data, e.to_string()))?;
+            constrain::check_constraint(&mut m, &name, &value, &decl.transform).map_err(in_data)?;
+            m.set(decl.var, value);
+        }
+        m.block(&program.transformed_data)?;
+        m.rng = None;
+        let mut params = Vec::new();
+        let mut offset = 0;
+        for decl in &program.parameters {
+            let name = program.vars[decl.var.0 as usize].name.clone();
+            let shape = m.shape(&decl.ty)?;
+            let len = constrain::unconstrained_len(&decl.transform, &shape)?;
+            params.push(ParamLayout {
+                name,
+                var: decl.var,
+                shape,
+                offset,
+                unconstrained_len: len,
+            });
+            offset += len;
+        }
+        Ok(Model {
+            globals: m.globals,
+            startup_output: m.output,
+            program: program.clone(),
+            params,
+        })
+    }
+
+    pub fn params(&self) -> &[ParamLayout] {
+        &self.params
+    }
+
+    /// Length of the unconstrained parameter vector.
+    pub fn num_unconstrained(&self) -> usize {
+        self.params.iter().map(|p| p.unconstrained_len).sum()
+    }
+
+    /// Names of the unconstrained coordinates, in order: `theta[1]`,
+    /// `Sigma[2,1]` for parameters whose free coordinates are their
+    /// elements, `name[k]` (k-th free coordinate) for the others.
+    pub fn unconstrained_names(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (p, decl) in self.params.iter().zip(&self.program.parameters) {
+            if p.unconstrained_len == p.shape.num_reals()
+                && !matches!(decl.transform, mir::Transform::Simplex)
+            {
+                out.extend(constrain::element_names(&p.name, &p.shape));
+            } else {
+                out.extend((1..=p.unconstrained_len).map(|k| format!("{}[{k}]", p.name)));
+            }
+        }
+        out
+    }
+
+    fn machine(&self) -> Machine<'_> {
+        Machine::with_base(&self.program, &self.globals)
+    }
+
+    fn check_len(&self, theta: &[f64]) -> Result<()> {
+        let n = self.num_unconstrained();
+        if theta.len() == n {
+            Ok(())
+        } else {
+            Err(RuntimeError::fatal(format!(
+                "expected {n} unconstrained parameters, found {}",
+                theta.len()
+            )))
+        }
+    }
+
+    /// Constrain every parameter into `m`; returns Σ log |J|.
+    fn constrain_into(&self, m: &mut Machine, theta: &[f64]) -> Result<f64> {
+        self.check_len(theta)?;
+        let mut logj = 0.0;
+        for (p, decl) in self.params.iter().zip(&self.program.parameters) {
+            let n = p.shape.num_reals();
+            let ev = constrain::evaluate(m, &decl.transform, n)
+                .map_err(|e| e.at(self.program.vars[p.var.0 as usize].span))?;
+            let x = &theta[p.offset..p.offset + p.unconstrained_len];
+            let (value, lj) = constrain::constrain(&ev, &p.shape, x)?;
+            logj += lj;
+            m.set(p.var, value);
+        }
+        Ok(logj)
+    }
+
+    /// The log density at unconstrained `theta` (with `~` constants dropped
+    /// as Stan does), plus log |J| of the transforms when `jacobian`.
+    pub fn log_density(
+        &self,
+        theta: &[f64],
+        jacobian: bool,
+    ) -> std::result::Result<f64, RuntimeError> {
+        self.log_density_traced(theta, jacobian).0
+    }
+
+    /// [`Model::log_density`] with the output of `print` statements run on
+    /// the way (also when the evaluation fails).
+    pub fn log_density_traced(
+        &self,
+        theta: &[f64],
+        jacobian: bool,
+    ) -> (std::result::Result<f64, RuntimeError>, Vec<String>) {
+        let mut m = self.machine();
+        m.jacobian = jacobian;
+        let result = self.run_log_density(&mut m, theta);
+        (result, m.output)
+    }
+
+    fn run_log_density(&self, m: &mut Machine, theta: &[f64]) -> Result<f64> {
+        let logj = self.constrain_into(m, theta)?;
+        if m.jacobian {
+            m.target += logj;
+        }
+        m.block(&self.program.transformed_parameters)?;
+        m.block(&self.program.model)?;
+        Ok(m.target)
+    }
+
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// The value of a data or transformed data variable, by name.
+    pub fn data_value(&self, name: &str) -> Option<&Value> {
+        self.program
+            .vars
+            .iter()
+            .position(|v| {
+                v.name == name && matches!(v.origin, Origin::Data | Origin::TransformedData)
+            })
+            .and_then(|i| self.globals[i].as_ref())
+    }
+
+    /// The constrained parameter values at `theta`, by name.
+    pub fn constrain(
+        &self,
+        theta: &[f64],
+    ) -> std::result::Result<Vec<(String, Value)>, RuntimeError> {
+        let mut m = self.machine();
+        self.constrain_into(&mut m, theta)?;
+        Ok(self
+            .params
+            .iter()
+            .map(|p| {
+                (
+                    p.name.clone(),
+                    m.get(p.var).cloned().unwrap_or(Value::Real(f64::NAN)),
+                )
+            })
+            .collect())
+    }
+
+    /// Stan's free transform of constrained parameter values given by name
+    /// (Stan JSON, as CmdStan's inits).
+    pub fn unconstrain(&self, values: &DataFile) -> std::result::Result<Vec<f64>, RuntimeError> {
+        let mut m = self.machine();
+        let mut out = Vec::with_capacity(self.num_unconstrained());
+        for (p, decl) in self.params.iter().zip(&self.program.parameters) {
+            let value = values
+                .take(&p.name, &p.shape)
+                .map_err(|e| RuntimeError::new(ErrorKind::Data, e.to_string()))?;
+            let ev: Evaluated = constrain::evaluate(&mut m, &decl.transform, p.shape.num_reals())?;
+            let x = constrain::unconstrain(&ev, &p.shape, &value).map_err(|e| RuntimeError {
+                message: format!("parameter `{}`: {}", p.name, e.message),
+                ..e
+            })?;
+            out.extend(x);
+            m.set(p.var, value);
+        }
+        Ok(out)
+    }
+
+    /// Parameters, transformed parameters and generated quantities of one
+    /// draw, with `rng` feeding the `_rng` functions.
+    pub fn generated_quantities(
+        &self,
+        theta: &[f64],
+        rng: Rng,
+    ) -> std::result::Result<Draw, RuntimeError> {
+        let mut m = self.machine();
+        m.jacobian = false;
+        m.rng = Some(rng);
+        self.constrain_into(&mut m, theta)?;
+        m.block(&self.program.transformed_parameters)?;
+        m.block(&self.program.generated_quantities)?;
+        let mut values = Vec::new();
+        for p in &self.params {
+            values.push((p.name.clone(), m.get(p.var)?.clone()));
+        }
+        for stmts in [
+            &self.program.transformed_parameters,
+            &self.program.generated_quantities,
+        ] {
+            for s in stmts {
+                if let StmtKind::Decl { var, .. } = &s.kind {
+                    let info = &self.program.vars[var.0 as usize];
+                    if matches!(
+                        info.origin,
+                        Origin::TransformedParameter | Origin::GeneratedQuantity
+                    ) {
+                        values.push((info.name.clone(), m.get(*var)?.clone()));
+                    }
+                }
+            }
+        }
+        Ok(Draw {
+            values,
+            output: m.output,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,355 @@
+//! Model IR (MIR): the checked program, typed, desugared and split into the
+//! pieces a sampler needs.
+//!
+//! A [`Program`] holds
+//! - `data`: declarations read from the data file (sizes and bounds are
+//!   expressions over earlier data);
+//! - `transformed_data`: statements run once, after the data is read;
+//! - `parameters`: the parameter transform — each parameter is read from the
+//!   unconstrained vector at a fixed offset, constrained, and (when the
+//!   Jacobian is on) its log |J| added to the target ([`Stmt::Constrain`]);
+//! - `transformed_parameters` then `model`: together with the transform, the
+//!   log density;
+//! - `generated_quantities`: run once per draw with constrained values.
+//!
+//! # Invariants
+//! - Every variable is a [`VarId`] into [`Program::vars`]; names are only
+//!   for printing. Shadowing has been resolved.
+//! - Every expression carries its semantic [`Type`] and whether it is
+//!   data-only ([`AdLevel`]).
+//! - There are no `~` statements, compound assignments, `foreach` loops,
+//!   `profile` blocks or conditional-notation calls: `y ~ d(θ)` became
+//!   `target += d_lupdf(y | θ)` expanded into primitives with the
+//!   parameter-free terms dropped (Stan's `propto`), `x op= e` became
+//!   `x = x op e`, `foreach` became an index loop.
+//! - Library functions are either a primitive [`Prim`] (which has a
+//!   derivative rule and a kernel in every backend) or expanded into
+//!   primitives by [`library`]; a function that is neither is rejected at
+//!   lowering with "not yet supported: NAME", never run wrongly.
+//! - `&&` and `||` short-circuit and are expressed with [`ExprKind::Cond`].
+//! - Densities carry Stan's argument checks as `check_*` primitives added
+//!   to the density (value 0.0, derivative 0, evaluated even when `propto`
+//!   drops every term); a failed check is a domain error, which rejects the
+//!   proposal. Checks of literals that pass are omitted.
+//! - `_rng` primitives appear only where Stan allows random numbers
+//!   (transformed data, generated quantities, `_rng` functions); they have
+//!   no derivative rule.
+//!
+//! The reference semantics of every primitive and statement is the scalar
+//! interpreter, [`crate::interp`].
+//!
+//! The MIR is printable (`bat ir FILE --emit mir`, [`print::print_program`]).
+
+use crate::span::Span;
+use crate::types::{AdLevel, Type};
+
+pub mod library;
+mod lower;
+mod prim;
+pub mod print;
+
+pub use lower::{NOT_YET_SUPPORTED, lower};
+pub use prim::Prim;
+
+/// Index into [`Program::vars`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VarId(pub u32);
+
+/// Index into [`Program::functions`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FunId(pub u32);
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    pub name: String,
+    pub vars: Vec<VarInfo>,
+    pub functions: Vec<Function>,
+    pub data: Vec<DataDecl>,
+    pub transformed_data: Vec<Stmt>,
+    pub parameters: Vec<ParamDecl>,
+    pub transformed_parameters: Vec<Stmt>,
+    pub model: Vec<Stmt>,
+    pub generated_quantities: Vec<Stmt>,
+}
+
+/// Where a variable was declared; decides who may read it and whether it is
+/// written to the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Origin {
+    Data,
+    TransformedData,
+    Parameter,
+    TransformedParameter,
+    GeneratedQuantity,
+    Local,
+    FunctionArg,
+    LoopVar,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct VarInfo {
+    pub name: String,
+    pub ty: Type,
+    pub origin: Origin,
+    pub span: Span,
+}
+
+/// A declared type with its size expressions, as in the source:
+/// `array[N] vector[K]` is `Array(N, Vector(K))`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SizedType {
+    Int,
+    Real,
+    Complex,
+    Vector(Expr),
+    RowVector(Expr),
+    Matrix(Expr, Expr),
+    ComplexVector(Expr),
+    ComplexRowVector(Expr),
+    ComplexMatrix(Expr, Expr),
+    Array(Expr, Box<SizedType>),
+    Tuple(Vec<SizedType>),
+}
+
+/// A constraint transform with its argument expressions (bounds, offset,
+/// multiplier). Tuples carry one transform per component.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Transform {
+    Identity,
+    Lower(Expr),
+    Upper(Expr),
+    LowerUpper(Expr, Expr),
+    Offset(Expr),
+    Multiplier(Expr),
+    OffsetMultiplier(Expr, Expr),
+    Ordered,
+    PositiveOrdered,
+    Simplex,
+    UnitVector,
+    SumToZeroVector,
+    SumToZeroMatrix,
+    CholeskyFactorCorr,
+    CholeskyFactorCov,
+    CorrMatrix,
+    CovMatrix,
+    ColumnStochasticMatrix,
+    RowStochasticMatrix,
+    Tuple(Vec<Transform>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataDecl {
+    pub var: VarId,
+    pub ty: SizedType,
+    /// Bounds are checked when the data is read; other transforms are
+    /// checked as constraints (e.g. `simplex` data must sum to one).
+    pub transform: Transform,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamDecl {
+    pub var: VarId,
+    pub ty: SizedType,
+    pub transform: Transform,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    pub name: String,
+    pub args: Vec<VarId>,
+    /// `None` is `void`.
+    pub ret: Option<Type>,
+    pub body: Vec<Stmt>,
+    /// Has `_lp` suffix: may add to the target.
+    pub uses_target: bool,
+    /// Has `_rng` suffix: draws random numbers.
+    pub uses_rng: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+/// What may be assigned: a variable, optionally indexed and projected.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LValue {
+    pub var: VarId,
+    pub path: Vec<LValueStep>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum LValueStep {
+    Index(Vec<Index>),
+    TupleProj(usize),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    /// Declare a variable of the given size; `init` is its initial value
+    /// (otherwise NaN for reals, `min int` for ints, as Stan).
+    Decl {
+        var: VarId,
+        ty: SizedType,
+        init: Option<Expr>,
+    },
+    Assign {
+        lhs: LValue,
+        rhs: Expr,
+    },
+    /// Tuple unpacking `(a, b) = e`.
+    Unpack {
+        lhs: Vec<LValue>,
+        rhs: Expr,
+    },
+    /// `target += e` (also from `~` and `jacobian +=` when the Jacobian is on).
+    TargetAdd(Expr),
+    /// `jacobian += e`: added to the target only when the Jacobian is on.
+    JacobianAdd(Expr),
+    /// A compiler temporary holding `value`, with the value's shape.
+    Let {
+        var: VarId,
+        value: Expr,
+    },
+    /// Check that a transformed-data / transformed-parameter / generated
+    /// value satisfies its declared constraint (Stan checks at block end).
+    CheckConstraint {
+        var: VarId,
+        transform: Transform,
+    },
+    If {
+        cond: Expr,
+        then: Vec<Stmt>,
+        otherwise: Vec<Stmt>,
+    },
+    While {
+        cond: Expr,
+        body: Vec<Stmt>,
+    },
+    /// `for (var in lower:upper)`; bounds evaluated once.
+    For {
+        var: VarId,
+        lower: Expr,
+        upper: Expr,
+        body: Vec<Stmt>,
+    },
+    Block(Vec<Stmt>),
+    Break,
+    Continue,
+    Return(Option<Expr>),
+    /// A call evaluated for its effect (void user or library function).
+    Effect(Expr),
+    Print(Vec<Printable>),
+    /// Rejects the current proposal (−∞ log density) or, outside the log
+    /// density, fails the run with the message.
+    Reject(Vec<Printable>),
+    /// Stops the whole run with the message.
+    FatalError(Vec<Printable>),
+
+    // ---- produced by the gradient transformation (`crate::ad`) only
+    /// `lhs += rhs` elementwise; a multi-indexed `lhs` accumulates repeated
+    /// indexes (scatter-add), unlike assignment.
+    AddAssign {
+        lhs: LValue,
+        rhs: Expr,
+    },
+    /// Save a value on a stack of the gradient program.
+    Push {
+        stack: StackId,
+        value: Expr,
+    },
+    /// `for (var in upper:lower)` counting down (reverse sweeps).
+    ForDown {
+        var: VarId,
+        upper: Expr,
+        lower: Expr,
+        body: Vec<Stmt>,
+    },
+    /// Read parameter `param` from the unconstrained input, constrain it
+    /// with `transform` (whose arguments are atoms), store it in `var`,
+    /// and add log |J| to the target when the Jacobian is on.
+    ReadParam {
+        param: usize,
+        var: VarId,
+        transform: Transform,
+    },
+    /// Reverse of [`StmtKind::ReadParam`]: add the unconstrained gradient
+    /// from `var_adj` and the target's adjoint `lp_adj` (log |J|) into the
+    /// gradient output, and the transform arguments' adjoints into
+    /// `arg_adjs` (one per argument of `transform`, `None` when data).
+    ParamAdjoint {
+        param: usize,
+        var: VarId,
+        var_adj: VarId,
+        lp_adj: VarId,
+        transform: Transform,
+        arg_adjs: Vec<Option<VarId>>,
+    },
+}
+
+/// Index of a stack of the gradient program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StackId(pub u32);
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Printable {
+    Str(String),
+    Expr(Expr),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub ty: Type,
+    pub ad: AdLevel,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Int(i64),
+    Real(f64),
+    /// Imaginary literal `bi` as the complex number (0, b).
+    Imag(f64),
+    Var(VarId),
+    /// A primitive operation; its kernel is chosen from the argument types.
+    Prim(Prim, Vec<Expr>),
+    /// A user function call.
+    Call(FunId, Vec<Expr>),
+    /// Indexing with single indexes and multi-indexes/slices.
+    Index(Box<Expr>, Vec<Index>),
+    TupleProj(Box<Expr>, usize),
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `{a, b}`
+    ArrayLit(Vec<Expr>),
+    /// `[a, b]`: a row vector of scalars, or a matrix of row vectors.
+    RowVectorLit(Vec<Expr>),
+    TupleLit(Vec<Expr>),
+    /// The current value of the target (`target()`).
+    Target,
+
+    // ---- produced by the gradient transformation (`crate::ad`) only
+    /// Take the most recently pushed value off a stack.
+    Pop(StackId),
+    /// The partial derivative of elementwise primitive `prim` with respect
+    /// to argument `arg`, evaluated elementwise at `args`.
+    Partial {
+        prim: Prim,
+        arg: usize,
+        args: Vec<Expr>,
+    },
+    /// Zeros of the shape of the operand (adjoint initialisation).
+    ZerosLike(Box<Expr>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Index {
+    All,
+    Single(Expr),
+    /// An int array selecting several elements.
+    Multi(Expr),
+    Upfrom(Expr),
+    Downto(Expr),
+    Between(Expr, Expr),
+}
