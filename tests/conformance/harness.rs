@@ -178,7 +178,8 @@ static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
 fn quiet_panics<T>(work: impl FnOnce() -> std::thread::Result<T>) -> Result<T, String> {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(|info| {
-        *LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some(info.to_string());
+        *LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(info.to_string().replace('\n', " "));
     }));
     let result = work();
     std::panic::set_hook(previous);
