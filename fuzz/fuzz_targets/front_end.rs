@@ -18,7 +18,11 @@ fn front_end(source: &str) {
         for label in std::iter::once(&d.primary).chain(&d.secondary) {
             let range = label.span.range();
             assert!(range.start <= range.end, "inverted span {range:?}");
-            assert!(source.get(range.clone()).is_some(), "span {range:?} not on char boundaries of {} bytes", source.len());
+            assert!(
+                source.get(range.clone()).is_some(),
+                "span {range:?} not on char boundaries of {} bytes",
+                source.len()
+            );
         }
     }
     let _ = language::diagnostic::render("fuzz.stan", source, &front_end.diagnostics, false);
