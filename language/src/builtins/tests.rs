@@ -1,0 +1,6 @@
+use super::*;
+
+#[test]
+fn table_builds() {
+    assert!(is_builtin("normal_lpdf"));
+}

@@ -1,0 +1,2 @@
+//! placeholder
+pub fn print_ast(_: &super::ast::Program) -> String { String::new() }
