@@ -49,7 +49,13 @@ fn first_error(diags: &[Diagnostic]) -> Option<&Diagnostic> {
 
 fn describe(source: &str, d: &Diagnostic) -> String {
     let (line, col) = LineIndex::new(source).line_col(source, d.primary.span.start as usize);
-    format!("{}:{} {} {}", line, col, d.code, d.message.lines().next().unwrap_or(""))
+    format!(
+        "{}:{} {} {}",
+        line,
+        col,
+        d.code,
+        d.message.lines().next().unwrap_or("")
+    )
 }
 
 fn check_good(path: &Path) -> Outcome {
@@ -78,7 +84,10 @@ fn check_bad(path: &Path, line: usize) -> Outcome {
     if found_line == line {
         Outcome::Pass
     } else {
-        Outcome::Fail(format!("expected line {line}, got {}", describe(&source, d)))
+        Outcome::Fail(format!(
+            "expected line {line}, got {}",
+            describe(&source, d)
+        ))
     }
 }
 
@@ -118,7 +127,12 @@ fn stanc3_and_posteriordb_conformance() {
             continue;
         }
         let outcome = check_good(&corpus.join("stanc3/good").join(file));
-        tally(format!("good/{file}"), outcome, &mut good_ok, &mut good_total);
+        tally(
+            format!("good/{file}"),
+            outcome,
+            &mut good_ok,
+            &mut good_total,
+        );
     }
     let mut pdb: Vec<PathBuf> = std::fs::read_dir(corpus.join("posteriordb-models"))
         .expect("posteriordb-models")
@@ -128,7 +142,10 @@ fn stanc3_and_posteriordb_conformance() {
     pdb.sort();
     let (mut pdb_ok, mut pdb_total) = (0, 0);
     for path in pdb {
-        let key = format!("posteriordb-models/{}", path.file_name().unwrap().to_string_lossy());
+        let key = format!(
+            "posteriordb-models/{}",
+            path.file_name().unwrap().to_string_lossy()
+        );
         tally(key, check_good(&path), &mut pdb_ok, &mut pdb_total);
     }
     let (mut bad_ok, mut bad_total) = (0, 0);
@@ -150,7 +167,10 @@ fn stanc3_and_posteriordb_conformance() {
         println!("  parser: {p}");
     }
     let stale: Vec<&String> = exceptions.keys().filter(|k| !seen.contains(*k)).collect();
-    assert!(stale.is_empty(), "exceptions naming no corpus case: {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "exceptions naming no corpus case: {stale:?}"
+    );
     assert!(
         unexpected.is_empty(),
         "{} unexpected results:\n{}",
@@ -158,6 +178,12 @@ fn stanc3_and_posteriordb_conformance() {
         unexpected.join("\n")
     );
     let rate = |ok: usize, total: usize| ok as f64 / total.max(1) as f64;
-    assert!(rate(good_ok + pdb_ok, good_total + pdb_total) >= 0.98, "good acceptance below 98%");
-    assert!(rate(bad_ok, bad_total) >= 0.95, "semantic-bad matching below 95%");
+    assert!(
+        rate(good_ok + pdb_ok, good_total + pdb_total) >= 0.98,
+        "good acceptance below 98%"
+    );
+    assert!(
+        rate(bad_ok, bad_total) >= 0.95,
+        "semantic-bad matching below 95%"
+    );
 }

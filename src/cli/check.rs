@@ -1,6 +1,7 @@
 //! `bat check`: run the front end over files and report diagnostics.
 
 use super::MessageFormat;
+use super::front_end;
 use super::json::to_json_lines;
 use super::source::{self, LoadFailure, SourceFile};
 use super::stack::run_guarded;
@@ -54,7 +55,7 @@ pub fn run(files: &[PathBuf], format: MessageFormat, color: bool) -> ExitCode {
     for path in files {
         tally.files += 1;
         match source::load(path) {
-            Ok(file) => match run_guarded(|| language::compile_front_end(&file.text)) {
+            Ok(file) => match run_guarded(|| front_end::compile(&file)) {
                 Ok(front_end) => {
                     report(&file, &front_end.diagnostics, format, color);
                     tally.add(&front_end.diagnostics);

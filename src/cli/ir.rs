@@ -25,11 +25,15 @@ pub fn run(path: &Path, emit: Emit, color: bool) -> ExitCode {
         // The syntax tree needs only a successful parse: semantic errors do
         // not stop it from being printed.
         Emit::Ast => {
-            let (program, diagnostics) = language::syntax::parse(&file.text);
+            let (program, diagnostics) = if file.functions_only {
+                language::syntax::parse_functions_only(&file.text)
+            } else {
+                language::syntax::parse(&file.text)
+            };
             if diagnostics.iter().any(Diagnostic::is_error) {
                 Err(diagnostics)
             } else {
-                Ok(format!("{program:#?}\n"))
+                Ok(language::syntax::print_ast(&program))
             }
         }
     });

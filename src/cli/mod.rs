@@ -4,6 +4,7 @@
 //! or cannot be read, 2 for usage errors (clap's default).
 
 mod check;
+mod front_end;
 mod ir;
 mod json;
 mod source;

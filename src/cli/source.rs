@@ -4,13 +4,16 @@
 use language::{Diagnostic, Kind, LineIndex, Span};
 use std::path::Path;
 
-/// Code of the diagnostic for bytes that are not UTF-8.
-pub const INVALID_UTF8: &str = "E0001";
+/// Bytes that are not UTF-8 are an invalid character to the lexer too.
+const INVALID_UTF8: &str = language::syntax::codes::INVALID_CHARACTER;
 
 /// A program text and the name it is reported under.
 pub struct SourceFile {
     pub name: String,
     pub text: String,
+    /// A standalone functions file (`.stanfunctions`): function
+    /// definitions without the `functions { }` wrapper.
+    pub functions_only: bool,
 }
 
 pub enum LoadFailure {
@@ -26,6 +29,7 @@ pub enum LoadFailure {
 
 pub fn load(path: &Path) -> Result<SourceFile, LoadFailure> {
     let name = path.display().to_string();
+    let functions_only = path.extension().is_some_and(|ext| ext == "stanfunctions");
     let bytes = std::fs::read(path)
         .map_err(|err| LoadFailure::Unreadable(format!("cannot read `{name}`: {err}")))?;
     // Spans are u32 byte offsets; a larger text cannot be addressed.
@@ -37,7 +41,11 @@ pub fn load(path: &Path) -> Result<SourceFile, LoadFailure> {
         )));
     }
     match String::from_utf8(bytes) {
-        Ok(text) => Ok(SourceFile { name, text }),
+        Ok(text) => Ok(SourceFile {
+            name,
+            text,
+            functions_only,
+        }),
         Err(err) => {
             let valid_up_to = err.utf8_error().valid_up_to();
             let bad_byte = err.as_bytes()[valid_up_to];
@@ -47,6 +55,7 @@ pub fn load(path: &Path) -> Result<SourceFile, LoadFailure> {
                 file: SourceFile {
                     name,
                     text: display,
+                    functions_only,
                 },
             })
         }

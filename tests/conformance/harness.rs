@@ -146,8 +146,23 @@ fn sorted_files(dir: &Path, ext: &str) -> Vec<String> {
     names
 }
 
+/// Diagnostics as `bat check` produces them: standalone `.stanfunctions`
+/// files are parsed without the `functions { }` wrapper.
+fn front_end_diagnostics(source: &str, functions_only: bool) -> Vec<Diagnostic> {
+    if !functions_only {
+        return language::compile_front_end(source).diagnostics;
+    }
+    let (program, mut diagnostics) = language::syntax::parse_functions_only(source);
+    if !diagnostics.iter().any(Diagnostic::is_error) {
+        diagnostics.extend(language::check::check_program(&program).1);
+    }
+    diagnostics.sort_by_key(|d| (d.primary.span.start, d.primary.span.end));
+    diagnostics
+}
+
 /// Check one file on a big-stack thread; a panic becomes `Outcome::Panic`.
 pub fn run_case(case: &Case) -> Outcome {
+    let functions_only = case.name.ends_with(".stanfunctions");
     let source = match std::fs::read(&case.path) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => text,
@@ -159,7 +174,7 @@ pub fn run_case(case: &Case) -> Outcome {
         std::thread::scope(|scope| {
             std::thread::Builder::new()
                 .stack_size(256 * 1024 * 1024)
-                .spawn_scoped(scope, || language::compile_front_end(&source).diagnostics)
+                .spawn_scoped(scope, || front_end_diagnostics(&source, functions_only))
                 .expect("spawn checker thread")
                 .join()
         })

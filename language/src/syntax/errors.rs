@@ -1,4 +1,12 @@
-use crate::diagnostic::Diagnostic;
 use super::lexer::{Spanned, Token};
-pub fn lexical_errors(_: &str, _: &[Spanned<'_>]) -> Vec<Diagnostic> { Vec::new() }
-pub fn parse_errors(_: &str, _: &[Spanned<'_>], _: Vec<lalrpop_util::ErrorRecovery<usize, Token<'_>, &'static str>>) -> Vec<Diagnostic> { Vec::new() }
+use crate::diagnostic::Diagnostic;
+pub fn lexical_errors(_: &str, _: &[Spanned<'_>]) -> Vec<Diagnostic> {
+    Vec::new()
+}
+pub fn parse_errors(
+    _: &str,
+    _: &[Spanned<'_>],
+    _: Vec<lalrpop_util::ErrorRecovery<usize, Token<'_>, &'static str>>,
+) -> Vec<Diagnostic> {
+    Vec::new()
+}

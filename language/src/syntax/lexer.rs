@@ -440,7 +440,8 @@ mod tests {
     #[test]
     fn block_keywords_and_comments() {
         use Token::*;
-        let (tokens, comments) = lex("transformed  data { // hi\n } /* a\n b */ generated\nquantities");
+        let (tokens, comments) =
+            lex("transformed  data { // hi\n } /* a\n b */ generated\nquantities");
         let kinds: Vec<_> = tokens.iter().map(|t| t.token).collect();
         assert_eq!(
             kinds,

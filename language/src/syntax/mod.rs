@@ -112,7 +112,10 @@ fn parse_with(source: &str, functions_only: bool) -> (ast::Program, Vec<Diagnost
 
     diagnostics.extend(errors::parse_errors(source, &tokens, recovered));
     diagnostics.extend(problems);
-    if !diagnostics.iter().any(|d| d.code == codes::UNEXPECTED_EOF || d.code == codes::UNEXPECTED_TOKEN) {
+    if !diagnostics
+        .iter()
+        .any(|d| d.code == codes::UNEXPECTED_EOF || d.code == codes::UNEXPECTED_TOKEN)
+    {
         diagnostics.extend(validate::validate(&program, functions_only));
     } else {
         diagnostics.extend(validate::validate(&program, functions_only));

@@ -1,2 +1,4 @@
 //! placeholder
-pub fn print_ast(_: &super::ast::Program) -> String { String::new() }
+pub fn print_ast(_: &super::ast::Program) -> String {
+    String::new()
+}

@@ -1,2 +1,4 @@
 use crate::diagnostic::Diagnostic;
-pub fn validate(_: &super::ast::Program, _: bool) -> Vec<Diagnostic> { Vec::new() }
+pub fn validate(_: &super::ast::Program, _: bool) -> Vec<Diagnostic> {
+    Vec::new()
+}
