@@ -170,3 +170,36 @@ pub fn for_stmt(head: ForHead, body: Stmt, l: usize, r: usize) -> Stmt {
     };
     stmt(kind, l, r)
 }
+
+/// A declaration used as the body of `if`/`while`/`for`: one statement, or
+/// a block holding all names of `real a, b;`.
+pub fn decl_body(mut decls: Vec<Stmt>, l: usize, r: usize) -> Stmt {
+    if decls.len() == 1 {
+        decls.remove(0)
+    } else {
+        stmt(StmtKind::Block(decls), l, r)
+    }
+}
+
+/// Complex types take no bounds; stanc3's parser accepts them and its type
+/// checker rejects them, so this is a semantic diagnostic.
+pub fn complex_type(
+    kind: SizedTypeKind,
+    bounds: Option<Bounds>,
+    l: usize,
+    r: usize,
+    problems: &mut Vec<Diagnostic>,
+) -> SizedTypeKind {
+    if bounds.is_some() {
+        problems.push(
+            Diagnostic::error(
+                Kind::Semantic,
+                codes::COMPLEX_BOUNDS,
+                "complex types cannot have bounds or an offset/multiplier",
+                Span::new(l, r),
+            )
+            .with_label("bounds on a complex type"),
+        );
+    }
+    kind
+}

@@ -15,7 +15,7 @@
 //! | `E0005` | misplaced declaration or statement (e.g. statements in `data`, constraints on a local variable) |
 //! | `E0006` | not an assignable expression / expression statement that is not a call |
 //! | `E0007` | tuple component number too large |
-//! | `E0008` | empty or ill-formed literal or type (e.g. `{}`, nested `array`) |
+//! | `E0008` | bounds on a complex type (kind: semantic, as in stanc3) |
 
 pub mod ast;
 mod builders;
@@ -23,9 +23,14 @@ mod errors;
 pub mod lexer;
 mod nesting;
 mod printer;
+mod repair;
 mod validate;
 
-pub use printer::print_ast;
+pub use lexer::lex;
+pub use printer::{
+    expr_to_string, print_ast, sized_type as sized_type_to_string,
+    unsized_type as unsized_type_to_string,
+};
 
 use crate::diagnostic::Diagnostic;
 
@@ -44,7 +49,7 @@ pub mod codes {
     pub const MISPLACED: &str = "E0005";
     pub const NOT_ASSIGNABLE: &str = "E0006";
     pub const BAD_TUPLE_INDEX: &str = "E0007";
-    pub const ILL_FORMED: &str = "E0008";
+    pub const COMPLEX_BOUNDS: &str = "E0008";
 }
 
 /// Parse a whole program. Never panics; on bad input returns a partial
@@ -62,7 +67,7 @@ pub fn parse_functions_only(source: &str) -> (ast::Program, Vec<Diagnostic>) {
 
 fn parse_with(source: &str, functions_only: bool) -> (ast::Program, Vec<Diagnostic>) {
     let (mut tokens, comments) = lexer::lex(source);
-    let mut diagnostics = errors::lexical_errors(source, &tokens);
+    let mut diagnostics = errors::lexical_errors(source, &tokens, &comments);
     let comments = comments
         .iter()
         .map(|c| ast::Comment {
@@ -91,35 +96,67 @@ fn parse_with(source: &str, functions_only: bool) -> (ast::Program, Vec<Diagnost
             },
         );
     }
-    let mut recovered = Vec::new();
-    let mut problems = Vec::new();
-    let input = tokens
-        .iter()
-        .map(|t| Ok::<_, &'static str>((t.start, t.token, t.end)));
-    let result = grammar::ProgramParser::new().parse(&mut recovered, &mut problems, input);
-    let mut program = match result {
-        Ok(program) => program,
-        Err(error) => {
-            recovered.push(lalrpop_util::ErrorRecovery {
-                error,
-                dropped_tokens: Vec::new(),
-            });
-            ast::Program::default()
+    let original_tokens = tokens.clone();
+    let mut repaired: Vec<repair::Recovery<'_>> = Vec::new();
+    let (program, mut recovered, problems) = loop {
+        let mut recovered = Vec::new();
+        let mut problems = Vec::new();
+        let input = tokens
+            .iter()
+            .map(|t| Ok::<_, &'static str>((t.start, t.token, t.end)));
+        let result = grammar::ProgramParser::new().parse(&mut recovered, &mut problems, input);
+        // A parse that failed, or "succeeded" by dropping the rest of the
+        // file after a top-level error, is worth a repair.
+        let failure = match result {
+            Ok(program) if !recovered.iter().any(|r| repair::is_top_level(&r.error)) => {
+                break (program, recovered, problems);
+            }
+            Ok(program) => Err(program),
+            Err(failure) => Ok(failure),
+        };
+        let edit = (repaired.len() < repair::MAX_REPAIRS)
+            .then(|| repair::find_edit(&tokens, failure.as_ref().ok(), &recovered))
+            .flatten();
+        match (edit, failure) {
+            (Some((edit, fixed)), _) => {
+                edit.apply(&mut tokens, source.len());
+                repaired.push(lalrpop_util::ErrorRecovery {
+                    error: at_end_if_eof(fixed, source.len()),
+                    dropped_tokens: Vec::new(),
+                });
+            }
+            (None, Err(program)) => break (program, recovered, problems),
+            (None, Ok(failure)) => {
+                recovered.push(lalrpop_util::ErrorRecovery {
+                    error: at_end_if_eof(failure, source.len()),
+                    dropped_tokens: Vec::new(),
+                });
+                break (ast::Program::default(), recovered, problems);
+            }
         }
     };
+    // Errors a repair fixed, then those of the final parse.
+    repaired.append(&mut recovered);
+    let mut program = program;
     program.comments = comments;
     program.span = crate::span::Span::new(0, source.len());
 
-    diagnostics.extend(errors::parse_errors(source, &tokens, recovered));
+    diagnostics.extend(errors::parse_errors(source, &original_tokens, repaired));
     diagnostics.extend(problems);
-    if !diagnostics
-        .iter()
-        .any(|d| d.code == codes::UNEXPECTED_EOF || d.code == codes::UNEXPECTED_TOKEN)
-    {
-        diagnostics.extend(validate::validate(&program, functions_only));
-    } else {
-        diagnostics.extend(validate::validate(&program, functions_only));
-    }
+    diagnostics.extend(validate::validate(&program, source));
     diagnostics.sort_by_key(|d| (d.primary.span.start, d.primary.span.end));
     (program, diagnostics)
+}
+
+/// stanc3 reports an unexpected end of input at the very end of the text.
+fn at_end_if_eof<'s>(failure: repair::Failure<'s>, end: usize) -> repair::Failure<'s> {
+    match failure {
+        lalrpop_util::ParseError::UnrecognizedEof { expected, .. } => {
+            lalrpop_util::ParseError::UnrecognizedEof {
+                location: end,
+                expected,
+            }
+        }
+        other => other,
+    }
 }

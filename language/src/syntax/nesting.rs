@@ -1,8 +1,9 @@
 //! Guard against pathological nesting before parsing.
 //!
 //! The parser itself is table driven, but every later phase recurses over
-//! the tree, so absurd nesting (10,000 parentheses) must stop here with a
-//! clear diagnostic instead of overflowing a stack later.
+//! the tree, so absurd nesting (10,000 parentheses, `- - - ... x`, a
+//! 100,000-term sum) must stop here with a clear diagnostic instead of
+//! overflowing a stack later.
 
 use crate::diagnostic::{Diagnostic, Kind};
 use crate::span::Span;
@@ -11,13 +12,18 @@ use crate::syntax::lexer::{Spanned, Token};
 
 /// Deepest allowed nesting of `(`/`[`/`{` (stanc3 programs stay far below).
 pub const MAX_BRACKET_DEPTH: usize = 256;
-/// Longest allowed run of prefix operators / `^` chains (`- - - x`).
+/// Longest allowed run of prefix operators or `^` chain (each nests).
 pub const MAX_OPERATOR_RUN: usize = 256;
+/// Most binary operators in one statement (left-associative chains nest too).
+pub const MAX_OPERATORS_PER_STATEMENT: usize = 5_000;
 
 /// The first place where nesting exceeds the limits, as a diagnostic.
 pub fn check(tokens: &[Spanned<'_>]) -> Option<Diagnostic> {
     let mut depth = 0usize;
-    let mut operator_run = 0usize;
+    let mut prefix_run = 0usize;
+    let mut power_run = 0usize;
+    let mut operators = 0usize;
+    let mut previous_ends_operand = false;
     for t in tokens {
         match t.token {
             Token::LParen | Token::LBracket | Token::LBrace => {
@@ -32,24 +38,97 @@ pub fn check(tokens: &[Spanned<'_>]) -> Option<Diagnostic> {
             Token::RParen | Token::RBracket | Token::RBrace => depth = depth.saturating_sub(1),
             _ => {}
         }
-        // Operators that nest to the right without brackets.
+        let is_prefix =
+            matches!(t.token, Token::Minus | Token::Plus | Token::Bang) && !previous_ends_operand;
+        prefix_run = if is_prefix { prefix_run + 1 } else { 0 };
+        if prefix_run > MAX_OPERATOR_RUN {
+            return Some(too_deep(
+                t,
+                format!("more than {MAX_OPERATOR_RUN} prefix operators in a row"),
+            ));
+        }
         match t.token {
-            Token::Minus | Token::Plus | Token::Bang | Token::Hat | Token::EltPow => {
-                operator_run += 1;
-                if operator_run > MAX_OPERATOR_RUN {
+            Token::Hat | Token::EltPow => {
+                power_run += 1;
+                if power_run > MAX_OPERATOR_RUN {
                     return Some(too_deep(
                         t,
-                        format!("more than {MAX_OPERATOR_RUN} chained prefix or `^` operators"),
+                        format!("more than {MAX_OPERATOR_RUN} chained `^` operators"),
                     ));
                 }
             }
-            // `a ^ b ^ c ...` alternates operands and operators.
-            Token::Ident(_) | Token::IntLit(_) | Token::RealLit(_) | Token::DotNumber(_)
-                if operator_run > 0 => {}
-            _ => operator_run = 0,
+            Token::Semi | Token::LBrace | Token::RBrace => {
+                power_run = 0;
+                operators = 0;
+            }
+            _ => {}
         }
+        if is_binary_operator(t.token) && previous_ends_operand {
+            operators += 1;
+            if operators > MAX_OPERATORS_PER_STATEMENT {
+                return Some(too_deep(
+                    t,
+                    format!("more than {MAX_OPERATORS_PER_STATEMENT} operators in one statement"),
+                ));
+            }
+        }
+        // Only operands and `^` keep a `^` chain going.
+        if !matches!(
+            t.token,
+            Token::Hat
+                | Token::EltPow
+                | Token::Ident(_)
+                | Token::IntLit(_)
+                | Token::RealLit(_)
+                | Token::DotNumber(_)
+                | Token::ImagLit(_)
+                | Token::Minus
+                | Token::Plus
+                | Token::Bang
+        ) {
+            power_run = 0;
+        }
+        previous_ends_operand = matches!(
+            t.token,
+            Token::Ident(_)
+                | Token::Truncate
+                | Token::IntLit(_)
+                | Token::RealLit(_)
+                | Token::DotNumber(_)
+                | Token::ImagLit(_)
+                | Token::RParen
+                | Token::RBracket
+                | Token::RBrace
+                | Token::Quote
+        );
     }
     None
+}
+
+fn is_binary_operator(token: Token<'_>) -> bool {
+    use Token::*;
+    matches!(
+        token,
+        Plus | Minus
+            | Star
+            | Slash
+            | Percent
+            | Backslash
+            | IntDiv
+            | Hat
+            | EltPow
+            | EltMul
+            | EltDiv
+            | AndAnd
+            | OrOr
+            | EqEq
+            | NotEq
+            | Lt
+            | Leq
+            | Gt
+            | Geq
+            | Question
+    )
 }
 
 fn too_deep(token: &Spanned<'_>, what: String) -> Diagnostic {
