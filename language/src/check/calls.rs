@@ -333,6 +333,7 @@ impl Checker {
         conditional: Option<bool>,
     ) {
         let n = name.name.as_str();
+        self.note_callee(n);
         self.report_reserved(n, name.span);
         let has_cond_suffix = CONDITIONING_SUFFIXES.iter().any(|s| n.ends_with(s));
         match conditional {
@@ -344,7 +345,7 @@ impl Checker {
                     span,
                 );
             }
-            Some(false) if has_cond_suffix => {
+            Some(false) if has_cond_suffix && args.len() > 1 => {
                 self.error(
                     codes::BAD_CONDITIONAL_NOTATION,
                     "Probability functions with suffixes _lpdf, _lupdf, _lpmf, _lupmf, _cdf, \
@@ -384,7 +385,6 @@ impl Checker {
                 span,
             );
         }
-        let _ = args;
         if n.ends_with("_rng") {
             if self.in_toplevel_decl {
                 self.error(

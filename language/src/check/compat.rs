@@ -175,9 +175,13 @@ pub fn ad_for_type(ad: AdLevel, ty: &Type) -> AdLevel {
     }
 }
 
-/// `int` or an array of `int`.
+/// `int`, an array of `int`, or a tuple of such.
 pub fn is_discrete(ty: &Type) -> bool {
-    matches!(ty.array_dims().1, Type::Int)
+    match ty.array_dims().1 {
+        Type::Int => true,
+        Type::Tuple(ts) => ts.iter().all(is_discrete),
+        _ => false,
+    }
 }
 
 /// True if an `int` occurs anywhere inside (tuples included).

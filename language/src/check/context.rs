@@ -1,7 +1,6 @@
 //! The checker's state and the program-level walk.
 
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use super::env::{Env, Origin, VarEntry};
 use super::sigs::{self, Signature};
@@ -44,6 +43,7 @@ impl FunSuffix {
 /// The function whose body is being checked.
 #[derive(Clone, Debug)]
 pub struct FunctionContext {
+    pub name: String,
     pub suffix: FunSuffix,
     /// `None` for void functions.
     pub ret: Option<Type>,
@@ -59,8 +59,10 @@ pub struct Checker {
     pub loop_depth: u32,
     /// Checking the sizes of a top-level declaration.
     pub in_toplevel_decl: bool,
-    /// Built-in signatures fetched once per name.
-    sig_cache: HashMap<String, Rc<[Signature]>>,
+    /// Likelihood callbacks passed to Laplace functions, with the use site.
+    pub laplace_likelihoods: Vec<(String, Span)>,
+    /// Functions (built-in or user) each user function calls or passes.
+    pub function_callees: HashMap<String, Vec<String>>,
 }
 
 impl Checker {
@@ -73,7 +75,8 @@ impl Checker {
             function: None,
             loop_depth: 0,
             in_toplevel_decl: false,
-            sig_cache: HashMap::new(),
+            laplace_likelihoods: Vec::new(),
+            function_callees: HashMap::new(),
         }
     }
 
@@ -114,6 +117,7 @@ impl Checker {
                 self.verify_functions_defined();
             }
         }
+        self.verify_laplace_autodiff();
     }
 
     // ------------------------------------------------------------ helpers
@@ -140,17 +144,22 @@ impl Checker {
         self.diags.last_mut().expect("just pushed")
     }
 
-    pub fn builtin_signatures(&mut self, name: &str) -> Rc<[Signature]> {
-        if let Some(s) = self.sig_cache.get(name) {
-            return s.clone();
+    /// Remember that the function being checked calls (or passes) `callee`.
+    pub fn note_callee(&mut self, callee: &str) {
+        if let Some(f) = &self.function {
+            self.function_callees
+                .entry(f.name.clone())
+                .or_default()
+                .push(super::expr::normalized_name(callee));
         }
-        let sigs: Rc<[Signature]> = if sigs::is_builtin(name) {
-            sigs::signatures(name).into()
-        } else {
-            Rc::from(Vec::new())
-        };
-        self.sig_cache.insert(name.to_string(), sigs.clone());
-        sigs
+    }
+
+    pub fn error_count(&self) -> usize {
+        self.diags.iter().filter(|d| d.is_error()).count()
+    }
+
+    pub fn builtin_signatures(&self, name: &str) -> &'static [Signature] {
+        sigs::signatures(name)
     }
 
     pub fn is_builtin_function(&mut self, name: &str) -> bool {

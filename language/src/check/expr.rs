@@ -179,6 +179,7 @@ impl Checker {
         let overloads = self.env.functions(&normalized).to_vec();
         if let Some(&first) = overloads.first() {
             self.reference(id.span, first);
+            self.note_callee(&normalized);
             if is_unnormalized(&id.name) && !self.unnormalized_allowed() {
                 self.report_unnormalized(id.span);
             }

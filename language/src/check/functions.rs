@@ -259,14 +259,19 @@ impl Checker {
         let saved_block = self.block;
         self.block = Origin::Functions;
         self.function = Some(FunctionContext {
+            name: name.to_string(),
             suffix,
             ret: ret.clone(),
         });
+        let errors_before = self.error_count();
         let flow = self.stmt(body, body.span);
+        let body_had_errors = self.error_count() > errors_before;
         self.function = None;
         self.block = saved_block;
         self.env.pop_scope();
-        if ret.is_some() && flow != Flow::Complete {
+        // stanc3 stops at the first error, so a body with errors never gets
+        // the return-path check; neither do we (one mistake, one message).
+        if ret.is_some() && flow != Flow::Complete && !body_had_errors {
             self.error(
                 codes::MISSING_RETURN,
                 "Function bodies must contain a return statement of correct type in every branch.",
@@ -280,8 +285,13 @@ impl Checker {
         }
     }
 
-    /// Forward declarations must be defined.
+    /// Forward declarations must be defined. Like stanc3 (which checks
+    /// this after the functions block), only when nothing else was wrong
+    /// there, so a redefinition is not also reported as a missing one.
     pub fn verify_functions_defined(&mut self) {
+        if self.error_count() > 0 {
+            return;
+        }
         let undefined: Vec<(String, Span)> = self
             .out
             .symbols

@@ -15,34 +15,12 @@ use crate::types::{AdLevel, Type};
 
 use AdLevel::{AutoDiff as AD, DataOnly as DATA};
 
-const LAPLACE: [&str; 12] = [
-    "laplace_marginal",
-    "laplace_marginal_tol",
-    "laplace_marginal_lpdf",
-    "laplace_marginal_lpmf",
-    "laplace_marginal_tol_lpdf",
-    "laplace_marginal_tol_lpmf",
-    "laplace_latent_rng",
-    "laplace_latent_tol_rng",
-    "laplace_marginal_lupdf",
-    "laplace_marginal_lupmf",
-    "laplace_marginal_tol_lupdf",
-    "laplace_marginal_tol_lupmf",
-];
-
 /// Is `name` one of the built-ins checked here?
 pub fn is_higher_order(name: &str) -> bool {
-    spec(name).is_some() || name == "reduce_sum" || name == "reduce_sum_static" || is_laplace(name)
-}
-
-fn is_laplace(name: &str) -> bool {
-    LAPLACE.contains(&name)
-        || (name.starts_with("laplace_marginal_") || name.starts_with("laplace_latent_"))
-            && (name.contains("_logit")
-                || name.contains("_log_")
-                || name.contains("poisson")
-                || name.contains("neg_binomial")
-                || name.contains("bernoulli"))
+    spec(name).is_some()
+        || name == "reduce_sum"
+        || name == "reduce_sum_static"
+        || super::laplace::is_laplace(name)
 }
 
 /// What a higher-order built-in needs.
@@ -180,6 +158,18 @@ fn spec(name: &str) -> Option<Spec> {
             Vector,
         ),
         "integrate_1d" => fixed(integrate_1d_control, integrate_1d_fn, Real, Real),
+        "integrate_1d_double_exponential" | "integrate_1d_gauss_kronrod" => variadic(
+            vec![(AD, Real), (AD, Real)],
+            vec![(AD, Real), (AD, Real)],
+            Real,
+            Real,
+        ),
+        "integrate_1d_double_exponential_tol" | "integrate_1d_gauss_kronrod_tol" => variadic(
+            [vec![(AD, Real), (AD, Real)], tol.clone()].concat(),
+            vec![(AD, Real), (AD, Real)],
+            Real,
+            Real,
+        ),
         _ => {
             let _ = old_tol;
             return None;
@@ -213,9 +203,18 @@ struct Failure {
 impl Checker {
     pub fn higher_order(&mut self, span: Span, name: &Ident, args: &[Expr]) -> Typed {
         let n = name.name.as_str();
+        if super::laplace::is_laplace(n) {
+            return self.laplace(span, n, args);
+        }
+        if super::laplace::is_laplace(n) {
+            return self.laplace(span, n, args);
+        }
         // The function argument, if it names user functions.
         let fn_ident = args.first().and_then(|a| match &a.kind {
-            ExprKind::Var(id) if self.env.var(&id.name).is_none() => Some(id.clone()),
+            ExprKind::Var(id) if self.env.var(&id.name).is_none() => Some(Ident {
+                name: super::expr::normalized_name(&id.name),
+                span: id.span,
+            }),
             _ => None,
         });
         let typed: Vec<Typed> = args.iter().map(|a| self.expr(a)).collect();
@@ -223,14 +222,6 @@ impl Checker {
             return ERROR;
         }
         let ad = typed.iter().fold(DATA, |acc, (_, a)| lub_ad(acc, *a));
-        if is_laplace(n) {
-            let ret = if n.ends_with("_rng") {
-                Type::Vector
-            } else {
-                Type::Real
-            };
-            return (ret, ad);
-        }
         let overloads: Vec<SymbolId> = fn_ident
             .as_ref()
             .map(|id| self.env.functions(&id.name).to_vec())
@@ -278,7 +269,14 @@ impl Checker {
         }
         if let Some(f) = first_failure {
             let found: Vec<String> = typed.iter().map(|(t, _)| t.to_string()).collect();
-            let at = args.get(f.arg).map_or(span, |a| a.span);
+            // Old-style functions have ordinary signatures in stanc3, whose
+            // errors point at the call.
+            let fixed = spec(n).is_some_and(|s| s.fixed);
+            let at = if fixed {
+                span
+            } else {
+                args.get(f.arg).map_or(span, |a| a.span)
+            };
             self.error(
                 codes::BAD_HIGHER_ORDER,
                 format!(

@@ -60,6 +60,7 @@ mod expr;
 mod functions;
 mod higher_order;
 mod index;
+mod laplace;
 mod ops;
 mod sigs;
 mod stmt;

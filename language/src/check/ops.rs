@@ -106,10 +106,8 @@ pub fn binary(op: BinaryOp, l: &Type, r: &Type) -> Option<Type> {
         Div => match (ls, rs, lsh, rsh) {
             (Some(a), Some(b), _, _) => Some(scalar_of_rank(a.max(b))),
             (_, Some(a), Some((s, c)), _) => Some(of_shape(s, c || a == 2)),
-            (_, _, Some((s1, c1)), Some((Shape::Matrix, c2)))
-                if s1 != Shape::Vector && !c1 && !c2 =>
-            {
-                Some(of_shape(s1, false))
+            (_, _, Some((s1, c1)), Some((Shape::Matrix, c2))) if s1 != Shape::Vector => {
+                Some(of_shape(s1, c1 || c2))
             }
             _ => None,
         },
@@ -120,9 +118,7 @@ pub fn binary(op: BinaryOp, l: &Type, r: &Type) -> Option<Type> {
             _ => None,
         },
         EltMul | EltDiv => match (ls, rs, lsh, rsh) {
-            (Some(a), Some(b), _, _) if op == EltDiv || (a < 2 && b < 2) => {
-                Some(scalar_of_rank(a.max(b).max(1)))
-            }
+            (Some(a), Some(b), _, _) => Some(scalar_of_rank(a.max(b))),
             (_, _, Some((s1, c1)), Some((s2, c2))) if s1 == s2 => Some(of_shape(s1, c1 || c2)),
             (Some(a), _, _, Some((s, c))) | (_, Some(a), Some((s, c)), _) if a < 2 => {
                 Some(of_shape(s, c))
@@ -134,12 +130,10 @@ pub fn binary(op: BinaryOp, l: &Type, r: &Type) -> Option<Type> {
 }
 
 /// `pow` is vectorised over containers: scalar with container, or two
-/// containers of the same type; ints become reals. `int ^ int` has no
-/// signature in stanc3.
+/// containers of the same type; ints become reals (`int ^ int` is real).
 fn pow(l: &Type, r: &Type) -> Option<Type> {
     let (ls, rs) = (scalar_rank(l), scalar_rank(r));
     match (ls, rs) {
-        (Some(0), Some(0)) => None,
         (Some(a), Some(b)) => Some(scalar_of_rank(a.max(b).max(1))),
         (Some(a), None) if a < 2 => real_container(r),
         (None, Some(b)) if b < 2 => real_container(l),
@@ -226,7 +220,8 @@ mod tests {
 
     #[test]
     fn pow_and_logic() {
-        assert_eq!(binary(Pow, &Int, &Int), None);
+        assert_eq!(binary(Pow, &Int, &Int), Some(Real));
+        assert_eq!(binary(EltMul, &Int, &Int), Some(Int));
         assert_eq!(binary(Pow, &Real, &Int), Some(Real));
         assert_eq!(binary(Pow, &Vector, &Real), Some(Vector));
         assert_eq!(binary(And, &Real, &Int), Some(Int));

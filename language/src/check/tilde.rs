@@ -20,6 +20,19 @@ impl Checker {
         args: &[Expr],
         truncation: Option<&Truncation>,
     ) {
+        let laplace_name = format!("{}_lupmf", dist.name);
+        if super::laplace::is_laplace(&laplace_name)
+            && self
+                .gather_candidates(&format!("{}_lpmf", dist.name))
+                .is_empty()
+        {
+            let all: Vec<Expr> = std::iter::once(lhs.clone())
+                .chain(args.iter().cloned())
+                .collect();
+            self.laplace(span, &laplace_name, &all);
+            self.note_callee(&laplace_name);
+            return;
+        }
         let mut typed: Vec<Typed> = vec![self.expr(lhs)];
         typed.extend(args.iter().map(|a| self.expr(a)));
         let bounds: Vec<Typed> = truncation
