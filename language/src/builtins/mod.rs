@@ -141,8 +141,14 @@ pub fn is_builtin(name: &str) -> bool {
 
 /// Higher-order or variadic built-ins whose arguments the checker checks
 /// itself (some also have fixed signatures in [`signatures`]).
+/// `_lupmf` forms count too (`laplace_marginal_poisson_log_lupmf`).
 pub fn is_special(name: &str) -> bool {
-    special::SPECIAL_FUNCTIONS.iter().any(|(n, _)| *n == name)
+    special_entry(name).is_some()
+}
+
+fn special_entry(name: &str) -> Option<&'static (&'static str, &'static str)> {
+    let name = canonical_name(name);
+    special::SPECIAL_FUNCTIONS.iter().find(|(n, _)| *n == name)
 }
 
 /// All concrete signatures of `name` (empty if it has none).
@@ -157,7 +163,7 @@ pub fn signatures_ref(name: &str) -> &'static [Signature] {
 
 /// One-line description for hover and completion.
 pub fn doc(name: &str) -> Option<&'static str> {
-    if let Some((_, text)) = special::SPECIAL_FUNCTIONS.iter().find(|(n, _)| *n == name) {
+    if let Some((_, text)) = special_entry(name) {
         return Some(text);
     }
     if !is_builtin(name) {
@@ -171,9 +177,26 @@ pub fn names() -> impl Iterator<Item = &'static str> {
     INDEX.names.iter().copied()
 }
 
-/// The distribution family `family` (e.g. `normal`), if it exists.
+/// The distribution family `family` (e.g. `normal`), if it exists. The
+/// embedded Laplace likelihoods (`laplace_marginal_poisson_log`, usable
+/// with `~`) are families with only an `_lpmf`, which is special.
 pub fn distribution(family: &str) -> Option<Distribution> {
-    INDEX.families.get(family).cloned()
+    if let Some(dist) = INDEX.families.get(family) {
+        return Some(dist.clone());
+    }
+    let lpmf = format!("{family}_lpmf");
+    let (name, _) = special::SPECIAL_FUNCTIONS
+        .iter()
+        .find(|(n, _)| *n == lpmf)?;
+    Some(Distribution {
+        family: name.strip_suffix("_lpmf").unwrap_or(name),
+        has_lpdf: false,
+        has_lpmf: true,
+        has_cdf: false,
+        has_lcdf: false,
+        has_lccdf: false,
+        has_rng: false,
+    })
 }
 
 /// All distribution family names, sorted.

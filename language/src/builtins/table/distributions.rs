@@ -15,6 +15,8 @@ enum Kind {
     Cdf,
     /// `_lccdf`.
     Ccdf,
+    /// `_lcdf_unnorm` and `_lccdf_unnorm` (the wiener first-passage CDFs).
+    UnnormCdfs,
 }
 use Kind::*;
 
@@ -104,6 +106,21 @@ const FAMILIES: &[Family] = &[
     (&[Lpdf], "wiener", &[Vector, Vector, Vector, Vector, Vector, Vector, Vector, Vector]),
     (&[Lpdf], "wishart_cholesky", &[Matrix, Real, Matrix]),
     (&[Lpdf], "wishart", &[Matrix, Real, Matrix]),
+    // Added after the stanc3 Generate.ml revision this table follows; the
+    // signatures are those the stanc3 corpus programs exercise
+    // (good/function-signatures/.../wiener and .../yule_simon): the wiener
+    // densities with a trailing precision argument and the wiener CDFs.
+    (&[Lpdf], "wiener", &[Real, Real, Real, Real, Real, Real, Real]),
+    (&[Lpdf], "wiener", &[Real, Real, Real, Real, Real, Real, Real, Real, Real]),
+    (&[Lpdf], "wiener", &[Vector, Vector, Vector, Vector, Vector, Vector, Vector, Vector, Real]),
+    (&[UnnormCdfs], "wiener", &[Real, Real, Real, Real, Real]),
+    (&[UnnormCdfs], "wiener", &[Vector, Vector, Vector, Vector, Vector]),
+    (&[UnnormCdfs], "wiener", &[Real, Real, Real, Real, Real, Real]),
+    (&[UnnormCdfs], "wiener", &[Real, Real, Real, Real, Real, Real, Real, Real]),
+    (&[UnnormCdfs], "wiener", &[Vector, Vector, Vector, Vector, Vector, Vector, Vector, Vector]),
+    (&[UnnormCdfs], "wiener", &[Real, Real, Real, Real, Real, Real, Real, Real, Real]),
+    (&[UnnormCdfs], "wiener", &[Vector, Vector, Vector, Vector, Vector, Vector, Vector, Vector, Real]),
+    (&[Lpmf, Ccdf, Cdf], "yule_simon", &[VInt, VReal]),
 ];
 
 /// Functions stanc3 generates from the classes but Stan Math lacks.
@@ -153,6 +170,7 @@ fn register_kind(builder: &mut Builder, kind: Kind, family: &str, classes: &[Cla
         Lpmf => &["_lpmf"],
         Cdf => &["_cdf", "_lcdf"],
         Ccdf => &["_lccdf"],
+        UnnormCdfs => &["_lcdf_unnorm", "_lccdf_unnorm"],
         Rng => unreachable!("handled above"),
     };
     let arg_lists = combinations(classes);

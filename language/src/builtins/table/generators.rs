@@ -357,7 +357,10 @@ impl Builder {
                 let t = arr(&v, d);
                 self.add(name, t.clone(), vec![t.clone(), t.clone(), t.clone()]);
                 self.add(name, t.clone(), vec![t.clone(), t.clone(), Type::Real]);
-                self.add(name, t.clone(), vec![t.clone(), Type::Real, t]);
+                self.add(name, t.clone(), vec![t.clone(), Type::Real, t.clone()]);
+                // In the stanc3 corpus (lower_upper_bound_jacobian.stan),
+                // newer than the Generate.ml revision followed here.
+                self.add(name, t.clone(), vec![t, Type::Real, Type::Real]);
             }
         }
     }

@@ -123,12 +123,30 @@ pub(super) fn register(b: &mut Builder) {
     }
     b.binary_vec_real_int("ldexp");
     b.ternary_vec("fma");
+    register_quantile_functions(b);
 
     register_transforms(b);
     register_container_generic(b);
     register_operators(b);
     register_higher_order(b);
     b.add_text(include_str!("fixed.sigs"));
+}
+
+/// Quantile functions of distributions newer than the Generate.ml revision
+/// this table follows. `student_t_qf` is inferred from the stanc3 corpus
+/// (good/function-signatures/.../student_t_qf_3.stan): vectorised over all
+/// four arguments, returning a vector when any argument is a container.
+fn register_quantile_functions(b: &mut Builder) {
+    use super::generators::combinations;
+    let classes = [Class::VReal, Class::VReal, Class::VReal, Class::VReal];
+    for args in combinations(&classes) {
+        let ret = if args.iter().all(|t| *t == Type::Real) {
+            Type::Real
+        } else {
+            Type::Vector
+        };
+        b.add("student_t_qf", ret, args);
+    }
 }
 
 /// Constraining transforms and their inverses and Jacobians.
