@@ -94,3 +94,67 @@ fn convert<'a>(
         help: d.help.as_deref(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use language::Kind;
+
+    fn parse(line: &str) -> serde_json::Value {
+        serde_json::from_str(line).expect("valid JSON")
+    }
+
+    #[test]
+    fn columns_count_characters_and_end_is_exclusive() {
+        // `é` is two bytes: `x` starts at byte 12 but at character column 12.
+        let text = "model {\n  é x;\n}\n";
+        let start = text.find('x').unwrap();
+        let d = Diagnostic::error(
+            Kind::Semantic,
+            "E0101",
+            "bad x",
+            Span::new(start, start + 1),
+        );
+        let v = parse(to_json_lines("m.stan", text, &[d]).trim_end());
+        assert_eq!(v["line"], 2);
+        assert_eq!(v["column"], 5);
+        assert_eq!(v["end_line"], 2);
+        assert_eq!(v["end_column"], 6);
+        assert_eq!(v["kind"], "semantic");
+        assert_eq!(v["severity"], "error");
+        assert!(v.get("labels").is_none(), "no label text, no labels");
+        assert!(v.get("notes").is_none());
+        assert!(v.get("help").is_none());
+    }
+
+    #[test]
+    fn labels_notes_and_help_are_serialised_when_present() {
+        let text = "data {\n  real a;\n  real a;\n}\n";
+        let first = text.find("a;").unwrap();
+        let second = text.rfind("a;").unwrap();
+        let d = Diagnostic::warning(
+            Kind::Semantic,
+            "W0001",
+            "dup",
+            Span::new(second, second + 1),
+        )
+        .with_label("again")
+        .with_secondary(Span::new(first, first + 1), "first here")
+        .with_note("a note")
+        .with_help("rename it");
+        let lines = to_json_lines("m.stan", text, &[d.clone(), d]);
+        assert_eq!(lines.lines().count(), 2, "one line per diagnostic");
+        let v = parse(lines.lines().next().unwrap());
+        assert_eq!(v["severity"], "warning");
+        let labels = v["labels"].as_array().unwrap();
+        assert_eq!(labels.len(), 2);
+        assert_eq!(labels[0]["primary"], true);
+        assert_eq!(labels[0]["message"], "again");
+        assert_eq!(labels[0]["line"], 3);
+        assert_eq!(labels[1]["primary"], false);
+        assert_eq!(labels[1]["line"], 2);
+        assert_eq!(labels[1]["column"], 8);
+        assert_eq!(v["notes"], serde_json::json!(["a note"]));
+        assert_eq!(v["help"], "rename it");
+    }
+}

@@ -76,3 +76,18 @@ fn invalid_utf8_diagnostic(display: &str, offset: usize, bad_byte: u8) -> Diagno
     .with_label("invalid UTF-8 here")
     .with_help("Stan programs must be UTF-8 text; re-save the file as UTF-8")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_byte_after_multibyte_chars_is_located_in_characters() {
+        let display = "ab\ncé\u{FFFD}z";
+        let offset = display.find('\u{FFFD}').unwrap();
+        let d = invalid_utf8_diagnostic(display, offset, 0xE9);
+        assert!(d.message.contains("line 2, column 3"), "{}", d.message);
+        assert!(d.message.contains("0xE9"));
+        assert_eq!(&display[d.primary.span.range()], "\u{FFFD}");
+    }
+}

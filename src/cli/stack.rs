@@ -32,3 +32,28 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
         "unknown panic".to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deep_recursion_fits_in_the_big_stack() {
+        // ~100 bytes of frame per level: far beyond a default 2 MiB thread.
+        fn depth(n: u64) -> u64 {
+            let pad = std::hint::black_box([n; 8]);
+            if n == 0 {
+                0
+            } else {
+                1 + depth(n - 1) + pad[0] * 0
+            }
+        }
+        assert_eq!(run_guarded(|| depth(200_000)), Ok(200_000));
+    }
+
+    #[test]
+    fn panics_become_messages() {
+        let r: Result<(), String> = run_guarded(|| panic!("boom {}", 7));
+        assert_eq!(r, Err("boom 7".to_string()));
+    }
+}
