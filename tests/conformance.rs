@@ -45,6 +45,17 @@ fn front_end_conforms_to_stanc3_corpus() {
     }
     let elapsed = started.elapsed();
 
+    if std::env::var("BAT_UPDATE_EXCEPTIONS").as_deref() == Ok("1") {
+        assert_eq!(
+            selection,
+            Selection::All,
+            "update exceptions from a full run only"
+        );
+        exceptions.rewrite(&report);
+        println!("conformance: rewrote tests/conformance/exceptions.txt");
+        assert_eq!(report.panics, 0, "the front end panicked on corpus files");
+        return;
+    }
     println!("{}", report.render(&exceptions));
     println!(
         "conformance: {} files ({selection:?}) in {:.2} s",

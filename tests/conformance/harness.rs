@@ -245,10 +245,22 @@ pub struct Exceptions {
     reasons: BTreeMap<String, String>,
 }
 
+const EXCEPTIONS_HEADER: &str = "\
+# Known differences between bat's front end and stanc3 on the corpus.
+# One per line: `<path relative to the corpus root> | <reason>`.
+# A panic is never excepted. The harness notes exceptions that now pass.
+# `BAT_UPDATE_EXCEPTIONS=1 cargo test --test conformance` rewrites this file
+# from a full run: reasons are kept, passing files dropped, and new failures
+# added as `untriaged: <what bat reported>` for someone to explain or fix.
+";
+
+fn exceptions_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/exceptions.txt")
+}
+
 impl Exceptions {
     pub fn load() -> Exceptions {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/exceptions.txt");
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let text = std::fs::read_to_string(exceptions_path()).unwrap_or_default();
         let reasons = text
             .lines()
             .map(str::trim)
@@ -266,6 +278,20 @@ impl Exceptions {
     fn reason(&self, name: &str) -> Option<&str> {
         self.reasons.get(name).map(String::as_str)
     }
+
+    /// Rewrite the exceptions file from a full run's failures (panics are
+    /// never written: they must be fixed).
+    pub fn rewrite(&self, report: &Report) {
+        let mut text = EXCEPTIONS_HEADER.to_string();
+        for (name, why) in &report.all_failures {
+            let reason = match self.reason(name) {
+                Some(reason) => reason.to_string(),
+                None => format!("untriaged: {}", why.replace('\n', " ")),
+            };
+            text.push_str(&format!("{name} | {reason}\n"));
+        }
+        std::fs::write(exceptions_path(), text).expect("write exceptions file");
+    }
 }
 
 #[derive(Default)]
@@ -280,6 +306,8 @@ struct GroupStats {
 pub struct Report {
     groups: BTreeMap<Group, GroupStats>,
     pub unexpected_failures: Vec<(String, String)>,
+    /// Every non-panic failure, excepted or not, for rewriting exceptions.
+    all_failures: BTreeMap<String, String>,
     excepted_failures: usize,
     /// Excepted files that now pass: their exception can be removed.
     stale_exceptions: Vec<String>,
@@ -308,6 +336,9 @@ impl Report {
                 format!("PANIC: {why}")
             }
         };
+        if !failure.starts_with("PANIC") {
+            self.all_failures.insert(case.name.clone(), failure.clone());
+        }
         if exceptions.reason(&case.name).is_some() && !failure.starts_with("PANIC") {
             self.excepted_failures += 1;
         } else {
