@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 source scripts/env.sh
 cargo fmt --all --check || echo "test.sh: warning: code is not formatted (run cargo fmt --all)" >&2
-cargo test --workspace
+cargo test --workspace --no-fail-fast
 if [ "${BAT_FULL_SWEEP:-0}" = 1 ]; then
     ./scripts/conformance.sh
 fi
