@@ -328,6 +328,7 @@ fn misplaced_constructs_are_syntax_errors() {
         ("data { real x = 1; }", 1),
         ("parameters { x = 1; }", 1),
         ("model { x + 1; }", 1),
+        ("model { f(y | theta); }", 1),
         ("model { f(x) = 1; }", 1),
         ("transformed data { (x, y).1 = 2; }", 1),
         ("generated quantities { void f(); }", 1),
@@ -371,6 +372,17 @@ fn readable_messages() {
     let errs = errors("paramters {\n real x;\n}\n");
     assert_eq!(errs[0].help.as_deref(), Some("did you mean `parameters`?"));
 
+    let errs = errors("transformed paramters {\n real x;\n}\n");
+    assert_eq!(
+        errs[0].help.as_deref(),
+        Some("did you mean `transformed parameters`?")
+    );
+    let errs = errors("generated quantity {\n}\n");
+    assert_eq!(
+        errs[0].help.as_deref(),
+        Some("did you mean `generated quantities`?")
+    );
+
     let errs = errors("model { }\ndata { }\n");
     assert!(
         errs[0].message.contains("out of order"),
@@ -383,6 +395,37 @@ fn readable_messages() {
         errs[0].message.contains("unterminated string"),
         "{}",
         errs[0].message
+    );
+
+    let errs = errors("model { real é = 1; x = @@@; }");
+    let messages: Vec<_> = errs.iter().map(|d| d.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        vec!["invalid character `é`", "invalid character `@`"],
+        "{errs:#?}"
+    );
+    assert_eq!(errs[1].primary.span.end - errs[1].primary.span.start, 3);
+
+    // Empty and comment-only programs are valid.
+    assert!(syntax::parse("").1.is_empty());
+    assert!(syntax::parse("  // nothing\n").1.is_empty());
+
+    let errs = errors("model { } /* never closed");
+    assert_eq!(errs[0].code, "E0003");
+    assert!(errs[0].message.contains("unterminated block comment"));
+
+    let errs = errors("#include \"other.stan\"\nmodel { }");
+    assert!(errs[0].message.contains("#include"), "{}", errs[0].message);
+
+    let errs = errors(
+        "transformed data { tuple(int, int) x = (1, 2); int y = x.99999999999999999999999; }",
+    );
+    assert_eq!(errs[0].code, "E0007");
+
+    let errs = errors("data { real jacobian; }");
+    assert_eq!(
+        errs[0].message,
+        "expected an identifier, found reserved word `jacobian`"
     );
 }
 
@@ -428,8 +471,19 @@ fn deep_nesting_gives_a_diagnostic_not_a_crash() {
         ")".repeat(100)
     );
     parse_ok(&ok);
-    let sum = format!("model {{ target += -1{}; }}", " - 1".repeat(1_000));
+    let sum = format!("model {{ target += -1{}; }}", " - 1".repeat(900));
     parse_ok(&sum);
+
+    // The deepest tree the limits allow is still printable (recursively)
+    // on a test thread's default stack.
+    let deepest = format!(
+        "model {{ target += {}1{}{}; }}",
+        "(-".repeat(250),
+        " + 1".repeat(700),
+        ")".repeat(250)
+    );
+    let program = parse_ok(&deepest);
+    assert!(syntax::print_ast(&program).len() > 1000);
 }
 
 #[test]

@@ -69,8 +69,18 @@ pub fn lexical_errors(
     tokens: &[Spanned<'_>],
     comments: &[Spanned<'_>],
 ) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
+    let mut out: Vec<Diagnostic> = Vec::new();
+    let mut previous_error_end = None;
     for t in tokens.iter().filter(|t| t.token == Token::Error) {
+        // A run of adjacent bad characters is one problem.
+        if previous_error_end == Some(t.start) {
+            previous_error_end = Some(t.end);
+            if let Some(last) = out.last_mut() {
+                last.primary.span.end = t.end as u32;
+            }
+            continue;
+        }
+        previous_error_end = Some(t.end);
         let text = &source[t.start..t.end];
         let span = Span::new(t.start, t.end);
         let diagnostic = match text.chars().next() {
@@ -82,6 +92,14 @@ pub fn lexical_errors(
             )
             .with_label("this string is not closed on the same line")
             .with_note("string literals cannot span lines"),
+            Some('#') if source[t.end..].starts_with("include") => Diagnostic::error(
+                Kind::Syntax,
+                codes::INVALID_CHARACTER,
+                "`#include` is not supported",
+                span,
+            )
+            .with_label("include directive")
+            .with_help("paste the included file's contents here"),
             Some('#') => Diagnostic::error(
                 Kind::Syntax,
                 codes::INVALID_CHARACTER,
@@ -93,7 +111,11 @@ pub fn lexical_errors(
             Some(c) => Diagnostic::error(
                 Kind::Syntax,
                 codes::INVALID_CHARACTER,
-                format!("invalid character `{}`", c.escape_default()),
+                if c.is_control() || c.is_whitespace() {
+                    format!("invalid character `{}`", c.escape_unicode())
+                } else {
+                    format!("invalid character `{c}`")
+                },
                 span,
             )
             .with_label("this character cannot appear here"),
@@ -215,10 +237,21 @@ fn unexpected_token(
             span,
         )
         .with_label("expected a block such as `model {`");
-        if let Token::Ident(word) = token
-            && let Some(best) = closest_block_name(word)
-        {
-            diagnostic = diagnostic.with_help(format!("did you mean `{best}`?"));
+        if let Token::Ident(word) = token {
+            // Two-word names: `transformed paramters`, `generated quantity`.
+            let following = tokens.get(tokens.partition_point(|t| t.start < end));
+            let phrase = match following.map(|t| t.token) {
+                Some(Token::Ident(second)) => Some(format!("{word} {second}")),
+                _ => None,
+            };
+            let best = phrase
+                .as_deref()
+                .and_then(closest_block_name)
+                .filter(|best| best.contains(' '))
+                .or_else(|| closest_block_name(word));
+            if let Some(best) = best {
+                diagnostic = diagnostic.with_help(format!("did you mean `{best}`?"));
+            }
         }
         return diagnostic;
     }
@@ -291,138 +324,104 @@ fn terminal_name(expected: &str) -> String {
     inner.replace("\\\"", "\"").replace("\\\\", "\\")
 }
 
-/// "`;` or `,`", "one of `)`, `,`, an expression", ... or None if nothing
-/// useful can be said.
+/// Statement keywords, summarised as "a statement".
+const STATEMENT_STARTS: [&str; 11] = [
+    "for",
+    "while",
+    "if",
+    "break",
+    "continue",
+    "return",
+    "print",
+    "reject",
+    "fatal_error",
+    "profile",
+    "jacobian",
+];
+
+/// Infix and postfix operators, summarised as "an operator".
+const OPERATORS: [&str; 22] = [
+    "+", "-", "*", "/", "%", "\\", "%/%", "^", ".^", ".*", "./", "'", "||", "&&", "==", "!=", "<",
+    "<=", ">", ">=", "?", "[",
+];
+
+/// Compound assignments, summarised with `=` as "an assignment operator".
+const COMPOUND_ASSIGNMENTS: [&str; 6] = ["+=", "-=", "*=", "/=", ".*=", "./="];
+
+/// Closing punctuation, listed first: it is what users most often forget.
+const CLOSERS: [&str; 5] = [";", ")", "]", "}", ","];
+
+/// A readable summary of what the parser expected: "`;` or `,`",
+/// "one of `)`, `,`, an operator", ... or None if nothing useful can be
+/// said.
 fn describe_expected(expected: &[String]) -> Option<String> {
     let names: Vec<String> = expected.iter().map(|e| terminal_name(e)).collect();
     let has = |n: &str| names.iter().any(|x| x == n);
-    let mut items: Vec<String> = Vec::new();
+    let statement = has("for") && has("while");
     let expression = has("identifier") && has("integer");
     let types = has("int") && has("real") && has("vector");
-    for name in &names {
-        if expression && EXPRESSION_STARTS.contains(&name.as_str()) {
-            continue;
-        }
-        // `.N` (tuple component) and `T` (an identifier) are noise when
-        // other choices exist.
-        if (name == "dot number" && names.len() > 1) || (name == "T" && has("identifier")) {
-            continue;
-        }
-        if name.ends_with('=') && name != "=" && has("=") && has("+=") {
-            continue;
-        }
-        if types && TYPE_STARTS.contains(&name.as_str()) {
-            continue;
-        }
-        let shown = match name.as_str() {
-            "identifier" => "an identifier".to_string(),
-            "integer" | "real number" | "dot number" | "imaginary number" => "a number".to_string(),
-            "string" => "a string".to_string(),
-            "=" if has("+=") => "an assignment operator".to_string(),
-            "start of functions file" => continue,
-            other => format!("`{other}`"),
-        };
-        if !items.contains(&shown) {
-            items.push(shown);
-        }
-    }
-    // Statement keywords and operators make long lists; summarise them.
-    let statement = has("for") && has("while") && has("print");
-    if statement {
-        items.retain(|i| {
-            !matches!(
-                i.as_str(),
-                "`for`"
-                    | "`while`"
-                    | "`if`"
-                    | "`break`"
-                    | "`continue`"
-                    | "`return`"
-                    | "`print`"
-                    | "`reject`"
-                    | "`fatal_error`"
-                    | "`profile`"
-                    | "`jacobian`"
-                    | "`;`"
-                    | "`{`"
-                    | "`}`"
-            )
-        });
-    }
-    let operators = ["`+`", "`-`", "`*`", "`/`", "`^`", "`'`", "`||`", "`&&`"];
-    let operator_heavy = items
+    let operators = names
         .iter()
-        .filter(|i| operators.contains(&i.as_str()))
+        .filter(|n| OPERATORS.contains(&n.as_str()))
         .count()
         >= 4;
-    if operator_heavy {
-        items.retain(|i| {
-            !matches!(
-                i.as_str(),
-                "`+`"
-                    | "`-`"
-                    | "`*`"
-                    | "`/`"
-                    | "`%`"
-                    | "`\\`"
-                    | "`%/%`"
-                    | "`^`"
-                    | "`.^`"
-                    | "`.*`"
-                    | "`./`"
-                    | "`'`"
-                    | "`||`"
-                    | "`&&`"
-                    | "`==`"
-                    | "`!=`"
-                    | "`<`"
-                    | "`<=`"
-                    | "`>`"
-                    | "`>=`"
-                    | "`?`"
-                    | "`[`"
-                    | "`dot number`"
-            )
-        });
+    let assignment = has("=") && has("+=");
+
+    let mut parts: Vec<String> = Vec::new();
+    // In statement position `;` (empty statement) and `}` read better
+    // after "a statement".
+    for closer in CLOSERS {
+        if has(closer) && !(statement && (closer == ";" || closer == "}")) {
+            parts.push(format!("`{closer}`"));
+        }
     }
-    let mut lead: Vec<String> = Vec::new();
     if statement {
-        lead.push("a statement".to_string());
-        if names.iter().any(|n| n == "}") {
-            lead.push("`}`".to_string());
+        parts.push("a statement".to_string());
+        if has("}") {
+            parts.push("`}`".to_string());
         }
     }
     if types {
-        lead.push(if statement { "a declaration" } else { "a type" }.to_string());
+        parts.push(if statement { "a declaration" } else { "a type" }.to_string());
     }
     if expression && !statement {
-        lead.push("an expression".to_string());
+        parts.push("an expression".to_string());
     }
-    // Punctuation the user most likely forgot comes first.
-    items.sort_by_key(|i| match i.as_str() {
-        "`;`" => 0,
-        "`)`" | "`]`" | "`}`" => 1,
-        "`,`" => 2,
-        _ => 3,
-    });
-    let punctuation = items
-        .iter()
-        .take_while(|i| matches!(i.as_str(), "`;`" | "`)`" | "`]`" | "`}`" | "`,`"))
-        .count();
-    let rest = items.split_off(punctuation);
-    let mut lead_then: Vec<String> = items;
-    lead_then.extend(lead);
-    let mut lead = lead_then;
-    if operator_heavy {
-        lead.push("an operator".to_string());
+    if operators {
+        parts.push("an operator".to_string());
     }
-    lead.extend(rest);
-    match lead.len() {
+    for name in &names {
+        let n = name.as_str();
+        let summarised = CLOSERS.contains(&n)
+            || (statement && (STATEMENT_STARTS.contains(&n) || n == "{"))
+            || (types && TYPE_STARTS.contains(&n))
+            || (expression && EXPRESSION_STARTS.contains(&n))
+            || (operators && OPERATORS.contains(&n))
+            || (assignment && COMPOUND_ASSIGNMENTS.contains(&n))
+            // `.N` (tuple component) and `T` (an identifier) are noise.
+            || (n == "dot number" && names.len() > 1)
+            || (n == "T" && has("identifier"))
+            || n == "start of functions file";
+        if summarised {
+            continue;
+        }
+        let shown = match n {
+            "identifier" => "an identifier".to_string(),
+            "integer" | "real number" | "dot number" | "imaginary number" => "a number".to_string(),
+            "string" => "a string".to_string(),
+            "=" if assignment => "an assignment operator".to_string(),
+            other => format!("`{other}`"),
+        };
+        if !parts.contains(&shown) {
+            parts.push(shown);
+        }
+    }
+    match parts.len() {
         0 => None,
-        1 => Some(lead.remove(0)),
-        2 => Some(format!("{} or {}", lead[0], lead[1])),
-        n if n <= 8 => Some(format!("one of {}", lead.join(", "))),
-        _ => Some(format!("one of {}, ...", lead[..8].join(", "))),
+        1 => Some(parts.remove(0)),
+        2 => Some(format!("{} or {}", parts[0], parts[1])),
+        n if n <= 8 => Some(format!("one of {}", parts.join(", "))),
+        _ => Some(format!("one of {}, ...", parts[..8].join(", "))),
     }
 }
 

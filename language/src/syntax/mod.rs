@@ -1,8 +1,23 @@
 //! Lexing and parsing: source text → [`ast::Program`] + diagnostics.
 //!
-//! Pipeline: [`lexer::lex`] (logos) → nesting-depth guard → the lalrpop
-//! grammar (`grammar.lalrpop`, with statement-level error recovery) →
-//! [`validate`] (restrictions that depend on where a construct appears).
+//! Pipeline:
+//! 1. [`lexer::lex`] (logos): tokens + comments; bad characters become
+//!    error tokens, reported once here;
+//! 2. `nesting`: refuses absurdly deep input (brackets > 256, prefix or `^`
+//!    runs > 256, > 1,000 operators in one statement) with one diagnostic,
+//!    so later recursive passes cannot overflow the stack;
+//! 3. the lalrpop grammar (`grammar.lalrpop`) with `!` recovery that
+//!    resyncs at `;` (statements) and `}` (function definitions);
+//! 4. `repair`: when lalrpop cannot finish (missing `;` before `}`,
+//!    missing `)` or `}`, misspelled block name), insert the missing token
+//!    or fix the block name and parse again (at most 8 times), so a tree is
+//!    still produced; every repaired error is still reported;
+//! 5. `validate`: rules stanc3 encodes in its grammar but bat checks on
+//!    the tree (constraints only on top-level declarations, only
+//!    declarations in `data`/`parameters`, lvalue shapes, call statements).
+//!
+//! All diagnostics are sorted by position; the first is where stanc3
+//! reports its (single) syntax error.
 //!
 //! # Syntax diagnostic codes
 //!
@@ -97,66 +112,18 @@ fn parse_with(source: &str, functions_only: bool) -> (ast::Program, Vec<Diagnost
         );
     }
     let original_tokens = tokens.clone();
-    let mut repaired: Vec<repair::Recovery<'_>> = Vec::new();
-    let (program, mut recovered, problems) = loop {
-        let mut recovered = Vec::new();
-        let mut problems = Vec::new();
-        let input = tokens
-            .iter()
-            .map(|t| Ok::<_, &'static str>((t.start, t.token, t.end)));
-        let result = grammar::ProgramParser::new().parse(&mut recovered, &mut problems, input);
-        // A parse that failed, or "succeeded" by dropping the rest of the
-        // file after a top-level error, is worth a repair.
-        let failure = match result {
-            Ok(program) if !recovered.iter().any(|r| repair::is_top_level(&r.error)) => {
-                break (program, recovered, problems);
-            }
-            Ok(program) => Err(program),
-            Err(failure) => Ok(failure),
-        };
-        let edit = (repaired.len() < repair::MAX_REPAIRS)
-            .then(|| repair::find_edit(&tokens, failure.as_ref().ok(), &recovered))
-            .flatten();
-        match (edit, failure) {
-            (Some((edit, fixed)), _) => {
-                edit.apply(&mut tokens, source.len());
-                repaired.push(lalrpop_util::ErrorRecovery {
-                    error: at_end_if_eof(fixed, source.len()),
-                    dropped_tokens: Vec::new(),
-                });
-            }
-            (None, Err(program)) => break (program, recovered, problems),
-            (None, Ok(failure)) => {
-                recovered.push(lalrpop_util::ErrorRecovery {
-                    error: at_end_if_eof(failure, source.len()),
-                    dropped_tokens: Vec::new(),
-                });
-                break (ast::Program::default(), recovered, problems);
-            }
-        }
-    };
-    // Errors a repair fixed, then those of the final parse.
-    repaired.append(&mut recovered);
-    let mut program = program;
+    let parsed = repair::parse_with_repairs(tokens, source.len());
+    let mut program = parsed.program;
     program.comments = comments;
     program.span = crate::span::Span::new(0, source.len());
 
-    diagnostics.extend(errors::parse_errors(source, &original_tokens, repaired));
-    diagnostics.extend(problems);
+    diagnostics.extend(errors::parse_errors(
+        source,
+        &original_tokens,
+        parsed.errors,
+    ));
+    diagnostics.extend(parsed.problems);
     diagnostics.extend(validate::validate(&program, source));
     diagnostics.sort_by_key(|d| (d.primary.span.start, d.primary.span.end));
     (program, diagnostics)
-}
-
-/// stanc3 reports an unexpected end of input at the very end of the text.
-fn at_end_if_eof<'s>(failure: repair::Failure<'s>, end: usize) -> repair::Failure<'s> {
-    match failure {
-        lalrpop_util::ParseError::UnrecognizedEof { expected, .. } => {
-            lalrpop_util::ParseError::UnrecognizedEof {
-                location: end,
-                expected,
-            }
-        }
-        other => other,
-    }
 }

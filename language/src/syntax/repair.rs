@@ -8,23 +8,117 @@
 //! the misspelled block name) at the first such error and parse again, a
 //! bounded number of times. Every repaired error is still reported.
 
+use crate::diagnostic::Diagnostic;
+use crate::syntax::ast::Program;
+use crate::syntax::grammar::ProgramParser;
 use crate::syntax::lexer::{Spanned, Token};
 use lalrpop_util::{ErrorRecovery, ParseError};
 
 /// How many repairs to try before giving up on a tree.
-pub const MAX_REPAIRS: usize = 8;
+const MAX_REPAIRS: usize = 8;
 
 pub type Recovery<'s> = ErrorRecovery<usize, Token<'s>, &'static str>;
-pub type Failure<'s> = ParseError<usize, Token<'s>, &'static str>;
+type Failure<'s> = ParseError<usize, Token<'s>, &'static str>;
+
+/// The result of parsing with repairs.
+pub struct Parsed<'s> {
+    /// Empty if even the repaired token stream could not be parsed.
+    pub program: Program,
+    /// Every parse error: those repaired, then those of the final parse.
+    pub errors: Vec<Recovery<'s>>,
+    /// Diagnostics raised by grammar actions of the final parse.
+    pub problems: Vec<Diagnostic>,
+}
+
+/// How one parse attempt went wrong.
+enum Outcome<'s> {
+    /// lalrpop gave up.
+    Failed(Failure<'s>),
+    /// lalrpop finished, but ignored the input after a top-level error.
+    Truncated(Program),
+}
+
+/// Parse `tokens`, repairing and re-parsing up to [`MAX_REPAIRS`] times.
+pub fn parse_with_repairs(mut tokens: Vec<Spanned<'_>>, source_len: usize) -> Parsed<'_> {
+    let mut repaired: Vec<Recovery<'_>> = Vec::new();
+    loop {
+        let mut recovered = Vec::new();
+        let mut problems = Vec::new();
+        let input = tokens
+            .iter()
+            .map(|t| Ok::<_, &'static str>((t.start, t.token, t.end)));
+        let result = ProgramParser::new().parse(&mut recovered, &mut problems, input);
+        let outcome = match result {
+            Ok(program) if !recovered.iter().any(|r| is_top_level(&r.error)) => {
+                repaired.append(&mut recovered);
+                return Parsed {
+                    program,
+                    errors: repaired,
+                    problems,
+                };
+            }
+            Ok(program) => Outcome::Truncated(program),
+            Err(failure) => Outcome::Failed(failure),
+        };
+        let failure = match &outcome {
+            Outcome::Failed(failure) => Some(failure),
+            Outcome::Truncated(_) => None,
+        };
+        let edit = (repaired.len() < MAX_REPAIRS)
+            .then(|| find_edit(&tokens, failure, &recovered))
+            .flatten();
+        if let Some((edit, fixed)) = edit {
+            edit.apply(&mut tokens, source_len);
+            repaired.push(ErrorRecovery {
+                error: at_end_if_eof(fixed, source_len),
+                dropped_tokens: Vec::new(),
+            });
+            continue;
+        }
+        let program = match outcome {
+            Outcome::Truncated(program) => program,
+            Outcome::Failed(failure) => {
+                // Running out of input after earlier errors is usually
+                // their echo (e.g. `while` read as a loop keyword).
+                let echo = matches!(failure, ParseError::UnrecognizedEof { .. })
+                    && !(repaired.is_empty() && recovered.is_empty());
+                if !echo {
+                    recovered.push(ErrorRecovery {
+                        error: at_end_if_eof(failure, source_len),
+                        dropped_tokens: Vec::new(),
+                    });
+                }
+                Program::default()
+            }
+        };
+        repaired.append(&mut recovered);
+        return Parsed {
+            program,
+            errors: repaired,
+            problems,
+        };
+    }
+}
+
+/// stanc3 reports an unexpected end of input at the very end of the text.
+fn at_end_if_eof<'s>(failure: Failure<'s>, end: usize) -> Failure<'s> {
+    match failure {
+        ParseError::UnrecognizedEof { expected, .. } => ParseError::UnrecognizedEof {
+            location: end,
+            expected,
+        },
+        other => other,
+    }
+}
 
 /// One token edit at an index of the token vector.
-pub enum Edit<'s> {
+enum Edit<'s> {
     Insert(usize, Token<'s>),
     Replace(usize, Token<'s>),
 }
 
 impl<'s> Edit<'s> {
-    pub fn apply(&self, tokens: &mut Vec<Spanned<'s>>, source_len: usize) {
+    fn apply(&self, tokens: &mut Vec<Spanned<'s>>, source_len: usize) {
         match *self {
             Edit::Insert(index, token) => {
                 let at = tokens.get(index).map_or(source_len, |t| t.start);
@@ -44,7 +138,7 @@ impl<'s> Edit<'s> {
 
 /// The edit that fixes the earliest repairable error: the final failure
 /// first (it stopped the parse), then the recovered errors in order.
-pub fn find_edit<'s>(
+fn find_edit<'s>(
     tokens: &[Spanned<'s>],
     failure: Option<&Failure<'s>>,
     recovered: &[Recovery<'s>],
@@ -112,7 +206,7 @@ fn block_keyword(word: &str) -> Option<Token<'static>> {
 }
 
 /// An error between program blocks (lalrpop then ends the parse early).
-pub fn is_top_level(error: &Failure<'_>) -> bool {
+fn is_top_level(error: &Failure<'_>) -> bool {
     const BLOCKS: [&str; 7] = [
         "functions",
         "data",

@@ -128,7 +128,15 @@ fn check_stmt(source: &str, stmt: &Stmt, out: &mut Vec<Diagnostic>) {
             }
         }
         StmtKind::Expr(e) => {
-            if !matches!(e.kind, ExprKind::Call { .. } | ExprKind::Error) {
+            // `f(y | theta);` is not a statement in stanc3 either.
+            let is_call_statement = matches!(
+                e.kind,
+                ExprKind::Call {
+                    conditional: false,
+                    ..
+                } | ExprKind::Error
+            );
+            if !is_call_statement {
                 let help = if is_old_arrow_assignment(source, e) {
                     "assignment is written `=` (`<-` was removed in Stan 2.33)"
                 } else {
