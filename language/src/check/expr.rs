@@ -25,7 +25,11 @@ impl Checker {
     fn expr_inner(&mut self, e: &Expr) -> Typed {
         match &e.kind {
             ExprKind::IntLit(text) => {
-                if text.parse::<f64>().map_or(true, |v| v >= 2_147_483_648.0) {
+                if text
+                    .replace('_', "")
+                    .parse::<f64>()
+                    .map_or(true, |v| v >= 2_147_483_648.0)
+                {
                     self.error(
                         codes::INT_LITERAL_TOO_LARGE,
                         "Integer literal cannot be larger than 2_147_483_647.",
@@ -51,10 +55,7 @@ impl Checker {
             ExprKind::Unary(op, operand) => {
                 let (t, ad) = self.expr(operand);
                 match ops::unary(*op, &t) {
-                    Some(rt) => {
-                        let ad = ad_for_type(ad, &rt);
-                        (rt, ad)
-                    }
+                    Some(rt) => (rt, ad),
                     None => {
                         self.error(
                             codes::BAD_UNARY_OP,
@@ -233,7 +234,8 @@ impl Checker {
         }
         match ops::binary(op, &lt, &rt) {
             Some(t) => {
-                let ad = ad_for_type(lub_ad(lad, rad), &t);
+                // Like stanc3, an int computed from parameters stays autodiff.
+                let ad = lub_ad(lad, rad);
                 (t, ad)
             }
             None => {
@@ -260,7 +262,7 @@ impl Checker {
         let common = common_type(&tt, &ft).filter(|t| !matches!(t, Type::Function(_)));
         match (ct.is_int() || ct.is_error(), common) {
             (true, Some(ty)) => {
-                let ad = ad_for_type(lub_ad(cad, lub_ad(tad, fad)), &ty);
+                let ad = lub_ad(cad, lub_ad(tad, fad));
                 (ty, ad)
             }
             _ => {
@@ -303,11 +305,7 @@ impl Checker {
             };
         }
         match ty {
-            Some(t) if !t.is_error() => {
-                let ty = Type::Array(Box::new(t));
-                let ad = ad_for_type(ad, &ty);
-                (ty, ad)
-            }
+            Some(t) if !t.is_error() => (Type::Array(Box::new(t)), ad),
             Some(_) => ERROR,
             None => {
                 self.error(

@@ -4,11 +4,11 @@
 //! functions. Their first argument is a user function whose signature is
 //! checked against what the built-in needs (stanc3's `check_variadic_args`).
 
+use super::SymbolId;
 use super::codes;
 use super::compat::{self, Mismatch, ad_compatible, explain, lub_ad, promotion_cost};
 use super::context::{Checker, FunSuffix};
 use super::expr::{ERROR, Typed};
-use super::{Callee, SymbolId};
 use crate::span::Span;
 use crate::syntax::ast::{Expr, ExprKind, Ident};
 use crate::types::{AdLevel, Type};
@@ -240,6 +240,7 @@ impl Checker {
             .map(|i| i.name.clone())
             .unwrap_or_default();
         let mut first_failure = None;
+        let mut matches: Vec<(SymbolId, Type, u32)> = Vec::new();
         for &id in &overloads {
             let Type::Function(ft) = self.out.symbols[id].ty.clone() else {
                 continue;
@@ -251,21 +252,33 @@ impl Checker {
                 attempt(&spec, n, &fn_name, &ft, &typed)
             };
             match result {
-                Ok(ret) => {
-                    if let Some(id_span) = fn_ident.as_ref().map(|i| i.span) {
-                        self.reference(id_span, id);
-                    }
-                    let sig_args = typed.iter().map(|(t, a)| (*a, t.clone())).collect();
-                    self.record_builtin_call(span, sig_args, Some(ret.clone()));
-                    let _ = Callee::User(id);
-                    return (ret, ad);
-                }
+                Ok((ret, cost)) => matches.push((id, ret, cost)),
                 Err(f) => {
-                    if first_failure.is_none() {
-                        first_failure = Some(f);
-                    }
+                    first_failure.get_or_insert(f);
                 }
             }
+        }
+        // Fewest promotions wins, as for ordinary overloads.
+        if let Some(best) = matches.iter().map(|m| m.2).min() {
+            let winners: Vec<&(SymbolId, Type, u32)> =
+                matches.iter().filter(|m| m.2 == best).collect();
+            if winners.len() > 1 {
+                self.error(
+                    codes::AMBIGUOUS_CALL,
+                    format!(
+                        "No unique minimum promotion found for the overloads of '{fn_name}' passed                          to '{n}'. Overloaded functions must not have multiple equally valid                          promotion paths for a given set of arguments."
+                    ),
+                    span,
+                );
+                return ERROR;
+            }
+            let (id, ret, _) = winners[0].clone();
+            if let Some(id_span) = fn_ident.as_ref().map(|i| i.span) {
+                self.reference(id_span, id);
+            }
+            let sig_args = typed.iter().map(|(t, a)| (*a, t.clone())).collect();
+            self.record_builtin_call(span, sig_args, Some(ret.clone()));
+            return (ret, ad);
         }
         if let Some(f) = first_failure {
             let found: Vec<String> = typed.iter().map(|(t, _)| t.to_string()).collect();
@@ -296,7 +309,7 @@ impl Checker {
         ft: &crate::types::FunctionType,
         typed: &[Typed],
         args: &[Expr],
-    ) -> Result<Type, Failure> {
+    ) -> Result<(Type, u32), Failure> {
         if let Some((slice, _)) = typed.get(1) {
             let (dims, elem) = slice.array_dims();
             if dims == 0 {
@@ -352,7 +365,7 @@ fn attempt(
     fn_name: &str,
     ft: &crate::types::FunctionType,
     typed: &[Typed],
-) -> Result<Type, Failure> {
+) -> Result<(Type, u32), Failure> {
     if FunSuffix::of(fn_name) != FunSuffix::Plain {
         return Err(Failure {
             arg: 0,
@@ -391,7 +404,7 @@ fn attempt_with_suffix_ok(
     spec: &Spec,
     ft: &crate::types::FunctionType,
     typed: &[Typed],
-) -> Result<Type, Failure> {
+) -> Result<(Type, u32), Failure> {
     let k = spec.fn_args.len();
     let fn_sig = compat::display_signature(&spec.fn_args, Some(&spec.fn_ret));
     let fn_fail = |detail: String| Failure {
@@ -443,7 +456,7 @@ fn attempt_with_suffix_ok(
     }
     let actual: Vec<(AdLevel, Type)> = typed[1..].iter().map(|(t, a)| (*a, t.clone())).collect();
     match compat::match_args(&expected, &actual, true) {
-        Ok(_) => Ok(spec.ret.clone()),
+        Ok(cost) => Ok((spec.ret.clone(), cost)),
         Err(m) => {
             let arg = match &m {
                 Mismatch::Type { arg, .. } | Mismatch::DataOnly { arg } => *arg,

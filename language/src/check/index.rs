@@ -1,7 +1,7 @@
 //! Indexing: `e[i]`, `e[i, j]`, multi-indexes and slices.
 
 use super::codes;
-use super::compat::{ad_for_type, lub_ad};
+use super::compat::lub_ad;
 use super::context::Checker;
 use super::expr::{ERROR, Typed};
 use crate::span::Span;
@@ -119,10 +119,7 @@ impl Checker {
         count: usize,
     ) -> Typed {
         match indexed_type(base, kinds) {
-            Some(t) => {
-                let ad = ad_for_type(ad, &t);
-                (t, ad)
-            }
+            Some(t) => (t, ad),
             None => {
                 self.error(
                     codes::BAD_INDEXING,

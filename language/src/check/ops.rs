@@ -105,7 +105,9 @@ pub fn binary(op: BinaryOp, l: &Type, r: &Type) -> Option<Type> {
         },
         Div => match (ls, rs, lsh, rsh) {
             (Some(a), Some(b), _, _) => Some(scalar_of_rank(a.max(b))),
-            (_, Some(a), Some((s, c)), _) => Some(of_shape(s, c || a == 2)),
+            (_, Some(a), Some((s, c)), _) | (Some(a), _, _, Some((s, c))) => {
+                Some(of_shape(s, c || a == 2))
+            }
             (_, _, Some((s1, c1)), Some((Shape::Matrix, c2))) if s1 != Shape::Vector => {
                 Some(of_shape(s1, c1 || c2))
             }
@@ -120,8 +122,8 @@ pub fn binary(op: BinaryOp, l: &Type, r: &Type) -> Option<Type> {
         EltMul | EltDiv => match (ls, rs, lsh, rsh) {
             (Some(a), Some(b), _, _) => Some(scalar_of_rank(a.max(b))),
             (_, _, Some((s1, c1)), Some((s2, c2))) if s1 == s2 => Some(of_shape(s1, c1 || c2)),
-            (Some(a), _, _, Some((s, c))) | (_, Some(a), Some((s, c)), _) if a < 2 => {
-                Some(of_shape(s, c))
+            (Some(a), _, _, Some((s, c))) | (_, Some(a), Some((s, c)), _) => {
+                Some(of_shape(s, c || a == 2))
             }
             _ => None,
         },

@@ -418,6 +418,9 @@ impl Checker {
                 self.var_decl(decl, true, s.span, scope);
                 continue;
             }
+            if matches!(s.kind, StmtKind::Error | StmtKind::Skip) {
+                continue;
+            }
             if matches!(kind, BlockKind::Data | BlockKind::Parameters) {
                 self.error(
                     codes::WRONG_TYPE,
