@@ -15,7 +15,7 @@
 #[path = "conformance/harness.rs"]
 mod harness;
 
-use harness::{Corpus, Selection, run_case};
+use harness::{Corpus, Selection, run_cases};
 use std::time::Instant;
 
 #[test]
@@ -39,8 +39,7 @@ fn front_end_conforms_to_stanc3_corpus() {
 
     let started = Instant::now();
     let mut report = harness::Report::default();
-    for case in &cases {
-        let outcome = run_case(case);
+    for (case, outcome) in cases.iter().zip(run_cases(&cases)) {
         report.record(case, outcome, &exceptions);
     }
     let elapsed = started.elapsed();

@@ -4,6 +4,7 @@ use language::{Diagnostic, Kind, LineIndex};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub struct Corpus {
     root: PathBuf,
@@ -160,8 +161,53 @@ fn front_end_diagnostics(source: &str, functions_only: bool) -> Vec<Diagnostic> 
     diagnostics
 }
 
-/// Check one file on a big-stack thread; a panic becomes `Outcome::Panic`.
-pub fn run_case(case: &Case) -> Outcome {
+/// Check all cases, in parallel over the available cores. Results are in
+/// case order. Panics are recorded by a hook (keyed by the per-case thread
+/// name) instead of printing a backtrace per file; the report lists them.
+pub fn run_cases(cases: &[Case]) -> Vec<Outcome> {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|info| {
+        let thread = std::thread::current()
+            .name()
+            .unwrap_or_default()
+            .to_string();
+        let message = info.to_string().replace('\n', " ");
+        PANICS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(thread, message);
+    }));
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let next = AtomicUsize::new(0);
+    let outcomes: Mutex<Vec<Option<Outcome>>> =
+        Mutex::new(std::iter::repeat_with(|| None).take(cases.len()).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(case) = cases.get(i) else { break };
+                    let outcome = run_case(i, case);
+                    outcomes.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(outcome);
+                }
+            });
+        }
+    });
+    std::panic::set_hook(previous);
+    outcomes
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|o| o.expect("every case ran"))
+        .collect()
+}
+
+/// Panic messages by the name of the thread that panicked.
+static PANICS: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
+
+/// Check one file on its own big-stack thread; a panic becomes
+/// `Outcome::Panic`.
+fn run_case(index: usize, case: &Case) -> Outcome {
     let functions_only = case.name.ends_with(".stanfunctions");
     let source = match std::fs::read(&case.path) {
         Ok(bytes) => match String::from_utf8(bytes) {
@@ -170,41 +216,25 @@ pub fn run_case(case: &Case) -> Outcome {
         },
         Err(err) => return Outcome::Fail(format!("cannot read: {err}")),
     };
-    let result = quiet_panics(|| {
-        std::thread::scope(|scope| {
-            std::thread::Builder::new()
-                .stack_size(256 * 1024 * 1024)
-                .spawn_scoped(scope, || front_end_diagnostics(&source, functions_only))
-                .expect("spawn checker thread")
-                .join()
-        })
+    let thread_name = format!("conformance-case-{index}");
+    let result = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name(thread_name.clone())
+            .stack_size(256 * 1024 * 1024)
+            .spawn_scoped(scope, || front_end_diagnostics(&source, functions_only))
+            .expect("spawn checker thread")
+            .join()
     });
     match result {
         Ok(diagnostics) => judge(&case.expect, &source, &diagnostics),
-        Err(message) => Outcome::Panic(message),
+        Err(_) => Outcome::Panic(
+            PANICS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&thread_name)
+                .unwrap_or_else(|| "unknown panic".into()),
+        ),
     }
-}
-
-/// The last panic seen by [`quiet_panics`]'s hook (message and location).
-static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
-
-/// Run `work` with a panic hook that records the panic instead of printing
-/// a backtrace per corpus file; the report lists them instead.
-fn quiet_panics<T>(work: impl FnOnce() -> std::thread::Result<T>) -> Result<T, String> {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|info| {
-        *LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some(info.to_string().replace('\n', " "));
-    }));
-    let result = work();
-    std::panic::set_hook(previous);
-    result.map_err(|_| {
-        LAST_PANIC
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .unwrap_or_else(|| "unknown panic".into())
-    })
 }
 
 fn judge(expect: &Expect, source: &str, diagnostics: &[Diagnostic]) -> Outcome {
