@@ -44,7 +44,7 @@ fn check_expectation(name: &str, source: &str, diagnostics: &[Diagnostic]) {
 }
 
 #[test]
-fn ui_fail_cases_render_as_snapshotted() {
+fn fail() {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui/snapshots"));
     settings.set_prepend_module_to_snapshot(false);
