@@ -397,6 +397,24 @@ fn readable_messages() {
         errs[0].message
     );
 
+    let src = "data {\n  double y;\n}\n";
+    let errs = errors(src);
+    assert_eq!(
+        errs[0].message,
+        "unknown type `double` in the declaration of `y`"
+    );
+    assert_eq!(&src[errs[0].primary.span.range()], "double");
+    assert_eq!(
+        errs[0].help.as_deref(),
+        Some("Stan's floating-point type is `real`")
+    );
+    let errs = errors("model { vectr[3] v; }");
+    assert!(!errs.is_empty());
+
+    let src = "data { real x = 1; }";
+    let errs = errors(src);
+    assert_eq!(&src[errs[0].primary.span.range()], "= 1");
+
     let errs = errors("model { real é = 1; x = @@@; }");
     let messages: Vec<_> = errs.iter().map(|d| d.message.as_str()).collect();
     assert_eq!(
@@ -414,8 +432,10 @@ fn readable_messages() {
     assert_eq!(errs[0].code, "E0003");
     assert!(errs[0].message.contains("unterminated block comment"));
 
-    let errs = errors("#include \"other.stan\"\nmodel { }");
-    assert!(errs[0].message.contains("#include"), "{}", errs[0].message);
+    let (p, errs) = syntax::parse("functions {\n#include \"other.stan\"\n}\nmodel { }");
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(errs[0].message, "`#include` is not supported");
+    assert_eq!(p.blocks.len(), 2);
 
     let errs = errors(
         "transformed data { tuple(int, int) x = (1, 2); int y = x.99999999999999999999999; }",
@@ -595,9 +615,13 @@ fn random_input_never_panics() {
         let src = String::from_utf8_lossy(&v);
         let (_, diags) = syntax::parse(&src);
         let _ = syntax::print_ast(&syntax::parse(&src).0);
-        for d in diags {
-            assert!(d.primary.span.end as usize <= src.len());
+        for d in &diags {
+            let span = d.primary.span;
+            assert!(span.start <= span.end && span.end as usize <= src.len());
+            assert!(src.is_char_boundary(span.start as usize));
+            assert!(src.is_char_boundary(span.end as usize));
         }
+        let _ = language::diagnostic::render("fuzz.stan", &src, &diags, false);
     }
 }
 
@@ -634,6 +658,17 @@ fn broken_programs_still_yield_a_tree() {
     let printed = syntax::print_ast(&p);
     assert!(printed.contains("for i in 1 : N"), "{printed}");
     assert!(printed.contains("print(x)"), "{printed}");
+
+    // Unclosed block before the next one.
+    let src = "model {\n  x ~ normal(0, 1);\n\ngenerated quantities {\n  real y = 1;\n}\n";
+    let (p, diags) = syntax::parse(src);
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    assert_eq!(line_of(src, &diags[0]), 4);
+    assert_eq!(
+        diags[0].help.as_deref(),
+        Some("is a `}` missing to close the previous block?")
+    );
+    assert_eq!(p.blocks.len(), 2);
 
     // A bad statement becomes an error node; its neighbours survive.
     let src = "model {\n  real a = 1;\n  real b = 3 +* 2;\n  real c = 2;\n}\n";

@@ -92,14 +92,6 @@ pub fn lexical_errors(
             )
             .with_label("this string is not closed on the same line")
             .with_note("string literals cannot span lines"),
-            Some('#') if source[t.end..].starts_with("include") => Diagnostic::error(
-                Kind::Syntax,
-                codes::INVALID_CHARACTER,
-                "`#include` is not supported",
-                span,
-            )
-            .with_label("include directive")
-            .with_help("paste the included file's contents here"),
             Some('#') => Diagnostic::error(
                 Kind::Syntax,
                 codes::INVALID_CHARACTER,
@@ -122,6 +114,20 @@ pub fn lexical_errors(
             None => continue,
         };
         out.push(diagnostic);
+    }
+    for t in tokens {
+        if let Token::Include(directive) = t.token {
+            out.push(
+                Diagnostic::error(
+                    Kind::Syntax,
+                    codes::INVALID_CHARACTER,
+                    "`#include` is not supported",
+                    Span::new(t.start, t.end),
+                )
+                .with_label(format!("`{}`", directive.trim_end()))
+                .with_help("paste the included file's contents here"),
+            );
+        }
     }
     for c in comments {
         let text = &source[c.start..c.end];
@@ -278,6 +284,10 @@ fn unexpected_token(
         ));
     }
 
+    if let Some(diagnostic) = unknown_type(tokens, token, start, &names) {
+        return diagnostic;
+    }
+
     let what = describe_expected(expected);
     let message = match &what {
         Some(what) => format!("expected {what}, found {found}"),
@@ -294,7 +304,12 @@ fn unexpected_token(
     let next_index = tokens.partition_point(|t| t.start < end);
     let next = tokens.get(next_index).map(|t| t.token);
     let expects = |name: &str| names.iter().any(|n| n == name);
-    if token == Token::LBracket && expects(";") && expects("=") {
+    let is_block_keyword = token
+        .fixed_text()
+        .is_some_and(|text| BLOCK_NAMES.contains(&text));
+    if is_block_keyword && expects("}") {
+        diagnostic = diagnostic.with_help("is a `}` missing to close the previous block?");
+    } else if token == Token::LBracket && expects(";") && expects("=") {
         diagnostic = diagnostic.with_help(
             "array declarations are written `array[N] real x;` (the `real x[N]` form was removed in Stan 2.33)",
         );
@@ -313,6 +328,63 @@ fn unexpected_token(
         }
     }
     diagnostic
+}
+
+/// `double y;`: an identifier where a type was meant. Reported at the
+/// would-be type, where stanc3 points.
+fn unknown_type(
+    tokens: &[Spanned<'_>],
+    token: Token<'_>,
+    start: usize,
+    expected: &[String],
+) -> Option<Diagnostic> {
+    let Token::Ident(name) = token else {
+        return None;
+    };
+    let index = tokens.partition_point(|t| t.start < start);
+    let previous = tokens.get(index.checked_sub(1)?)?;
+    let Token::Ident(type_name) = previous.token else {
+        return None;
+    };
+    let statement_start = index < 2
+        || matches!(
+            tokens[index - 2].token,
+            Token::Semi | Token::LBrace | Token::RBrace
+        );
+    if !statement_start || !expected.iter().any(|e| e == "~") {
+        return None;
+    }
+    let known_types = [
+        "int",
+        "real",
+        "complex",
+        "vector",
+        "row_vector",
+        "matrix",
+        "array",
+        "tuple",
+        "simplex",
+        "ordered",
+    ];
+    let help = match type_name {
+        "double" | "float" => Some("Stan's floating-point type is `real`".to_string()),
+        "integer" | "long" | "bool" => Some("Stan's integer type is `int`".to_string()),
+        _ => known_types
+            .iter()
+            .find(|t| strsim::levenshtein(type_name, t) <= 2)
+            .map(|t| format!("did you mean `{t}`?")),
+    };
+    let mut diagnostic = Diagnostic::error(
+        Kind::Syntax,
+        codes::UNEXPECTED_TOKEN,
+        format!("unknown type `{type_name}` in the declaration of `{name}`"),
+        Span::new(previous.start, previous.end),
+    )
+    .with_label("not a Stan type");
+    if let Some(help) = help {
+        diagnostic = diagnostic.with_help(help);
+    }
+    Some(diagnostic)
 }
 
 /// The grammar's name for a terminal, as lalrpop lists it (`"\";\""`).
@@ -410,6 +482,7 @@ fn describe_expected(expected: &[String]) -> Option<String> {
             "integer" | "real number" | "dot number" | "imaginary number" => "a number".to_string(),
             "string" => "a string".to_string(),
             "=" if assignment => "an assignment operator".to_string(),
+            "T" => "a truncation `T[...]`".to_string(),
             other => format!("`{other}`"),
         };
         if !parts.contains(&shown) {

@@ -241,6 +241,11 @@ pub enum Token<'s> {
     #[token("/*", block_comment)]
     BlockComment(&'s str),
 
+    /// `#include "file"`: stanc3 splices the file in; bat reports it and
+    /// parses the rest (see `parse`).
+    #[regex(r"#include[^\n]*", |lex| lex.slice(), allow_greedy = true)]
+    Include(&'s str),
+
     /// Synthetic first token of a standalone `.stanfunctions` file.
     StartFunctionsOnly,
     /// A character that starts no token.
@@ -287,6 +292,7 @@ impl Token<'_> {
             Token::StringLit(s) => format!("string {s}"),
             Token::LineComment(_) | Token::BlockComment(_) => "a comment".to_string(),
             Token::StartFunctionsOnly => "start of file".to_string(),
+            Token::Include(_) => "an `#include` directive".to_string(),
             Token::Error => "an invalid character".to_string(),
             other => format!("`{}`", other.fixed_text().unwrap_or("?")),
         }

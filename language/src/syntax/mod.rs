@@ -25,7 +25,7 @@
 //! |---|---|
 //! | `E0001` | unexpected token (the parser expected something else) |
 //! | `E0002` | unexpected end of input |
-//! | `E0003` | invalid character or unterminated string literal |
+//! | `E0003` | invalid character, unterminated string or comment, `#include` |
 //! | `E0004` | nesting too deep (brackets, blocks, or chained unary operators) |
 //! | `E0005` | misplaced declaration or statement (e.g. statements in `data`, constraints on a local variable) |
 //! | `E0006` | not an assignable expression / expression statement that is not a call |
@@ -83,6 +83,8 @@ pub fn parse_functions_only(source: &str) -> (ast::Program, Vec<Diagnostic>) {
 fn parse_with(source: &str, functions_only: bool) -> (ast::Program, Vec<Diagnostic>) {
     let (mut tokens, comments) = lexer::lex(source);
     let mut diagnostics = errors::lexical_errors(source, &tokens, &comments);
+    // Reported above; the rest of the file is still parsed.
+    tokens.retain(|t| !matches!(t.token, lexer::Token::Include(_)));
     let comments = comments
         .iter()
         .map(|c| ast::Comment {

@@ -49,7 +49,7 @@ pub fn parse_with_repairs(mut tokens: Vec<Spanned<'_>>, source_len: usize) -> Pa
             .map(|t| Ok::<_, &'static str>((t.start, t.token, t.end)));
         let result = ProgramParser::new().parse(&mut recovered, &mut problems, input);
         let outcome = match result {
-            Ok(program) if !recovered.iter().any(|r| is_top_level(&r.error)) => {
+            Ok(program) if !recovered.iter().any(|r| lost_input(&r.error)) => {
                 repaired.append(&mut recovered);
                 return Parsed {
                     program,
@@ -203,6 +203,30 @@ fn block_keyword(word: &str) -> Option<Token<'static>> {
     .filter(|(distance, name, _)| *distance <= (name.len() / 3).max(1))
     .min_by_key(|(distance, _, _)| *distance)
     .map(|(_, _, token)| token)
+}
+
+/// A recovered error after which lalrpop's own recovery loses input worth
+/// keeping: one between program blocks (the parse then ends early), or a
+/// block keyword inside a block (the next block would be skipped).
+fn lost_input(error: &Failure<'_>) -> bool {
+    let block_keyword_inside = matches!(
+        error,
+        ParseError::UnrecognizedToken {
+            token: (
+                _,
+                Token::Functions
+                    | Token::Data
+                    | Token::TransformedData
+                    | Token::Parameters
+                    | Token::TransformedParameters
+                    | Token::Model
+                    | Token::GeneratedQuantities,
+                _
+            ),
+            ..
+        }
+    );
+    block_keyword_inside || is_top_level(error)
 }
 
 /// An error between program blocks (lalrpop then ends the parse early).

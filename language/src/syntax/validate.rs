@@ -16,7 +16,7 @@ pub fn validate(program: &Program, source: &str) -> Vec<Diagnostic> {
         for stmt in &block.stmts {
             match block.kind {
                 BlockKind::Data | BlockKind::Parameters => {
-                    top_level_declaration_only(block.kind, stmt, &mut out)
+                    top_level_declaration_only(source, block.kind, stmt, &mut out)
                 }
                 BlockKind::TransformedData
                 | BlockKind::TransformedParameters
@@ -34,7 +34,12 @@ pub fn validate(program: &Program, source: &str) -> Vec<Diagnostic> {
 }
 
 /// `data` and `parameters` hold declarations without initial values.
-fn top_level_declaration_only(kind: BlockKind, stmt: &Stmt, out: &mut Vec<Diagnostic>) {
+fn top_level_declaration_only(
+    source: &str,
+    kind: BlockKind,
+    stmt: &Stmt,
+    out: &mut Vec<Diagnostic>,
+) {
     match &stmt.kind {
         StmtKind::Decl(decl) => {
             if let Some(init) = &decl.init {
@@ -46,7 +51,7 @@ fn top_level_declaration_only(kind: BlockKind, stmt: &Stmt, out: &mut Vec<Diagno
                             "variables in the `{}` block cannot be given a value",
                             kind.keyword()
                         ),
-                        init.span,
+                        assignment_span(source, decl.name.span, init.span),
                     )
                     .with_label("initial value not allowed here")
                     .with_help(format!(
@@ -212,4 +217,16 @@ fn is_old_arrow_assignment(source: &str, e: &Expr) -> bool {
         && source
             .get(lhs.span.end as usize..rhs.span.start as usize + 1)
             .is_some_and(|between| between.trim_start().starts_with("<-"))
+}
+
+/// From the `=` between a declared name and its initial value (where
+/// stanc3 points) to the end of the value.
+fn assignment_span(source: &str, name: Span, init: Span) -> Span {
+    let between = source
+        .get(name.end as usize..init.start as usize)
+        .unwrap_or("");
+    match between.find('=') {
+        Some(offset) => Span::new(name.end as usize + offset, init.end as usize),
+        None => init,
+    }
 }
