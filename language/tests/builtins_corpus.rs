@@ -10,7 +10,22 @@ use std::path::{Path, PathBuf};
 use language::builtins::{self, OverloadError};
 use language::types::{AdLevel, Type};
 
-const CORPUS: &str = "/work/shared/corpus/stanc3/good/function-signatures";
+/// The shared corpus: `$BAT_CORPUS`, else `shared/corpus` beside the
+/// repository (as in CI), else the workspace's `/work/shared/corpus`.
+fn corpus_root() -> PathBuf {
+    if let Ok(dir) = std::env::var("BAT_CORPUS") {
+        return PathBuf::from(dir);
+    }
+    let beside_repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus");
+    if beside_repo.is_dir() {
+        return beside_repo;
+    }
+    PathBuf::from("/work/shared/corpus")
+}
+
+fn signature_corpus() -> PathBuf {
+    corpus_root().join("stanc3/good/function-signatures")
+}
 
 fn stan_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -28,7 +43,7 @@ fn stan_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn corpus_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    stan_files(Path::new(CORPUS), &mut files);
+    stan_files(&signature_corpus(), &mut files);
     files.sort();
     files
 }
@@ -416,7 +431,7 @@ fn every_simple_call_resolves_with_a_fitting_return_type() {
                 .collect();
             let where_ = format!(
                 "{}: {}({})",
-                file.strip_prefix(CORPUS).unwrap().display(),
+                file.strip_prefix(signature_corpus()).unwrap().display(),
                 call.function,
                 shown.join(", ")
             );
@@ -452,11 +467,8 @@ fn every_simple_call_resolves_with_a_fitting_return_type() {
 #[test]
 fn every_name_called_by_accepted_programs_is_known() {
     let mut files = Vec::new();
-    stan_files(Path::new("/work/shared/corpus/stanc3/good"), &mut files);
-    stan_files(
-        Path::new("/work/shared/corpus/posteriordb-models"),
-        &mut files,
-    );
+    stan_files(&corpus_root().join("stanc3/good"), &mut files);
+    stan_files(&corpus_root().join("posteriordb-models"), &mut files);
     assert!(files.len() > 500, "corpus missing: {} files", files.len());
     let mut missing: HashMap<String, PathBuf> = HashMap::new();
     for file in &files {

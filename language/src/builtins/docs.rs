@@ -23,11 +23,23 @@ pub(super) fn describe(name: &str) -> Option<&'static str> {
         return Some(text);
     }
     let text = generated_description(name)?;
+    Some(cached(name.to_owned(), text))
+}
+
+/// `y ~ family(...)`: which function the statement uses.
+pub(super) fn describe_family(family: &str, suffix: &str) -> Option<&'static str> {
+    let text = format!(
+        "The {} distribution: `y ~ {family}(...)` adds {family}{suffix}(y | ...) to the target, dropping constants.",
+        family.replace('_', " ")
+    );
+    Some(cached(format!("~{family}"), text))
+}
+
+fn cached(key: String, text: String) -> &'static str {
     let mut cache = GENERATED.lock().unwrap_or_else(|e| e.into_inner());
-    let entry = cache
-        .entry(name.to_owned())
-        .or_insert_with(|| Box::leak(text.into_boxed_str()));
-    Some(entry)
+    cache
+        .entry(key)
+        .or_insert_with(|| Box::leak(text.into_boxed_str()))
 }
 
 fn generated_description(name: &str) -> Option<String> {

@@ -2,16 +2,25 @@
 //! distribution with its signatures, shared by the checker, hover,
 //! completion, the model IR and the backends.
 //!
-//! The table mirrors stanc3's (`src/stan_math_signatures/Generate.ml`,
-//! stanc3 2.37): it is written compactly as argument classes and
-//! generators (see [`table`]) and expanded once, on first use, into
-//! concrete signatures indexed by name. Overload resolution follows
-//! stanc3: the unique candidate with the fewest promotions wins.
+//! The table mirrors stanc3's (`src/stan_math_signatures/Generate.ml`):
+//! it is written compactly as argument classes and generators
+//! (`table/generators.rs`), distribution families (`table/distributions.rs`)
+//! and a text file of fixed signatures (`table/fixed.sigs`), registered
+//! once on first use and expanded per name on first lookup. A few
+//! signatures newer than the Generate.ml revision followed here are taken
+//! from what the stanc3 corpus programs exercise (yule_simon, the wiener
+//! CDFs and precision arguments, `student_t_qf`, vectorised `softmax`,
+//! `(container, real, real)` bound transforms, the variadic 1-D
+//! integrators); each is marked where it is defined.
 //!
+//! Overload resolution follows stanc3 (`SignatureMismatch`): the unique
+//! candidate with the fewest promotions wins ([`select_overload`]).
 //! Names ending in `_lupdf`/`_lupmf` share the signatures of their
 //! `_lpdf`/`_lpmf` counterparts. Operators are available under stanc3's
 //! names (`add`, `subtract`, `multiply`, `elt_multiply`, `logical_eq`, ...;
-//! see [`operator_functions`]).
+//! see [`operator_functions`], [`resolve_compound_assignment`]).
+//! Higher-order/variadic functions are [`is_special`]; their fixed parts
+//! are in [`variadic`], [`laplace_likelihood_args`] and friends.
 
 mod docs;
 mod notation;
@@ -26,7 +35,10 @@ use std::sync::LazyLock;
 use crate::types::{AdLevel, Type};
 
 pub use overload::{OverloadError, ad_level_accepts, promotion_cost, select_overload};
-pub use special::{VariadicSignature, laplace_tolerance_args, reduce_sum_slice_types, variadic};
+pub use special::{
+    VariadicSignature, laplace_likelihood_args, laplace_tolerance_args, reduce_sum_slice_types,
+    variadic,
+};
 
 /// One concrete signature of a built-in function.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -61,7 +73,7 @@ impl Distribution {
 }
 
 struct Index {
-    functions: HashMap<String, Vec<Signature>>,
+    table: table::Table,
     /// Every callable name: table names, `_lupdf`/`_lupmf` aliases and
     /// special functions, sorted.
     names: Vec<&'static str>,
@@ -71,20 +83,21 @@ struct Index {
 static INDEX: LazyLock<Index> = LazyLock::new(build_index);
 
 fn build_index() -> Index {
-    let functions = table::build().functions;
-    let mut names: Vec<String> = functions.keys().cloned().collect();
-    for name in functions.keys() {
+    let table = table::build();
+    let mut names: Vec<String> = table.names().map(str::to_owned).collect();
+    for name in table.names() {
         if let Some(family) = name.strip_suffix("_lpdf") {
             names.push(format!("{family}_lupdf"));
         } else if let Some(family) = name.strip_suffix("_lpmf") {
             names.push(format!("{family}_lupmf"));
         }
     }
-    names.extend(
-        special::SPECIAL_FUNCTIONS
-            .iter()
-            .map(|(name, _)| (*name).to_owned()),
-    );
+    for (name, _) in special::SPECIAL_FUNCTIONS {
+        names.push((*name).to_owned());
+        if let Some(stem) = name.strip_suffix("_lpmf") {
+            names.push(format!("{stem}_lupmf"));
+        }
+    }
     names.sort();
     names.dedup();
     // Leaked once: the index lives for the whole program.
@@ -92,7 +105,7 @@ fn build_index() -> Index {
         .into_iter()
         .map(|n| &*Box::leak(n.into_boxed_str()))
         .collect();
-    let has = |name: String| functions.contains_key(&name);
+    let has = |name: String| table.contains(&name);
     let families = table::distribution_families()
         .into_iter()
         .map(|family| {
@@ -109,7 +122,7 @@ fn build_index() -> Index {
         })
         .collect();
     Index {
-        functions,
+        table,
         names,
         families,
     }
@@ -127,10 +140,7 @@ fn canonical_name(name: &str) -> std::borrow::Cow<'_, str> {
 }
 
 fn candidates(name: &str) -> &'static [Signature] {
-    INDEX
-        .functions
-        .get(canonical_name(name).as_ref())
-        .map_or(&[], Vec::as_slice)
+    INDEX.table.signatures(canonical_name(name).as_ref())
 }
 
 /// True for every built-in function name, including `_lupdf`/`_lupmf`
@@ -161,13 +171,17 @@ pub fn signatures_ref(name: &str) -> &'static [Signature] {
     candidates(name)
 }
 
-/// One-line description for hover and completion.
+/// One-line description for hover and completion (also for distribution
+/// families, as written after `~`).
 pub fn doc(name: &str) -> Option<&'static str> {
     if let Some((_, text)) = special_entry(name) {
         return Some(text);
     }
     if !is_builtin(name) {
-        return None;
+        // A family named after `~`, e.g. `normal`.
+        let dist = distribution(name)?;
+        let suffix = if dist.has_lpmf { "_lpmf" } else { "_lpdf" };
+        return docs::describe_family(name, suffix);
     }
     docs::describe(name)
 }
@@ -210,7 +224,34 @@ pub fn distribution_families() -> impl Iterator<Item = &'static str> {
 /// signature.
 pub fn resolve(name: &str, args: &[(AdLevel, Type)]) -> Result<Signature, OverloadError> {
     let cands = candidates(name);
+    // Fast path: an exact match is the unique best, because no two
+    // signatures of a built-in share argument types (tested) and only
+    // `Error` or function types can match at zero cost without being equal.
+    if args.iter().all(|(_, ty)| is_plain(ty))
+        && let Some(sig) = cands.iter().find(|sig| {
+            sig.args.len() == args.len()
+                && sig
+                    .args
+                    .iter()
+                    .zip(args)
+                    .all(|((param_ad, param_ty), (arg_ad, arg_ty))| {
+                        param_ty == arg_ty && ad_level_accepts(*param_ad, *arg_ad)
+                    })
+        })
+    {
+        return Ok(sig.clone());
+    }
     select_overload(cands, args).map(|index| cands[index].clone())
+}
+
+/// No `Error` or function type anywhere inside.
+fn is_plain(ty: &Type) -> bool {
+    match ty {
+        Type::Error | Type::Function(_) => false,
+        Type::Array(inner) => is_plain(inner),
+        Type::Tuple(elems) => elems.iter().all(is_plain),
+        _ => true,
+    }
 }
 
 /// stanc3's function names for an operator, tried in order:
@@ -242,6 +283,61 @@ pub fn operator_functions(op: &str, arity: usize) -> &'static [&'static str] {
         ("'", 1) => &["transpose"],
         _ => &[],
     }
+}
+
+/// Signatures `(lhs, rhs) => void` accepted by compound assignment `lhs op= rhs`
+/// for `op` in `+ - * / .* ./` (stanc3's
+/// `make_assignmentoperator_stan_math_signatures`): the operator's
+/// signatures whose result has the left-hand side's type, where a real
+/// right-hand side also admits an int; elementwise operators do not apply
+/// to scalars. Resolve with [`select_overload`].
+pub fn compound_assignment_signatures(op: &str) -> Vec<Signature> {
+    let functions: &[&str] = match op {
+        "/" => &["divide"],
+        "+" | "-" | "*" | ".*" | "./" => operator_functions(op, 2),
+        _ => &[],
+    };
+    let elementwise = matches!(op, ".*" | "./");
+    let mut out = Vec::new();
+    for name in functions {
+        for sig in candidates(name) {
+            let [(lhs_ad, lhs), (rhs_ad, rhs)] = sig.args.as_slice() else {
+                continue;
+            };
+            if sig.ret.as_ref() != Some(lhs) || (elementwise && lhs.is_scalar()) {
+                continue;
+            }
+            let mut add = |rhs: Type| {
+                out.push(Signature {
+                    args: vec![(*lhs_ad, lhs.clone()), (*rhs_ad, rhs)],
+                    ret: None,
+                })
+            };
+            if *rhs == Type::Real {
+                add(Type::Int);
+            }
+            add(rhs.clone());
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|sig| seen.insert(sig.args.clone()));
+    out
+}
+
+/// Resolves `lhs op= rhs`. The left-hand side is assigned to, so it is
+/// never promoted: only signatures whose first argument is exactly the
+/// left-hand side's type are considered.
+pub fn resolve_compound_assignment(
+    op: &str,
+    lhs: &(AdLevel, Type),
+    rhs: &(AdLevel, Type),
+) -> Result<Signature, OverloadError> {
+    let cands: Vec<Signature> = compound_assignment_signatures(op)
+        .into_iter()
+        .filter(|sig| lhs.1.is_error() || sig.args[0].1 == lhs.1)
+        .collect();
+    let index = select_overload(&cands, &[lhs.clone(), rhs.clone()])?;
+    Ok(cands[index].clone())
 }
 
 /// A signature in Stan syntax, as in stanc3's "Available signatures":

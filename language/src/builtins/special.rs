@@ -197,3 +197,33 @@ pub fn laplace_tolerance_args() -> Vec<(AdLevel, Type)> {
         (AdLevel::DataOnly, Type::Int),
     ]
 }
+
+/// Likelihood-specific arguments of an embedded Laplace helper such as
+/// `laplace_marginal_tol_neg_binomial_2_log_lpmf` (stanc3's
+/// `laplace_helper_lik_args`): the observed counts, the latent-index
+/// array and, for some likelihoods, a vector. `None` for other names.
+pub fn laplace_likelihood_args(name: &str) -> Option<Vec<(AdLevel, Type)>> {
+    let name = name
+        .strip_suffix("_lupmf")
+        .map(|stem| format!("{stem}_lpmf"))
+        .unwrap_or_else(|| name.to_owned());
+    if !SPECIAL_FUNCTIONS.iter().any(|(n, _)| *n == name) {
+        return None;
+    }
+    let variant = name.strip_prefix("laplace_")?;
+    let variant = variant.strip_prefix("marginal_").unwrap_or(variant);
+    let variant = variant.strip_prefix("latent_").unwrap_or(variant);
+    let variant = variant.strip_prefix("tol_").unwrap_or(variant);
+    let variant = variant
+        .strip_suffix("_lpmf")
+        .or_else(|| variant.strip_suffix("_rng"))?;
+    let variant = variant.strip_suffix("_tol").unwrap_or(variant);
+    let ints = || (AdLevel::AutoDiff, Type::array_of(Type::Int, 1));
+    match variant {
+        "bernoulli_logit" | "poisson_log" => Some(vec![ints(), ints()]),
+        "neg_binomial_2_log" | "poisson_2_log" => {
+            Some(vec![ints(), ints(), (AdLevel::AutoDiff, Type::Vector)])
+        }
+        _ => None,
+    }
+}

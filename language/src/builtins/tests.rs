@@ -139,7 +139,10 @@ fn data_only_parameters_need_data_arguments() {
 #[test]
 fn error_arguments_match_anything() {
     let error = (AdLevel::AutoDiff, Type::Error);
-    assert_eq!(ret("categorical_rng", &[error.clone()]), Some(Type::Int));
+    assert_eq!(
+        ret("categorical_rng", std::slice::from_ref(&error)),
+        Some(Type::Int)
+    );
     // Several signatures fit an unknown argument equally well.
     assert!(matches!(
         resolve("normal_lpdf", &[error.clone(), auto("real"), auto("real")]),
@@ -355,6 +358,24 @@ fn special_functions_are_listed() {
     assert_eq!(ode.control_args.len(), 6);
     assert_eq!(ode.ret, t("array[] vector"));
     assert!(variadic("normal_lpdf").is_none());
+    assert_eq!(
+        laplace_likelihood_args("laplace_marginal_tol_neg_binomial_2_log_lupmf"),
+        Some(vec![
+            auto("array[] int"),
+            auto("array[] int"),
+            auto("vector")
+        ])
+    );
+    assert_eq!(
+        laplace_likelihood_args("laplace_latent_poisson_log_rng").map(|a| a.len()),
+        Some(2)
+    );
+    assert_eq!(
+        laplace_likelihood_args("laplace_marginal_poisson_2_log_tol_lpmf").map(|a| a.len()),
+        Some(3)
+    );
+    assert!(laplace_likelihood_args("laplace_marginal").is_none());
+    assert!(names().any(|n| n == "laplace_marginal_poisson_log_lupmf"));
 }
 
 #[test]
@@ -365,6 +386,8 @@ fn names_are_sorted_unique_and_documented() {
     let undocumented: Vec<&&str> = all.iter().filter(|n| doc(n).is_none()).collect();
     assert!(undocumented.is_empty(), "no doc: {undocumented:?}");
     assert_eq!(doc("no_such_function"), None);
+    assert!(doc("poisson").unwrap().contains("poisson_lpmf"));
+    assert!(doc("normal_lupdf").unwrap().contains("dropping constant"));
 }
 
 #[test]
@@ -396,4 +419,108 @@ fn operators_map_to_stanc3_functions() {
     );
     assert_eq!(ret("add", &[auto("int"), auto("real")]), Some(Type::Real));
     assert_eq!(ret("minus", &[auto("array[] int")]), Some(t("array[] int")));
+}
+
+#[test]
+fn compound_assignment_follows_operator_signatures() {
+    let accepts = |op: &str, lhs: &str, rhs: &str| {
+        resolve_compound_assignment(op, &auto(lhs), &auto(rhs)).is_ok()
+    };
+    assert!(accepts("+", "vector", "real"));
+    assert!(accepts("+", "vector", "int"));
+    assert!(accepts("*", "matrix", "matrix"));
+    assert!(accepts("*", "row_vector", "matrix"));
+    assert!(accepts("/", "real", "int"));
+    assert!(accepts(".*", "vector", "vector"));
+    // The result must keep the left-hand side's type.
+    assert!(!accepts("*", "vector", "row_vector"));
+    assert!(!accepts("+", "int", "real"));
+    // Elementwise operators do not apply to scalars.
+    assert!(!accepts(".*", "real", "real"));
+    assert!(compound_assignment_signatures("%").is_empty());
+}
+
+/// Calls that stanc3 rejects (corpus/stanc3/bad: op_*_bad, validate_*_bad,
+/// removed_features, compound-assign).
+#[test]
+fn rejections_match_stanc3_bad_corpus() {
+    let no_match = |name: &str, args: &[(AdLevel, Type)]| {
+        assert_eq!(
+            resolve(name, args),
+            Err(OverloadError::NoMatch),
+            "{name}{args:?}"
+        )
+    };
+    // op_divide_bad, op_elt_multiply_bad, op_mdivide_left_bad: `b / a` etc.
+    // with b an int array and a a matrix.
+    for name in ["divide", "mdivide_right", "elt_multiply", "mdivide_left"] {
+        no_match(name, &[auto("array[] int"), auto("matrix")]);
+    }
+    // validate_modulus_bad: real % real.
+    no_match("modulus", &[data("real"), data("real")]);
+    // validate_exponentiation_bad: int ^ int is real, not assignable to int.
+    let pow = resolve("pow", &[data("int"), data("int")]).unwrap();
+    assert_eq!(promotion_cost(pow.ret.as_ref().unwrap(), &Type::Int), None);
+    // removed_features: these functions no longer exist.
+    for removed in [
+        "fabs",
+        "binomial_coefficient_log",
+        "cov_exp_quad",
+        "multiply_log",
+        "if_else",
+    ] {
+        assert!(!is_builtin(removed), "{removed}");
+    }
+    // compound-assign: int += real, real ./= real, array[] matrix += ...
+    let compound =
+        |op, lhs: &str, rhs: &str| resolve_compound_assignment(op, &auto(lhs), &auto(rhs));
+    assert!(compound("+", "int", "real").is_err());
+    assert!(compound("./", "real", "real").is_err());
+    assert!(compound("+", "array[] matrix", "array[] matrix").is_err());
+    assert!(compound("+", "array[] row_vector", "array[] row_vector").is_err());
+    assert!(compound("+", "matrix", "matrix").is_ok());
+    // signature_sampling_known: `vector ~ bernoulli_logit(vector)`.
+    no_match("bernoulli_logit_lpmf", &[data("vector"), auto("vector")]);
+    // call_dist_no_suffix, binomial_coefficient_sample: not functions.
+    assert!(!is_builtin("std_normal") && !is_builtin("binomial_coefficient"));
+    assert!(distribution("binomial_coefficient").is_none());
+    // prob-poisson_log-trunc-*: poisson_log has no CDFs to truncate with.
+    assert!(!distribution("poisson_log").unwrap().supports_truncation());
+}
+
+/// `resolve`'s exact-match fast path relies on this: stanc3 would report
+/// an exact call of such a pair as ambiguous.
+#[test]
+fn no_two_signatures_of_a_name_share_argument_types() {
+    for name in names() {
+        let mut seen = std::collections::HashSet::new();
+        for sig in signatures_ref(name) {
+            let types: Vec<&Type> = sig.args.iter().map(|(_, ty)| ty).collect();
+            assert!(
+                seen.insert(types),
+                "{name}: duplicate {}",
+                display_signature(sig)
+            );
+        }
+    }
+}
+
+#[test]
+fn fast_path_agrees_with_full_resolution() {
+    for name in [
+        "normal_lpdf",
+        "pow",
+        "add",
+        "exp",
+        "student_t_rng",
+        "to_int",
+    ] {
+        for sig in signatures_ref(name) {
+            let index = select_overload(signatures_ref(name), &sig.args).unwrap();
+            assert_eq!(
+                resolve(name, &sig.args).unwrap(),
+                signatures_ref(name)[index]
+            );
+        }
+    }
 }

@@ -33,6 +33,9 @@ impl Checker {
             return;
         }
         match op.binary_op() {
+            None if is_same_variable(lhs, rhs) => {
+                self.warning(codes::WARN_OTHER, "Assignment of variable to itself.", span);
+            }
             None => {
                 if matches!(rt, Type::Function(_)) {
                     self.error(
@@ -271,6 +274,15 @@ impl Checker {
             );
         }
     }
+}
+
+/// `x = x;` or `x = (x);`.
+fn is_same_variable(lhs: &Expr, rhs: &Expr) -> bool {
+    let mut r = rhs;
+    while let ExprKind::Paren(inner) = &r.kind {
+        r = inner;
+    }
+    matches!((&lhs.kind, &r.kind), (ExprKind::Var(a), ExprKind::Var(b)) if a.name == b.name)
 }
 
 /// Variable names read in an index expression.

@@ -1,7 +1,6 @@
 //! Function calls: overload resolution against the built-in table and user
 //! functions, and the placement rules tied to function-name suffixes.
 
-use super::Callee;
 use super::codes;
 use super::compat::{self, Selection, ad_for_type, display_signature, explain};
 use super::context::{Checker, FunSuffix};
@@ -9,6 +8,7 @@ use super::expr::{ERROR, Typed, is_unnormalized, normalized_name};
 use super::higher_order::is_higher_order;
 use super::sigs::{self, Signature};
 use super::suggest::nearest;
+use super::{Callee, SymbolId};
 use crate::span::Span;
 use crate::syntax::ast::{BlockKind, Expr, Ident};
 use crate::types::{AdLevel, Type};
@@ -18,11 +18,38 @@ const CONDITIONING_SUFFIXES: [&str; 7] = [
     "_lpdf", "_lupdf", "_lpmf", "_lupmf", "_cdf", "_lcdf", "_lccdf",
 ];
 
-/// One overload considered during resolution.
-pub struct Candidate {
-    pub args: Vec<(AdLevel, Type)>,
-    pub ret: Option<Type>,
-    pub callee: Callee,
+/// One overload considered during resolution (built-in signatures are
+/// borrowed from the static table, not copied).
+pub enum Candidate {
+    Builtin(&'static Signature),
+    User {
+        id: SymbolId,
+        args: Vec<(AdLevel, Type)>,
+        ret: Option<Type>,
+    },
+}
+
+impl Candidate {
+    pub fn args(&self) -> &[(AdLevel, Type)] {
+        match self {
+            Candidate::Builtin(s) => &s.args,
+            Candidate::User { args, .. } => args,
+        }
+    }
+
+    pub fn ret(&self) -> Option<&Type> {
+        match self {
+            Candidate::Builtin(s) => s.ret.as_ref(),
+            Candidate::User { ret, .. } => ret.as_ref(),
+        }
+    }
+
+    pub fn callee(&self) -> Callee {
+        match self {
+            Candidate::Builtin(s) => Callee::Builtin((*s).clone()),
+            Candidate::User { id, .. } => Callee::User(*id),
+        }
+    }
 }
 
 impl Checker {
@@ -146,17 +173,22 @@ impl Checker {
             self.unknown_function(span, name, statement);
             return None;
         }
-        let mut candidates = self.gather_candidates(&normalized);
+        let candidates = self.gather_candidates(&normalized);
         let actuals: Vec<(AdLevel, Type)> = args.iter().map(|(t, ad)| (*ad, t.clone())).collect();
-        match compat::select(candidates.iter().map(|c| c.args.as_slice()), &actuals) {
+        match compat::select(candidates.iter().map(Candidate::args), &actuals) {
             Selection::Unique(i) => {
-                let chosen = candidates.swap_remove(i);
-                if let Callee::User(id) = chosen.callee {
+                let chosen = &candidates[i];
+                let callee = chosen.callee();
+                if let Callee::User(id) = callee {
                     self.reference(name.span, id);
                 }
-                self.out.calls.insert(span, chosen.callee);
-                Some(chosen.ret)
+                let ret = chosen.ret().cloned();
+                self.out.calls.insert(span, callee);
+                Some(ret)
             }
+            // An argument that already has an error matches everything;
+            // do not add a second diagnostic for it.
+            _ if args.iter().any(|(t, _)| contains_error(t)) => None,
             other => {
                 self.report_no_unique(span, &name.name, &candidates, args, other);
                 None
@@ -177,64 +209,91 @@ impl Checker {
         match selection {
             Selection::Unique(_) => {}
             Selection::Ambiguous(which) => {
-                let list: Vec<String> = which
-                    .iter()
-                    .map(|&i| display_signature(&candidates[i].args, candidates[i].ret.as_ref()))
-                    .collect();
                 let found: Vec<String> = args.iter().map(|(t, _)| t.to_string()).collect();
-                self.error(
+                let d = self.error(
                     codes::AMBIGUOUS_CALL,
                     format!(
-                        "No unique minimum promotion found for function '{}'. Overloaded functions \
-                         must not have multiple equally valid promotion paths for a given set of \
-                         arguments. Arguments found: ({}). Equally good signatures:\n  {}",
-                        name,
-                        found.join(", "),
-                        list.join("\n  ")
+                        "No unique minimum promotion found for function '{name}' with arguments \
+                         ({}).",
+                        found.join(", ")
                     ),
                     span,
                 );
-                return;
+                d.primary.message = "several signatures fit equally well".into();
+                for &i in &which {
+                    let c = &candidates[i];
+                    d.notes.push(format!(
+                        "candidate: {name}{}",
+                        display_signature(c.args(), c.ret())
+                    ));
+                }
+                d.help = Some(
+                    "overloaded functions must not have multiple equally good promotion paths; \
+                     make the argument types exact (e.g. write `1.0` for a real)"
+                        .into(),
+                );
             }
             Selection::NoMatch(errors) => {
                 let found: Vec<String> = args.iter().map(|(t, _)| t.to_string()).collect();
-                let mut message = format!(
-                    "Ill-typed arguments supplied to function '{}':\n({})\n",
-                    name,
-                    found.join(", ")
-                );
-                if candidates.len() == 1 {
-                    message.push_str(&explain(&errors[0]));
+                let mut notes = Vec::new();
+                let same_arity: Vec<usize> = (0..candidates.len())
+                    .filter(|&i| candidates[i].args().len() == args.len())
+                    .collect();
+                if same_arity.is_empty() {
+                    let mut arities: Vec<usize> =
+                        candidates.iter().map(|c| c.args().len()).collect();
+                    arities.sort_unstable();
+                    arities.dedup();
+                    let arities: Vec<String> = arities.iter().map(usize::to_string).collect();
+                    notes.push(format!(
+                        "'{name}' takes {} arguments but {} were supplied.",
+                        arities.join(" or "),
+                        args.len()
+                    ));
+                } else if same_arity.len() == 1 {
+                    let i = same_arity[0];
+                    notes.push(format!(
+                        "signature: {name}{}",
+                        display_signature(candidates[i].args(), candidates[i].ret())
+                    ));
+                    notes.push(explain(&errors[i]));
                 } else {
-                    message.push_str("Available signatures:");
-                    let mut order: Vec<usize> = (0..candidates.len()).collect();
+                    let mut order = same_arity.clone();
                     order.sort_by_key(|&i| mismatch_rank(&errors[i]));
                     for &i in order.iter().take(5) {
                         let c = &candidates[i];
-                        message.push_str(&format!(
-                            "\n{}\n  {}",
-                            display_signature(&c.args, c.ret.as_ref()),
+                        notes.push(format!(
+                            "{name}{}: {}",
+                            display_signature(c.args(), c.ret()),
                             explain(&errors[i])
                         ));
                     }
-                    if candidates.len() > 5 {
-                        message.push_str(&format!("\n(and {} others)", candidates.len() - 5));
+                    if order.len() > 5 {
+                        notes.push(format!("(and {} other signatures)", order.len() - 5));
                     }
                 }
                 let mut secondary = Vec::new();
                 for c in candidates {
-                    if let Callee::User(id) = c.callee {
-                        secondary.push(self.out.symbols[id].def_span);
+                    if let Candidate::User { id, .. } = c {
+                        secondary.push(self.out.symbols[*id].def_span);
                     }
                 }
-                let d = self.error(codes::NO_MATCHING_SIGNATURE, message, span);
+                let d = self.error(
+                    codes::NO_MATCHING_SIGNATURE,
+                    format!(
+                        "Ill-typed arguments supplied to function '{name}': ({}).",
+                        found.join(", ")
+                    ),
+                    span,
+                );
+                d.primary.message = "no signature accepts these argument types".into();
+                d.notes = notes;
                 for s in secondary {
                     d.secondary.push(crate::diagnostic::Label {
                         span: s,
                         message: "signature tried".into(),
                     });
                 }
-                return;
             }
         }
     }
@@ -242,21 +301,17 @@ impl Checker {
     /// Every overload named `normalized`: built-in signatures then user
     /// functions.
     pub fn gather_candidates(&mut self, normalized: &str) -> Vec<Candidate> {
-        let builtin = self.builtin_signatures(normalized);
-        let mut candidates: Vec<Candidate> = builtin
+        let mut candidates: Vec<Candidate> = self
+            .builtin_signatures(normalized)
             .iter()
-            .map(|s| Candidate {
-                args: s.args.clone(),
-                ret: s.ret.clone(),
-                callee: Callee::Builtin(s.clone()),
-            })
+            .map(Candidate::Builtin)
             .collect();
-        for id in self.env.functions(normalized) {
-            if let Type::Function(ft) = &self.out.symbols[*id].ty {
-                candidates.push(Candidate {
+        for &id in self.env.functions(normalized) {
+            if let Type::Function(ft) = &self.out.symbols[id].ty {
+                candidates.push(Candidate::User {
+                    id,
                     args: ft.args.clone(),
                     ret: ft.ret.clone(),
-                    callee: Callee::User(*id),
                 });
             }
         }
@@ -433,6 +488,16 @@ impl Checker {
         self.out
             .calls
             .insert(span, Callee::Builtin(Signature { args, ret }));
+    }
+}
+
+/// True if `Type::Error` occurs anywhere inside.
+pub fn contains_error(t: &Type) -> bool {
+    match t {
+        Type::Error => true,
+        Type::Array(e) => contains_error(e),
+        Type::Tuple(ts) => ts.iter().any(contains_error),
+        _ => false,
     }
 }
 

@@ -108,30 +108,48 @@ pub enum Selection {
     NoMatch(Vec<Mismatch>),
 }
 
+/// Promotion cost of a call without building an explanation (the hot
+/// path of overload resolution allocates nothing).
+pub fn args_cost(formals: &[(AdLevel, Type)], actuals: &[(AdLevel, Type)]) -> Option<u32> {
+    if formals.len() != actuals.len() {
+        return None;
+    }
+    let mut total = 0;
+    for ((fad, fty), (aad, aty)) in formals.iter().zip(actuals) {
+        total += promotion_cost(fty, aty, true)?;
+        if !ad_compatible(*fad, *aad) && !aty.is_error() {
+            return None;
+        }
+    }
+    Some(total)
+}
+
 /// Pick the unique cheapest candidate (stanc3's
 /// `unique_minimum_promotion`).
 pub fn select<'a>(
-    candidates: impl Iterator<Item = &'a [(AdLevel, Type)]>,
+    candidates: impl Iterator<Item = &'a [(AdLevel, Type)]> + Clone,
     actuals: &[(AdLevel, Type)],
 ) -> Selection {
     let mut best: Option<u32> = None;
     let mut best_idx = Vec::new();
-    let mut errors = Vec::new();
-    for (i, formals) in candidates.enumerate() {
-        match match_args(formals, actuals, true) {
-            Ok(cost) => match best {
+    for (i, formals) in candidates.clone().enumerate() {
+        if let Some(cost) = args_cost(formals, actuals) {
+            match best {
                 Some(b) if cost > b => {}
                 Some(b) if cost == b => best_idx.push(i),
                 _ => {
                     best = Some(cost);
                     best_idx = vec![i];
                 }
-            },
-            Err(e) => errors.push(e),
+            }
         }
     }
     match best_idx.len() {
-        0 => Selection::NoMatch(errors),
+        0 => Selection::NoMatch(
+            candidates
+                .filter_map(|formals| match_args(formals, actuals, true).err())
+                .collect(),
+        ),
         1 => Selection::Unique(best_idx[0]),
         _ => Selection::Ambiguous(best_idx),
     }

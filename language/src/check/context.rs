@@ -85,6 +85,10 @@ impl Checker {
     }
 
     pub fn check_program(&mut self, program: &Program) {
+        // Roughly one expression per few bytes of source: reserve once
+        // instead of rehashing as the map grows.
+        let estimate = program.span.end as usize / 8;
+        self.out.expr_types.reserve(estimate);
         // All user functions are visible everywhere (and in each other's
         // bodies), so declare them first as stanc3 does.
         if let Some(functions) = program
@@ -150,7 +154,7 @@ impl Checker {
             self.function_callees
                 .entry(f.name.clone())
                 .or_default()
-                .push(super::expr::normalized_name(callee));
+                .push(super::expr::normalized_name(callee).into_owned());
         }
     }
 

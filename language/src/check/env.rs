@@ -5,9 +5,34 @@
 //! scope exit are O(1) per name: no quadratic scans on big programs.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::SymbolId;
 use crate::syntax::ast::BlockKind;
+
+/// FNV-1a: fast for the short identifier keys of the scope maps.
+#[derive(Clone, Copy)]
+pub struct NameHasher(u64);
+
+impl Default for NameHasher {
+    fn default() -> NameHasher {
+        NameHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+type NameMap<V> = HashMap<String, V, BuildHasherDefault<NameHasher>>;
 
 /// Where a variable comes from; decides its autodiff level and which
 /// blocks may assign it (stanc3's `originblock`).
@@ -35,9 +60,9 @@ pub struct VarEntry {
 
 #[derive(Default)]
 pub struct Env {
-    vars: HashMap<String, Vec<VarEntry>>,
+    vars: NameMap<Vec<VarEntry>>,
     scopes: Vec<Vec<String>>,
-    functions: HashMap<String, Vec<SymbolId>>,
+    functions: NameMap<Vec<SymbolId>>,
 }
 
 impl Env {

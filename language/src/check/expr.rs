@@ -94,7 +94,7 @@ impl Checker {
                             self.error(
                                 codes::BAD_TUPLE_PROJECTION,
                                 format!(
-                                    "Tried to access index {n} for a tuple of length {}.\nOnly \
+                                    "Tried to access index {n} for a tuple of length {}; only \
                                      indices between 1 and {} are valid.",
                                     ts.len(),
                                     ts.len()
@@ -211,12 +211,49 @@ impl Checker {
         let (lt, lad) = self.expr(l);
         let (rt, rad) = self.expr(r);
         if op == BinaryOp::Div && lt == Type::Int && rt == Type::Int {
-            self.warning(
+            let hint = match (&l.kind, &r.kind) {
+                (_, ExprKind::IntLit(lit)) => format!("a real literal, e.g. `... / {lit}.0`"),
+                (ExprKind::IntLit(lit), _) => format!("a real literal, e.g. `{lit}.0 / ...`"),
+                _ => "`x * 1.0 / y`".to_string(),
+            };
+            let d = self.warning(
                 codes::WARN_INT_DIVISION,
-                "Found int division. Values will be rounded towards zero. If rounding is not \
-                 desired you can write the division as a real division (e.g. `x * 1.0 / y`); \
-                 if rounding is intended please use the integer division operator %/%.",
+                "Found int division: values will be rounded towards zero.",
                 l.span.to(r.span),
+            );
+            d.help = Some(format!(
+                "if rounding is not desired, write the division with {hint}; if rounding is \
+                 intended, use the integer division operator %/%"
+            ));
+        }
+        let is_cmp = |op: BinaryOp| {
+            matches!(
+                op,
+                BinaryOp::Eq
+                    | BinaryOp::Neq
+                    | BinaryOp::Lt
+                    | BinaryOp::Leq
+                    | BinaryOp::Gt
+                    | BinaryOp::Geq
+            )
+        };
+        if is_cmp(op)
+            && let ExprKind::Binary(inner, _, _) = &l.kind
+            && is_cmp(*inner)
+        {
+            let d = self.warning(
+                codes::WARN_OTHER,
+                format!(
+                    "Found chained comparison: this is interpreted as `(a {} b) {} c`, comparing \
+                     the 0/1 result of the first comparison.",
+                    inner.symbol(),
+                    op.symbol()
+                ),
+                e.span,
+            );
+            d.help = Some(
+                "if you meant `a < b && b < c`, write that; add parentheses to silence this warning"
+                    .into(),
             );
         }
         if matches!(op, BinaryOp::Pow)
@@ -387,13 +424,13 @@ impl Checker {
 
 /// `foo_lupdf` → `foo_lpdf`, `foo_lupmf` → `foo_lpmf` (the same function
 /// without dropping constants).
-pub fn normalized_name(name: &str) -> String {
+pub fn normalized_name(name: &str) -> std::borrow::Cow<'_, str> {
     if let Some(stem) = name.strip_suffix("_lupdf") {
-        format!("{stem}_lpdf")
+        format!("{stem}_lpdf").into()
     } else if let Some(stem) = name.strip_suffix("_lupmf") {
-        format!("{stem}_lpmf")
+        format!("{stem}_lpmf").into()
     } else {
-        name.to_string()
+        name.into()
     }
 }
 

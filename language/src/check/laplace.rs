@@ -23,7 +23,10 @@ const HELPER_FAMILIES: [&str; 3] = ["bernoulli_logit", "neg_binomial_2_log", "po
 
 /// Is `name` (possibly `_lupmf`) an embedded Laplace function?
 pub fn is_laplace(name: &str) -> bool {
-    let name = normalized_name(name);
+    if !name.starts_with("laplace_") {
+        return false;
+    }
+    let name = normalized_name(name).into_owned();
     if GENERAL.contains(&name.as_str()) {
         return true;
     }
@@ -165,7 +168,7 @@ impl Checker {
                 Type::Real,
             )?;
             self.laplace_likelihoods
-                .push((normalized_name(&lik_fun.name), lik_fun.span));
+                .push((normalized_name(&lik_fun.name).into_owned(), lik_fun.span));
             rest_start = 2;
             last_lik_span = Some(args[1].span);
         }

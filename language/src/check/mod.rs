@@ -68,6 +68,7 @@ mod suggest;
 mod tilde;
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::diagnostic::Diagnostic;
 use crate::span::Span;
@@ -76,6 +77,34 @@ use crate::types::{AdLevel, Type};
 
 pub use codes::*;
 pub use sigs::Signature;
+
+/// A fast hasher for [`Span`] keys (two small integers; no need for
+/// SipHash's DoS resistance on our own spans).
+#[derive(Default, Clone, Copy)]
+pub struct SpanHasher(u64);
+
+impl Hasher for SpanHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// A map keyed by source spans.
+pub type SpanMap<V> = HashMap<Span, V, BuildHasherDefault<SpanHasher>>;
 
 /// Index into [`CheckedProgram::symbols`].
 pub type SymbolId = usize;
@@ -137,9 +166,9 @@ pub struct CheckedProgram {
     /// symbol it refers to, in source order of checking.
     pub references: Vec<(Span, SymbolId)>,
     /// Type and autodiff level of every expression, keyed by its span.
-    pub expr_types: HashMap<Span, (Type, AdLevel)>,
+    pub expr_types: SpanMap<(Type, AdLevel)>,
     /// Call expression / `~` statement span → resolved callee.
-    pub calls: HashMap<Span, Callee>,
+    pub calls: SpanMap<Callee>,
 }
 
 impl CheckedProgram {
@@ -158,9 +187,31 @@ impl CheckedProgram {
     }
 }
 
+/// Stack for the checking thread. The checker recurses over the tree,
+/// whose depth the parser bounds (~1.3k levels for the deepest accepted
+/// expression); unoptimised builds need several KiB per level, more than a
+/// default 2 MiB thread stack. Pages are only touched as used.
+const CHECK_STACK_BYTES: usize = 256 << 20;
+
 /// Check a parsed program, collecting every semantic error and warning.
 pub fn check_program(program: &Program) -> (CheckedProgram, Vec<Diagnostic>) {
-    let mut checker = context::Checker::new();
-    checker.check_program(program);
-    checker.finish()
+    let run = || {
+        let mut checker = context::Checker::new();
+        checker.check_program(program);
+        checker.finish()
+    };
+    std::thread::scope(|scope| {
+        match std::thread::Builder::new()
+            .name("bat-check".into())
+            .stack_size(CHECK_STACK_BYTES)
+            .spawn_scoped(scope, run)
+        {
+            Ok(handle) => match handle.join() {
+                Ok(result) => result,
+                Err(panic) => std::panic::resume_unwind(panic),
+            },
+            // No thread available: check on the caller's stack.
+            Err(_) => run(),
+        }
+    })
 }

@@ -89,7 +89,7 @@ impl Checker {
             );
             return;
         }
-        if typed.iter().any(|(t, _)| t.is_error()) {
+        if typed.iter().any(|(t, _)| super::calls::contains_error(t)) {
             return;
         }
         let actuals: Vec<(AdLevel, Type)> = typed.iter().map(|(t, ad)| (*ad, t.clone())).collect();
@@ -100,9 +100,9 @@ impl Checker {
             if candidates.is_empty() {
                 continue;
             }
-            let selection = compat::select(candidates.iter().map(|c| c.args.as_slice()), &actuals);
+            let selection = compat::select(candidates.iter().map(Candidate::args), &actuals);
             if let Selection::Unique(i) = selection {
-                let callee = candidates[i].callee.clone();
+                let callee = candidates[i].callee();
                 if let super::Callee::User(id) = callee {
                     self.reference(dist.span, id);
                 }
@@ -155,8 +155,8 @@ impl Checker {
             actuals.extend(args.iter().map(|(t, ad)| (*ad, t.clone())));
             let defined = ["_lcdf", "_lccdf"].iter().all(|suffix| {
                 let candidates = self.gather_candidates(&format!("{family}{suffix}"));
-                match compat::select(candidates.iter().map(|c| c.args.as_slice()), &actuals) {
-                    Selection::Unique(i) => candidates[i].ret == Some(Type::Real),
+                match compat::select(candidates.iter().map(Candidate::args), &actuals) {
+                    Selection::Unique(i) => candidates[i].ret() == Some(&Type::Real),
                     _ => false,
                 }
             });

@@ -135,10 +135,31 @@ pub(crate) fn distribution_families() -> Vec<&'static str> {
 
 pub(super) fn register(builder: &mut Builder) {
     for (kinds, family, classes) in FAMILIES {
-        for kind in *kinds {
-            register_kind(builder, *kind, family, classes);
+        for &kind in *kinds {
+            for name in kind_names(kind, family) {
+                builder.defer(&name, move |b| register_kind(b, kind, family, classes));
+            }
         }
     }
+}
+
+fn suffixes(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Lpdf => &["_lpdf"],
+        Lpmf => &["_lpmf"],
+        Cdf => &["_cdf", "_lcdf"],
+        Ccdf => &["_lccdf"],
+        UnnormCdfs => &["_lcdf_unnorm", "_lccdf_unnorm"],
+        Rng => &["_rng"],
+    }
+}
+
+fn kind_names(kind: Kind, family: &str) -> Vec<String> {
+    suffixes(kind)
+        .iter()
+        .map(|suffix| format!("{family}{suffix}"))
+        .filter(|name| !MISSING.contains(&name.as_str()))
+        .collect()
 }
 
 fn register_kind(builder: &mut Builder, kind: Kind, family: &str, classes: &[Class]) {
@@ -165,20 +186,8 @@ fn register_kind(builder: &mut Builder, kind: Kind, family: &str, classes: &[Cla
         }
         return;
     }
-    let suffixes: &[&str] = match kind {
-        Lpdf => &["_lpdf"],
-        Lpmf => &["_lpmf"],
-        Cdf => &["_cdf", "_lcdf"],
-        Ccdf => &["_lccdf"],
-        UnnormCdfs => &["_lcdf_unnorm", "_lccdf_unnorm"],
-        Rng => unreachable!("handled above"),
-    };
     let arg_lists = combinations(classes);
-    for suffix in suffixes {
-        let name = format!("{family}{suffix}");
-        if MISSING.contains(&name.as_str()) {
-            continue;
-        }
+    for name in kind_names(kind, family) {
         for args in &arg_lists {
             builder.add(&name, Type::Real, args.clone());
         }

@@ -93,37 +93,54 @@ const BINARY_VEC_INT_REAL: &[&str] = &[
 
 pub(super) fn register(b: &mut Builder) {
     use Returns::*;
-    b.unary_vectorized("abs", Class::DeepVectorized, SameAsArg);
-    b.unary_vectorized("abs", Class::DeepComplexVectorized, ComplexToReals);
-    b.unary_vectorized("conj", Class::DeepComplexVectorized, SameAsArg);
-    b.unary_vectorized("get_imag", Class::DeepComplexVectorized, ComplexToReals);
-    b.unary_vectorized("get_real", Class::DeepComplexVectorized, ComplexToReals);
-    b.unary_vectorized("minus", Class::DeepVectorized, SameAsArg);
-    b.unary_vectorized("minus", Class::DeepComplexVectorized, SameAsArg);
-    for name in UNARY_INTS_TO_REALS {
-        b.unary_vectorized(name, Class::DeepVectorized, IntsToReals);
+    // The generated families are deferred: expanded on first lookup.
+    b.defer("abs", |b| {
+        b.unary_vectorized("abs", Class::DeepVectorized, SameAsArg);
+        b.unary_vectorized("abs", Class::DeepComplexVectorized, ComplexToReals);
+    });
+    for name in ["conj", "minus"] {
+        b.defer(name, move |b| {
+            b.unary_vectorized(name, Class::DeepComplexVectorized, SameAsArg)
+        });
+    }
+    b.defer("minus", |b| {
+        b.unary_vectorized("minus", Class::DeepVectorized, SameAsArg)
+    });
+    for name in ["get_imag", "get_real"] {
+        b.defer(name, move |b| {
+            b.unary_vectorized(name, Class::DeepComplexVectorized, ComplexToReals)
+        });
+    }
+    for &name in UNARY_INTS_TO_REALS {
+        b.defer(name, move |b| {
+            b.unary_vectorized(name, Class::DeepVectorized, IntsToReals)
+        });
     }
     b.unary_vectorized("step", Class::Real, IntsToReals);
 
-    for name in BINARY_VEC {
-        b.binary_vec(name);
+    for &name in BINARY_VEC {
+        b.defer(name, move |b| b.binary_vec(name));
     }
-    b.binary_vec_complex_complex("pow");
-    for name in BINARY_VEC_INT_REAL {
-        b.binary_vec_int_real(name);
+    b.defer("pow", |b| b.binary_vec_complex_complex("pow"));
+    for &name in BINARY_VEC_INT_REAL {
+        b.defer(name, move |b| b.binary_vec_int_real(name));
     }
     for name in ["gamma_p", "gamma_q", "owens_t"] {
-        b.binary_vec_real_real(name);
+        b.defer(name, move |b| b.binary_vec_real_real(name));
     }
-    b.binary_vec_reals_to_complex("to_complex");
-    b.binary_vec_int_int("choose");
+    b.defer("to_complex", |b| {
+        b.binary_vec_reals_to_complex("to_complex")
+    });
+    b.defer("choose", |b| b.binary_vec_int_int("choose"));
     for name in ["falling_factorial", "rising_factorial"] {
-        b.binary_vec_int_int(name);
-        b.binary_vec_real_int(name);
+        b.defer(name, move |b| {
+            b.binary_vec_int_int(name);
+            b.binary_vec_real_int(name);
+        });
     }
-    b.binary_vec_real_int("ldexp");
+    b.defer("ldexp", |b| b.binary_vec_real_int("ldexp"));
     b.ternary_vec("fma");
-    register_quantile_functions(b);
+    b.defer("student_t_qf", register_student_t_qf);
 
     register_transforms(b);
     register_container_generic(b);
@@ -136,7 +153,7 @@ pub(super) fn register(b: &mut Builder) {
 /// this table follows. `student_t_qf` is inferred from the stanc3 corpus
 /// (good/function-signatures/.../student_t_qf_3.stan): vectorised over all
 /// four arguments, returning a vector when any argument is a container.
-fn register_quantile_functions(b: &mut Builder) {
+fn register_student_t_qf(b: &mut Builder) {
     use super::generators::combinations;
     let classes = [Class::VReal, Class::VReal, Class::VReal, Class::VReal];
     for args in combinations(&classes) {
@@ -151,15 +168,17 @@ fn register_quantile_functions(b: &mut Builder) {
 
 /// Constraining transforms and their inverses and Jacobians.
 fn register_transforms(b: &mut Builder) {
-    for bound in ["lower_bound", "upper_bound"] {
-        b.first_arg_vector_binary(&format!("{bound}_jacobian"));
-        b.first_arg_vector_binary(&format!("{bound}_constrain"));
-        b.first_arg_vector_binary(&format!("{bound}_unconstrain"));
+    for transform in ["lower_bound", "upper_bound"] {
+        for suffix in ["jacobian", "constrain", "unconstrain"] {
+            let name = format!("{transform}_{suffix}");
+            b.defer(&name.clone(), move |b| b.first_arg_vector_binary(&name));
+        }
     }
-    for name in ["lower_upper_bound", "offset_multiplier"] {
-        b.first_arg_vector_ternary(&format!("{name}_jacobian"));
-        b.first_arg_vector_ternary(&format!("{name}_constrain"));
-        b.first_arg_vector_ternary(&format!("{name}_unconstrain"));
+    for transform in ["lower_upper_bound", "offset_multiplier"] {
+        for suffix in ["jacobian", "constrain", "unconstrain"] {
+            let name = format!("{transform}_{suffix}");
+            b.defer(&name.clone(), move |b| b.first_arg_vector_ternary(&name));
+        }
     }
     for name in [
         "ordered",

@@ -7,7 +7,8 @@ mod distributions;
 mod generators;
 mod math;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
 use super::Signature;
 use super::notation::{parse_arg, parse_type, split_top_level};
@@ -16,8 +17,49 @@ use crate::types::{AdLevel, Type};
 pub(crate) use distributions::distribution_families;
 
 /// All built-in signatures by function name, in registration order.
+/// Large generated families are expanded on first lookup of their name,
+/// so building the table costs little and a model pays only for the
+/// functions it calls.
 pub(crate) struct Table {
-    pub(crate) functions: HashMap<String, Vec<Signature>>,
+    entries: HashMap<String, Entry>,
+}
+
+struct Entry {
+    eager: Vec<Signature>,
+    recipes: Vec<Recipe>,
+    expanded: OnceLock<Vec<Signature>>,
+}
+
+/// Registers (at least) the signatures of one name into a builder.
+type Recipe = Box<dyn Fn(&mut Builder) + Send + Sync>;
+
+impl Table {
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
+    }
+
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.entries.contains_key(name)
+    }
+
+    pub(crate) fn signatures(&self, name: &str) -> &[Signature] {
+        let Some(entry) = self.entries.get(name) else {
+            return &[];
+        };
+        entry.expanded.get_or_init(|| {
+            let mut sigs = entry.eager.clone();
+            let mut scratch = Builder::default();
+            for recipe in &entry.recipes {
+                recipe(&mut scratch);
+            }
+            sigs.extend(scratch.functions.remove(name).unwrap_or_default());
+            // Generators may produce the same argument list twice; keep
+            // the first.
+            let mut seen = HashSet::new();
+            sigs.retain(|sig| seen.insert(sig.args.clone()));
+            sigs
+        })
+    }
 }
 
 pub(crate) fn build() -> Table {
@@ -30,6 +72,7 @@ pub(crate) fn build() -> Table {
 #[derive(Default)]
 pub(crate) struct Builder {
     functions: HashMap<String, Vec<Signature>>,
+    recipes: HashMap<String, Vec<Recipe>>,
 }
 
 impl Builder {
@@ -66,17 +109,43 @@ impl Builder {
         }
     }
 
+    /// Registers `name` now and runs `recipe` (which must add the
+    /// signatures of `name`) when `name` is first looked up.
+    pub(crate) fn defer(
+        &mut self,
+        name: &str,
+        recipe: impl Fn(&mut Builder) + Send + Sync + 'static,
+    ) {
+        self.recipes
+            .entry(name.to_owned())
+            .or_default()
+            .push(Box::new(recipe));
+    }
+
     fn finish(mut self) -> Table {
-        // Generators may produce the same argument list twice (as stanc3's
-        // do for a few functions); keep the first, which is what stanc3's
-        // resolution ends up selecting.
-        for sigs in self.functions.values_mut() {
-            let mut seen = std::collections::HashSet::new();
-            sigs.retain(|sig| seen.insert(sig.args.clone()));
+        let mut entries: HashMap<String, Entry> = HashMap::new();
+        for (name, eager) in self.functions.drain() {
+            entries.insert(
+                name,
+                Entry {
+                    eager,
+                    recipes: Vec::new(),
+                    expanded: OnceLock::new(),
+                },
+            );
         }
-        Table {
-            functions: self.functions,
+        for (name, recipes) in self.recipes.drain() {
+            entries
+                .entry(name)
+                .or_insert_with(|| Entry {
+                    eager: Vec::new(),
+                    recipes: Vec::new(),
+                    expanded: OnceLock::new(),
+                })
+                .recipes
+                .extend(recipes);
         }
+        Table { entries }
     }
 }
 
