@@ -294,3 +294,28 @@ fn examples_all_check() {
     let out = bat(&args);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
 }
+
+#[test]
+fn warnings_alone_exit_zero_and_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = "data {\n  int N;\n  int K;\n}\ntransformed data {\n  real r = K / N;\n}\n";
+    let file = write_temp(&dir, "warn.stan", source.as_bytes());
+    let out = bat(&["check", "--message-format", "json", path_str(&file)]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let v: serde_json::Value =
+        serde_json::from_str(stdout.lines().next().expect("a warning")).unwrap();
+    assert_eq!(v["severity"], "warning");
+    assert_eq!((&v["line"], &v["column"]), (&6.into(), &12.into()));
+}
+
+#[test]
+fn standalone_functions_file_is_checked_without_wrapper() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = "real twice(real x) {\n  return 2 * x;\n}\n";
+    let ok = write_temp(&dir, "lib.stanfunctions", source.as_bytes());
+    assert_eq!(bat(&["check", path_str(&ok)]).status.code(), Some(0));
+    // The same text is not a whole program.
+    let program = write_temp(&dir, "lib.stan", source.as_bytes());
+    assert_eq!(bat(&["check", path_str(&program)]).status.code(), Some(1));
+}
