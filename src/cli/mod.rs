@@ -36,6 +36,7 @@ enum Command {
         /// How diagnostics are printed.
         #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
         message_format: MessageFormat,
+        /// When to colour diagnostics (auto: stderr is a terminal and NO_COLOR is unset).
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
     },
@@ -46,6 +47,7 @@ enum Command {
         /// Which representation to print.
         #[arg(long, value_enum)]
         emit: Emit,
+        /// When to colour diagnostics (auto: stderr is a terminal and NO_COLOR is unset).
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
     },
