@@ -41,9 +41,9 @@ impl Blocks {
             b.parameters,
             "  real beta_{i};\n  real<lower=0> sigma_{i};\n  vector[K] z_{i};\n"
         );
-        let _ = write!(
+        let _ = writeln!(
             b.transformed_parameters,
-            "  vector[K] gamma_{i} = sigma_{i} * z_{i};\n"
+            "  vector[K] gamma_{i} = sigma_{i} * z_{i};"
         );
         let _ = write!(
             b.model,
@@ -53,9 +53,9 @@ impl Blocks {
              }} else {{\n      y[n] ~ normal(gamma_{i}[group[n]] + beta_{i} * xc_{i}[n], sigma_{i});\n    \
              }}\n  }}\n"
         );
-        let _ = write!(
+        let _ = writeln!(
             b.generated_quantities,
-            "  real y_rep_{i} = normal_rng(beta_{i} * mean_x_{i}, sigma_{i});\n"
+            "  real y_rep_{i} = normal_rng(beta_{i} * mean_x_{i}, sigma_{i});"
         );
     }
 

@@ -45,7 +45,7 @@ mod tests {
             if n == 0 {
                 0
             } else {
-                1 + depth(n - 1) + pad[0] * 0
+                1 + depth(n - 1) + (pad[7] - n)
             }
         }
         assert_eq!(run_guarded(|| depth(200_000)), Ok(200_000));

@@ -64,7 +64,7 @@ impl Corpus {
             .expect("readable manifest");
         let manifest: serde_json::Value =
             serde_json::from_str(&manifest_text).expect("manifest is JSON");
-        let keep = |i: usize| selection == Selection::All || i % 5 == 0;
+        let keep = |i: usize| selection == Selection::All || i.is_multiple_of(5);
         let mut cases = Vec::new();
         for (i, entry) in manifest["good"]
             .as_array()
