@@ -193,3 +193,42 @@ fn stanc3_and_posteriordb_conformance() {
         "semantic-bad matching below 95%"
     );
 }
+
+/// The LSP checks programs that still have syntax errors (the parser's
+/// partial tree with `Error` nodes): checking any corpus file, however
+/// broken, must not panic.
+#[test]
+fn checking_partial_programs_never_panics() {
+    let corpus = corpus();
+    let mut files = Vec::new();
+    let mut dirs = vec![corpus.join("stanc3/bad"), corpus.join("stanc3/good")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("corpus dir") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "stan") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(
+        files.len() > 1000,
+        "found only {} corpus files",
+        files.len()
+    );
+    let mut with_syntax_errors = 0;
+    for path in &files {
+        let source = std::fs::read_to_string(path).expect("readable corpus file");
+        let (program, syntax) = language::syntax::parse(&source);
+        if syntax.iter().any(Diagnostic::is_error) {
+            with_syntax_errors += 1;
+        }
+        let result = std::panic::catch_unwind(|| language::check::check_program(&program));
+        assert!(result.is_ok(), "checker panicked on {}", path.display());
+    }
+    assert!(
+        with_syntax_errors > 250,
+        "expected the syntax-bad files to be exercised"
+    );
+}

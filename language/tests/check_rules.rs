@@ -476,3 +476,9 @@ fn stanc_style_warnings() {
         vec![("W0102", 3)]
     );
 }
+
+#[test]
+fn jacobian_call_without_parameters_warns() {
+    let src = "functions {\n  real f_jacobian(real x) { jacobian += x; return x; }\n}\ndata { real d; }\nparameters { real p; }\ntransformed parameters {\n  real a = f_jacobian(p);\n  real b = f_jacobian(d);\n}\n";
+    assert_eq!(diags(src), vec![("W0102", 8)]);
+}

@@ -439,6 +439,26 @@ impl Checker {
                  parameters block or in other _jacobian functions.",
                 span,
             );
+        } else if n.ends_with("_jacobian")
+            && !args.iter().any(|a| {
+                self.out
+                    .expr_types
+                    .get(&a.span)
+                    .is_some_and(|(_, ad)| *ad == AdLevel::AutoDiff)
+            })
+        {
+            let alternative = format!("{}_constrain", n.trim_end_matches("_jacobian"));
+            let known = !self.env.functions(&alternative).is_empty()
+                || self.is_builtin_function(&alternative);
+            let d = self.warning(
+                codes::WARN_OTHER,
+                "Calling a _jacobian function without any parameter arguments still applies the \
+                 Jacobian adjustments, ensure this is intentional!",
+                span,
+            );
+            if known {
+                d.help = Some(format!("consider using {alternative} instead"));
+            }
         }
         if n.ends_with("_rng") {
             if self.in_toplevel_decl {

@@ -209,7 +209,7 @@ impl Checker {
         match &t.kind {
             SizedTypeKind::Int(b) => {
                 let kinds = self.bounds(b, whole);
-                if global && kinds.iter().any(|k| *k == Type::Real) {
+                if global && kinds.contains(&Type::Real) {
                     self.error(
                         codes::BAD_BOUNDS,
                         "Bounds of integer variable must be of type int. Found type real.",

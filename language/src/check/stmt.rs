@@ -17,14 +17,14 @@ pub enum Flow {
     /// Always returns (or rejects).
     Complete,
     /// May `break` out of the enclosing loop.
-    NonlocalControlFlow,
+    Breaks,
 }
 
 fn seq(a: Flow, b: Flow) -> Flow {
     use Flow::*;
     match (a, b) {
         (Complete, Complete) | (Incomplete, Complete) => Complete,
-        (NonlocalControlFlow, _) | (_, NonlocalControlFlow) => NonlocalControlFlow,
+        (Breaks, _) | (_, Breaks) => Breaks,
         _ => Incomplete,
     }
 }
@@ -33,7 +33,7 @@ fn branches(a: Flow, b: Flow) -> Flow {
     use Flow::*;
     match (a, b) {
         (Complete, Complete) => Complete,
-        (NonlocalControlFlow, _) | (_, NonlocalControlFlow) => NonlocalControlFlow,
+        (Breaks, _) | (_, Breaks) => Breaks,
         _ => Incomplete,
     }
 }
@@ -184,7 +184,7 @@ impl Checker {
                     );
                 }
                 if matches!(s.kind, StmtKind::Break) {
-                    Flow::NonlocalControlFlow
+                    Flow::Breaks
                 } else {
                     Flow::Incomplete
                 }
