@@ -1,0 +1,57 @@
+//! `bat ir`: print an intermediate representation of one program.
+
+use super::Emit;
+use super::MessageFormat;
+use super::check::report;
+use super::source::{self, LoadFailure};
+use super::stack::run_guarded;
+use language::Diagnostic;
+use std::path::Path;
+use std::process::ExitCode;
+
+pub fn run(path: &Path, emit: Emit, color: bool) -> ExitCode {
+    let file = match source::load(path) {
+        Ok(file) => file,
+        Err(LoadFailure::Unreadable(message)) => {
+            eprintln!("error: {message}");
+            return ExitCode::FAILURE;
+        }
+        Err(LoadFailure::InvalidUtf8 { file, diagnostic }) => {
+            report(&file, &[*diagnostic], MessageFormat::Human, color);
+            return ExitCode::FAILURE;
+        }
+    };
+    let printed = run_guarded(|| match emit {
+        // The syntax tree needs only a successful parse: semantic errors do
+        // not stop it from being printed.
+        Emit::Ast => {
+            let (program, diagnostics) = if file.functions_only {
+                language::syntax::parse_functions_only(&file.text)
+            } else {
+                language::syntax::parse(&file.text)
+            };
+            if diagnostics.iter().any(Diagnostic::is_error) {
+                Err(diagnostics)
+            } else {
+                Ok(language::syntax::print_ast(&program))
+            }
+        }
+    });
+    match printed {
+        Ok(Ok(text)) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Ok(Err(diagnostics)) => {
+            report(&file, &diagnostics, MessageFormat::Human, color);
+            ExitCode::FAILURE
+        }
+        Err(panic) => {
+            eprintln!(
+                "error: internal compiler error while reading `{}`: {panic}",
+                file.name
+            );
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! Snapshots of `bat ir --emit <stage>` for the example models, one file
+//! per (stage, model) in `tests/emit/snapshots/`. Later stages add their
+//! `--emit` value to `STAGES`.
+
+use std::path::Path;
+use std::process::Command;
+
+const STAGES: &[&str] = &["ast"];
+
+#[test]
+fn emit_examples() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(root.join("tests/emit/snapshots"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.bind(|| {
+        let mut models: Vec<_> = std::fs::read_dir(root.join("examples"))
+            .expect("examples/")
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "bat"))
+            .collect();
+        models.sort();
+        assert!(models.len() >= 5, "examples missing");
+        for path in &models {
+            let model = path.file_stem().unwrap().to_string_lossy().into_owned();
+            for stage in STAGES {
+                let out = Command::new(env!("CARGO_BIN_EXE_bat"))
+                    .args(["ir", "--emit", stage, "--color", "never"])
+                    .arg(path)
+                    .output()
+                    .expect("run bat");
+                assert!(
+                    out.status.success(),
+                    "bat ir --emit {stage} {model} failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+                assert!(!text.trim().is_empty(), "empty {stage} for {model}");
+                insta::assert_snapshot!(format!("{stage}@{model}"), text);
+            }
+        }
+    });
+}

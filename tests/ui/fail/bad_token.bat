@@ -1,0 +1,4 @@
+// expect: syntax error
+transformed data {
+  real x = 3 # 4;
+}

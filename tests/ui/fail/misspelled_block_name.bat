@@ -1,0 +1,7 @@
+// expect: syntax error
+paramters {
+  real mu;
+}
+model {
+  mu ~ normal(0, 1);
+}

@@ -1,0 +1,7 @@
+// expect: semantic error
+parameters {
+  real mu;
+}
+model {
+  mu ~ nromal(0, 1);
+}
