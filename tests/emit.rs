@@ -5,7 +5,15 @@
 use std::path::Path;
 use std::process::Command;
 
-const STAGES: &[&str] = &["ast"];
+const STAGES: &[&str] = &["ast", "mir", "grad"];
+
+/// (stage, model) pairs that cannot be emitted yet; each must fail with a
+/// "not yet supported" diagnostic (so the list shrinks when they work).
+const NOT_YET: &[(&str, &str, &str)] = &[(
+    "grad",
+    "recursion_while",
+    "not yet supported by automatic differentiation: calls of user-defined functions",
+)];
 
 #[test]
 fn emit_examples() {
@@ -31,6 +39,16 @@ fn emit_examples() {
                     .arg(path)
                     .output()
                     .expect("run bat");
+                if let Some((_, _, reason)) =
+                    NOT_YET.iter().find(|(s, m, _)| s == stage && *m == model)
+                {
+                    let stderr = String::from_utf8_lossy(&out.stderr);
+                    assert!(
+                        !out.status.success() && stderr.contains(reason),
+                        "{stage} {model} is listed as not yet supported but gave: {stderr}"
+                    );
+                    continue;
+                }
                 assert!(
                     out.status.success(),
                     "bat ir --emit {stage} {model} failed: {}",

@@ -6,8 +6,11 @@
 //! |---|---|---|
 //! | lex + parse | [`syntax::parse`] | [`syntax::ast::Program`] + syntax diagnostics |
 //! | check | [`check::check_program`] | [`check::CheckedProgram`] + semantic diagnostics |
+//! | lower | [`mir::lower`] | [`mir::Program`] (model IR) |
+//! | differentiate | [`ad::gradient`] | [`ad::GradProgram`] (forward + reverse sweep) |
+//! | run (reference) | [`interp::Model`] | log density, gradient, generated quantities |
 //!
-//! Later phases (model IR, AD, batching IRs) consume the checked program.
+//! The batching IRs (later) consume the gradient program.
 //! This crate does no I/O beyond the source text it is handed and knows no
 //! backend.
 
@@ -37,7 +40,16 @@ pub struct FrontEnd {
 /// Parse and check `source`. Checking runs only if parsing produced no
 /// errors (as stanc does), so semantic errors never cascade from syntax ones.
 pub fn compile_front_end(source: &str) -> FrontEnd {
-    let (program, mut diagnostics) = syntax::parse(source);
+    check_parsed(syntax::parse(source))
+}
+
+/// [`compile_front_end`] for a standalone functions file (`.stanfunctions`):
+/// function definitions without the `functions { }` wrapper.
+pub fn compile_functions_file(source: &str) -> FrontEnd {
+    check_parsed(syntax::parse_functions_only(source))
+}
+
+fn check_parsed((program, mut diagnostics): (syntax::ast::Program, Vec<Diagnostic>)) -> FrontEnd {
     let checked = if diagnostics.iter().any(Diagnostic::is_error) {
         None
     } else {

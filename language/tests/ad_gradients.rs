@@ -39,10 +39,25 @@ fn close(ours: f64, truth: f64, rel: f64) -> bool {
     (ours - truth).abs() <= rel * truth.abs().max(1.0)
 }
 
-/// Check one model; `Err` says what failed first.
+/// Check one posteriordb model; `Err` says what failed first.
 fn check_model(dir: &Path) -> Result<(), String> {
     let name = dir.file_name().unwrap().to_string_lossy().to_string();
-    let source = std::fs::read_to_string(dir.join("model.stan")).map_err(|e| e.to_string())?;
+    check_files(
+        &name,
+        &dir.join("model.stan"),
+        &dir.join("data.json"),
+        &dir.join("stan_oracle.json"),
+    )
+}
+
+fn check_files(
+    name: &str,
+    model_path: &Path,
+    data_path: &Path,
+    oracle_path: &Path,
+) -> Result<(), String> {
+    let name = name.to_string();
+    let source = std::fs::read_to_string(model_path).map_err(|e| e.to_string())?;
     let fe = language::compile_front_end(&source);
     if let Some(d) = fe.diagnostics.iter().find(|d| d.is_error()) {
         return Err(format!("front end: {}", d.message));
@@ -59,10 +74,9 @@ fn check_model(dir: &Path) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join("; ")
     })?;
-    let data_text = std::fs::read_to_string(dir.join("data.json")).unwrap_or("{}".into());
+    let data_text = std::fs::read_to_string(data_path).unwrap_or("{}".into());
     let data = DataFile::parse(&data_text).map_err(|e| format!("data: {e}"))?;
     let model = Model::new(&program, &data).map_err(|e| format!("model: {e}"))?;
-    let oracle_path = dir.join("stan_oracle.json");
     let oracle: Option<serde_json::Value> = (oracle_path.exists()
         && !ORACLE_SIMPLEX_DIFFERS.contains(&name.as_str()))
     .then(|| serde_json::from_str(&std::fs::read_to_string(&oracle_path).unwrap()).unwrap());
@@ -138,16 +152,60 @@ fn check_model(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn gradients_match_stan_and_finite_differences() {
-    let listed: BTreeMap<String, String> = include_str!("ad_gradients_exceptions.txt")
+fn exceptions() -> BTreeMap<String, String> {
+    include_str!("ad_gradients_exceptions.txt")
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .filter_map(|l| {
             l.split_once(": ")
                 .map(|(a, b)| (a.to_string(), b.to_string()))
         })
+        .collect()
+}
+
+/// The example models shipped in `examples/` (finite differences only).
+#[test]
+fn example_gradients_match_finite_differences() {
+    let listed = exceptions();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut models: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bat"))
         .collect();
+    models.sort();
+    let (mut checked, mut problems) = (0, Vec::new());
+    for path in &models {
+        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+        let name = format!("examples/{stem}");
+        let data = dir.join(format!("{stem}.data.json"));
+        if !data.exists() {
+            // logistic_regression's data is generated at setup time (large).
+            continue;
+        }
+        checked += 1;
+        match (
+            check_files(&name, path, &data, &dir.join("no-oracle")),
+            listed.get(&name),
+        ) {
+            (Ok(()), Some(_)) => {
+                problems.push(format!("{name}: listed as an exception but now passes"))
+            }
+            (Err(e), None) => problems.push(format!("{name}: {e}")),
+            _ => {}
+        }
+    }
+    assert!(
+        checked >= 4,
+        "only {checked} examples with data found in {}",
+        dir.display()
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn gradients_match_stan_and_finite_differences() {
+    let listed = exceptions();
     let mut entries: Vec<_> = std::fs::read_dir(corpus())
         .unwrap()
         .map(|e| e.unwrap().path())

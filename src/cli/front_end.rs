@@ -1,27 +1,14 @@
 //! Choosing the front-end entry point for a file.
 
 use super::source::SourceFile;
-use language::{Diagnostic, FrontEnd};
+use language::FrontEnd;
 
-/// Parse and check `file`. Standalone functions files are parsed without
-/// the `functions { }` wrapper, then checked the same way as
-/// [`language::compile_front_end`] does: only if parsing found no error.
+/// Parse and check `file` (standalone functions files without the
+/// `functions { }` wrapper).
 pub fn compile(file: &SourceFile) -> FrontEnd {
-    if !file.functions_only {
-        return language::compile_front_end(&file.text);
-    }
-    let (program, mut diagnostics) = language::syntax::parse_functions_only(&file.text);
-    let checked = if diagnostics.iter().any(Diagnostic::is_error) {
-        None
+    if file.functions_only {
+        language::compile_functions_file(&file.text)
     } else {
-        let (checked, semantic) = language::check::check_program(&program);
-        diagnostics.extend(semantic);
-        Some(checked)
-    };
-    diagnostics.sort_by_key(|d| (d.primary.span.start, d.primary.span.end));
-    FrontEnd {
-        program,
-        checked,
-        diagnostics,
+        language::compile_front_end(&file.text)
     }
 }

@@ -3,6 +3,7 @@
 use super::Emit;
 use super::MessageFormat;
 use super::check::report;
+use super::model;
 use super::source::{self, LoadFailure};
 use super::stack::run_guarded;
 use language::Diagnostic;
@@ -10,6 +11,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(path: &Path, emit: Emit, color: bool) -> ExitCode {
+    if emit != Emit::Ast {
+        return run_lowered(path, emit, color);
+    }
     let file = match source::load(path) {
         Ok(file) => file,
         Err(LoadFailure::Unreadable(message)) => {
@@ -24,6 +28,7 @@ pub fn run(path: &Path, emit: Emit, color: bool) -> ExitCode {
     let printed = run_guarded(|| match emit {
         // The syntax tree needs only a successful parse: semantic errors do
         // not stop it from being printed.
+        Emit::Mir | Emit::Grad => unreachable!("handled by run_lowered"),
         Emit::Ast => {
             let (program, diagnostics) = if file.functions_only {
                 language::syntax::parse_functions_only(&file.text)
@@ -54,4 +59,20 @@ pub fn run(path: &Path, emit: Emit, color: bool) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--emit mir|grad`: the stages after checking.
+fn run_lowered(path: &Path, emit: Emit, color: bool) -> ExitCode {
+    let Ok(compiled) = model::compile(path, color) else {
+        return ExitCode::FAILURE;
+    };
+    let text = match emit {
+        Emit::Grad => match model::gradient(&compiled, color) {
+            Ok(g) => language::ad::print_grad_program(&g),
+            Err(model::Reported) => return ExitCode::FAILURE,
+        },
+        _ => language::mir::print::print_program(&compiled.mir),
+    };
+    print!("{text}");
+    ExitCode::SUCCESS
 }

@@ -7,8 +7,11 @@ mod check;
 mod front_end;
 mod ir;
 mod json;
+mod logdensity;
+mod model;
 mod source;
 mod stack;
+mod summary;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::IsTerminal;
@@ -19,7 +22,7 @@ use std::process::ExitCode;
 #[command(
     name = "bat",
     version,
-    about = "Stan-compatible probabilistic programming (front end: parse and check)"
+    about = "Stan-compatible probabilistic programming: check models, evaluate log densities and gradients, summarize draws"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -51,6 +54,52 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
     },
+    /// Log density and gradient at one point (as BridgeStan's log_density_gradient).
+    Logdensity {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// Data in Stan JSON (default: FILE with `.data.json` if it exists).
+        #[arg(long, value_name = "DATA.json")]
+        data: Option<PathBuf>,
+        /// Parameter values: constrained values by name in Stan JSON, or with
+        /// --unconstrained a JSON array of the unconstrained vector.
+        #[arg(long, value_name = "PARAMS.json")]
+        params: PathBuf,
+        /// PARAMS.json holds the unconstrained vector (Stan's order).
+        #[arg(long)]
+        unconstrained: bool,
+        /// Leave out the log-Jacobian of the parameter transforms.
+        #[arg(long)]
+        no_jacobian: bool,
+        /// When to colour diagnostics.
+        #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
+    },
+    /// Summarize the draws in a bat output file (Mean, MCSE, SD, quantiles, ESS, R-hat).
+    Summary {
+        #[arg(value_name = "FILE.h5")]
+        file: PathBuf,
+        #[arg(long, value_enum, default_value_t = SummaryFormat::Table)]
+        format: SummaryFormat,
+    },
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummaryFormat {
+    /// Aligned columns like CmdStan's stansummary, with warnings.
+    Table,
+    Csv,
+    Json,
+}
+
+impl From<SummaryFormat> for bat::Format {
+    fn from(f: SummaryFormat) -> bat::Format {
+        match f {
+            SummaryFormat::Table => bat::Format::Table,
+            SummaryFormat::Csv => bat::Format::Csv,
+            SummaryFormat::Json => bat::Format::Json,
+        }
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +136,11 @@ impl ColorChoice {
 pub enum Emit {
     /// The parsed syntax tree.
     Ast,
+    /// The model IR: data, transformed data, parameters with their
+    /// transforms, transformed parameters, model, generated quantities.
+    Mir,
+    /// The gradient program: forward sweep then reverse sweep of the log density.
+    Grad,
 }
 
 pub fn run() -> ExitCode {
@@ -98,5 +152,21 @@ pub fn run() -> ExitCode {
             color,
         } => check::run(&files, message_format, color.for_stderr()),
         Command::Ir { file, emit, color } => ir::run(&file, emit, color.for_stderr()),
+        Command::Logdensity {
+            file,
+            data,
+            params,
+            unconstrained,
+            no_jacobian,
+            color,
+        } => logdensity::run(&logdensity::Options {
+            file: &file,
+            data: data.as_deref(),
+            params: &params,
+            unconstrained,
+            jacobian: !no_jacobian,
+            color: color.for_stderr(),
+        }),
+        Command::Summary { file, format } => summary::run(&file, format.into()),
     }
 }

@@ -102,6 +102,14 @@ impl Transformer {
         out: &mut Vec<Stmt>,
     ) -> Result<(), String> {
         use Prim::*;
+        // Only real-valued operands that may depend on parameters carry a
+        // derivative (ints, even computed from parameters, do not).
+        if args
+            .iter()
+            .all(|a| a.ad == AdLevel::DataOnly || !Self::is_real_valued(&a.ty))
+        {
+            return Ok(());
+        }
         let ew = |a: Prim, x: Expr, y: Expr| {
             let ty = elementwise_type(&x.ty, &y.ty);
             prim(a, vec![x, y], ty, span)
@@ -194,6 +202,139 @@ impl Transformer {
                 let rev = prim(Reverse, vec![tb.clone()], tb.ty.clone(), span);
                 let cs = prim(CumulativeSum, vec![rev], tb.ty.clone(), span);
                 self.accumulate(&args[0], prim(Reverse, vec![cs], tb.ty.clone(), span), out);
+            }
+            DiagPreMultiply => {
+                // t = diag(v) M:  M̄ += diag(v) t̄,  v̄ += (t̄ ⊙ M) 1
+                let (v, m) = (&args[0], &args[1]);
+                let m_share = prim(
+                    DiagPreMultiply,
+                    vec![v.clone(), tb.clone()],
+                    Type::Matrix,
+                    span,
+                );
+                self.accumulate(m, m_share, out);
+                let ones = prim(
+                    RepVector,
+                    vec![
+                        real(1.0, span),
+                        prim(Cols, vec![m.clone()], Type::Int, span),
+                    ],
+                    Type::Vector,
+                    span,
+                );
+                let weighted = prim(EltMul, vec![tb.clone(), m.clone()], Type::Matrix, span);
+                self.accumulate_broadcast(
+                    v,
+                    prim(Mul, vec![weighted, ones], Type::Vector, span),
+                    out,
+                );
+            }
+            DiagPostMultiply => {
+                // t = M diag(v):  M̄ += t̄ diag(v),  v̄ += 1ᵀ (t̄ ⊙ M)
+                let (m, v) = (&args[0], &args[1]);
+                let m_share = prim(
+                    DiagPostMultiply,
+                    vec![tb.clone(), v.clone()],
+                    Type::Matrix,
+                    span,
+                );
+                self.accumulate(m, m_share, out);
+                let ones = prim(
+                    RepRowVector,
+                    vec![
+                        real(1.0, span),
+                        prim(Rows, vec![m.clone()], Type::Int, span),
+                    ],
+                    Type::RowVector,
+                    span,
+                );
+                let weighted = prim(EltMul, vec![tb.clone(), m.clone()], Type::Matrix, span);
+                self.accumulate_broadcast(
+                    v,
+                    prim(Mul, vec![ones, weighted], Type::RowVector, span),
+                    out,
+                );
+            }
+            Reverse => self.accumulate(
+                &args[0],
+                prim(Reverse, vec![tb.clone()], tb.ty.clone(), span),
+                out,
+            ),
+            Head | Tail | Segment => {
+                // The slice of the argument that was taken gets t̄.
+                let ExprKind::Var(v) = args[0].kind else {
+                    return Ok(());
+                };
+                let Some(a) = self.adjoint(v) else {
+                    return Ok(());
+                };
+                let int = |e: Expr| e;
+                let one = Expr {
+                    kind: ExprKind::Int(1),
+                    ty: Type::Int,
+                    ad: AdLevel::DataOnly,
+                    span,
+                };
+                let len = prim(NumElements, vec![args[0].clone()], Type::Int, span);
+                let range = match p {
+                    Head => Index::Between(one, int(args[1].clone())),
+                    Tail => Index::Upfrom(prim(
+                        Add,
+                        vec![prim(Sub, vec![len, args[1].clone()], Type::Int, span), one],
+                        Type::Int,
+                        span,
+                    )),
+                    _ => Index::Between(
+                        args[1].clone(),
+                        prim(
+                            Sub,
+                            vec![
+                                prim(Add, vec![args[1].clone(), args[2].clone()], Type::Int, span),
+                                one,
+                            ],
+                            Type::Int,
+                            span,
+                        ),
+                    ),
+                };
+                let lhs = LValue {
+                    var: a,
+                    path: vec![LValueStep::Index(vec![range])],
+                };
+                out.push(Stmt {
+                    kind: StmtKind::AddAssign {
+                        lhs,
+                        rhs: tb.clone(),
+                    },
+                    span,
+                });
+            }
+            RepMatrix if !args[0].ty.is_scalar() => {
+                // Columns (vector) or rows (row_vector) repeated: sum them.
+                let share = if args[0].ty == Type::Vector {
+                    let ones = prim(
+                        RepVector,
+                        vec![
+                            real(1.0, span),
+                            prim(Cols, vec![tb.clone()], Type::Int, span),
+                        ],
+                        Type::Vector,
+                        span,
+                    );
+                    prim(Mul, vec![tb.clone(), ones], Type::Vector, span)
+                } else {
+                    let ones = prim(
+                        RepRowVector,
+                        vec![
+                            real(1.0, span),
+                            prim(Rows, vec![tb.clone()], Type::Int, span),
+                        ],
+                        Type::RowVector,
+                        span,
+                    );
+                    prim(Mul, vec![ones, tb.clone()], Type::RowVector, span)
+                };
+                self.accumulate(&args[0], share, out);
             }
             DiagMatrix => self.accumulate(
                 &args[0],

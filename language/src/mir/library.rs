@@ -275,7 +275,14 @@ pub(super) fn prim(p: Prim, args: Vec<Expr>, span: Span) -> Expr {
         Prim::NumElements | Prim::Size | Prim::Rows | Prim::Cols => Type::Int,
         _ => elementwise_type(&args),
     };
-    let ad = ad_of(&args);
+    // Sizes never depend on parameter values.
+    let ad = if ty == Type::Int
+        && matches!(p, Prim::NumElements | Prim::Size | Prim::Rows | Prim::Cols)
+    {
+        AdLevel::DataOnly
+    } else {
+        ad_of(&args)
+    };
     Expr {
         kind: ExprKind::Prim(p, args),
         ty,

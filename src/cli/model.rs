@@ -1,0 +1,120 @@
+//! From a model file to something that runs: front end, model IR, data,
+//! gradient program. Every failure is reported where it belongs (source
+//! diagnostics rendered against the file, data errors naming the variable)
+//! and ends the command with exit code 1.
+
+use super::MessageFormat;
+use super::check::report;
+use super::front_end;
+use super::source::{self, LoadFailure, SourceFile};
+use super::stack::run_guarded;
+use language::ad::GradProgram;
+use language::data::DataFile;
+use language::interp::Model;
+use language::{Diagnostic, mir};
+use std::path::{Path, PathBuf};
+
+/// Why a model could not be prepared; the message was already printed.
+pub struct Reported;
+
+pub struct Compiled {
+    pub file: SourceFile,
+    pub mir: mir::Program,
+}
+
+fn model_name(path: &Path) -> String {
+    path.file_stem()
+        .map_or_else(|| "model".to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+/// Read, parse, check and lower `path`, printing diagnostics (warnings too).
+pub fn compile(path: &Path, color: bool) -> Result<Compiled, Reported> {
+    let file = match source::load(path) {
+        Ok(file) => file,
+        Err(LoadFailure::Unreadable(message)) => {
+            eprintln!("error: {message}");
+            return Err(Reported);
+        }
+        Err(LoadFailure::InvalidUtf8 { file, diagnostic }) => {
+            report(&file, &[*diagnostic], MessageFormat::Human, color);
+            return Err(Reported);
+        }
+    };
+    let name = model_name(path);
+    let lowered = run_guarded(|| {
+        let fe = front_end::compile(&file);
+        let mut diagnostics = fe.diagnostics;
+        let Some(checked) = fe
+            .checked
+            .filter(|_| !diagnostics.iter().any(Diagnostic::is_error))
+        else {
+            return (None, diagnostics);
+        };
+        match mir::lower(&fe.program, &checked, &name) {
+            Ok(program) => (Some(program), diagnostics),
+            Err(more) => {
+                diagnostics.extend(more);
+                (None, diagnostics)
+            }
+        }
+    });
+    match lowered {
+        Ok((program, diagnostics)) => {
+            report(&file, &diagnostics, MessageFormat::Human, color);
+            match program {
+                Some(mir) => Ok(Compiled { file, mir }),
+                None => Err(Reported),
+            }
+        }
+        Err(panic) => {
+            eprintln!(
+                "error: internal compiler error while compiling `{}`: {panic}",
+                file.name
+            );
+            Err(Reported)
+        }
+    }
+}
+
+/// The gradient program of a compiled model.
+pub fn gradient(compiled: &Compiled, color: bool) -> Result<GradProgram, Reported> {
+    language::ad::gradient(&compiled.mir).map_err(|diagnostics| {
+        report(&compiled.file, &diagnostics, MessageFormat::Human, color);
+        Reported
+    })
+}
+
+/// The data file to use: the one given, else `FILE.data.json` beside the
+/// model if it exists, else none.
+pub fn data_path(model: &Path, given: Option<&Path>) -> Option<PathBuf> {
+    if let Some(p) = given {
+        return Some(p.to_path_buf());
+    }
+    let stem = model.with_extension("");
+    let beside = PathBuf::from(format!("{}.data.json", stem.display()));
+    beside.exists().then_some(beside)
+}
+
+/// Read a Stan JSON file, naming the file in errors.
+pub fn read_json(path: &Path) -> Result<DataFile, Reported> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        eprintln!("error: cannot read `{}`: {e}", path.display());
+        Reported
+    })?;
+    DataFile::parse(&text).map_err(|e| {
+        eprintln!("error: `{}`: {e}", path.display());
+        Reported
+    })
+}
+
+/// Read the data and run transformed data.
+pub fn instantiate(compiled: &Compiled, data: Option<&Path>) -> Result<Model, Reported> {
+    let data = match data {
+        Some(path) => read_json(path)?,
+        None => DataFile::empty(),
+    };
+    Model::new(&compiled.mir, &data).map_err(|e| {
+        eprintln!("error: {}: {e}", compiled.file.name);
+        Reported
+    })
+}
