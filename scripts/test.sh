@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# The whole test suite: setup, formatting, the workspace tests (including the
-# CLI, UI snapshot and conformance-slice tests), and the full conformance
-# sweep when BAT_FULL_SWEEP=1.
+# The whole test suite: setup, formatting, the workspace tests (front end,
+# conformance over the whole stanc3/posteriordb corpus, model IR, AD against
+# Stan's gradients, interpreter against Stan's log densities, HDF5 output
+# against ArviZ, CLI, UI snapshots), the VS Code extension's tests, and the
+# release-mode conformance sweep with rates when BAT_FULL_SWEEP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 source scripts/env.sh
-cargo fmt --all --check || echo "test.sh: warning: code is not formatted (run cargo fmt --all)" >&2
-cargo test --workspace --no-fail-fast
+cargo fmt --all --check || { echo "test.sh: code is not formatted (run cargo fmt --all)" >&2; exit 1; }
+status=0
+cargo test --workspace --no-fail-fast || status=1
+editors/vscode/scripts/test.sh || status=1
 if [ "${BAT_FULL_SWEEP:-0}" = 1 ]; then
-    ./scripts/conformance.sh
+    ./scripts/conformance.sh || status=1
 fi
+exit $status
