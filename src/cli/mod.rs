@@ -49,6 +49,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
     },
+    /// Run the language server over stdin/stdout (started by editors).
+    Lsp,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,5 +98,12 @@ pub fn run() -> ExitCode {
             color,
         } => check::run(&files, message_format, color.for_stderr()),
         Command::Ir { file, emit, color } => ir::run(&file, emit, color.for_stderr()),
+        Command::Lsp => match lsp::run_stdio() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("bat lsp: {error}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
