@@ -93,8 +93,8 @@ pub const KEYWORDS: &[&str] = &[
 ];
 
 pub fn complete(document: &Document, offset: usize) -> Vec<Candidate> {
+    let offset = document.clamp(offset);
     let text = &document.text;
-    let offset = offset.min(text.len());
     let prefix_start = text[..offset]
         .char_indices()
         .rev()

@@ -83,6 +83,16 @@ impl Document {
         }
     }
 
+    /// `offset` clamped to the text and moved back to a character boundary,
+    /// so every query is safe whatever offset it is given.
+    pub fn clamp(&self, offset: usize) -> usize {
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        offset
+    }
+
     /// The identifier-like word touching byte `offset`, with its span.
     pub fn word_at(&self, offset: usize) -> Option<(usize, usize)> {
         word_at(&self.text, offset)

@@ -21,6 +21,7 @@ pub struct HoverInfo {
 const MAX_LISTED_SIGNATURES: usize = 12;
 
 pub fn hover(document: &Document, offset: usize) -> Option<HoverInfo> {
+    let offset = document.clamp(offset);
     let checked = document.checked.as_ref()?;
     let word = document.word_at(offset);
     if let Some(id) = checked.symbol_at(offset) {

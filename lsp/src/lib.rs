@@ -12,6 +12,7 @@
 pub mod completion;
 pub mod diagnostics;
 pub mod document;
+mod exit;
 pub mod hover;
 pub mod navigation;
 pub mod position;
@@ -28,15 +29,26 @@ pub fn run_stdio() -> std::io::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout()));
+    // tokio reads stdin on a blocking thread that would keep the process
+    // alive until the editor closes the pipe; after `exit`, do not wait.
+    runtime.shutdown_background();
     Ok(())
 }
 
-/// Serve LSP over any byte streams (stdio, or in-memory pipes in tests).
+/// Serve LSP over any byte streams (stdio, or in-memory pipes in tests),
+/// returning when the client sends `exit` or closes the input.
 pub async fn serve<I, O>(input: I, output: O)
 where
     I: tokio::io::AsyncRead + Unpin,
     O: tokio::io::AsyncWrite,
 {
     let (service, socket) = LspService::new(server::Backend::new);
-    Server::new(input, output, socket).serve(service).await;
+    let (exited, on_exit) = tokio::sync::oneshot::channel();
+    let service = exit::ExitWatch::new(service, exited);
+    // tower-lsp only notices `exit` when the next message arrives, which a
+    // client that waits for the process to end never sends.
+    tokio::select! {
+        () = Server::new(input, output, socket).serve(service) => {}
+        _ = on_exit => {}
+    }
 }

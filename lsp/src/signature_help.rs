@@ -28,6 +28,7 @@ pub struct SignatureHelpInfo {
 }
 
 pub fn signature_help(document: &Document, offset: usize) -> Option<SignatureHelpInfo> {
+    let offset = document.clamp(offset);
     let call = enclosing_call(&document.text, offset)?;
     let mut signatures = user_signatures(document, &call.name);
     if signatures.is_empty() {

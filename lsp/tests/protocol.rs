@@ -12,18 +12,20 @@ struct Client {
     reader: BufReader<ReadHalf<DuplexStream>>,
     writer: WriteHalf<DuplexStream>,
     next_id: i64,
+    server: tokio::task::JoinHandle<()>,
 }
 
 impl Client {
     fn start() -> Client {
         let (client_end, server_end) = tokio::io::duplex(1 << 20);
         let (server_in, server_out) = tokio::io::split(server_end);
-        tokio::spawn(lsp::serve(server_in, server_out));
+        let server = tokio::spawn(lsp::serve(server_in, server_out));
         let (reader, writer) = tokio::io::split(client_end);
         Client {
             reader: BufReader::new(reader),
             writer,
             next_id: 1,
+            server,
         }
     }
 
@@ -52,8 +54,11 @@ impl Client {
     }
 
     async fn notify(&mut self, method: &str, params: Value) {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
-            .await;
+        let mut message = json!({"jsonrpc": "2.0", "method": method});
+        if !params.is_null() {
+            message["params"] = params;
+        }
+        self.send(message).await;
     }
 
     /// Send a request and return its result, skipping notifications.
@@ -214,6 +219,11 @@ async fn editor_session_end_to_end() {
     let shutdown = client.request("shutdown", Value::Null).await;
     assert!(shutdown.get("error").is_none(), "{shutdown}");
     assert_eq!(shutdown["result"], Value::Null);
+
+    // After `exit` the server stops although its input is still open.
+    client.notify("exit", Value::Null).await;
+    let stopped = tokio::time::timeout(std::time::Duration::from_secs(10), client.server).await;
+    assert!(stopped.is_ok(), "server still running after exit");
 }
 
 #[tokio::test]
