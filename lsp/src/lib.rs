@@ -9,6 +9,7 @@
 //! byte offsets; [`position`] converts offsets to LSP positions (UTF-16 by
 //! default); [`server`] is the tower-lsp glue.
 
+pub mod code_actions;
 pub mod completion;
 pub mod diagnostics;
 pub mod document;

@@ -12,7 +12,7 @@ use crate::completion::{self, CandidateKind};
 use crate::document::{Document, SourceKind};
 use crate::position::Encoding;
 use crate::symbols::{OutlineItem, OutlineKind};
-use crate::{diagnostics, hover, navigation, signature_help};
+use crate::{code_actions, diagnostics, hover, navigation, signature_help};
 
 pub struct Backend {
     client: Client,
@@ -95,6 +95,7 @@ pub fn capabilities(encoding: Encoding) -> ServerCapabilities {
             TextDocumentSyncKind::INCREMENTAL,
         )),
         hover_provider: Some(HoverProviderCapability::Simple(true)),
+        code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
         definition_provider: Some(OneOf::Left(true)),
         references_provider: Some(OneOf::Left(true)),
         document_highlight_provider: Some(OneOf::Left(true)),
@@ -334,6 +335,37 @@ impl LanguageServer for Backend {
                 })
             }),
         )
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        let uri = params.text_document.uri;
+        let documents = self.documents();
+        let Some(doc) = documents.get(&uri) else {
+            return Ok(None);
+        };
+        let start = doc.positions.offset(&doc.text, params.range.start);
+        let end = doc.positions.offset(&doc.text, params.range.end);
+        let published = diagnostics::to_lsp(doc, &uri);
+        let actions: Vec<CodeActionOrCommand> =
+            code_actions::quick_fixes(doc, language::Span::new(start, end))
+                .into_iter()
+                .map(|fix| {
+                    let edit =
+                        TextEdit::new(doc.positions.range(&doc.text, fix.span), fix.replacement);
+                    CodeActionOrCommand::CodeAction(CodeAction {
+                        title: fix.title,
+                        kind: Some(CodeActionKind::QUICKFIX),
+                        diagnostics: published.get(fix.diagnostic).cloned().map(|d| vec![d]),
+                        edit: Some(WorkspaceEdit::new(HashMap::from([(
+                            uri.clone(),
+                            vec![edit],
+                        )]))),
+                        is_preferred: Some(true),
+                        ..Default::default()
+                    })
+                })
+                .collect();
+        Ok((!actions.is_empty()).then_some(actions))
     }
 
     async fn document_symbol(

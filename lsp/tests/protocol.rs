@@ -139,6 +139,19 @@ async fn editor_session_end_to_end() {
             .contains("did you mean 'sigma'")
     );
 
+    // The quick fix from the "did you mean" help replaces exactly `sigm`.
+    let actions = client
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": URI}, "range": d["range"], "context": {"diagnostics": [d]}}),
+        )
+        .await;
+    let action = &actions["result"][0];
+    assert_eq!(action["kind"], "quickfix");
+    let edit = &action["edit"]["changes"][URI][0];
+    assert_eq!(edit["newText"], "sigma");
+    assert_eq!(edit["range"], d["range"]);
+
     // Fix it with an incremental edit: insert "a" after "sigm".
     let fix = json!({"start": {"line": 3, "character": col + 4}, "end": {"line": 3, "character": col + 4}});
     client
