@@ -69,12 +69,43 @@ impl Document {
         }
     }
 
+    /// Like [`Document::new`], but a panic in the compiler (a bug) becomes
+    /// one error diagnostic instead of taking the server down.
+    pub fn new_guarded(
+        text: String,
+        version: i32,
+        kind: SourceKind,
+        encoding: Encoding,
+    ) -> Document {
+        let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Document::new(text.clone(), version, kind, encoding)
+        }));
+        attempt.unwrap_or_else(|_| {
+            let diagnostic = Diagnostic::error(
+                language::Kind::Syntax,
+                "E0000",
+                "internal error: the compiler panicked on this text (please report it)",
+                language::Span::new(0, 0),
+            );
+            Document {
+                positions: PositionMap::new(&text, encoding),
+                text,
+                version,
+                program: Program::default(),
+                checked: None,
+                diagnostics: vec![diagnostic],
+                last_good_names: Vec::new(),
+                outline: Vec::new(),
+            }
+        })
+    }
+
     /// Replace the text, keeping the names of the last good text if the new
     /// one does not check.
     pub fn update(&mut self, text: String, version: i32, kind: SourceKind, encoding: Encoding) {
         let previous_names = std::mem::take(&mut self.last_good_names);
         let previous_outline = std::mem::take(&mut self.outline);
-        *self = Document::new(text, version, kind, encoding);
+        *self = Document::new_guarded(text, version, kind, encoding);
         if self.checked.is_none() {
             self.last_good_names = previous_names;
         }

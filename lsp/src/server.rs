@@ -2,6 +2,7 @@
 //! answered by the pure analysis modules.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tower_lsp::jsonrpc::{Error, Result};
@@ -49,7 +50,8 @@ impl Backend {
         let documents = self.documents();
         let document = documents.get(uri)?;
         let offset = document.positions.offset(&document.text, position);
-        f(document, offset)
+        // A bug in one feature must not take the whole server down.
+        std::panic::catch_unwind(AssertUnwindSafe(|| f(document, offset))).unwrap_or(None)
     }
 
     async fn publish(&self, uri: Url) {
