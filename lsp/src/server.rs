@@ -107,7 +107,7 @@ pub fn capabilities(encoding: Encoding) -> ServerCapabilities {
             work_done_progress_options: Default::default(),
         })),
         completion_provider: Some(CompletionOptions {
-            trigger_characters: Some(vec!["~".into(), " ".into()]),
+            trigger_characters: Some(vec!["~".into()]),
             ..Default::default()
         }),
         signature_help_provider: Some(SignatureHelpOptions {

@@ -3,7 +3,7 @@
 //! stanc3 reports (manifest.json), and no good program gets an error.
 //! This exercises the offset → UTF-16 position edge on ~1200 real files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use lsp::diagnostics;
 use lsp::document::{Document, SourceKind};
@@ -35,10 +35,10 @@ fn exceptions() -> Vec<String> {
 /// With `BAT_CONFORMANCE_SLICE=1` (as for the workspace conformance test)
 /// only every 5th entry, for quick local runs.
 fn selected(index: usize) -> bool {
-    std::env::var("BAT_CONFORMANCE_SLICE").as_deref() != Ok("1") || index % 5 == 0
+    std::env::var("BAT_CONFORMANCE_SLICE").as_deref() != Ok("1") || index.is_multiple_of(5)
 }
 
-fn lsp_errors(root: &PathBuf, dir: &str, file: &str) -> Vec<tower_lsp::lsp_types::Diagnostic> {
+fn lsp_errors(root: &Path, dir: &str, file: &str) -> Vec<tower_lsp::lsp_types::Diagnostic> {
     let path = root.join("stanc3").join(dir).join(file);
     let text = std::fs::read_to_string(&path).unwrap();
     let kind = SourceKind::of_path(file);

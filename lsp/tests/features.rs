@@ -341,3 +341,38 @@ fn syntax_errors_keep_outline_and_completion() {
     assert!(labels.iter().any(|l| l == "N"), "{labels:?}");
     assert!(!labels.iter().any(|l| l == "parameters"));
 }
+
+#[test]
+fn hover_on_function_argument_shows_written_type() {
+    let d = doc(MODEL);
+    let mu_arg = nth_word(MODEL, "mu", 1);
+    let info = hover::hover(&d, mu_arg).unwrap();
+    assert!(info.markdown.contains("real mu"), "{}", info.markdown);
+    assert!(info.markdown.contains("function argument"));
+}
+
+#[test]
+fn standalone_functions_file_is_checked_as_functions() {
+    let text =
+        "real half(real x) {\n  return x / 2;\n}\nreal quarter(real x) { return half(half(x)); }\n";
+    let d = Document::new(
+        text.to_owned(),
+        1,
+        SourceKind::of_path("lib.stanfunctions"),
+        Encoding::Utf16,
+    );
+    assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
+    let call = nth_word(text, "half", 1);
+    assert_eq!(
+        navigation::definition(&d, call),
+        Some(word_span(text, "half", 0))
+    );
+    // The same text as a whole program is a syntax error.
+    let as_program = Document::new(
+        text.to_owned(),
+        1,
+        SourceKind::of_path("lib.stan"),
+        Encoding::Utf16,
+    );
+    assert!(as_program.diagnostics.iter().any(|d| d.is_error()));
+}
