@@ -17,6 +17,7 @@ mod exit;
 pub mod hover;
 pub mod navigation;
 pub mod position;
+pub mod semantic_tokens;
 pub mod server;
 pub mod signature_help;
 pub mod symbols;

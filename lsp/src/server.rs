@@ -13,7 +13,7 @@ use crate::completion::{self, CandidateKind};
 use crate::document::{Document, SourceKind};
 use crate::position::Encoding;
 use crate::symbols::{OutlineItem, OutlineKind};
-use crate::{code_actions, diagnostics, hover, navigation, signature_help};
+use crate::{code_actions, diagnostics, hover, navigation, semantic_tokens, signature_help};
 
 pub struct Backend {
     client: Client,
@@ -98,6 +98,23 @@ pub fn capabilities(encoding: Encoding) -> ServerCapabilities {
         )),
         hover_provider: Some(HoverProviderCapability::Simple(true)),
         code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+        semantic_tokens_provider: Some(SemanticTokensServerCapabilities::SemanticTokensOptions(
+            SemanticTokensOptions {
+                legend: SemanticTokensLegend {
+                    token_types: semantic_tokens::TOKEN_TYPES
+                        .iter()
+                        .map(|t| SemanticTokenType::new(t))
+                        .collect(),
+                    token_modifiers: semantic_tokens::TOKEN_MODIFIERS
+                        .iter()
+                        .map(|m| SemanticTokenModifier::new(m))
+                        .collect(),
+                },
+                full: Some(SemanticTokensFullOptions::Bool(true)),
+                range: None,
+                work_done_progress_options: Default::default(),
+            },
+        )),
         definition_provider: Some(OneOf::Left(true)),
         references_provider: Some(OneOf::Left(true)),
         document_highlight_provider: Some(OneOf::Left(true)),
@@ -368,6 +385,31 @@ impl LanguageServer for Backend {
                 })
                 .collect();
         Ok((!actions.is_empty()).then_some(actions))
+    }
+
+    async fn semantic_tokens_full(
+        &self,
+        params: SemanticTokensParams,
+    ) -> Result<Option<SemanticTokensResult>> {
+        let documents = self.documents();
+        let Some(doc) = documents.get(&params.text_document.uri) else {
+            return Ok(None);
+        };
+        let data = semantic_tokens::encode(doc, &semantic_tokens::tokens(doc));
+        let data = data
+            .chunks_exact(5)
+            .map(|c| SemanticToken {
+                delta_line: c[0],
+                delta_start: c[1],
+                length: c[2],
+                token_type: c[3],
+                token_modifiers_bitset: c[4],
+            })
+            .collect();
+        Ok(Some(SemanticTokensResult::Tokens(SemanticTokens {
+            result_id: None,
+            data,
+        })))
     }
 
     async fn document_symbol(

@@ -376,3 +376,64 @@ fn standalone_functions_file_is_checked_as_functions() {
     );
     assert!(as_program.diagnostics.iter().any(|d| d.is_error()));
 }
+
+#[test]
+fn semantic_tokens_tell_data_parameters_and_functions_apart() {
+    use lsp::semantic_tokens::{TOKEN_MODIFIERS, TOKEN_TYPES, encode, tokens};
+    let d = doc(MODEL);
+    let tokens = tokens(&d);
+    let describe = |span: Span| {
+        let t = tokens
+            .iter()
+            .find(|t| t.span == span)
+            .unwrap_or_else(|| panic!("no token at {span:?}"));
+        let modifiers: Vec<&str> = (0..TOKEN_MODIFIERS.len())
+            .filter(|bit| t.modifiers & (1 << bit) != 0)
+            .map(|bit| TOKEN_MODIFIERS[bit])
+            .collect();
+        (TOKEN_TYPES[t.token_type as usize], modifiers)
+    };
+    assert_eq!(
+        describe(word_span(MODEL, "sigma", 1)),
+        ("variable", vec!["readonly"])
+    );
+    assert_eq!(
+        describe(word_span(MODEL, "sigma", 0)),
+        ("variable", vec!["declaration", "readonly"])
+    );
+    assert_eq!(describe(word_span(MODEL, "tau", 1)), ("variable", vec![]));
+    assert_eq!(
+        describe(word_span(MODEL, "x", 1)),
+        ("parameter", vec!["declaration"])
+    );
+    assert_eq!(describe(word_span(MODEL, "twice", 2)), ("function", vec![]));
+    assert_eq!(
+        describe(word_span(MODEL, "normal_lpdf", 0)),
+        ("function", vec!["defaultLibrary"])
+    );
+    assert_eq!(
+        describe(word_span(MODEL, "normal", 0)),
+        ("function", vec!["defaultLibrary"])
+    );
+    assert_eq!(
+        describe(word_span(MODEL, "std_normal", 0)),
+        ("function", vec!["defaultLibrary"])
+    );
+    // Wire form: decoding the relative positions gives back every token's
+    // line and column.
+    let data = encode(&d, &tokens);
+    let (mut line, mut column) = (0u32, 0u32);
+    for (token, chunk) in tokens.iter().zip(data.chunks_exact(5)) {
+        if chunk[0] > 0 {
+            column = 0;
+        }
+        line += chunk[0];
+        column += chunk[1];
+        let start = token.span.start as usize;
+        let expected_line = MODEL[..start].matches('\n').count() as u32;
+        let line_start = MODEL[..start].rfind('\n').map_or(0, |i| i + 1);
+        let expected_column = MODEL[line_start..start].encode_utf16().count() as u32;
+        assert_eq!((line, column), (expected_line, expected_column));
+        assert_eq!(chunk[2] as usize, token.span.range().len());
+    }
+}

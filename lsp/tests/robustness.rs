@@ -25,6 +25,9 @@ fn corpus_files() -> Vec<PathBuf> {
 }
 
 fn query_everywhere(document: &Document, step: usize) {
+    let tokens = lsp::semantic_tokens::tokens(document);
+    let _ = lsp::semantic_tokens::encode(document, &tokens);
+    let _ = lsp::code_actions::quick_fixes(document, language::Span::new(0, document.text.len()));
     let len = document.text.len();
     for offset in (0..=len).step_by(step).chain([len]) {
         let _ = hover::hover(document, offset);
