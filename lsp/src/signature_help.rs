@@ -31,6 +31,9 @@ pub fn signature_help(document: &Document, offset: usize) -> Option<SignatureHel
     let offset = document.clamp(offset);
     let call = enclosing_call(&document.text, offset)?;
     let mut signatures = user_signatures(document, &call.name);
+    // A forward declaration and its definition are one signature.
+    let mut seen = std::collections::HashSet::new();
+    signatures.retain(|s| seen.insert(s.label.clone()));
     if signatures.is_empty() {
         signatures = builtin_signatures(&call.name, call.after_tilde);
     }
