@@ -82,6 +82,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = SummaryFormat::Table)]
         format: SummaryFormat,
     },
+    /// Run the language server over stdin/stdout (started by editors).
+    Lsp,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,5 +170,12 @@ pub fn run() -> ExitCode {
             color: color.for_stderr(),
         }),
         Command::Summary { file, format } => summary::run(&file, format.into()),
+        Command::Lsp => match lsp::run_stdio() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("bat lsp: {error}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
