@@ -81,9 +81,15 @@ impl Lowerer<'_> {
                 args,
                 truncation,
             } => {
+                // Each argument is evaluated once: the density's terms and
+                // argument checks use it several times (a shared `X * beta`
+                // would otherwise be computed, and differentiated, twice).
                 let y = self.expr(lhs);
-                let mut all = vec![y];
-                all.extend(args.iter().map(|a| self.expr(a)));
+                let mut all = vec![self.bind_once(y, out)];
+                for a in args {
+                    let a = self.expr(a);
+                    all.push(self.bind_once(a, out));
+                }
                 let all_args = all.clone();
                 let term = match self.checked.calls.get(&span) {
                     Some(Callee::User(symbol)) => {
@@ -161,6 +167,28 @@ impl Lowerer<'_> {
             ast::StmtKind::FunDef(_) | ast::StmtKind::Error => return,
         };
         out.push(Stmt { kind, span });
+    }
+
+    /// `e` itself if it is a variable or literal or data-only; otherwise a
+    /// temporary bound to it (the `let` goes to `out`).
+    fn bind_once(&mut self, e: Expr, out: &mut Vec<Stmt>) -> Expr {
+        let trivial = matches!(
+            e.kind,
+            ExprKind::Var(_) | ExprKind::Int(_) | ExprKind::Real(_)
+        );
+        if trivial || e.ad == AdLevel::DataOnly {
+            return e;
+        }
+        let var = self.fresh_var("arg", e.ty.clone(), e.span);
+        let atom = Expr {
+            kind: ExprKind::Var(var),
+            ..e.clone()
+        };
+        out.push(Stmt {
+            kind: StmtKind::Let { var, value: e },
+            span: atom.span,
+        });
+        atom
     }
 
     fn printables(&mut self, items: &[ast::Expr]) -> Vec<Printable> {
