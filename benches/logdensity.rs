@@ -59,14 +59,9 @@ fn main() {
             );
             continue;
         };
-        let fe = language::compile_front_end(&source);
-        assert!(
-            !fe.diagnostics.iter().any(|d| d.is_error()),
-            "{}: front end errors",
-            case.model
-        );
-        let mir = language::mir::lower(&fe.program, fe.checked.as_ref().unwrap(), case.model)
-            .expect("lowers");
+        let (Some(mir), _) = language::compile_model(&source, case.model) else {
+            panic!("{}: does not compile", case.model);
+        };
         let grad = language::ad::gradient(&mir).expect("differentiates");
         let model = Model::new(&mir, &DataFile::parse(&data_text).expect("data")).expect("model");
         let n = model.num_unconstrained();

@@ -49,6 +49,29 @@ pub fn compile_functions_file(source: &str) -> FrontEnd {
     check_parsed(syntax::parse_functions_only(source))
 }
 
+/// Source text to model IR: parse, check and lower. Returns the program
+/// when every phase succeeded, and every diagnostic (warnings included) in
+/// source order either way. `name` is the model's name (file stem).
+pub fn compile_model(source: &str, name: &str) -> (Option<mir::Program>, Vec<Diagnostic>) {
+    lower_checked(compile_front_end(source), name)
+}
+
+/// [`compile_model`] after the front end has run (e.g. on a functions file).
+pub fn lower_checked(fe: FrontEnd, name: &str) -> (Option<mir::Program>, Vec<Diagnostic>) {
+    let mut diagnostics = fe.diagnostics;
+    let checked = match fe.checked {
+        Some(c) if !diagnostics.iter().any(Diagnostic::is_error) => c,
+        _ => return (None, diagnostics),
+    };
+    match mir::lower(&fe.program, &checked, name) {
+        Ok(program) => (Some(program), diagnostics),
+        Err(more) => {
+            diagnostics.extend(more);
+            (None, diagnostics)
+        }
+    }
+}
+
 fn check_parsed((program, mut diagnostics): (syntax::ast::Program, Vec<Diagnostic>)) -> FrontEnd {
     let checked = if diagnostics.iter().any(Diagnostic::is_error) {
         None

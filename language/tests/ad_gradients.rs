@@ -6,34 +6,20 @@
 //! in `ad_gradients_exceptions.txt`; a listed model that now passes fails
 //! the test too.
 
-use language::data::DataFile;
-use language::interp::Model;
-use language::mir;
+mod common;
+
+use common::numbers;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 fn corpus() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/posteriordb");
-    assert!(
-        dir.is_dir(),
-        "test corpus missing at {}: clone the repository beside shared/",
-        dir.display()
-    );
-    dir
+    common::posteriordb()
 }
 
 /// Models whose oracle was made with another simplex transform (Stan 2.35's
 /// stick-breaking; bat follows Stan >= 2.37): the unconstrained
 /// coordinates differ, so only finite differences check their gradients.
 const ORACLE_SIMPLEX_DIFFERS: &[&str] = &["hmm_example-hmm_example"];
-
-fn numbers(v: &serde_json::Value) -> Vec<f64> {
-    v.as_array()
-        .expect("array")
-        .iter()
-        .map(|x| x.as_f64().expect("number"))
-        .collect()
-}
 
 fn close(ours: f64, truth: f64, rel: f64) -> bool {
     (ours - truth).abs() <= rel * truth.abs().max(1.0)
@@ -56,30 +42,17 @@ fn check_files(
     data_path: &Path,
     oracle_path: &Path,
 ) -> Result<(), String> {
-    let name = name.to_string();
-    let source = std::fs::read_to_string(model_path).map_err(|e| e.to_string())?;
-    let fe = language::compile_front_end(&source);
-    if let Some(d) = fe.diagnostics.iter().find(|d| d.is_error()) {
-        return Err(format!("front end: {}", d.message));
-    }
-    let program = mir::lower(&fe.program, fe.checked.as_ref().unwrap(), &name).map_err(|ds| {
+    let loaded = common::load(name, model_path, data_path, oracle_path)?;
+    let model = &loaded.model;
+    let grad = language::ad::gradient(&loaded.program).map_err(|ds| {
         ds.iter()
             .map(|d| d.message.clone())
             .collect::<Vec<_>>()
             .join("; ")
     })?;
-    let grad = language::ad::gradient(&program).map_err(|ds| {
-        ds.iter()
-            .map(|d| d.message.clone())
-            .collect::<Vec<_>>()
-            .join("; ")
-    })?;
-    let data_text = std::fs::read_to_string(data_path).unwrap_or("{}".into());
-    let data = DataFile::parse(&data_text).map_err(|e| format!("data: {e}"))?;
-    let model = Model::new(&program, &data).map_err(|e| format!("model: {e}"))?;
-    let oracle: Option<serde_json::Value> = (oracle_path.exists()
-        && !ORACLE_SIMPLEX_DIFFERS.contains(&name.as_str()))
-    .then(|| serde_json::from_str(&std::fs::read_to_string(&oracle_path).unwrap()).unwrap());
+    let oracle = loaded
+        .oracle
+        .filter(|_| !ORACLE_SIMPLEX_DIFFERS.contains(&name));
     // Stan's oracle holds the gradient with the Jacobian.
     let points: Vec<(Vec<f64>, Option<Vec<f64>>)> = match &oracle {
         Some(o) => o["points"]

@@ -6,16 +6,17 @@
 //! `interp_oracle_exceptions.txt`; listed models that now pass fail the
 //! test too, so the list stays honest.
 
+mod common;
+
+use common::load_posteriordb;
 use language::data::DataFile;
-use language::interp::Model;
-use language::mir;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 const TOL: f64 = 1e-8;
 
 fn corpus() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/posteriordb")
+    common::posteriordb()
 }
 
 fn close(ours: f64, stan: f64) -> bool {
@@ -24,24 +25,9 @@ fn close(ours: f64, stan: f64) -> bool {
 
 /// Run one model against its oracle; `Err` explains the first mismatch.
 fn check_model(dir: &std::path::Path) -> Result<String, String> {
-    let name = dir.file_name().unwrap().to_string_lossy().to_string();
-    let source = std::fs::read_to_string(dir.join("model.stan")).map_err(|e| e.to_string())?;
-    let fe = language::compile_front_end(&source);
-    if let Some(d) = fe.diagnostics.iter().find(|d| d.is_error()) {
-        return Err(format!("front end: {}", d.message));
-    }
-    let program = mir::lower(&fe.program, fe.checked.as_ref().unwrap(), &name).map_err(|ds| {
-        ds.iter()
-            .map(|d| d.message.clone())
-            .collect::<Vec<_>>()
-            .join("; ")
-    })?;
-    let data_text = std::fs::read_to_string(dir.join("data.json")).unwrap_or("{}".into());
-    let data = DataFile::parse(&data_text).map_err(|e| format!("data: {e}"))?;
-    let model = Model::new(&program, &data).map_err(|e| format!("data/transformed data: {e}"))?;
-    let oracle: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("stan_oracle.json")).unwrap())
-            .unwrap();
+    let loaded = load_posteriordb(dir)?;
+    let model = &loaded.model;
+    let oracle = loaded.oracle.ok_or("no stan_oracle.json")?;
     // Stan's `theta.1.2` is our `theta[1,2]`.
     let stan_names: Vec<String> = oracle["unconstrained_names"]
         .as_array()
@@ -225,16 +211,11 @@ fn log_densities_at_stan_constrained_points() {
     entries.sort();
     for dir in &entries {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        let source = std::fs::read_to_string(dir.join("model.stan")).unwrap();
-        let fe = language::compile_front_end(&source);
-        let Ok(program) = mir::lower(&fe.program, fe.checked.as_ref().unwrap(), &name) else {
+        let Ok(loaded) = load_posteriordb(dir) else {
             continue; // listed in the exceptions of the test above
         };
-        let data_text = std::fs::read_to_string(dir.join("data.json")).unwrap_or("{}".into());
-        let model = Model::new(&program, &DataFile::parse(&data_text).unwrap()).unwrap();
-        let oracle: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("stan_oracle.json")).unwrap())
-                .unwrap();
+        let model = &loaded.model;
+        let oracle = loaded.oracle.expect("filtered on stan_oracle.json");
         let mut lps = Vec::new();
         for point in oracle["points"].as_array().unwrap() {
             let constrained = DataFile::parse(&point["constrained"].to_string()).unwrap();
@@ -273,16 +254,11 @@ fn finite_difference_gradients_match_stan() {
         if name.starts_with("hmm_example") {
             continue; // different simplex parameterisation, see the exceptions
         }
-        let source = std::fs::read_to_string(dir.join("model.stan")).unwrap();
-        let fe = language::compile_front_end(&source);
-        let Ok(program) = mir::lower(&fe.program, fe.checked.as_ref().unwrap(), &name) else {
+        let Ok(loaded) = load_posteriordb(dir) else {
             continue;
         };
-        let data_text = std::fs::read_to_string(dir.join("data.json")).unwrap_or("{}".into());
-        let model = Model::new(&program, &DataFile::parse(&data_text).unwrap()).unwrap();
-        let oracle: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("stan_oracle.json")).unwrap())
-                .unwrap();
+        let model = &loaded.model;
+        let oracle = loaded.oracle.expect("filtered on stan_oracle.json");
         let point = &oracle["points"][0];
         let theta: Vec<f64> = point["unconstrained"]
             .as_array()

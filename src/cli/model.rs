@@ -11,7 +11,7 @@ use super::stack::run_guarded;
 use language::ad::GradProgram;
 use language::data::DataFile;
 use language::interp::Model;
-use language::{Diagnostic, mir};
+use language::mir;
 use std::path::{Path, PathBuf};
 
 /// Why a model could not be prepared; the message was already printed.
@@ -41,23 +41,7 @@ pub fn compile(path: &Path, color: bool) -> Result<Compiled, Reported> {
         }
     };
     let name = model_name(path);
-    let lowered = run_guarded(|| {
-        let fe = front_end::compile(&file);
-        let mut diagnostics = fe.diagnostics;
-        let Some(checked) = fe
-            .checked
-            .filter(|_| !diagnostics.iter().any(Diagnostic::is_error))
-        else {
-            return (None, diagnostics);
-        };
-        match mir::lower(&fe.program, &checked, &name) {
-            Ok(program) => (Some(program), diagnostics),
-            Err(more) => {
-                diagnostics.extend(more);
-                (None, diagnostics)
-            }
-        }
-    });
+    let lowered = run_guarded(|| language::lower_checked(front_end::compile(&file), &name));
     match lowered {
         Ok((program, diagnostics)) => {
             report(&file, &diagnostics, MessageFormat::Human, color);
