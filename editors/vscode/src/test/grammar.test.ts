@@ -280,8 +280,9 @@ function stanFiles(directory: string): string[] {
   });
 }
 
-describe('corpus sweep', { skip: existsSync(CORPUS) ? false : `no corpus at ${CORPUS}` }, () => {
+describe('corpus sweep', () => {
   test('every token of every accepted model is scoped and every construct closes', async () => {
+    assert.ok(existsSync(CORPUS), `test corpus missing at ${CORPUS}: clone the repository beside shared/`);
     const all = [
       ...stanFiles(path.join(CORPUS, 'stanc3', 'good')),
       ...stanFiles(path.join(CORPUS, 'posteriordb-models')),
