@@ -15,6 +15,7 @@
 //! backend.
 
 pub mod ad;
+pub mod batch;
 pub mod builtins;
 pub mod check;
 pub mod data;

@@ -35,14 +35,14 @@ pub(crate) struct Machine<'p> {
     pub globals: Vec<Option<Value>>,
     /// Variables of the user-function call being run (functions see only
     /// their own arguments and locals).
-    locals: Option<HashMap<VarId, Value>>,
+    pub(crate) locals: Option<HashMap<VarId, Value>>,
     pub target: f64,
     pub jacobian: bool,
     pub output: Vec<String>,
     pub rng: Option<Rng>,
     /// Stacks, input and gradient output of a gradient program.
     pub(crate) grad: Option<super::grad::GradState>,
-    depth: usize,
+    pub(crate) depth: usize,
 }
 
 impl<'p> Machine<'p> {
@@ -279,7 +279,7 @@ impl<'p> Machine<'p> {
         Ok(Flow::Normal)
     }
 
-    fn stmt(&mut self, s: &Stmt) -> Result<Flow> {
+    pub(crate) fn stmt(&mut self, s: &Stmt) -> Result<Flow> {
         match &s.kind {
             StmtKind::Decl { var, ty, init } => {
                 let shape = self.shape(ty)?;

@@ -13,6 +13,7 @@
 // `!(a > b)` is deliberate: it also rejects NaN.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+mod cfg_exec;
 mod constrain;
 mod error;
 mod exec;
@@ -28,6 +29,11 @@ mod values;
 pub use error::{ErrorKind, RuntimeError};
 pub use exec::MAX_CALL_DEPTH;
 pub use rng::{Rng, philox4x32};
+
+/// Does primitive `p` draw random numbers (an `_rng` function)?
+pub fn is_rng_prim(p: crate::mir::Prim) -> bool {
+    rng::is_rng(p).is_some()
+}
 
 use crate::data::{DataFile, Shape};
 use crate::mir::{self, Origin, Program, StmtKind, VarId};
@@ -275,12 +281,29 @@ impl Model {
         theta: &[f64],
         rng: Rng,
     ) -> std::result::Result<Draw, RuntimeError> {
-        let mut m = self.machine();
+        self.draw_with(&self.program, theta, rng, |m| {
+            m.block(&self.program.transformed_parameters)?;
+            m.block(&self.program.generated_quantities)?;
+            Ok(())
+        })
+    }
+
+    /// Constrain `theta`, run `blocks` (transformed parameters and generated
+    /// quantities) and collect the draw's values.
+    pub(crate) fn draw_with(
+        &self,
+        program: &Program,
+        theta: &[f64],
+        rng: Rng,
+        blocks: impl FnOnce(&mut Machine) -> Result<()>,
+    ) -> std::result::Result<Draw, RuntimeError> {
+        // `program` is this model's MIR, possibly with more (temporary)
+        // variables appended by a later lowering.
+        let mut m = Machine::with_base(program, &self.globals);
         m.jacobian = false;
         m.rng = Some(rng);
         self.constrain_into(&mut m, theta)?;
-        m.block(&self.program.transformed_parameters)?;
-        m.block(&self.program.generated_quantities)?;
+        blocks(&mut m)?;
         let mut values = Vec::new();
         for p in &self.params {
             values.push((p.name.clone(), m.get(p.var)?.clone()));

@@ -36,6 +36,38 @@ pub fn print_program(p: &Program) -> String {
     pr.out
 }
 
+/// One straight-line statement as it appears in `--emit mir`, without the
+/// trailing newline (used by the batching IRs' printers).
+pub fn print_stmt(p: &Program, s: &Stmt) -> String {
+    let mut pr = Printer {
+        p,
+        out: String::new(),
+        indent: 0,
+    };
+    pr.stmt(s);
+    pr.out.trim_end().to_string()
+}
+
+/// One expression as it appears in `--emit mir`.
+pub fn print_expr(p: &Program, e: &Expr) -> String {
+    Printer {
+        p,
+        out: String::new(),
+        indent: 0,
+    }
+    .expr(e)
+}
+
+/// An assignable place as it appears in `--emit mir`.
+pub fn print_lvalue(p: &Program, lv: &LValue) -> String {
+    Printer {
+        p,
+        out: String::new(),
+        indent: 0,
+    }
+    .lvalue(lv)
+}
+
 struct Printer<'a> {
     p: &'a Program,
     out: String,
