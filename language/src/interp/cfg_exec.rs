@@ -74,10 +74,8 @@ fn run(m: &mut Machine, p: &Program, f: FunId, args: Vec<Value>) -> Result<Optio
     let fun = p.function(f);
     match fun.kind {
         FunctionKind::Entry => run_blocks(m, p, f),
-        FunctionKind::External => Err(RuntimeError::fatal(format!(
-            "external function `{}` has no host here",
-            fun.name
-        ))),
+        // The machine's host supplies it, as in the structured interpreter.
+        FunctionKind::External => m.call(f, args),
         FunctionKind::User => {
             if m.depth >= MAX_CALL_DEPTH {
                 return Err(RuntimeError::fatal(format!(

@@ -42,6 +42,8 @@ pub(crate) struct Machine<'p> {
     pub rng: Option<Rng>,
     /// Stacks, input and gradient output of a gradient program.
     pub(crate) grad: Option<super::grad::GradState>,
+    /// Supplies the program's external functions ([`crate::mir::Function::external`]).
+    pub(crate) host: Option<&'p mut (dyn super::Host + 'p)>,
     pub(crate) depth: usize,
 }
 
@@ -62,6 +64,7 @@ impl<'p> Machine<'p> {
             output: Vec::new(),
             rng: None,
             grad: None,
+            host: None,
             depth: 0,
         }
     }
@@ -238,6 +241,15 @@ impl<'p> Machine<'p> {
     /// Call user function `f`; `None` for void functions.
     pub fn call(&mut self, f: crate::mir::FunId, args: Vec<Value>) -> Result<Option<Value>> {
         let fun = &self.program.functions[f.0 as usize];
+        if fun.external {
+            let host = self.host.as_mut().ok_or_else(|| {
+                RuntimeError::fatal(format!(
+                    "external function `{}` called without a host to supply it",
+                    fun.name
+                ))
+            })?;
+            return host.call_external(&fun.name, args);
+        }
         if self.depth >= MAX_CALL_DEPTH {
             return Err(RuntimeError::fatal(format!(
                 "recursion too deep: more than {MAX_CALL_DEPTH} nested calls of user functions (in `{}`)",

@@ -42,6 +42,49 @@ use constrain::Evaluated;
 use error::Result;
 use exec::Machine;
 
+/// What a program's external functions ([`mir::Function::external`],
+/// declared without a body and compiled by [`crate::compile_with_externals`])
+/// call: the host running the program, e.g. the sampler driver supplying
+/// the model's log density gradient and recording draws.
+pub trait Host {
+    /// Run external function `name` on `args` (already evaluated, in
+    /// declaration order); `None` for a void function. An error stops the
+    /// program like a `fatal_error` (or rejects, if it is a rejection).
+    fn call_external(
+        &mut self,
+        name: &str,
+        args: Vec<Value>,
+    ) -> std::result::Result<Option<Value>, RuntimeError>;
+}
+
+/// Run the user function `name` (the first non-external one of that name
+/// taking `args.len()` arguments) of a program without data — typically a
+/// functions-only program such as the sampler — with `rng` feeding its
+/// `_rng` calls and `host` supplying its external functions. Returns the
+/// function's value (`None` for `void`).
+pub fn run_function(
+    program: &Program,
+    name: &str,
+    args: Vec<Value>,
+    rng: Rng,
+    host: &mut dyn Host,
+) -> std::result::Result<Option<Value>, RuntimeError> {
+    let id = program
+        .functions
+        .iter()
+        .position(|f| !f.external && f.name == name && f.args.len() == args.len())
+        .ok_or_else(|| {
+            RuntimeError::fatal(format!(
+                "no function `{name}` taking {} arguments",
+                args.len()
+            ))
+        })?;
+    let mut m = Machine::new(program);
+    m.rng = Some(rng);
+    m.host = Some(host);
+    m.call(mir::FunId(id as u32), args)
+}
+
 /// The chain id of the random stream used by transformed data.
 pub const TRANSFORMED_DATA_CHAIN: u32 = u32::MAX;
 

@@ -141,6 +141,10 @@ impl Printer<'_> {
             .map(|&a| format!("{} {}", self.p.vars[a.0 as usize].ty, self.name(a)))
             .collect();
         let ret = f.ret.as_ref().map_or("void".to_string(), |t| t.to_string());
+        if f.external {
+            self.line(format!("external function {ret} {};", f.name));
+            return;
+        }
         self.line(format!("function {ret} {}({}) {{", f.name, args.join(", ")));
         self.indent += 1;
         self.stmts(&f.body);
