@@ -20,6 +20,7 @@ mod exec;
 mod grad;
 mod index;
 mod linalg;
+mod pc_exec;
 mod prims;
 mod prims_matrix;
 mod print;
