@@ -3,7 +3,7 @@
 
 use super::{Op, Terminator};
 use crate::mir::{Expr, ExprKind, Index, LValue, LValueStep, Printable, SizedType, Stmt, StmtKind};
-use crate::mir::{Transform, VarId};
+use crate::mir::{StackId, Transform, VarId};
 
 /// The variables an op reads and writes. `kills` are whole-variable writes
 /// whose old value is not needed (a subset of `writes`); a partial or
@@ -13,9 +13,14 @@ pub struct Effects {
     pub reads: Vec<VarId>,
     pub writes: Vec<VarId>,
     pub kills: Vec<VarId>,
-    /// Draws random numbers, reads `target()` or pops an AD stack: a
-    /// per-lane value even from shared operands.
+    /// Draws random numbers or reads `target()`: a per-lane value even
+    /// from shared operands.
     pub per_lane_source: bool,
+    /// AD stacks popped (the value is per lane unless the stack only ever
+    /// holds shared values).
+    pub pops: Vec<StackId>,
+    /// AD stack pushed (a gradient program's `Push` statement).
+    pub pushes: Option<StackId>,
 }
 
 impl Effects {
@@ -44,7 +49,8 @@ impl Effects {
                 self.expr(t);
                 self.expr(f);
             }
-            ExprKind::Target | ExprKind::Pop(_) => self.per_lane_source = true,
+            ExprKind::Target => self.per_lane_source = true,
+            ExprKind::Pop(stack) => self.pops.push(*stack),
         }
     }
 
@@ -145,7 +151,10 @@ impl Effects {
                 lhs.iter().for_each(|l| self.update(l));
             }
             StmtKind::TargetAdd(e) | StmtKind::JacobianAdd(e) | StmtKind::Effect(e) => self.expr(e),
-            StmtKind::Push { value, .. } => self.expr(value),
+            StmtKind::Push { value, stack } => {
+                self.expr(value);
+                self.pushes = Some(*stack);
+            }
             StmtKind::Let { var, value } => {
                 self.expr(value);
                 self.kill(*var);
@@ -228,6 +237,9 @@ impl Effects {
         self.reads.extend(inner.writes.iter().copied());
         self.writes.extend(inner.writes);
         self.per_lane_source |= inner.per_lane_source;
+        self.pops.extend(inner.pops);
+        // A nested push may or may not run: its stack is per lane.
+        self.per_lane_source |= inner.pushes.is_some();
     }
 }
 

@@ -244,7 +244,8 @@ impl FnLowering<'_> {
                         value,
                     });
                 }
-                let mut restore = Vec::new();
+                // Restore first: the result variable may itself be saved.
+                let mut restore: Vec<Op> = frame.iter().rev().map(|v| Op::Pop(*v)).collect();
                 if let Some(x) = ret {
                     let result = callee.result.ok_or_else(|| {
                         PcError(format!("void function `{}` used as a value", callee.name))
@@ -258,7 +259,6 @@ impl FnLowering<'_> {
                         span,
                     }));
                 }
-                restore.extend(frame.iter().rev().map(|v| Op::Pop(*v)));
                 let f = self.cfg.function(self.fun);
                 let ret_block = if merges_into_next(f, *next) {
                     self.prefixes[next.0 as usize] = restore;

@@ -26,8 +26,8 @@
 //!   with the saves (`Push`) then the argument writes (`Arg`, in parameter
 //!   order; an argument that reads a parameter written earlier in the same
 //!   sequence was bound to a temporary first). The return block `ret` starts
-//!   with `Let x = callee_result` (if the call has a result) followed by the
-//!   restores (`Pop`) in the reverse order of the saves. Pass
+//!   with the restores (`Pop`, in the reverse order of the saves) followed
+//!   by `Let x = callee_result` (if the call has a result). Pass
 //!   [`fuse`] may turn a restore and a later save into a `Peek` or remove
 //!   both.
 //! - Variables never share a stack; each stack holds only saved values of

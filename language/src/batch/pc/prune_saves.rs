@@ -40,14 +40,11 @@ pub fn run(p: &mut Program) {
             continue;
         };
         let ret_ops = &p.block(ret).ops;
-        let Some(last_pop) = ret_ops
+        let restores = ret_ops
             .iter()
-            .take_while(|op| matches!(op, Op::Pop(_) | Op::Stmt(_)))
-            .enumerate()
-            .filter(|(_, op)| matches!(op, Op::Pop(_)))
-            .map(|(i, _)| i)
-            .last()
-        else {
+            .take_while(|op| matches!(op, Op::Pop(_)))
+            .count();
+        let Some(last_pop) = restores.checked_sub(1) else {
             continue;
         };
         let after_call = live.after_ops(p, ret)[last_pop].clone();
@@ -63,7 +60,7 @@ pub fn run(p: &mut Program) {
             })
             .collect();
         let dropped: Vec<_> = saved.into_iter().filter(|v| !keep(v)).collect();
-        let drop = |op: &Op| matches!(op, Op::Push(v) | Op::Pop(v) if dropped.contains(v));
+        let drop = |op: &Op| matches!(op, Op::Push(v) if dropped.contains(v));
         p.blocks[b].ops.retain(|op| !drop(op));
         remove_restores(p, ret, last_pop, &dropped);
     }

@@ -4,7 +4,8 @@
 //! constants only) or `Batched` (one per lane).
 //!
 //! A value is batched when it depends on a parameter, a random draw,
-//! `target()`, an AD stack, a stacked variable, or is written in a
+//! `target()`, an AD stack that holds a batched value, a stacked variable,
+//! or is written in a
 //! *divergent* block: one that only some lanes of a batch may run, i.e.
 //! control dependent on a batched branch (reachable from the branch before
 //! its immediate post-dominator), or any block of a function called from
@@ -72,31 +73,44 @@ pub fn analyse(p: &mut Program) {
     }
     let post_dominators = PostDominators::new(p);
     let mut divergent = vec![false; nb];
-    let op_batched = |e: &effects::Effects, op: &Op, batched: &[bool], div: bool| {
-        div || e.per_lane_source
-            || matches!(op, Op::Push(_) | Op::Pop(_) | Op::Peek(_))
+    // AD stacks holding per-lane values (or pushed by only some lanes).
+    let mut batched_stacks = vec![false; p.num_ad_stacks as usize];
+    let value_batched = |e: &effects::Effects, batched: &[bool], stacks: &[bool]| {
+        e.per_lane_source
             || e.reads.iter().any(|v| batched[v.0 as usize])
+            || e.pops.iter().any(|s| stacks[s.0 as usize])
     };
-    let cond_batched = |b: usize, batched: &[bool]| match &p.blocks[b].term {
-        Terminator::Branch { cond, .. } => {
-            let e = effects::of_expr(cond);
-            e.per_lane_source || e.reads.iter().any(|v| batched[v.0 as usize])
-        }
+    let op_batched = |e: &effects::Effects, op: &Op, batched: &[bool], stacks: &[bool], div| {
+        div || matches!(op, Op::Push(_) | Op::Pop(_) | Op::Peek(_))
+            || value_batched(e, batched, stacks)
+    };
+    let cond_batched = |b: usize, batched: &[bool], stacks: &[bool]| match &p.blocks[b].term {
+        Terminator::Branch { cond, .. } => value_batched(&effects::of_expr(cond), batched, stacks),
         _ => false,
     };
     loop {
         let mut changed = false;
         for b in 0..nb {
             for (op, e) in p.blocks[b].ops.iter().zip(&effects[b]) {
-                if op_batched(e, op, &batched, divergent[b]) {
+                if op_batched(e, op, &batched, &batched_stacks, divergent[b]) {
                     for w in &e.writes {
                         changed |= !std::mem::replace(&mut batched[w.0 as usize], true);
+                    }
+                    if let Some(s) = e.pushes {
+                        changed |= !std::mem::replace(&mut batched_stacks[s.0 as usize], true);
                     }
                 }
             }
         }
-        let batched_branches: Vec<usize> = (0..nb).filter(|&b| cond_batched(b, &batched)).collect();
+        let batched_branches: Vec<usize> = (0..nb)
+            .filter(|&b| cond_batched(b, &batched, &batched_stacks))
+            .collect();
         if !batched_branches.is_empty() {
+            // Lanes out of step: a stack shared by all lanes would be
+            // pushed and popped at different times.
+            for s in &mut batched_stacks {
+                changed |= !std::mem::replace(s, true);
+            }
             for v in 0..nv {
                 if writes[v] > 1 || self_reads[v] {
                     changed |= !std::mem::replace(&mut batched[v], true);
@@ -120,13 +134,13 @@ pub fn analyse(p: &mut Program) {
                 .ops
                 .iter()
                 .zip(&effects[b])
-                .map(|(op, e)| share(op_batched(e, op, &batched, divergent[b])))
+                .map(|(op, e)| share(op_batched(e, op, &batched, &batched_stacks, divergent[b])))
                 .collect()
         })
         .collect();
     let branches: Vec<Option<Share>> = (0..nb)
         .map(|b| match p.blocks[b].term {
-            Terminator::Branch { .. } => Some(share(cond_batched(b, &batched))),
+            Terminator::Branch { .. } => Some(share(cond_batched(b, &batched, &batched_stacks))),
             _ => None,
         })
         .collect();
