@@ -133,7 +133,7 @@ fn pc_runs_like_the_structured_interpreter() {
     dirs.sort();
     for dir in dirs {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        if exceptions.iter().any(|e| *e == name) {
+        if exceptions.contains(&name) {
             continue;
         }
         checked += 1;

@@ -417,3 +417,34 @@ fn the_full_pipeline_runs_like_the_interpreter() {
         "{text}"
     );
 }
+
+#[test]
+fn recursion_out_of_step_makes_parameters_batched() {
+    // Called with data only, but fib branches on its (stacked, so per
+    // lane) parameter: lanes fall out of step, and a mutually recursive
+    // parameter changes value at every depth — never shared.
+    let (_, cfg) = gq_program(RECURSIVE);
+    let pc = super::build(&cfg).unwrap();
+    let s = pc.sharing.as_ref().unwrap();
+    assert!(!s.lanes_in_step);
+    for f in ["fib", "is_odd", "is_even", "twice"] {
+        let n = pc.functions.iter().find(|g| g.name == f).unwrap().params[0];
+        assert_eq!(s.var(n), Share::Batched, "{f}");
+    }
+    // Lanes in step (no per-lane branch): the same mutual recursion on
+    // data is shared.
+    let (_, cfg) = gq_program(
+        "functions {
+           int is_even(int n);
+           int is_odd(int n) { if (n == 0) return 0; return is_even(n - 1); }
+           int is_even(int n) { if (n == 0) return 1; return is_odd(n - 1); }
+         }
+         parameters { real mu; } model { mu ~ normal(0, 1); }
+         generated quantities { int e = is_even(7); real m = e * mu; }",
+    );
+    let pc = super::build(&cfg).unwrap();
+    let s = pc.sharing.as_ref().unwrap();
+    assert!(s.lanes_in_step, "{}", super::print::print_pc(&pc));
+    assert_eq!(s.var(var(&pc, "e")), Share::Shared);
+    assert_eq!(s.var(var(&pc, "m")), Share::Batched);
+}
