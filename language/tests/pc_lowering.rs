@@ -87,6 +87,42 @@ fn check(name: &str, model: &Path, data: &Path) -> Result<(), String> {
             }
         }
     }
+    check_shared_values(&loaded, &optimized)?;
+    Ok(())
+}
+
+/// Two lanes (different parameters) write the same values to every
+/// variable the analysis calls shared: the same sequence when lanes run in
+/// step, else the same value for the whole run.
+fn check_shared_values(loaded: &common::Loaded, p: &pc::Program) -> Result<(), String> {
+    let n = loaded.model.num_unconstrained();
+    let lane = |k: usize| {
+        let theta: Vec<f64> = (0..n)
+            .map(|i| ((i + 3 * k) % 7) as f64 / 7.0 - 0.3)
+            .collect();
+        loaded.model.log_density_gradient_pc_traced(p, &theta, true)
+    };
+    let (Ok((_, _, a)), Ok((_, _, b))) = (lane(0), lane(1)) else {
+        return Ok(()); // a lane rejected: nothing to compare
+    };
+    let sharing = p.sharing.as_ref().unwrap();
+    if sharing.lanes_in_step {
+        if format!("{a:?}") != format!("{b:?}") {
+            let at = a
+                .iter()
+                .zip(&b)
+                .position(|(x, y)| format!("{x:?}") != format!("{y:?}"));
+            let which = at.map(|i| p.var_name(a[i].0).to_string());
+            return Err(format!("shared values differ between lanes at {which:?}"));
+        }
+    } else {
+        for (v, value) in a.iter().chain(&b) {
+            let first = a.iter().chain(&b).find(|(w, _)| w == v).unwrap();
+            if format!("{:?}", first.1) != format!("{value:?}") {
+                return Err(format!("shared `{}` changes value", p.var_name(*v)));
+            }
+        }
+    }
     Ok(())
 }
 
