@@ -195,3 +195,88 @@ fn pc_runs_like_the_structured_interpreter() {
     assert!(checked >= 20, "only {checked} models checked");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Storage classes hold what they promise, checked op by op: in every
+/// block that touches a `Temp`, it is written before it is read (its value
+/// never crosses a block boundary); an
+/// `Input` is never written; only stacked variables are pushed.
+fn check_storage_classes(p: &pc::Program) -> Result<(), String> {
+    for (b, block) in p.blocks.iter().enumerate() {
+        let mut seen = vec![false; p.storage.len()];
+        let effects = block
+            .ops
+            .iter()
+            .map(|op| (Some(op), pc::effects::of_op(op)))
+            .chain([(None, pc::effects::of_terminator(&block.term))]);
+        for (op, e) in effects {
+            for v in e.reads.iter().chain(&e.writes) {
+                let i = v.0 as usize;
+                match p.storage[i] {
+                    pc::Storage::Temp => {
+                        if !seen[i] && !e.kills.contains(v) {
+                            return Err(format!("temp `{}` read first in b{b}", p.var_name(*v)));
+                        }
+                        seen[i] = true;
+                    }
+                    pc::Storage::Input if e.writes.contains(v) => {
+                        return Err(format!("input `{}` written", p.var_name(*v)));
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(pc::Op::Push(v) | pc::Op::Pop(v) | pc::Op::Peek(v)) = op
+                && !matches!(
+                    p.storage[v.0 as usize],
+                    pc::Storage::Stack { cached_top: true }
+                )
+            {
+                return Err(format!("`{}` saved but has no stack", p.var_name(*v)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every posteriordb model (with or without data) whose gradient program
+/// builds: the PC IR of its gradient and generated quantities keeps its
+/// invariants and storage promises, and has no variable stacks.
+#[test]
+fn pc_storage_of_every_posteriordb_model() {
+    let dir = common::posteriordb().join("../posteriordb-models");
+    let mut built = 0;
+    let mut failures = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "stan"))
+        .collect();
+    files.sort();
+    for path in files {
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let source = std::fs::read_to_string(&path).unwrap();
+        let Ok(program) = common::compile(&source, &name) else {
+            continue;
+        };
+        let Ok(g) = language::ad::gradient(&program) else {
+            continue;
+        };
+        let cfgs = [
+            language::batch::lower_gradient(&g),
+            language::batch::lower_generated_quantities(&program),
+        ];
+        for cfg in cfgs {
+            let cfg = cfg.map_err(|ds| format!("{ds:?}"));
+            let result = cfg.and_then(|cfg| pc::build(&cfg).map_err(|e| e.to_string()));
+            let checked = result.and_then(|p| {
+                check_storage(&p)?;
+                check_storage_classes(&p)
+            });
+            match checked {
+                Ok(()) => built += 1,
+                Err(e) => failures.push(format!("{name}: {e}")),
+            }
+        }
+    }
+    assert!(built >= 100, "only {built} programs built");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

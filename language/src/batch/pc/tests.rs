@@ -209,10 +209,9 @@ fn fuse_turns_pop_push_pairs_into_in_place_updates() {
     assert_runs_like_structured(&model, &pc);
 }
 
-/// Independent check of a `Temp`: every op touching it is in one block and
-/// the first touch there is a whole write.
+/// Independent check of a `Temp`: in every block touching it, the first
+/// touch is a whole write.
 fn assert_block_local(p: &Program, v: VarId) {
-    let mut blocks = Vec::new();
     for (b, block) in p.blocks.iter().enumerate() {
         let touches: Vec<_> = block
             .ops
@@ -227,10 +226,8 @@ fn assert_block_local(p: &Program, v: VarId) {
                 "{} read first in b{b}",
                 p.var_name(v)
             );
-            blocks.push(b);
         }
     }
-    assert!(blocks.len() <= 1, "{} in blocks {blocks:?}", p.var_name(v));
 }
 
 #[test]
