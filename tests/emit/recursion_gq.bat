@@ -26,6 +26,11 @@ functions {
     }
     return -s;
   }
+  // x is needed after the recursive call: it gets a stack.
+  real rwalk_rng(real x, int d) {
+    if (d == 0 || x > 2) return x;
+    return rwalk_rng(x + normal_rng(0, 1), d - 1) + x * normal_rng(0, 0.1);
+  }
 }
 parameters {
   real mu;
@@ -36,5 +41,5 @@ model {
 generated quantities {
   int f = fib(10);
   int e = is_even(7);
-  real w = walk_rng(mu);
+  real w = walk_rng(mu) + rwalk_rng(mu, 20);
 }

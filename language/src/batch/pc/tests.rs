@@ -27,6 +27,10 @@ const RECURSIVE: &str = "
       return -s;
     }
     real sq(real x) { return x * x; }
+    real rwalk_rng(real x, int d) {
+      if (d == 0 || x > 2) return x;
+      return rwalk_rng(x + normal_rng(0, 1), d - 1) + x * normal_rng(0, 0.1);
+    }
   }
   parameters { real mu; }
   model { mu ~ normal(0, 1); }
@@ -35,6 +39,7 @@ const RECURSIVE: &str = "
     int e = is_even(7) || is_odd(fib(5));
     int t = twice(6) + peeks(7);
     real w = walk_rng(mu) + (e ? walk_rng(1) : 0) + sq(mu);
+    real rw = rwalk_rng(mu, 30) + rwalk_rng(-mu, f % 7);
     array[4] real ws;
     for (i in 1:4) ws[i] = fib(i) > 1 ? walk_rng(i) : mu;
   }";
@@ -271,13 +276,29 @@ fn registers_replace_stacks_except_across_recursion_and_tops_are_cached() {
         .filter(|&i| matches!(pc.storage[i], Storage::Stack { .. }))
         .map(|i| pc.mir.vars[i].name.as_str())
         .collect();
-    // n (fib, twice, peeks share no variable: each has its own `n`), the
-    // first results `a` and fib's temporary: all saved around a recursive call.
-    assert!(
-        stacked.contains(&"n") && stacked.contains(&"a"),
+    // Exactly what is live across a recursive call: the parameter `n` of
+    // fib, twice and peeks (each its own variable), their first results
+    // (`a`, fib's temporary) and rwalk_rng's `x`.
+    let param = |f: &str, i: usize| {
+        let v = pc.functions.iter().find(|g| g.name == f).unwrap().params[i];
+        pc.storage[v.0 as usize]
+    };
+    let stack = Storage::Stack { cached_top: false };
+    for f in ["fib", "twice", "peeks", "rwalk_rng"] {
+        assert_eq!(param(f, 0), stack, "{f}");
+    }
+    assert_eq!(param("rwalk_rng", 1), Storage::Register);
+    assert_eq!(param("walk_rng", 0), Storage::Register);
+    assert_eq!(param("is_odd", 0), Storage::Register);
+    let mut names = stacked.clone();
+    names.sort();
+    assert_eq!(names.len(), 7, "{stacked:?}");
+    assert_eq!(
+        names.iter().filter(|n| **n == "a").count(),
+        2,
         "{stacked:?}"
     );
-    for name in ["k", "s", "f", "x"] {
+    for name in ["k", "s", "f"] {
         assert!(!stacked.contains(&name), "{name} in {stacked:?}");
     }
     assert_eq!(pc.stack_vars().len(), stacked.len());
