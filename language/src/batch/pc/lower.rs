@@ -211,13 +211,17 @@ impl FnLowering<'_> {
                 }
                 let frame = me.frame.clone();
                 let mut ops = Vec::new();
-                // Arguments reading a parameter written earlier in the
-                // sequence (recursion) are bound to temporaries first.
+                // An argument reading a parameter written earlier in the
+                // sequence (recursion) is bound to a temporary first, and so
+                // is every argument before it, keeping the evaluation order
+                // (arguments may draw random numbers).
+                let last_clobbered = args.iter().enumerate().rposition(|(j, arg)| {
+                    let reads = super::effects::of_expr(arg).reads;
+                    callee.params[..j].iter().any(|p| reads.contains(p))
+                });
                 let mut values = Vec::new();
                 for (j, arg) in args.iter().enumerate() {
-                    let reads = super::effects::of_expr(arg).reads;
-                    let clobbered = callee.params[..j].iter().any(|p| reads.contains(p));
-                    if clobbered {
+                    if last_clobbered.is_some_and(|last| j <= last) {
                         let t = VarId(self.vars.len() as u32);
                         self.vars.push(VarInfo {
                             name: format!("{}$arg{j}", callee.name),

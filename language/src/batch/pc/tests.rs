@@ -27,6 +27,12 @@ const RECURSIVE: &str = "
       return -s;
     }
     real sq(real x) { return x * x; }
+    // The second argument reads the first parameter: argument temporaries,
+    // drawn in source order.
+    real swap_rng(real u, real v, int d) {
+      if (d == 0) return u - v;
+      return swap_rng(v + normal_rng(0, 1), u * normal_rng(1, 0.1), d - 1);
+    }
     real rwalk_rng(real x, int d) {
       if (d == 0 || x > 2) return x;
       return rwalk_rng(x + normal_rng(0, 1), d - 1) + x * normal_rng(0, 0.1);
@@ -39,7 +45,7 @@ const RECURSIVE: &str = "
     int e = is_even(7) || is_odd(fib(5));
     int t = twice(6) + peeks(7);
     real w = walk_rng(mu) + (e ? walk_rng(1) : 0) + sq(mu);
-    real rw = rwalk_rng(mu, 30) + rwalk_rng(-mu, f % 7);
+    real rw = rwalk_rng(mu, 30) + rwalk_rng(-mu, f % 7) + swap_rng(mu, 1, 5);
     array[4] real ws;
     for (i in 1:4) ws[i] = fib(i) > 1 ? walk_rng(i) : mu;
   }";
