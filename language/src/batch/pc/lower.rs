@@ -81,15 +81,17 @@ pub fn lower(cfg: &cfg::Program) -> Result<Program, PcError> {
 }
 
 /// Whether a call's return block is its CFG `next` block itself (the call
-/// is its only predecessor), else a new block that jumps to it.
+/// is its only predecessor, and not in that block), else a new block that
+/// jumps to it.
 fn merges_into_next(f: &cfg::Function, next: cfg::BlockId) -> bool {
-    let preds = f
+    let preds: Vec<usize> = f
         .blocks
         .iter()
-        .flat_map(|b| b.term.successors())
-        .filter(|s| *s == next)
-        .count();
-    next.0 != 0 && preds == 1
+        .enumerate()
+        .filter(|(_, b)| b.term.successors().contains(&next))
+        .map(|(i, _)| i)
+        .collect();
+    next.0 != 0 && preds.len() == 1 && preds[0] != next.0 as usize
 }
 
 /// (first block, number of blocks) of every function in the merged graph.
