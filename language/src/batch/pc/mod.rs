@@ -143,7 +143,8 @@ pub enum Terminator {
     Return,
 }
 
-/// Where a variable lives in a batched executor.
+/// Where a variable lives in a batched executor. Orthogonal to sharing:
+/// a `Shared` register or temporary needs one value, not one per lane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Storage {
     /// Read, never written by the program (data, transformed data, and in
