@@ -34,7 +34,7 @@ impl Transformer {
         atom
     }
 
-    fn anf_into(&mut self, e: &Expr, stmts: &mut Vec<Stmt>) -> Expr {
+    pub(super) fn anf_into(&mut self, e: &Expr, stmts: &mut Vec<Stmt>) -> Expr {
         if e.ad == AdLevel::DataOnly || !Self::is_real_valued(&e.ty) {
             return e.clone();
         }
@@ -44,6 +44,10 @@ impl Transformer {
             ExprKind::Prim(p, args) => {
                 let atoms = args.iter().map(|a| self.anf_into(a, stmts)).collect();
                 self.bind(rebuild(ExprKind::Prim(*p, atoms)), stmts)
+            }
+            ExprKind::Call(f, args) => {
+                let atoms = args.iter().map(|a| self.anf_into(a, stmts)).collect();
+                self.bind(rebuild(ExprKind::Call(*f, atoms)), stmts)
             }
             ExprKind::Index(base, idx) => {
                 let base = self.anf_into(base, stmts);

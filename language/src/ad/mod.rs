@@ -40,6 +40,8 @@
 //! without a derivative rule in [`vjp`].
 
 mod anf;
+mod functions;
+mod normalize;
 mod sweep;
 mod vjp;
 

@@ -6,25 +6,25 @@ use std::collections::{HashMap, HashSet};
 use super::{GradProgram, unsupported};
 use crate::diagnostic::Diagnostic;
 use crate::mir::{
-    Expr, ExprKind, Index, LValue, LValueStep, Origin, Program, StackId, Stmt, StmtKind, Transform,
-    VarId, VarInfo,
+    Expr, ExprKind, FunId, Index, LValue, LValueStep, Origin, Program, StackId, Stmt, StmtKind,
+    Transform, VarId, VarInfo,
 };
 use crate::span::Span;
 use crate::types::{AdLevel, Type};
 
 /// How a statement list is being transformed.
 #[derive(Clone, Copy)]
-struct Ctx {
+pub(super) struct Ctx {
     /// The list's own locals stay live into its reverse (the top level of
     /// the log density, or a recomputed loop iteration): no push/pop.
-    top: bool,
+    pub top: bool,
     /// Recomputing for a reverse sweep: do not add to the target, print,
     /// or check constraints again.
-    replay: bool,
+    pub replay: bool,
     /// A top list zeroes its locals' adjoints where its reverse starts;
     /// the log density's blocks instead have them zeroed before the whole
     /// reverse sweep (the model's reverse feeds transformed parameters').
-    zero_locals: bool,
+    pub zero_locals: bool,
 }
 
 pub(crate) struct Transformer {
@@ -36,6 +36,20 @@ pub(crate) struct Transformer {
     stacks: u32,
     pub target_adj: VarId,
     diags: Vec<Diagnostic>,
+    /// Return-value variables of normalized functions: bound at most once
+    /// per call and read by the caller's reverse, so never saved/zeroed
+    /// as block locals.
+    pub no_save: HashSet<VarId>,
+    /// Reverse version of each user function differentiated so far.
+    pub rev_funs: HashMap<FunId, FunId>,
+    /// (function, its reverse) whose reverse body is still to be made.
+    pub pending: Vec<(FunId, FunId)>,
+    /// Side-effect-free copies of functions that add to the target or print.
+    pub quiet_funs: HashMap<FunId, FunId>,
+    /// Number of functions of the source program (the rest are generated).
+    pub original_functions: usize,
+    /// The statement being transformed reads `target()` at its forward value.
+    target_reads_exact: bool,
 }
 
 /// (forward sweep, reverse sweep) of a statement or list.
@@ -50,6 +64,12 @@ impl Transformer {
             stacks: 0,
             target_adj: VarId(0),
             diags: Vec::new(),
+            no_save: HashSet::new(),
+            rev_funs: HashMap::new(),
+            pending: Vec::new(),
+            quiet_funs: HashMap::new(),
+            original_functions: program.functions.len(),
+            target_reads_exact: true,
         };
         t.target_adj = t.temp(&Type::Real, "target_adj");
         t
@@ -69,8 +89,8 @@ impl Transformer {
             forward.extend(fwd);
             param_reverse.push(rev);
         }
-        let tparams = self.program.transformed_parameters.clone();
-        let model = self.program.model.clone();
+        let tparams = self.normalize_block(&self.program.transformed_parameters.clone());
+        let model = self.normalize_block(&self.program.model.clone());
         let (tp_fwd, tp_rev) = self.list(&tparams, top);
         let (model_fwd, model_rev) = self.list(&model, top);
         forward.extend(tp_fwd);
@@ -97,6 +117,10 @@ impl Transformer {
         for rev in param_reverse.into_iter().rev() {
             reverse.extend(rev);
         }
+        // Recomputations in the reverse sweep must not add to the target
+        // (or print) a second time.
+        self.quiet_calls(&mut reverse);
+        self.make_pending_reverses();
         if !self.diags.is_empty() {
             return Err(self.diags);
         }
@@ -151,6 +175,11 @@ impl Transformer {
         Some(a)
     }
 
+    /// Make `a` the adjoint of `v` (a reverse function's argument).
+    pub(super) fn set_adjoint(&mut self, v: VarId, a: VarId) {
+        self.adj.insert(v, a);
+    }
+
     pub(super) fn var_expr(&self, v: VarId, span: Span) -> Expr {
         let ty = self.program.vars[v.0 as usize].ty.clone();
         Expr {
@@ -161,7 +190,7 @@ impl Transformer {
         }
     }
 
-    fn zeros_like(&self, v: VarId) -> Expr {
+    pub(super) fn zeros_like(&self, v: VarId) -> Expr {
         let e = self.var_expr(v, Span::default());
         Expr {
             ty: e.ty.clone(),
@@ -171,7 +200,7 @@ impl Transformer {
         }
     }
 
-    fn let_stmt(&self, var: VarId, value: Expr) -> Stmt {
+    pub(super) fn let_stmt(&self, var: VarId, value: Expr) -> Stmt {
         let span = value.span;
         Stmt {
             kind: StmtKind::Let { var, value },
@@ -184,7 +213,7 @@ impl Transformer {
         StackId(self.stacks - 1)
     }
 
-    fn fail(&mut self, what: impl std::fmt::Display, span: Span) {
+    pub(super) fn fail(&mut self, what: impl std::fmt::Display, span: Span) {
         self.diags.push(unsupported(what, span));
     }
 
@@ -244,7 +273,7 @@ impl Transformer {
 
     // ------------------------------------------------------------ statements
 
-    fn list(&mut self, stmts: &[Stmt], ctx: Ctx) -> Sweeps {
+    pub(super) fn list(&mut self, stmts: &[Stmt], ctx: Ctx) -> Sweeps {
         let mut fwd = Vec::new();
         let mut revs = Vec::new();
         let inner = Ctx { top: false, ..ctx };
@@ -261,6 +290,7 @@ impl Transformer {
                 StmtKind::Decl { var, .. } | StmtKind::Let { var, .. } => Some(*var),
                 _ => None,
             })
+            .filter(|v| !self.no_save.contains(v))
             .collect();
         let mut rev = Vec::new();
         if ctx.top {
@@ -301,6 +331,16 @@ impl Transformer {
     }
 
     fn stmt(&mut self, s: &Stmt, ctx: Ctx, shared: bool) -> Sweeps {
+        // `target()` has its forward value only where the forward sweep
+        // itself runs the statement and the reverse reuses its temporaries.
+        let saved = self.target_reads_exact;
+        self.target_reads_exact = shared && !ctx.replay;
+        let out = self.stmt_inner(s, ctx, shared);
+        self.target_reads_exact = saved;
+        out
+    }
+
+    fn stmt_inner(&mut self, s: &Stmt, ctx: Ctx, shared: bool) -> Sweeps {
         let span = s.span;
         let same = |replay_too: bool| {
             if ctx.replay && !replay_too {
@@ -567,12 +607,7 @@ impl Transformer {
             }
             StmtKind::Print(_) | StmtKind::CheckConstraint { .. } => (same(false), Vec::new()),
             StmtKind::Reject(_) | StmtKind::FatalError(_) => (same(true), Vec::new()),
-            StmtKind::Effect(e) => {
-                if e.ad == AdLevel::AutoDiff {
-                    self.fail("a function call statement with parameter arguments", span);
-                }
-                (same(false), Vec::new())
-            }
+            StmtKind::Effect(e) => self.effect(e, span, ctx.replay, shared),
             StmtKind::JacobianAdd(_) => {
                 self.fail("`jacobian +=`", span);
                 (Vec::new(), Vec::new())
@@ -661,7 +696,7 @@ impl Transformer {
     /// statement, reverse statements). `shared`: the forward computes the
     /// temporaries and the reverse reuses them; otherwise the reverse
     /// recomputes them from the restored state.
-    fn expr_sweeps(
+    pub(super) fn expr_sweeps(
         &mut self,
         e: &Expr,
         incoming: Option<Expr>,
@@ -672,6 +707,12 @@ impl Transformer {
         };
         if e.ad == AdLevel::DataOnly || !Self::is_real_valued(&e.ty) {
             return (Vec::new(), e.clone(), Vec::new());
+        }
+        if !self.target_reads_exact && reads_target(e) {
+            self.fail(
+                "`target()` inside a loop, a branch or a user function (its value is not saved for the reverse sweep)",
+                e.span,
+            );
         }
         let anf = self.anf(e);
         let mut rev = if shared {
@@ -701,7 +742,7 @@ impl Transformer {
     }
 
     /// `let t_adj = zeros_like(t)` for the temporaries a list binds.
-    fn zero_temp_adjoints(&mut self, stmts: &[Stmt]) -> Vec<Stmt> {
+    pub(super) fn zero_temp_adjoints(&mut self, stmts: &[Stmt]) -> Vec<Stmt> {
         let mut out = Vec::new();
         for s in stmts {
             let bound = match &s.kind {
@@ -723,7 +764,7 @@ impl Transformer {
     }
 
     /// Reverse of an A-normal-form list (already recomputed).
-    fn reverse_anf_list(&mut self, stmts: &[Stmt]) -> Vec<Stmt> {
+    pub(super) fn reverse_anf_list(&mut self, stmts: &[Stmt]) -> Vec<Stmt> {
         let mut out = Vec::new();
         for s in stmts.iter().rev() {
             match &s.kind {
@@ -808,6 +849,21 @@ impl Transformer {
             };
         }
         e
+    }
+}
+
+/// True if `e` reads the target (`target()`).
+fn reads_target(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Target => true,
+        ExprKind::Prim(_, args)
+        | ExprKind::Call(_, args)
+        | ExprKind::ArrayLit(args)
+        | ExprKind::RowVectorLit(args)
+        | ExprKind::TupleLit(args) => args.iter().any(reads_target),
+        ExprKind::Index(base, _) | ExprKind::TupleProj(base, _) => reads_target(base),
+        ExprKind::Cond(a, b, c) => reads_target(a) || reads_target(b) || reads_target(c),
+        _ => false,
     }
 }
 

@@ -56,9 +56,7 @@ impl Transformer {
                     span,
                 });
             }
-            ExprKind::Call(..) => {
-                return Err("calls of user-defined functions with parameter arguments".into());
-            }
+            ExprKind::Call(f, args) => self.call_vjp(*f, args, Some(tb), span, &mut out)?,
             ExprKind::TupleLit(_) | ExprKind::TupleProj(..) => {
                 return Err("tuples of parameters".into());
             }
@@ -69,7 +67,7 @@ impl Transformer {
 
     /// Add `share` (shaped like the value it came from) into `operand`'s
     /// adjoint, summing when a scalar operand was broadcast.
-    fn accumulate(&mut self, operand: &Expr, share: Expr, out: &mut Vec<Stmt>) {
+    pub(super) fn accumulate(&mut self, operand: &Expr, share: Expr, out: &mut Vec<Stmt>) {
         let ExprKind::Var(v) = operand.kind else {
             return;
         };
