@@ -44,6 +44,7 @@ mod functions;
 mod normalize;
 mod sweep;
 mod vjp;
+mod vjp_linalg;
 
 use crate::diagnostic::{Diagnostic, Kind};
 use crate::mir::{Program, Stmt, VarId};

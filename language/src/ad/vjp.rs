@@ -113,6 +113,9 @@ impl Transformer {
             prim(a, vec![x, y], ty, span)
         };
         let neg = |x: Expr| prim(Neg, vec![x.clone()], x.ty, span);
+        if let Some(done) = self.linalg_vjp(p, args, t, tb, span, out) {
+            return done;
+        }
         match p {
             Add => {
                 self.accumulate(&args[0], tb.clone(), out);
@@ -375,7 +378,12 @@ impl Transformer {
 
     /// `ā += s` without reduction: `s` is a scalar added to every element
     /// of `a`, or holds `a`'s elements (in Stan's order) in another shape.
-    fn accumulate_broadcast(&mut self, operand: &Expr, share: Expr, out: &mut Vec<Stmt>) {
+    pub(super) fn accumulate_broadcast(
+        &mut self,
+        operand: &Expr,
+        share: Expr,
+        out: &mut Vec<Stmt>,
+    ) {
         let ExprKind::Var(v) = operand.kind else {
             return;
         };
@@ -465,7 +473,7 @@ fn is_elementwise_math(p: Prim) -> bool {
     )
 }
 
-fn prim(p: Prim, args: Vec<Expr>, ty: Type, span: Span) -> Expr {
+pub(super) fn prim(p: Prim, args: Vec<Expr>, ty: Type, span: Span) -> Expr {
     let ad = args.iter().map(|a| a.ad).max().unwrap_or(AdLevel::DataOnly);
     Expr {
         kind: ExprKind::Prim(p, args),
@@ -475,7 +483,7 @@ fn prim(p: Prim, args: Vec<Expr>, ty: Type, span: Span) -> Expr {
     }
 }
 
-fn real(x: f64, span: Span) -> Expr {
+pub(super) fn real(x: f64, span: Span) -> Expr {
     Expr {
         kind: ExprKind::Real(x),
         ty: Type::Real,
@@ -484,7 +492,7 @@ fn real(x: f64, span: Span) -> Expr {
     }
 }
 
-fn transpose(e: &Expr, span: Span) -> Expr {
+pub(super) fn transpose(e: &Expr, span: Span) -> Expr {
     let ty = match e.ty {
         Type::Vector => Type::RowVector,
         Type::RowVector => Type::Vector,
