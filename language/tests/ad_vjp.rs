@@ -135,3 +135,80 @@ model {
         "xv": [[0, 1], [1, 0.5], [-0.5, 2], [30, 1]], "y": [0.5, -0.2, 1.1, 0.3]}"#;
     check("gp_exp_quad_cov", src, data);
 }
+
+#[test]
+fn tuple_unpacking_and_tuple_values_match_finite_differences() {
+    let src = "
+parameters {
+  real a;
+  vector[2] v;
+}
+model {
+  real x = a;
+  vector[2] w = v;
+  tuple(real, vector[2], int) packed = (square(a), exp(v), 3);
+  (x, w) = (w[2] * x, [x, sin(a)]');
+  for (k in 1:2) {
+    (x, w[k]) = (w[k] + x, x * packed.1);
+  }
+  target += normal_lpdf(x | 0, 3) + normal_lpdf(w | packed.2, 2) + packed.3;
+  a ~ normal(0, 1);
+  v ~ normal(0, 1);
+}
+";
+    check("tuples", src, "{}");
+}
+
+#[test]
+fn jacobian_increments_match_finite_differences() {
+    // A user-written change of variables: `jacobian +=` counts only when
+    // the Jacobian is on (checked at both settings).
+    let src = "
+functions {
+  real scaled_jacobian(real u, real s) {
+    jacobian += log(s);
+    return u * s;
+  }
+}
+parameters {
+  real u;
+  real<lower=0> s;
+}
+transformed parameters {
+  real x = scaled_jacobian(u, s);
+  real y = exp(u);
+  jacobian += u;
+}
+model {
+  x ~ normal(1, 2);
+  y ~ lognormal(0, 1);
+  s ~ gamma(2, 2);
+}
+";
+    check("jacobian", src, "{}");
+}
+
+#[test]
+fn target_read_inside_a_differentiated_function_is_not_supported() {
+    let src = "
+functions {
+  void peek_lp(real x) {
+    target += 1e-3 * tanh(target()) * x;
+  }
+}
+parameters {
+  real x;
+}
+model {
+  x ~ normal(0, 1);
+  peek_lp(x);
+}
+";
+    let program = common::compile(src, "peek").unwrap();
+    let errors = language::ad::gradient(&program).expect_err("target() inside a function");
+    assert!(
+        errors.iter().any(|d| d.message.contains("`target()`")),
+        "{:?}",
+        errors.iter().map(|d| &d.message).collect::<Vec<_>>()
+    );
+}

@@ -88,6 +88,15 @@ impl Transformer {
                 self.cond_temps.insert(t);
                 self.var_expr(t, e.span)
             }
+            ExprKind::TupleLit(items) => {
+                let atoms = items.iter().map(|a| self.anf_into(a, stmts)).collect();
+                self.bind(rebuild(ExprKind::TupleLit(atoms)), stmts)
+            }
+            ExprKind::TupleProj(base, k) => {
+                let base = self.anf_into(base, stmts);
+                let base = self.as_var_atom(base, stmts);
+                self.bind(rebuild(ExprKind::TupleProj(Box::new(base), *k)), stmts)
+            }
             ExprKind::Target => self.bind(e.clone(), stmts),
             _ => {
                 // Calls, tuples, ...: kept whole; the reverse rule reports

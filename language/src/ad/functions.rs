@@ -59,6 +59,13 @@ impl Transformer {
         }
     }
 
+    /// `_lp` and `_jacobian` functions add to the target: their reverse
+    /// takes and returns the target's adjoint.
+    fn adds_to_target(&self, f: FunId) -> bool {
+        let fun = &self.program.functions[f.0 as usize];
+        fun.uses_target || fun.name.ends_with("_jacobian")
+    }
+
     fn arg_var(&mut self, ty: &Type, hint: &str) -> VarId {
         let id = VarId(self.program.vars.len() as u32);
         self.program.vars.push(VarInfo {
@@ -80,6 +87,7 @@ impl Transformer {
 
     fn reverse_function(&mut self, f: FunId) -> crate::mir::Function {
         let fun = self.program.functions[f.0 as usize].clone();
+        let adds_to_target = self.adds_to_target(f);
         let span = fun.body.first().map_or(Span::default(), |s| s.span);
         let flag = self.flag("returned");
         let value = fun.ret.as_ref().map(|t| self.temp(t, "returned_value"));
@@ -97,7 +105,7 @@ impl Transformer {
         }
         let saved_target_adj = self.target_adj;
         self.target_adj = self.arg_var(&Type::Real, "target_adj");
-        if fun.uses_target {
+        if adds_to_target {
             args.push(self.target_adj);
         }
         let (mut out, rev) = self.list(
@@ -118,7 +126,7 @@ impl Transformer {
             outputs.push(self.var_expr(a_adj, span));
         }
         out.extend(rev);
-        if fun.uses_target {
+        if adds_to_target {
             outputs.push(self.var_expr(self.target_adj, span));
         }
         let ty = Type::Tuple(outputs.iter().map(|o| o.ty.clone()).collect());
@@ -154,6 +162,7 @@ impl Transformer {
         out: &mut Vec<Stmt>,
     ) -> Result<(), String> {
         let fun = self.program.functions[f.0 as usize].clone();
+        let adds_to_target = self.adds_to_target(f);
         if matches!(fun.ret, Some(Type::Tuple(_))) {
             return Err(format!(
                 "user function `{}` returning a tuple with parameter arguments",
@@ -163,7 +172,7 @@ impl Transformer {
         let rev = self.reverse_of(f);
         let mut call_args = args.to_vec();
         call_args.extend(ret_adj);
-        if fun.uses_target {
+        if adds_to_target {
             call_args.push(self.var_expr(self.target_adj, span));
         }
         let active = self.active_args(f);
@@ -171,7 +180,7 @@ impl Transformer {
             .iter()
             .map(|&k| self.program.vars[fun.args[k].0 as usize].ty.clone())
             .collect();
-        if fun.uses_target {
+        if adds_to_target {
             types.push(Type::Real);
         }
         let tuple_ty = Type::Tuple(types.clone());
@@ -195,7 +204,7 @@ impl Transformer {
             let share = component(self, j);
             self.accumulate(&args[k], share, out);
         }
-        if fun.uses_target {
+        if adds_to_target {
             let rhs = component(self, active.len());
             out.push(Stmt {
                 kind: StmtKind::Assign {
@@ -211,7 +220,7 @@ impl Transformer {
         Ok(())
     }
 
-    /// A call statement: only `_lp` functions with parameter arguments
+    /// A call statement: only `_lp` / `_jacobian` functions with parameter arguments
     /// contribute to the gradient (functions cannot change their
     /// arguments).
     pub(super) fn effect(&mut self, e: &Expr, span: Span, replay: bool, shared: bool) -> Sweeps {
@@ -226,8 +235,7 @@ impl Transformer {
         let ExprKind::Call(f, args) = &e.kind else {
             return (keep, Vec::new());
         };
-        let uses_target = self.program.functions[f.0 as usize].uses_target;
-        if e.ad == AdLevel::DataOnly || !uses_target {
+        if e.ad == AdLevel::DataOnly || !self.adds_to_target(*f) {
             return (keep, Vec::new());
         }
         let mut stmts = Vec::new();
@@ -513,6 +521,7 @@ fn expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
         | ExprKind::Imag(_)
         | ExprKind::Var(_)
         | ExprKind::Target
+        | ExprKind::JacobianOn
         | ExprKind::Pop(_) => {}
     }
 }

@@ -13,6 +13,9 @@
 //! - The statements after one that may set a flag are wrapped in
 //!   `if (flags == 0) { ... }`, so nothing runs after an exit.
 //!
+//! Tuple unpacking `(a, b) = e` is split here too, into a tuple temporary
+//! and one assignment per component.
+//!
 //! Flags are ints: they carry no adjoint, and the sweeps save them on
 //! stacks like any other overwritten variable.
 
@@ -181,17 +184,86 @@ impl Transformer {
 
     /// The log density's statements without `break` / `continue`.
     pub(super) fn normalize_block(&mut self, stmts: &[Stmt]) -> Vec<Stmt> {
-        if !has_jumps(stmts) {
-            return stmts.to_vec();
+        let stmts = self.split_unpacks(stmts);
+        if !has_jumps(&stmts) {
+            return stmts;
         }
-        self.norm_list(stmts, LoopFlags::default(), None)
+        self.norm_list(&stmts, LoopFlags::default(), None)
+    }
+
+    /// `(a, b) = e` becomes `let u = e; a = u.1; b = u.2;` (the whole
+    /// right-hand side is evaluated before any assignment, as in Stan).
+    fn split_unpacks(&mut self, stmts: &[Stmt]) -> Vec<Stmt> {
+        let mut out = Vec::new();
+        for s in stmts {
+            let span = s.span;
+            let kind = match &s.kind {
+                StmtKind::Unpack { lhs, rhs } => {
+                    let u = self.temp(&rhs.ty, "unpacked");
+                    out.push(self.let_stmt(u, rhs.clone()));
+                    let parts = match &rhs.ty {
+                        Type::Tuple(ts) => ts.clone(),
+                        _ => Vec::new(),
+                    };
+                    for (k, (lv, ty)) in lhs.iter().zip(parts).enumerate() {
+                        let base = Expr {
+                            ad: rhs.ad,
+                            ..self.var_expr(u, span)
+                        };
+                        let rhs = Expr {
+                            kind: ExprKind::TupleProj(Box::new(base), k + 1),
+                            ty,
+                            ad: rhs.ad,
+                            span,
+                        };
+                        out.push(Stmt {
+                            kind: StmtKind::Assign {
+                                lhs: lv.clone(),
+                                rhs,
+                            },
+                            span,
+                        });
+                    }
+                    continue;
+                }
+                StmtKind::If {
+                    cond,
+                    then,
+                    otherwise,
+                } => StmtKind::If {
+                    cond: cond.clone(),
+                    then: self.split_unpacks(then),
+                    otherwise: self.split_unpacks(otherwise),
+                },
+                StmtKind::While { cond, body } => StmtKind::While {
+                    cond: cond.clone(),
+                    body: self.split_unpacks(body),
+                },
+                StmtKind::For {
+                    var,
+                    lower,
+                    upper,
+                    body,
+                } => StmtKind::For {
+                    var: *var,
+                    lower: lower.clone(),
+                    upper: upper.clone(),
+                    body: self.split_unpacks(body),
+                },
+                StmtKind::Block(b) => StmtKind::Block(self.split_unpacks(b)),
+                other => other.clone(),
+            };
+            out.push(Stmt { kind, span });
+        }
+        out
     }
 
     /// A function body without jumps: the flag declaration, then the body
     /// whose `return e` binds `returns.value`.
     pub(super) fn normalize_function(&mut self, body: &[Stmt], returns: Returns) -> Vec<Stmt> {
+        let body = self.split_unpacks(body);
         let mut out = vec![declare_flag(returns.flag, Span::default())];
-        out.extend(self.norm_list(body, LoopFlags::default(), Some(returns)));
+        out.extend(self.norm_list(&body, LoopFlags::default(), Some(returns)));
         out
     }
 

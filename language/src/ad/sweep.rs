@@ -608,9 +608,31 @@ impl Transformer {
             StmtKind::Print(_) | StmtKind::CheckConstraint { .. } => (same(false), Vec::new()),
             StmtKind::Reject(_) | StmtKind::FatalError(_) => (same(true), Vec::new()),
             StmtKind::Effect(e) => self.effect(e, span, ctx.replay, shared),
-            StmtKind::JacobianAdd(_) => {
-                self.fail("`jacobian +=`", span);
-                (Vec::new(), Vec::new())
+            StmtKind::JacobianAdd(e) => {
+                // The target's adjoint reaches `e` only when the Jacobian is on.
+                let on = Expr {
+                    kind: ExprKind::JacobianOn,
+                    ty: Type::Int,
+                    ad: AdLevel::DataOnly,
+                    span,
+                };
+                let incoming = Expr {
+                    kind: ExprKind::Prim(
+                        crate::mir::Prim::Mul,
+                        vec![self.var_expr(self.target_adj, span), on],
+                    ),
+                    ty: Type::Real,
+                    ad: AdLevel::AutoDiff,
+                    span,
+                };
+                let (mut fwd, value, rev) = self.expr_sweeps(e, Some(incoming), shared);
+                if !ctx.replay {
+                    fwd.push(Stmt {
+                        kind: StmtKind::JacobianAdd(value),
+                        span,
+                    });
+                }
+                (fwd, rev)
             }
             StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {
                 self.fail("`break`, `continue` or `return` in the log density", span);
@@ -923,7 +945,6 @@ fn writes_only_own_locals(body: &[Stmt]) -> bool {
             | StmtKind::Break
             | StmtKind::Continue
             | StmtKind::Return(_)
-            | StmtKind::JacobianAdd(_)
             | StmtKind::Effect(_) => false,
             StmtKind::If {
                 then, otherwise, ..

@@ -57,8 +57,33 @@ impl Transformer {
                 });
             }
             ExprKind::Call(f, args) => self.call_vjp(*f, args, Some(tb), span, &mut out)?,
-            ExprKind::TupleLit(_) | ExprKind::TupleProj(..) => {
-                return Err("tuples of parameters".into());
+            ExprKind::TupleLit(items) => {
+                for (k, item) in items.iter().enumerate() {
+                    if !Self::is_real_valued(&item.ty) {
+                        continue;
+                    }
+                    let share = Expr {
+                        kind: ExprKind::TupleProj(Box::new(tb.clone()), k + 1),
+                        ty: item.ty.clone(),
+                        ad: AdLevel::AutoDiff,
+                        span,
+                    };
+                    self.accumulate(item, share, &mut out);
+                }
+            }
+            ExprKind::TupleProj(base, k) => {
+                if let ExprKind::Var(b) = base.kind {
+                    if let Some(b_adj) = self.adjoint(b) {
+                        let lhs = LValue {
+                            var: b_adj,
+                            path: vec![LValueStep::TupleProj(*k)],
+                        };
+                        out.push(Stmt {
+                            kind: StmtKind::AddAssign { lhs, rhs: tb },
+                            span,
+                        });
+                    }
+                }
             }
             other => return Err(format!("the expression {other:?}")),
         }
