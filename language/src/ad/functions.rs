@@ -96,12 +96,12 @@ impl Transformer {
         }
         let body = self.normalize_function(&fun.body, Returns { flag, value });
         let mut args = fun.args.clone();
-        if let (Some(v), Some(ret)) = (value, &fun.ret) {
-            if Self::is_real_valued(ret) {
-                let ret_adj = self.arg_var(ret, &format!("{}_ret_adj", fun.name));
-                self.set_adjoint(v, ret_adj);
-                args.push(ret_adj);
-            }
+        if let (Some(v), Some(ret)) = (value, &fun.ret)
+            && Self::is_real_valued(ret)
+        {
+            let ret_adj = self.arg_var(ret, &format!("{}_ret_adj", fun.name));
+            self.set_adjoint(v, ret_adj);
+            args.push(ret_adj);
         }
         let saved_target_adj = self.target_adj;
         self.target_adj = self.arg_var(&Type::Real, "target_adj");
@@ -316,10 +316,10 @@ impl Transformer {
             .map(|f| (f, self.quiet_of(f, effectful)))
             .collect();
         for_each_expr(stmts, &mut |e| {
-            if let ExprKind::Call(f, _) = &mut e.kind {
-                if let Some(q) = map.get(f) {
-                    *f = *q;
-                }
+            if let ExprKind::Call(f, _) = &mut e.kind
+                && let Some(q) = map.get(f)
+            {
+                *f = *q;
             }
         });
     }
@@ -409,10 +409,10 @@ fn walk_stmts(stmts: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
 fn collect_calls(stmts: &[Stmt], out: &mut Vec<FunId>) {
     let mut stmts = stmts.to_vec();
     for_each_expr(&mut stmts, &mut |e| {
-        if let ExprKind::Call(f, _) = e.kind {
-            if !out.contains(&f) {
-                out.push(f);
-            }
+        if let ExprKind::Call(f, _) = e.kind
+            && !out.contains(&f)
+        {
+            out.push(f);
         }
     });
 }

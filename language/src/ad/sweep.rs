@@ -743,17 +743,17 @@ impl Transformer {
             anf.stmts.clone()
         };
         rev.extend(self.zero_temp_adjoints(&anf.stmts));
-        if let ExprKind::Var(v) = anf.atom.kind {
-            if let Some(a) = self.adjoint(v) {
-                let lhs = LValue {
-                    var: a,
-                    path: Vec::new(),
-                };
-                rev.push(Stmt {
-                    kind: StmtKind::AddAssign { lhs, rhs: incoming },
-                    span: e.span,
-                });
-            }
+        if let ExprKind::Var(v) = anf.atom.kind
+            && let Some(a) = self.adjoint(v)
+        {
+            let lhs = LValue {
+                var: a,
+                path: Vec::new(),
+            };
+            rev.push(Stmt {
+                kind: StmtKind::AddAssign { lhs, rhs: incoming },
+                span: e.span,
+            });
         }
         rev.extend(self.reverse_anf_list(&anf.stmts));
         if shared {
@@ -775,11 +775,11 @@ impl Transformer {
                 },
                 _ => None,
             };
-            if let Some(t) = bound {
-                if let Some(a) = self.adjoint(t) {
-                    let zeros = self.zeros_like(t);
-                    out.push(self.let_stmt(a, zeros));
-                }
+            if let Some(t) = bound
+                && let Some(a) = self.adjoint(t)
+            {
+                let zeros = self.zeros_like(t);
+                out.push(self.let_stmt(a, zeros));
             }
         }
         out
@@ -796,20 +796,20 @@ impl Transformer {
                     };
                     if self.cond_temps.contains(var) {
                         // `t = a` in a branch of `c ? a : b`.
-                        if let ExprKind::Var(a) = value.kind {
-                            if let Some(a_adj) = self.adjoint(a) {
-                                let rhs = self.var_expr(t_adj, s.span);
-                                out.push(Stmt {
-                                    kind: StmtKind::AddAssign {
-                                        lhs: LValue {
-                                            var: a_adj,
-                                            path: Vec::new(),
-                                        },
-                                        rhs,
+                        if let ExprKind::Var(a) = value.kind
+                            && let Some(a_adj) = self.adjoint(a)
+                        {
+                            let rhs = self.var_expr(t_adj, s.span);
+                            out.push(Stmt {
+                                kind: StmtKind::AddAssign {
+                                    lhs: LValue {
+                                        var: a_adj,
+                                        path: Vec::new(),
                                     },
-                                    span: s.span,
-                                });
-                            }
+                                    rhs,
+                                },
+                                span: s.span,
+                            });
                         }
                         continue;
                     }

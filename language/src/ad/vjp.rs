@@ -27,17 +27,17 @@ impl Transformer {
         match &value.kind {
             ExprKind::Prim(p, args) => self.prim_vjp(*p, args, &tv, &tb, span, &mut out)?,
             ExprKind::Index(base, idx) => {
-                if let ExprKind::Var(b) = base.kind {
-                    if let Some(b_adj) = self.adjoint(b) {
-                        let lhs = LValue {
-                            var: b_adj,
-                            path: vec![LValueStep::Index(idx.clone())],
-                        };
-                        out.push(Stmt {
-                            kind: StmtKind::AddAssign { lhs, rhs: tb },
-                            span,
-                        });
-                    }
+                if let ExprKind::Var(b) = base.kind
+                    && let Some(b_adj) = self.adjoint(b)
+                {
+                    let lhs = LValue {
+                        var: b_adj,
+                        path: vec![LValueStep::Index(idx.clone())],
+                    };
+                    out.push(Stmt {
+                        kind: StmtKind::AddAssign { lhs, rhs: tb },
+                        span,
+                    });
                 }
             }
             ExprKind::ArrayLit(items) | ExprKind::RowVectorLit(items) => {
@@ -72,17 +72,17 @@ impl Transformer {
                 }
             }
             ExprKind::TupleProj(base, k) => {
-                if let ExprKind::Var(b) = base.kind {
-                    if let Some(b_adj) = self.adjoint(b) {
-                        let lhs = LValue {
-                            var: b_adj,
-                            path: vec![LValueStep::TupleProj(*k)],
-                        };
-                        out.push(Stmt {
-                            kind: StmtKind::AddAssign { lhs, rhs: tb },
-                            span,
-                        });
-                    }
+                if let ExprKind::Var(b) = base.kind
+                    && let Some(b_adj) = self.adjoint(b)
+                {
+                    let lhs = LValue {
+                        var: b_adj,
+                        path: vec![LValueStep::TupleProj(*k)],
+                    };
+                    out.push(Stmt {
+                        kind: StmtKind::AddAssign { lhs, rhs: tb },
+                        span,
+                    });
                 }
             }
             other => return Err(format!("the expression {other:?}")),
