@@ -212,3 +212,46 @@ model {
         errors.iter().map(|d| &d.message).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn appends_and_quad_form_diag_match_finite_differences() {
+    let src = with_model(
+        "  vector[2] v = [z[1], exp(z[2])]';
+  row_vector[3] r = [z[3], 1, z[4]];
+  target += sum(quad_form_diag(S, [1, z[5], 2]') .* B);
+  target += dot_self(append_row(v, [z[6], 2]')) + sum(append_row(z[1], v) .* [1, 2, 3]');
+  target += sum(append_row(v, z[2]) .* [3, 1, -1]') + sum(append_col(r, z[1]) .* [1, 2, 3, 4]);
+  target += sum(append_row(B, r) .* append_row(S, [1, 2, 3]));
+  target += sum(append_col(S, S[:, 1] * z[5]) .* append_col(B, B[:, 2]));
+  target += sum(append_col(B[1:2, :], [z[1], z[2]]') .* [[1, 2, 3, 4], [5, 6, 7, 8]]);
+  target += sum(append_row(r, r * 2) .* [[1, 2, 3], [0.5, 0.1, 2]]);",
+    );
+    check("appends", &src, "{}");
+}
+
+#[test]
+fn symmetric_eigendecompositions_match_finite_differences() {
+    // Sign-invariant uses of the eigenvectors, as in kronecker_gp.
+    let src = with_model(
+        "  vector[3] lambda = eigenvalues_sym(S);
+  matrix[3, 3] Q = eigenvectors_sym(S);
+  target += dot_product(lambda, [1, -0.5, 0.25]') + log(lambda[1]);
+  target += sum(square(Q) .* [[1, 2, 3], [0.5, -1, 2], [0.1, 0.2, 0.3]]);
+  target += quad_form(diag_matrix(exp(-lambda)), Q' * [1, 2, 3]');",
+    );
+    check("eigen", &src, "{}");
+}
+
+#[test]
+fn reductions_reshapes_and_matrix_division_match_finite_differences() {
+    let src = with_model(
+        "  vector[4] v = [z[1], 2 * z[2], z[3] - 1, 0.5]';
+  array[3] real xs = {z[4], z[5] * 3, 1.0};
+  target += min(v) + 2 * max(v) + min(xs) - max(xs);
+  target += variance(v) + sd(xs) + 0.5 * sd(v) + variance(xs);
+  target += sum(to_matrix(v, 2, 2) .* [[1, 2], [3, 4]]) + sum(to_matrix(B) .* S);
+  target += sum(to_matrix(xs, 1, 3) .* [[1, -2, 3]]) + sum(to_matrix([z[6], 1]) .* [[2, 3]]);
+  target += sum((B / S) .* [[1, 2, 3], [3, 4, 5], [0.5, 0.1, 1]]) + sum([z[1], 1, z[2]] / S);",
+    );
+    check("reductions", &src, "{}");
+}

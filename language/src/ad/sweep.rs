@@ -253,7 +253,11 @@ impl Transformer {
                 }
             })
             .collect();
-        let var_adj = self.adjoint(var).expect("parameters are real-valued");
+        let Some(var_adj) = self.adjoint(var) else {
+            let ty = self.program.vars[var.0 as usize].ty.clone();
+            self.fail(format!("a parameter of type {ty:?}"), Span::default());
+            return (fwd, rev);
+        };
         rev.push(Stmt {
             kind: StmtKind::ParamAdjoint {
                 param: i,

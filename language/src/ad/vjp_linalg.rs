@@ -1,4 +1,5 @@
-//! Derivative rules of the linear-algebra primitives, written with other
+//! Derivative rules of the linear-algebra primitives and of reductions
+//! over containers, written with other
 //! primitives (triangular solves, products, transposes), so every backend
 //! runs them with the kernels it already has.
 //!
@@ -140,7 +141,7 @@ impl Transformer {
                 let share = neg(self.outer(&bs, t, span), span);
                 self.accumulate(a, share, out);
             }
-            MdivideRight => {
+            MdivideRight | Div if args[1].ty == Type::Matrix => {
                 // T = B A⁻¹:  B̄ += T̄ A⁻ᵀ,  Ā += −Tᵀ B̄
                 let (b, a) = (&args[0], &args[1]);
                 let bs = prim(
@@ -153,6 +154,73 @@ impl Transformer {
                 self.accumulate(b, bs.clone(), out);
                 let outer = self.outer(&transpose(t, span), &transpose(&bs, span), span);
                 self.accumulate(a, neg(outer, span), out);
+            }
+            Min | Max if args.len() == 1 && !args[0].ty.is_scalar() => {
+                // The extreme element gets t̄ (every one of equal extremes).
+                let a = &args[0];
+                let gap = if p == Min {
+                    prim(Sub, vec![t.clone(), a.clone()], a.ty.clone(), span)
+                } else {
+                    prim(Sub, vec![a.clone(), t.clone()], a.ty.clone(), span)
+                };
+                let mask = prim(Step, vec![gap], a.ty.clone(), span);
+                let share = prim(Mul, vec![tb.clone(), mask], a.ty.clone(), span);
+                self.accumulate_broadcast(a, share, out);
+            }
+            Variance | Sd if !args[0].ty.is_scalar() => {
+                // var: ā += 2 t̄ (a − ā_mean)/(n − 1);  sd: ā += t̄ (a − mean)/((n − 1) t)
+                let a = &args[0];
+                let n = prim(NumElements, vec![a.clone()], Type::Int, span);
+                let one = Expr {
+                    kind: ExprKind::Int(1),
+                    ty: Type::Int,
+                    ad: AdLevel::DataOnly,
+                    span,
+                };
+                let dof = prim(
+                    Fmax,
+                    vec![prim(Sub, vec![n, one.clone()], Type::Int, span), one],
+                    Type::Real,
+                    span,
+                );
+                let mean = prim(Mean, vec![a.clone()], Type::Real, span);
+                let centered = prim(Sub, vec![a.clone(), mean], a.ty.clone(), span);
+                let scale = if p == Variance {
+                    prim(
+                        Div,
+                        vec![
+                            prim(Mul, vec![real(2.0, span), tb.clone()], Type::Real, span),
+                            dof,
+                        ],
+                        Type::Real,
+                        span,
+                    )
+                } else {
+                    prim(
+                        Div,
+                        vec![
+                            tb.clone(),
+                            prim(Mul, vec![dof, t.clone()], Type::Real, span),
+                        ],
+                        Type::Real,
+                        span,
+                    )
+                };
+                let share = prim(Mul, vec![scale, centered], a.ty.clone(), span);
+                self.accumulate_broadcast(a, share, out);
+            }
+            ToMatrix => {
+                // Column-major filling keeps Stan's element order for
+                // vectors, matrices and real arrays.
+                let a = &args[0];
+                let same_order = matches!(a.ty, Type::Vector | Type::RowVector | Type::Matrix)
+                    || a.ty == Type::Array(Box::new(Type::Real));
+                if !same_order || args.len() > 3 {
+                    return Some(Err(
+                        "to_matrix of arrays of arrays or row vectors, or row-major".into(),
+                    ));
+                }
+                self.accumulate_broadcast(a, tb.clone(), out);
             }
             QuadForm if args[1].ty == Type::Vector => {
                 // t = bᵀAb:  Ā += t̄ b bᵀ,  b̄ += t̄ (A + Aᵀ) b
@@ -222,9 +290,147 @@ impl Transformer {
                 );
                 self.accumulate(rho, rho_share, out);
             }
+            QuadFormDiag => {
+                // T = diag(v) M diag(v):  M̄ += diag(v) T̄ diag(v),
+                // v̄ += (T̄⊙M) v + (T̄⊙M)ᵀ v
+                let (m, v) = (&args[0], &args[1]);
+                self.accumulate(m, mat(QuadFormDiag, vec![tb.clone(), v.clone()]), out);
+                let w = self.bind_rev(mat(EltMul, vec![tb.clone(), m.clone()]), "qfd", out);
+                let vec = |e: Expr| prim(Mul, vec![e, v.clone()], Type::Vector, span);
+                let share = prim(
+                    Add,
+                    vec![vec(w.clone()), vec(transpose(&w, span))],
+                    Type::Vector,
+                    span,
+                );
+                self.accumulate_broadcast(v, share, out);
+            }
+            AppendRow | AppendCol => self.append_vjp(p == AppendRow, args, t, tb, span, out),
+            EigenvaluesSym => {
+                // Ā += Q diag(λ̄) Qᵀ
+                let q = self.bind_rev(mat(EigenvectorsSym, vec![args[0].clone()]), "eigvec", out);
+                let share = mat(
+                    Mul,
+                    vec![
+                        mat(DiagPostMultiply, vec![q.clone(), tb.clone()]),
+                        transpose(&q, span),
+                    ],
+                );
+                self.accumulate(&args[0], share, out);
+            }
+            EigenvectorsSym => {
+                // Ā += sym(Q (F ⊙ QᵀQ̄) Qᵀ), F[i, j] = 1/(λⱼ − λᵢ) off the
+                // diagonal, 0 on it.
+                let a = &args[0];
+                let q = t;
+                let lambda = self.bind_rev(
+                    prim(EigenvaluesSym, vec![a.clone()], Type::Vector, span),
+                    "eigval",
+                    out,
+                );
+                let n = prim(Rows, vec![a.clone()], Type::Int, span);
+                let cols = mat(RepMatrix, vec![transpose(&lambda, span), n.clone()]);
+                let rows = mat(RepMatrix, vec![lambda, n.clone()]);
+                let eye = mat(
+                    DiagMatrix,
+                    vec![prim(
+                        RepVector,
+                        vec![real(1.0, span), n.clone()],
+                        Type::Vector,
+                        span,
+                    )],
+                );
+                let eye = self.bind_rev(eye, "eye", out);
+                let off = mat(Sub, vec![real(1.0, span), eye.clone()]);
+                let gaps = mat(Add, vec![mat(Sub, vec![cols, rows]), eye]);
+                let f = mat(EltDiv, vec![off, gaps]);
+                let inner = mat(
+                    EltMul,
+                    vec![f, mat(Mul, vec![transpose(q, span), tb.clone()])],
+                );
+                let x = mat(
+                    Mul,
+                    vec![mat(Mul, vec![q.clone(), inner]), transpose(q, span)],
+                );
+                let x = self.bind_rev(x, "eig_adj", out);
+                let sym = mat(
+                    Mul,
+                    vec![
+                        real(0.5, span),
+                        mat(Add, vec![x.clone(), transpose(&x, span)]),
+                    ],
+                );
+                self.accumulate(a, sym, out);
+            }
             _ => return None,
         }
         Some(Ok(()))
+    }
+
+    /// `append_row` (`rows`) / `append_col`: each operand gets its slice
+    /// of the adjoint.
+    fn append_vjp(
+        &mut self,
+        rows: bool,
+        args: &[Expr],
+        t: &Expr,
+        tb: &Expr,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) {
+        use Prim::*;
+        let int = |i: i64| Expr {
+            kind: ExprKind::Int(i),
+            ty: Type::Int,
+            ad: AdLevel::DataOnly,
+            span,
+        };
+        let iprim = |p: Prim, args: Vec<Expr>| prim(p, args, Type::Int, span);
+        let (a, b) = (&args[0], &args[1]);
+        if t.ty != Type::Matrix {
+            // Vector (append_row) or row vector (append_col) of pieces.
+            let len = |e: &Expr| {
+                if e.ty.is_scalar() {
+                    int(1)
+                } else {
+                    iprim(NumElements, vec![e.clone()])
+                }
+            };
+            let a_share = prim(Head, vec![tb.clone(), len(a)], t.ty.clone(), span);
+            let b_share = prim(Tail, vec![tb.clone(), len(b)], t.ty.clone(), span);
+            self.accumulate(a, a_share, out);
+            self.accumulate(b, b_share, out);
+            return;
+        }
+        let (total_rows, total_cols) =
+            (iprim(Rows, vec![tb.clone()]), iprim(Cols, vec![tb.clone()]));
+        let block = |i: Expr, j: Expr, nr: Expr, nc: Expr| {
+            prim(Block, vec![tb.clone(), i, j, nr, nc], Type::Matrix, span)
+        };
+        let plus_one = |e: Expr| iprim(Add, vec![e, int(1)]);
+        if rows {
+            let ra = iprim(Rows, vec![a.clone()]);
+            let a_share = block(int(1), int(1), ra.clone(), total_cols.clone());
+            let b_share = block(
+                plus_one(ra),
+                int(1),
+                iprim(Rows, vec![b.clone()]),
+                total_cols,
+            );
+            self.accumulate(a, a_share, out);
+            self.accumulate(b, b_share, out);
+        } else {
+            let ca = iprim(Cols, vec![a.clone()]);
+            let a_share = block(int(1), int(1), total_rows.clone(), ca.clone());
+            let b_share = block(
+                int(1),
+                plus_one(ca),
+                total_rows,
+                iprim(Cols, vec![b.clone()]),
+            );
+            self.accumulate(a, a_share, out);
+            self.accumulate(b, b_share, out);
+        }
     }
 
     /// Bind a reverse-sweep value used more than once to a temporary.
