@@ -255,3 +255,28 @@ fn reductions_reshapes_and_matrix_division_match_finite_differences() {
     );
     check("reductions", &src, "{}");
 }
+
+#[test]
+fn spd_solves_and_determinants_match_finite_differences() {
+    let body = "  vector[3] b = [z[1], 1, z[2]]';
+  matrix[3, 2] M = [[z[5], 1], [0.2, z[6]], [1, 1]];
+  target += dot_self(mdivide_left_spd(S, b)) + sum(mdivide_left_spd(S, M) .* [[1, 2], [3, 4], [5, 6]]);
+  target += log_determinant_spd(S);";
+    let src = with_model(body);
+    check("spd", &src, "{}");
+    // The values equal those of the general forms.
+    let general = with_model(&body.replace("_spd", ""));
+    let data = DataFile::parse("{}").unwrap();
+    let spd_model = Model::new(&common::compile(&src, "spd").unwrap(), &data).unwrap();
+    let general_model = Model::new(&common::compile(&general, "general").unwrap(), &data).unwrap();
+    for k in 0..5 {
+        let theta: Vec<f64> = (0..6)
+            .map(|i| ((i * 5 + k * 3) % 11) as f64 / 7.0 - 0.7)
+            .collect();
+        let (a, b) = (
+            spd_model.log_density(&theta, true).unwrap(),
+            general_model.log_density(&theta, true).unwrap(),
+        );
+        assert!((a - b).abs() <= 1e-10 * a.abs().max(1.0), "{a} vs {b}");
+    }
+}
