@@ -38,23 +38,32 @@ type Sweeps = (Vec<Stmt>, Vec<Stmt>);
 impl Transformer {
     /// The reverse of user function `f` (its body is made later, by
     /// [`Transformer::make_pending_reverses`]).
-    pub(super) fn reverse_of(&mut self, f: FunId) -> FunId {
-        if let Some(&r) = self.rev_funs.get(&f) {
+    pub(super) fn reverse_of(&mut self, f: FunId, active: &[bool]) -> FunId {
+        let key = (f, active.to_vec());
+        if let Some(&r) = self.rev_funs.get(&key) {
             return r;
         }
         let mut placeholder = self.program.functions[f.0 as usize].clone();
-        placeholder.name = format!("{}__rev", placeholder.name);
+        placeholder.name = rev_name(&placeholder.name, active);
         placeholder.body = Vec::new();
         let id = FunId(self.program.functions.len() as u32);
         self.program.functions.push(placeholder);
-        self.rev_funs.insert(f, id);
-        self.pending.push((f, id));
+        self.rev_funs.insert(key, id);
+        self.pending.push((f, active.to_vec(), id));
         id
     }
 
     pub(super) fn make_pending_reverses(&mut self) {
-        while let Some((f, rev)) = self.pending.pop() {
-            let made = self.reverse_function(f);
+        while let Some((f, active, rev)) = self.pending.pop() {
+            let args = self.program.functions[f.0 as usize].args.clone();
+            self.inactive = args
+                .iter()
+                .zip(&active)
+                .filter(|(_, a)| !**a)
+                .map(|(v, _)| *v)
+                .collect();
+            let made = self.reverse_function(f, &active);
+            self.inactive.clear();
             self.program.functions[rev.0 as usize] = made;
         }
     }
@@ -77,15 +86,21 @@ impl Transformer {
         id
     }
 
-    /// The argument positions of `f` that carry an adjoint.
-    fn active_args(&mut self, f: FunId) -> Vec<usize> {
-        let args = self.program.functions[f.0 as usize].args.clone();
+    /// The argument positions of `f` that carry an adjoint when the call
+    /// passes parameters at the `active` positions.
+    /// (Independent of which arguments are inactive while a reverse is
+    /// being made, so a call site and the reverse it calls agree.)
+    fn active_args(&self, f: FunId, active: &[bool]) -> Vec<usize> {
+        let args = &self.program.functions[f.0 as usize].args;
         (0..args.len())
-            .filter(|&k| self.adjoint(args[k]).is_some())
+            .filter(|&k| {
+                active[k] && Self::is_real_valued(&self.program.vars[args[k].0 as usize].ty)
+            })
             .collect()
     }
 
-    fn reverse_function(&mut self, f: FunId) -> crate::mir::Function {
+    fn reverse_function(&mut self, f: FunId, active_mask: &[bool]) -> crate::mir::Function {
+        let active = active_mask;
         let fun = self.program.functions[f.0 as usize].clone();
         let adds_to_target = self.adds_to_target(f);
         let span = fun.body.first().map_or(Span::default(), |s| s.span);
@@ -116,7 +131,7 @@ impl Transformer {
                 zero_locals: true,
             },
         );
-        let active = self.active_args(f);
+        let active = self.active_args(f, active);
         let mut outputs = Vec::new();
         for &k in &active {
             let a = fun.args[k];
@@ -142,7 +157,7 @@ impl Transformer {
         self.target_adj = saved_target_adj;
         self.quiet_calls(&mut out);
         crate::mir::Function {
-            name: format!("{}__rev", fun.name),
+            name: rev_name(&fun.name, active_mask),
             args,
             ret: Some(ty),
             body: out,
@@ -169,13 +184,21 @@ impl Transformer {
                 fun.name
             ));
         }
-        let rev = self.reverse_of(f);
+        // Arguments that are data at this call site get no adjoint.
+        let mask: Vec<bool> = args
+            .iter()
+            .map(|a| a.ad == AdLevel::AutoDiff && Self::is_real_valued(&a.ty))
+            .collect();
+        let active = self.active_args(f, &mask);
+        if active.is_empty() && !adds_to_target {
+            return Ok(());
+        }
+        let rev = self.reverse_of(f, &mask);
         let mut call_args = args.to_vec();
         call_args.extend(ret_adj);
         if adds_to_target {
             call_args.push(self.var_expr(self.target_adj, span));
         }
-        let active = self.active_args(f);
         let mut types: Vec<Type> = active
             .iter()
             .map(|&k| self.program.vars[fun.args[k].0 as usize].ty.clone())
@@ -331,6 +354,13 @@ impl Transformer {
             self.remap_calls(stmts, &effectful);
         }
     }
+}
+
+/// `f__rev_101`: the reverse of `f` for calls passing parameters at the
+/// positions marked 1.
+fn rev_name(name: &str, active: &[bool]) -> String {
+    let mask: String = active.iter().map(|&a| if a { '1' } else { '0' }).collect();
+    format!("{name}__rev_{mask}")
 }
 
 fn has_effects(stmts: &[Stmt]) -> bool {

@@ -41,9 +41,12 @@ pub(crate) struct Transformer {
     /// as block locals.
     pub no_save: HashSet<VarId>,
     /// Reverse version of each user function differentiated so far.
-    pub rev_funs: HashMap<FunId, FunId>,
+    pub rev_funs: HashMap<(FunId, Vec<bool>), FunId>,
     /// (function, its reverse) whose reverse body is still to be made.
-    pub pending: Vec<(FunId, FunId)>,
+    pub pending: Vec<(FunId, Vec<bool>, FunId)>,
+    /// Function arguments treated as data while making one reverse
+    /// function (their call sites pass data): no adjoint.
+    pub inactive: HashSet<VarId>,
     /// Side-effect-free copies of functions that add to the target or print.
     pub quiet_funs: HashMap<FunId, FunId>,
     /// Number of functions of the source program (the rest are generated).
@@ -67,6 +70,7 @@ impl Transformer {
             no_save: HashSet::new(),
             rev_funs: HashMap::new(),
             pending: Vec::new(),
+            inactive: HashSet::new(),
             quiet_funs: HashMap::new(),
             original_functions: program.functions.len(),
             target_reads_exact: true,
@@ -157,6 +161,9 @@ impl Transformer {
 
     /// The adjoint variable of `v`, if `v` can carry a derivative.
     pub(super) fn adjoint(&mut self, v: VarId) -> Option<VarId> {
+        if self.inactive.contains(&v) {
+            return None;
+        }
         if let Some(&a) = self.adj.get(&v) {
             return Some(a);
         }
