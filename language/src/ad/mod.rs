@@ -70,6 +70,7 @@
 //! `sort_asc`, row-major `to_matrix`).
 
 mod anf;
+mod control;
 mod functions;
 mod normalize;
 mod sweep;
