@@ -280,3 +280,66 @@ fn spd_solves_and_determinants_match_finite_differences() {
         assert!((a - b).abs() <= 1e-10 * a.abs().max(1.0), "{a} vs {b}");
     }
 }
+
+#[test]
+fn nested_jumps_match_finite_differences() {
+    // break in an inner loop, continue in the outer loop, a return from
+    // two loops deep in an `_lp` function, and jumps in transformed
+    // parameters; the jumps depend on data only, so the density is smooth.
+    let src = "
+functions {
+  real walk_lp(vector v, int stop) {
+    real acc = 0;
+    for (i in 1:rows(v)) {
+      int j = 0;
+      while (1) {
+        j += 1;
+        if (j > i) {
+          break;
+        }
+        if (j == 2) {
+          continue;
+        }
+        acc += v[i] * v[j];
+        target += -0.01 * square(v[j]);
+        if (i * j >= stop) {
+          return acc;
+        }
+      }
+    }
+    return -acc;
+  }
+}
+data {
+  int stop;
+}
+parameters {
+  vector[4] v;
+}
+transformed parameters {
+  real partial = 0;
+  for (i in 1:4) {
+    if (i == 2) {
+      continue;
+    }
+    for (j in i:4) {
+      if (j == 4) {
+        break;
+      }
+      partial += v[i] * exp(0.1 * v[j]);
+    }
+  }
+}
+model {
+  v ~ normal(0, 1);
+  target += 0.1 * walk_lp(v, stop) + 0.2 * walk_lp(v, stop + 4) - square(partial) / 20;
+  for (n in 1:3) {
+    if (n == 2) {
+      continue;
+    }
+    target += walk_lp(v * n, 100) * 0.01;
+  }
+}
+";
+    check("nested_jumps", src, r#"{"stop": 6}"#);
+}
