@@ -343,3 +343,34 @@ model {
 ";
     check("nested_jumps", src, r#"{"stop": 6}"#);
 }
+
+#[test]
+fn functions_returning_tuples_match_finite_differences() {
+    let src = "
+functions {
+  tuple(real, vector, int) moments(vector v, real shift) {
+    return (mean(v) + shift, v - shift, rows(v));
+  }
+  tuple(real, real) split(real x) {
+    if (x > 0) {
+      return (x, exp(x));
+    }
+    return (-x, exp(-x));
+  }
+}
+parameters {
+  vector[3] v;
+  real shift;
+}
+model {
+  tuple(real, vector[3], int) m = moments(v, shift);
+  real a;
+  real b;
+  (a, b) = split(m.1 * 0.5 + 2);
+  v ~ normal(0, 1);
+  shift ~ normal(0, 1);
+  target += m.1 * m.3 + dot_self(m.2) * 0.1 - a * 0.2 + log(b);
+}
+";
+    check("tuple_functions", src, "{}");
+}

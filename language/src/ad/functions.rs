@@ -178,12 +178,6 @@ impl Transformer {
     ) -> Result<(), String> {
         let fun = self.program.functions[f.0 as usize].clone();
         let adds_to_target = self.adds_to_target(f);
-        if matches!(fun.ret, Some(Type::Tuple(_))) {
-            return Err(format!(
-                "user function `{}` returning a tuple with parameter arguments",
-                fun.name
-            ));
-        }
         // Arguments that are data at this call site get no adjoint.
         let mask: Vec<bool> = args
             .iter()

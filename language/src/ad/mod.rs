@@ -64,8 +64,8 @@
 //!
 //! # Not yet supported (a clear error, never a wrong gradient)
 //! `target()` read inside a loop, a branch or a differentiated user
-//! function (its forward value is not saved); user functions returning
-//! tuples with parameter arguments; complex parameters; ODE solvers; and
+//! function (its forward value is not saved); complex parameters; ODE
+//! solvers; and
 //! primitives without a derivative rule in `vjp.rs` / `vjp_linalg.rs` (e.g.
 //! `sort_asc`, row-major `to_matrix`).
 
