@@ -34,7 +34,7 @@ impl Transformer {
         atom
     }
 
-    fn anf_into(&mut self, e: &Expr, stmts: &mut Vec<Stmt>) -> Expr {
+    pub(super) fn anf_into(&mut self, e: &Expr, stmts: &mut Vec<Stmt>) -> Expr {
         if e.ad == AdLevel::DataOnly || !Self::is_real_valued(&e.ty) {
             return e.clone();
         }
@@ -44,6 +44,10 @@ impl Transformer {
             ExprKind::Prim(p, args) => {
                 let atoms = args.iter().map(|a| self.anf_into(a, stmts)).collect();
                 self.bind(rebuild(ExprKind::Prim(*p, atoms)), stmts)
+            }
+            ExprKind::Call(f, args) => {
+                let atoms = args.iter().map(|a| self.anf_into(a, stmts)).collect();
+                self.bind(rebuild(ExprKind::Call(*f, atoms)), stmts)
             }
             ExprKind::Index(base, idx) => {
                 let base = self.anf_into(base, stmts);
@@ -83,6 +87,15 @@ impl Transformer {
                 });
                 self.cond_temps.insert(t);
                 self.var_expr(t, e.span)
+            }
+            ExprKind::TupleLit(items) => {
+                let atoms = items.iter().map(|a| self.anf_into(a, stmts)).collect();
+                self.bind(rebuild(ExprKind::TupleLit(atoms)), stmts)
+            }
+            ExprKind::TupleProj(base, k) => {
+                let base = self.anf_into(base, stmts);
+                let base = self.as_var_atom(base, stmts);
+                self.bind(rebuild(ExprKind::TupleProj(Box::new(base), *k)), stmts)
             }
             ExprKind::Target => self.bind(e.clone(), stmts),
             _ => {

@@ -12,8 +12,8 @@
 //! Variables live in one flat frame per function invocation (a declaration
 //! initialises its slot, it does not open a scope), so the reverse sweep can
 //! read every variable of the forward sweep. Values that the forward sweep
-//! destroys are saved on explicit stacks ([`StmtKind::Push`] /
-//! [`ExprKind::Pop`]), the same per-variable stacks the PC autobatching IR
+//! destroys are saved on explicit stacks ([`StmtKind::Push`](crate::mir::StmtKind::Push) /
+//! [`ExprKind::Pop`](crate::mir::ExprKind::Pop)), the same per-variable stacks the PC autobatching IR
 //! uses:
 //! - before an assignment overwrites a variable (or an element of it), the
 //!   old value is pushed; the reverse of the assignment pops it back, so
@@ -25,8 +25,8 @@
 //!
 //! Expressions are not taped: the reverse of a statement first restores
 //! the state before it, then *recomputes* the statement's subexpressions
-//! into temporaries (A-normal form, [`anf`]) and propagates adjoints through
-//! them with the primitives' derivative rules ([`vjp`]).
+//! into temporaries (A-normal form, `anf.rs`) and propagates adjoints through
+//! them with the primitives' derivative rules (`vjp.rs`).
 //!
 //! A `for` loop whose body writes no variable declared outside it (the
 //! usual `y[n] ~ ...` loop, which only accumulates into the target) needs
@@ -34,14 +34,48 @@
 //! each iteration's forward body (without adding to the target again) and
 //! then its reverse.
 //!
+//! # Jumps, tuples (`normalize.rs`)
+//! Before the sweeps, `break`, `continue` and `return` become int flag
+//! variables and guarded blocks (`while` conditions and `for` bodies check
+//! the flags; the statements after a possible jump run under
+//! `if (flags == 0)`), and `(a, b) = e` becomes a tuple temporary and one
+//! assignment per component. The sweeps never see a jump.
+//!
+//! # User-defined functions (`functions.rs`)
+//! A call with parameter arguments runs unchanged in the forward sweep. Its
+//! reverse calls a generated *reverse function*
+//! `f__rev_MASK(args..., t̄ [, target̄]) -> (adjoints of the parameter
+//! arguments... [, target̄])`, one per pattern of parameter (1) / data (0)
+//! arguments, whose body is `f`'s forward sweep (recomputed, adding nothing
+//! to the target) followed by its reverse sweep. `_lp` and `_jacobian`
+//! functions take and hand back the target's adjoint. Recursion and mutual
+//! recursion need nothing special: reverse functions call reverse
+//! functions, and every activation pushes and pops the shared stacks in
+//! balance. Recomputing costs time quadratic in the recursion depth.
+//! Recomputations call *quiet* copies (`f__quiet`) of functions that add to
+//! the target or print.
+//!
+//! # Node kinds only gradient programs use
+//! `Push`, `Pop`, `AddAssign`, `ForDown`, `ReadParam`, `ParamAdjoint`,
+//! `Partial`, `ZerosLike`, and `JacobianOn` (1 when the Jacobian is on:
+//! the adjoint of `jacobian +=`). Gradient programs also use tuple values
+//! (reverse functions return tuples; `AddAssign` may target a tuple
+//! component).
+//!
 //! # Not yet supported (a clear error, never a wrong gradient)
-//! `break`, `continue` and `return` inside the log density, user-defined
-//! function calls with parameter arguments, tuple unpacking, and primitives
-//! without a derivative rule in [`vjp`].
+//! `target()` read inside a loop, a branch or a differentiated user
+//! function (its forward value is not saved); complex parameters; ODE
+//! solvers; and
+//! primitives without a derivative rule in `vjp.rs` / `vjp_linalg.rs` (e.g.
+//! `sort_asc`, row-major `to_matrix`).
 
 mod anf;
+mod control;
+mod functions;
+mod normalize;
 mod sweep;
 mod vjp;
+mod vjp_linalg;
 
 use crate::diagnostic::{Diagnostic, Kind};
 use crate::mir::{Program, Stmt, VarId};

@@ -6,25 +6,25 @@ use std::collections::{HashMap, HashSet};
 use super::{GradProgram, unsupported};
 use crate::diagnostic::Diagnostic;
 use crate::mir::{
-    Expr, ExprKind, Index, LValue, LValueStep, Origin, Program, StackId, Stmt, StmtKind, Transform,
-    VarId, VarInfo,
+    Expr, ExprKind, FunId, Index, LValue, LValueStep, Origin, Program, StackId, Stmt, StmtKind,
+    Transform, VarId, VarInfo,
 };
 use crate::span::Span;
 use crate::types::{AdLevel, Type};
 
 /// How a statement list is being transformed.
 #[derive(Clone, Copy)]
-struct Ctx {
+pub(super) struct Ctx {
     /// The list's own locals stay live into its reverse (the top level of
     /// the log density, or a recomputed loop iteration): no push/pop.
-    top: bool,
+    pub top: bool,
     /// Recomputing for a reverse sweep: do not add to the target, print,
     /// or check constraints again.
-    replay: bool,
+    pub replay: bool,
     /// A top list zeroes its locals' adjoints where its reverse starts;
     /// the log density's blocks instead have them zeroed before the whole
     /// reverse sweep (the model's reverse feeds transformed parameters').
-    zero_locals: bool,
+    pub zero_locals: bool,
 }
 
 pub(crate) struct Transformer {
@@ -36,10 +36,27 @@ pub(crate) struct Transformer {
     stacks: u32,
     pub target_adj: VarId,
     diags: Vec<Diagnostic>,
+    /// Return-value variables of normalized functions: bound at most once
+    /// per call and read by the caller's reverse, so never saved/zeroed
+    /// as block locals.
+    pub no_save: HashSet<VarId>,
+    /// Reverse version of each user function differentiated so far.
+    pub rev_funs: HashMap<(FunId, Vec<bool>), FunId>,
+    /// (function, its reverse) whose reverse body is still to be made.
+    pub pending: Vec<(FunId, Vec<bool>, FunId)>,
+    /// Function arguments treated as data while making one reverse
+    /// function (their call sites pass data): no adjoint.
+    pub inactive: HashSet<VarId>,
+    /// Side-effect-free copies of functions that add to the target or print.
+    pub quiet_funs: HashMap<FunId, FunId>,
+    /// Number of functions of the source program (the rest are generated).
+    pub original_functions: usize,
+    /// The statement being transformed reads `target()` at its forward value.
+    target_reads_exact: bool,
 }
 
 /// (forward sweep, reverse sweep) of a statement or list.
-type Sweeps = (Vec<Stmt>, Vec<Stmt>);
+pub(super) type Sweeps = (Vec<Stmt>, Vec<Stmt>);
 
 impl Transformer {
     pub fn new(program: &Program) -> Transformer {
@@ -50,6 +67,13 @@ impl Transformer {
             stacks: 0,
             target_adj: VarId(0),
             diags: Vec::new(),
+            no_save: HashSet::new(),
+            rev_funs: HashMap::new(),
+            pending: Vec::new(),
+            inactive: HashSet::new(),
+            quiet_funs: HashMap::new(),
+            original_functions: program.functions.len(),
+            target_reads_exact: true,
         };
         t.target_adj = t.temp(&Type::Real, "target_adj");
         t
@@ -69,8 +93,8 @@ impl Transformer {
             forward.extend(fwd);
             param_reverse.push(rev);
         }
-        let tparams = self.program.transformed_parameters.clone();
-        let model = self.program.model.clone();
+        let tparams = self.normalize_block(&self.program.transformed_parameters.clone());
+        let model = self.normalize_block(&self.program.model.clone());
         let (tp_fwd, tp_rev) = self.list(&tparams, top);
         let (model_fwd, model_rev) = self.list(&model, top);
         forward.extend(tp_fwd);
@@ -97,6 +121,10 @@ impl Transformer {
         for rev in param_reverse.into_iter().rev() {
             reverse.extend(rev);
         }
+        // Recomputations in the reverse sweep must not add to the target
+        // (or print) a second time.
+        self.quiet_calls(&mut reverse);
+        self.make_pending_reverses();
         if !self.diags.is_empty() {
             return Err(self.diags);
         }
@@ -133,6 +161,9 @@ impl Transformer {
 
     /// The adjoint variable of `v`, if `v` can carry a derivative.
     pub(super) fn adjoint(&mut self, v: VarId) -> Option<VarId> {
+        if self.inactive.contains(&v) {
+            return None;
+        }
         if let Some(&a) = self.adj.get(&v) {
             return Some(a);
         }
@@ -151,6 +182,11 @@ impl Transformer {
         Some(a)
     }
 
+    /// Make `a` the adjoint of `v` (a reverse function's argument).
+    pub(super) fn set_adjoint(&mut self, v: VarId, a: VarId) {
+        self.adj.insert(v, a);
+    }
+
     pub(super) fn var_expr(&self, v: VarId, span: Span) -> Expr {
         let ty = self.program.vars[v.0 as usize].ty.clone();
         Expr {
@@ -161,7 +197,7 @@ impl Transformer {
         }
     }
 
-    fn zeros_like(&self, v: VarId) -> Expr {
+    pub(super) fn zeros_like(&self, v: VarId) -> Expr {
         let e = self.var_expr(v, Span::default());
         Expr {
             ty: e.ty.clone(),
@@ -171,7 +207,7 @@ impl Transformer {
         }
     }
 
-    fn let_stmt(&self, var: VarId, value: Expr) -> Stmt {
+    pub(super) fn let_stmt(&self, var: VarId, value: Expr) -> Stmt {
         let span = value.span;
         Stmt {
             kind: StmtKind::Let { var, value },
@@ -179,12 +215,12 @@ impl Transformer {
         }
     }
 
-    fn new_stack(&mut self) -> StackId {
+    pub(super) fn new_stack(&mut self) -> StackId {
         self.stacks += 1;
         StackId(self.stacks - 1)
     }
 
-    fn fail(&mut self, what: impl std::fmt::Display, span: Span) {
+    pub(super) fn fail(&mut self, what: impl std::fmt::Display, span: Span) {
         self.diags.push(unsupported(what, span));
     }
 
@@ -224,7 +260,11 @@ impl Transformer {
                 }
             })
             .collect();
-        let var_adj = self.adjoint(var).expect("parameters are real-valued");
+        let Some(var_adj) = self.adjoint(var) else {
+            let ty = self.program.vars[var.0 as usize].ty.clone();
+            self.fail(format!("a parameter of type {ty:?}"), Span::default());
+            return (fwd, rev);
+        };
         rev.push(Stmt {
             kind: StmtKind::ParamAdjoint {
                 param: i,
@@ -244,7 +284,7 @@ impl Transformer {
 
     // ------------------------------------------------------------ statements
 
-    fn list(&mut self, stmts: &[Stmt], ctx: Ctx) -> Sweeps {
+    pub(super) fn list(&mut self, stmts: &[Stmt], ctx: Ctx) -> Sweeps {
         let mut fwd = Vec::new();
         let mut revs = Vec::new();
         let inner = Ctx { top: false, ..ctx };
@@ -261,6 +301,7 @@ impl Transformer {
                 StmtKind::Decl { var, .. } | StmtKind::Let { var, .. } => Some(*var),
                 _ => None,
             })
+            .filter(|v| !self.no_save.contains(v))
             .collect();
         let mut rev = Vec::new();
         if ctx.top {
@@ -301,6 +342,16 @@ impl Transformer {
     }
 
     fn stmt(&mut self, s: &Stmt, ctx: Ctx, shared: bool) -> Sweeps {
+        // `target()` has its forward value only where the forward sweep
+        // itself runs the statement and the reverse reuses its temporaries.
+        let saved = self.target_reads_exact;
+        self.target_reads_exact = shared && !ctx.replay;
+        let out = self.stmt_inner(s, ctx, shared);
+        self.target_reads_exact = saved;
+        out
+    }
+
+    fn stmt_inner(&mut self, s: &Stmt, ctx: Ctx, shared: bool) -> Sweeps {
         let span = s.span;
         let same = |replay_too: bool| {
             if ctx.replay && !replay_too {
@@ -348,210 +399,14 @@ impl Transformer {
                 cond,
                 then,
                 otherwise,
-            } => {
-                let stack = self.new_stack();
-                let c = self.temp(&Type::Int, "branch");
-                let (then_f, then_r) = self.list(then, ctx);
-                let (else_f, else_r) = self.list(otherwise, ctx);
-                let c_expr = Expr {
-                    ty: Type::Int,
-                    ..self.var_expr(c, span)
-                };
-                let fwd = vec![
-                    self.let_stmt(c, cond.clone()),
-                    Stmt {
-                        kind: StmtKind::Push {
-                            stack,
-                            value: c_expr.clone(),
-                        },
-                        span,
-                    },
-                    Stmt {
-                        kind: StmtKind::If {
-                            cond: c_expr.clone(),
-                            then: then_f,
-                            otherwise: else_f,
-                        },
-                        span,
-                    },
-                ];
-                let pop = Expr {
-                    kind: ExprKind::Pop(stack),
-                    ..c_expr.clone()
-                };
-                let rev = vec![
-                    self.let_stmt(c, pop),
-                    Stmt {
-                        kind: StmtKind::If {
-                            cond: c_expr,
-                            then: then_r,
-                            otherwise: else_r,
-                        },
-                        span,
-                    },
-                ];
-                (fwd, rev)
-            }
+            } => self.if_sweeps(cond, then, otherwise, span, ctx),
             StmtKind::For {
                 var,
                 lower,
                 upper,
                 body,
-            } => {
-                if writes_only_own_locals(body) {
-                    // Recompute each iteration in the reverse sweep: no stack.
-                    let (body_f, body_r) = self.list(
-                        body,
-                        Ctx {
-                            top: true,
-                            replay: true,
-                            zero_locals: true,
-                        },
-                    );
-                    let mut iteration = body_f;
-                    iteration.extend(body_r);
-                    let rev = vec![Stmt {
-                        kind: StmtKind::ForDown {
-                            var: *var,
-                            upper: upper.clone(),
-                            lower: lower.clone(),
-                            body: iteration,
-                        },
-                        span,
-                    }];
-                    (same(false), rev)
-                } else {
-                    let (lo_stack, hi_stack) = (self.new_stack(), self.new_stack());
-                    let (lo, hi) = (self.temp(&Type::Int, "lo"), self.temp(&Type::Int, "hi"));
-                    let (body_f, body_r) = self.list(body, ctx);
-                    let int = |t: &Self, v: VarId| Expr {
-                        ty: Type::Int,
-                        ..t.var_expr(v, span)
-                    };
-                    let fwd = vec![
-                        self.let_stmt(lo, lower.clone()),
-                        self.let_stmt(hi, upper.clone()),
-                        Stmt {
-                            kind: StmtKind::For {
-                                var: *var,
-                                lower: int(self, lo),
-                                upper: int(self, hi),
-                                body: body_f,
-                            },
-                            span,
-                        },
-                        Stmt {
-                            kind: StmtKind::Push {
-                                stack: lo_stack,
-                                value: int(self, lo),
-                            },
-                            span,
-                        },
-                        Stmt {
-                            kind: StmtKind::Push {
-                                stack: hi_stack,
-                                value: int(self, hi),
-                            },
-                            span,
-                        },
-                    ];
-                    let rev = vec![
-                        self.let_stmt(
-                            hi,
-                            Expr {
-                                kind: ExprKind::Pop(hi_stack),
-                                ..int(self, hi)
-                            },
-                        ),
-                        self.let_stmt(
-                            lo,
-                            Expr {
-                                kind: ExprKind::Pop(lo_stack),
-                                ..int(self, lo)
-                            },
-                        ),
-                        Stmt {
-                            kind: StmtKind::ForDown {
-                                var: *var,
-                                upper: int(self, hi),
-                                lower: int(self, lo),
-                                body: body_r,
-                            },
-                            span,
-                        },
-                    ];
-                    (fwd, rev)
-                }
-            }
-            StmtKind::While { cond, body } => {
-                let stack = self.new_stack();
-                let (n, k) = (
-                    self.temp(&Type::Int, "trips"),
-                    self.temp(&Type::Int, "trip"),
-                );
-                let (body_f, body_r) = self.list(body, ctx);
-                let n_expr = Expr {
-                    ty: Type::Int,
-                    ..self.var_expr(n, span)
-                };
-                let int = |i: i64| Expr {
-                    kind: ExprKind::Int(i),
-                    ty: Type::Int,
-                    ad: AdLevel::DataOnly,
-                    span,
-                };
-                let mut loop_body = body_f;
-                let incr = Expr {
-                    kind: ExprKind::Prim(crate::mir::Prim::Add, vec![n_expr.clone(), int(1)]),
-                    ..n_expr.clone()
-                };
-                loop_body.push(Stmt {
-                    kind: StmtKind::Assign {
-                        lhs: LValue {
-                            var: n,
-                            path: Vec::new(),
-                        },
-                        rhs: incr,
-                    },
-                    span,
-                });
-                let fwd = vec![
-                    self.let_stmt(n, int(0)),
-                    Stmt {
-                        kind: StmtKind::While {
-                            cond: cond.clone(),
-                            body: loop_body,
-                        },
-                        span,
-                    },
-                    Stmt {
-                        kind: StmtKind::Push {
-                            stack,
-                            value: n_expr.clone(),
-                        },
-                        span,
-                    },
-                ];
-                let rev = vec![
-                    self.let_stmt(
-                        n,
-                        Expr {
-                            kind: ExprKind::Pop(stack),
-                            ..n_expr.clone()
-                        },
-                    ),
-                    Stmt {
-                        kind: StmtKind::ForDown {
-                            var: k,
-                            upper: n_expr,
-                            lower: int(1),
-                            body: body_r,
-                        },
-                        span,
-                    },
-                ];
-                (fwd, rev)
-            }
+            } => self.for_sweeps(s, *var, lower, upper, body, ctx),
+            StmtKind::While { cond, body } => self.while_sweeps(cond, body, span, ctx),
             StmtKind::Block(stmts) => {
                 let (f, r) = self.list(stmts, ctx);
                 (
@@ -567,15 +422,32 @@ impl Transformer {
             }
             StmtKind::Print(_) | StmtKind::CheckConstraint { .. } => (same(false), Vec::new()),
             StmtKind::Reject(_) | StmtKind::FatalError(_) => (same(true), Vec::new()),
-            StmtKind::Effect(e) => {
-                if e.ad == AdLevel::AutoDiff {
-                    self.fail("a function call statement with parameter arguments", span);
+            StmtKind::Effect(e) => self.effect(e, span, ctx.replay, shared),
+            StmtKind::JacobianAdd(e) => {
+                // The target's adjoint reaches `e` only when the Jacobian is on.
+                let on = Expr {
+                    kind: ExprKind::JacobianOn,
+                    ty: Type::Int,
+                    ad: AdLevel::DataOnly,
+                    span,
+                };
+                let incoming = Expr {
+                    kind: ExprKind::Prim(
+                        crate::mir::Prim::Mul,
+                        vec![self.var_expr(self.target_adj, span), on],
+                    ),
+                    ty: Type::Real,
+                    ad: AdLevel::AutoDiff,
+                    span,
+                };
+                let (mut fwd, value, rev) = self.expr_sweeps(e, Some(incoming), shared);
+                if !ctx.replay {
+                    fwd.push(Stmt {
+                        kind: StmtKind::JacobianAdd(value),
+                        span,
+                    });
                 }
-                (same(false), Vec::new())
-            }
-            StmtKind::JacobianAdd(_) => {
-                self.fail("`jacobian +=`", span);
-                (Vec::new(), Vec::new())
+                (fwd, rev)
             }
             StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {
                 self.fail("`break`, `continue` or `return` in the log density", span);
@@ -661,7 +533,7 @@ impl Transformer {
     /// statement, reverse statements). `shared`: the forward computes the
     /// temporaries and the reverse reuses them; otherwise the reverse
     /// recomputes them from the restored state.
-    fn expr_sweeps(
+    pub(super) fn expr_sweeps(
         &mut self,
         e: &Expr,
         incoming: Option<Expr>,
@@ -673,6 +545,12 @@ impl Transformer {
         if e.ad == AdLevel::DataOnly || !Self::is_real_valued(&e.ty) {
             return (Vec::new(), e.clone(), Vec::new());
         }
+        if !self.target_reads_exact && reads_target(e) {
+            self.fail(
+                "`target()` inside a loop, a branch or a user function (its value is not saved for the reverse sweep)",
+                e.span,
+            );
+        }
         let anf = self.anf(e);
         let mut rev = if shared {
             Vec::new()
@@ -680,17 +558,17 @@ impl Transformer {
             anf.stmts.clone()
         };
         rev.extend(self.zero_temp_adjoints(&anf.stmts));
-        if let ExprKind::Var(v) = anf.atom.kind {
-            if let Some(a) = self.adjoint(v) {
-                let lhs = LValue {
-                    var: a,
-                    path: Vec::new(),
-                };
-                rev.push(Stmt {
-                    kind: StmtKind::AddAssign { lhs, rhs: incoming },
-                    span: e.span,
-                });
-            }
+        if let ExprKind::Var(v) = anf.atom.kind
+            && let Some(a) = self.adjoint(v)
+        {
+            let lhs = LValue {
+                var: a,
+                path: Vec::new(),
+            };
+            rev.push(Stmt {
+                kind: StmtKind::AddAssign { lhs, rhs: incoming },
+                span: e.span,
+            });
         }
         rev.extend(self.reverse_anf_list(&anf.stmts));
         if shared {
@@ -701,7 +579,7 @@ impl Transformer {
     }
 
     /// `let t_adj = zeros_like(t)` for the temporaries a list binds.
-    fn zero_temp_adjoints(&mut self, stmts: &[Stmt]) -> Vec<Stmt> {
+    pub(super) fn zero_temp_adjoints(&mut self, stmts: &[Stmt]) -> Vec<Stmt> {
         let mut out = Vec::new();
         for s in stmts {
             let bound = match &s.kind {
@@ -712,18 +590,18 @@ impl Transformer {
                 },
                 _ => None,
             };
-            if let Some(t) = bound {
-                if let Some(a) = self.adjoint(t) {
-                    let zeros = self.zeros_like(t);
-                    out.push(self.let_stmt(a, zeros));
-                }
+            if let Some(t) = bound
+                && let Some(a) = self.adjoint(t)
+            {
+                let zeros = self.zeros_like(t);
+                out.push(self.let_stmt(a, zeros));
             }
         }
         out
     }
 
     /// Reverse of an A-normal-form list (already recomputed).
-    fn reverse_anf_list(&mut self, stmts: &[Stmt]) -> Vec<Stmt> {
+    pub(super) fn reverse_anf_list(&mut self, stmts: &[Stmt]) -> Vec<Stmt> {
         let mut out = Vec::new();
         for s in stmts.iter().rev() {
             match &s.kind {
@@ -733,20 +611,20 @@ impl Transformer {
                     };
                     if self.cond_temps.contains(var) {
                         // `t = a` in a branch of `c ? a : b`.
-                        if let ExprKind::Var(a) = value.kind {
-                            if let Some(a_adj) = self.adjoint(a) {
-                                let rhs = self.var_expr(t_adj, s.span);
-                                out.push(Stmt {
-                                    kind: StmtKind::AddAssign {
-                                        lhs: LValue {
-                                            var: a_adj,
-                                            path: Vec::new(),
-                                        },
-                                        rhs,
+                        if let ExprKind::Var(a) = value.kind
+                            && let Some(a_adj) = self.adjoint(a)
+                        {
+                            let rhs = self.var_expr(t_adj, s.span);
+                            out.push(Stmt {
+                                kind: StmtKind::AddAssign {
+                                    lhs: LValue {
+                                        var: a_adj,
+                                        path: Vec::new(),
                                     },
-                                    span: s.span,
-                                });
-                            }
+                                    rhs,
+                                },
+                                span: s.span,
+                            });
                         }
                         continue;
                     }
@@ -811,6 +689,21 @@ impl Transformer {
     }
 }
 
+/// True if `e` reads the target (`target()`).
+fn reads_target(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Target => true,
+        ExprKind::Prim(_, args)
+        | ExprKind::Call(_, args)
+        | ExprKind::ArrayLit(args)
+        | ExprKind::RowVectorLit(args)
+        | ExprKind::TupleLit(args) => args.iter().any(reads_target),
+        ExprKind::Index(base, _) | ExprKind::TupleProj(base, _) => reads_target(base),
+        ExprKind::Cond(a, b, c) => reads_target(a) || reads_target(b) || reads_target(c),
+        _ => false,
+    }
+}
+
 fn real(x: f64) -> Expr {
     Expr {
         kind: ExprKind::Real(x),
@@ -850,58 +743,6 @@ pub(super) fn index_type(base: &Type, idx: &[Index]) -> Type {
         rest = tail;
     }
     ty
-}
-
-/// True if `body` assigns only variables it declares itself (and adds to
-/// the target), so one iteration can be recomputed from the loop's start
-/// state.
-fn writes_only_own_locals(body: &[Stmt]) -> bool {
-    let mut own = HashSet::new();
-    collect_decls(body, &mut own);
-    fn ok(stmts: &[Stmt], own: &HashSet<VarId>) -> bool {
-        stmts.iter().all(|s| match &s.kind {
-            StmtKind::Assign { lhs, .. } | StmtKind::AddAssign { lhs, .. } => {
-                own.contains(&lhs.var)
-            }
-            StmtKind::Unpack { .. }
-            | StmtKind::Break
-            | StmtKind::Continue
-            | StmtKind::Return(_)
-            | StmtKind::JacobianAdd(_)
-            | StmtKind::Effect(_) => false,
-            StmtKind::If {
-                then, otherwise, ..
-            } => ok(then, own) && ok(otherwise, own),
-            StmtKind::While { body, .. }
-            | StmtKind::For { body, .. }
-            | StmtKind::ForDown { body, .. } => ok(body, own),
-            StmtKind::Block(b) => ok(b, own),
-            _ => true,
-        })
-    }
-    ok(body, &own)
-}
-
-fn collect_decls(stmts: &[Stmt], out: &mut HashSet<VarId>) {
-    for s in stmts {
-        match &s.kind {
-            StmtKind::Decl { var, .. } | StmtKind::Let { var, .. } => {
-                out.insert(*var);
-            }
-            StmtKind::If {
-                then, otherwise, ..
-            } => {
-                collect_decls(then, out);
-                collect_decls(otherwise, out);
-            }
-            StmtKind::While { body, .. } | StmtKind::Block(body) => collect_decls(body, out),
-            StmtKind::For { var, body, .. } | StmtKind::ForDown { var, body, .. } => {
-                out.insert(*var);
-                collect_decls(body, out);
-            }
-            _ => {}
-        }
-    }
 }
 
 /// The argument expressions of a transform, in order.

@@ -27,17 +27,17 @@ impl Transformer {
         match &value.kind {
             ExprKind::Prim(p, args) => self.prim_vjp(*p, args, &tv, &tb, span, &mut out)?,
             ExprKind::Index(base, idx) => {
-                if let ExprKind::Var(b) = base.kind {
-                    if let Some(b_adj) = self.adjoint(b) {
-                        let lhs = LValue {
-                            var: b_adj,
-                            path: vec![LValueStep::Index(idx.clone())],
-                        };
-                        out.push(Stmt {
-                            kind: StmtKind::AddAssign { lhs, rhs: tb },
-                            span,
-                        });
-                    }
+                if let ExprKind::Var(b) = base.kind
+                    && let Some(b_adj) = self.adjoint(b)
+                {
+                    let lhs = LValue {
+                        var: b_adj,
+                        path: vec![LValueStep::Index(idx.clone())],
+                    };
+                    out.push(Stmt {
+                        kind: StmtKind::AddAssign { lhs, rhs: tb },
+                        span,
+                    });
                 }
             }
             ExprKind::ArrayLit(items) | ExprKind::RowVectorLit(items) => {
@@ -56,11 +56,34 @@ impl Transformer {
                     span,
                 });
             }
-            ExprKind::Call(..) => {
-                return Err("calls of user-defined functions with parameter arguments".into());
+            ExprKind::Call(f, args) => self.call_vjp(*f, args, Some(tb), span, &mut out)?,
+            ExprKind::TupleLit(items) => {
+                for (k, item) in items.iter().enumerate() {
+                    if !Self::is_real_valued(&item.ty) {
+                        continue;
+                    }
+                    let share = Expr {
+                        kind: ExprKind::TupleProj(Box::new(tb.clone()), k + 1),
+                        ty: item.ty.clone(),
+                        ad: AdLevel::AutoDiff,
+                        span,
+                    };
+                    self.accumulate(item, share, &mut out);
+                }
             }
-            ExprKind::TupleLit(_) | ExprKind::TupleProj(..) => {
-                return Err("tuples of parameters".into());
+            ExprKind::TupleProj(base, k) => {
+                if let ExprKind::Var(b) = base.kind
+                    && let Some(b_adj) = self.adjoint(b)
+                {
+                    let lhs = LValue {
+                        var: b_adj,
+                        path: vec![LValueStep::TupleProj(*k)],
+                    };
+                    out.push(Stmt {
+                        kind: StmtKind::AddAssign { lhs, rhs: tb },
+                        span,
+                    });
+                }
             }
             other => return Err(format!("the expression {other:?}")),
         }
@@ -69,7 +92,7 @@ impl Transformer {
 
     /// Add `share` (shaped like the value it came from) into `operand`'s
     /// adjoint, summing when a scalar operand was broadcast.
-    fn accumulate(&mut self, operand: &Expr, share: Expr, out: &mut Vec<Stmt>) {
+    pub(super) fn accumulate(&mut self, operand: &Expr, share: Expr, out: &mut Vec<Stmt>) {
         let ExprKind::Var(v) = operand.kind else {
             return;
         };
@@ -115,6 +138,9 @@ impl Transformer {
             prim(a, vec![x, y], ty, span)
         };
         let neg = |x: Expr| prim(Neg, vec![x.clone()], x.ty, span);
+        if let Some(done) = self.linalg_vjp(p, args, t, tb, span, out) {
+            return done;
+        }
         match p {
             Add => {
                 self.accumulate(&args[0], tb.clone(), out);
@@ -377,7 +403,12 @@ impl Transformer {
 
     /// `ā += s` without reduction: `s` is a scalar added to every element
     /// of `a`, or holds `a`'s elements (in Stan's order) in another shape.
-    fn accumulate_broadcast(&mut self, operand: &Expr, share: Expr, out: &mut Vec<Stmt>) {
+    pub(super) fn accumulate_broadcast(
+        &mut self,
+        operand: &Expr,
+        share: Expr,
+        out: &mut Vec<Stmt>,
+    ) {
         let ExprKind::Var(v) = operand.kind else {
             return;
         };
@@ -467,7 +498,7 @@ fn is_elementwise_math(p: Prim) -> bool {
     )
 }
 
-fn prim(p: Prim, args: Vec<Expr>, ty: Type, span: Span) -> Expr {
+pub(super) fn prim(p: Prim, args: Vec<Expr>, ty: Type, span: Span) -> Expr {
     let ad = args.iter().map(|a| a.ad).max().unwrap_or(AdLevel::DataOnly);
     Expr {
         kind: ExprKind::Prim(p, args),
@@ -477,7 +508,7 @@ fn prim(p: Prim, args: Vec<Expr>, ty: Type, span: Span) -> Expr {
     }
 }
 
-fn real(x: f64, span: Span) -> Expr {
+pub(super) fn real(x: f64, span: Span) -> Expr {
     Expr {
         kind: ExprKind::Real(x),
         ty: Type::Real,
@@ -486,7 +517,7 @@ fn real(x: f64, span: Span) -> Expr {
     }
 }
 
-fn transpose(e: &Expr, span: Span) -> Expr {
+pub(super) fn transpose(e: &Expr, span: Span) -> Expr {
     let ty = match e.ty {
         Type::Vector => Type::RowVector,
         Type::RowVector => Type::Vector,

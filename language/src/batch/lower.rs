@@ -530,6 +530,7 @@ impl<'a> FnBuilder<'a> {
             | ExprKind::Imag(_)
             | ExprKind::Var(_)
             | ExprKind::Target
+            | ExprKind::JacobianOn
             | ExprKind::Pop(_) => e.clone(),
         })
     }
@@ -705,6 +706,7 @@ fn any_node(e: &Expr, pred: &dyn Fn(&Expr) -> bool) -> bool {
         | ExprKind::Imag(_)
         | ExprKind::Var(_)
         | ExprKind::Target
+        | ExprKind::JacobianOn
         | ExprKind::Pop(_) => false,
     }
 }

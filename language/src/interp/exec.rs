@@ -209,6 +209,7 @@ impl<'p> Machine<'p> {
             }
             ExprKind::TupleLit(items) => promote(Value::Tuple(self.eval_all(items)?), &e.ty),
             ExprKind::Target => Value::Real(self.target),
+            ExprKind::JacobianOn => Value::Int(self.jacobian as i64),
             ExprKind::Pop(stack) => self.pop_stack(*stack)?,
             ExprKind::Partial { prim, arg, args } => self.partial(*prim, *arg, args)?,
             ExprKind::ZerosLike(inner) => super::grad::zeros_like(&self.eval(inner)?),

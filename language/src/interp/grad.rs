@@ -81,11 +81,17 @@ impl Machine<'_> {
         let idx = match lhs.path.as_slice() {
             [] => None,
             [LValueStep::Index(idx)] => Some(self.eval_indexes(idx)?),
-            _ => {
-                return Err(RuntimeError::new(
-                    ErrorKind::Unsupported,
-                    "accumulation into a tuple component",
-                ));
+            path => {
+                // Tuple components (single indexes only): read, add, write.
+                let mut steps = Vec::new();
+                for step in path {
+                    steps.push(match step {
+                        LValueStep::Index(idx) => PathStep::Index(self.eval_indexes(idx)?),
+                        LValueStep::TupleProj(k) => PathStep::Proj(*k),
+                    });
+                }
+                let slot = self.slot_mut(lhs.var)?;
+                return add_at(slot, &steps, &r);
             }
         };
         let slot = self.slot_mut(lhs.var)?;
@@ -271,9 +277,56 @@ pub(crate) fn zeros_like(v: &Value) -> Value {
     }
 }
 
+enum PathStep {
+    Index(Vec<Ix>),
+    Proj(usize),
+}
+
+/// `slot[path] += r` along a path of single indexes and tuple projections.
+fn add_at(slot: &mut Value, path: &[PathStep], r: &Value) -> Result<()> {
+    match path.split_first() {
+        None => {
+            *slot = add_values(slot, r)?;
+            Ok(())
+        }
+        Some((PathStep::Index(idx), rest)) => {
+            if idx.iter().any(|i| !matches!(i, Ix::Single(_))) {
+                return Err(RuntimeError::new(
+                    ErrorKind::Unsupported,
+                    "accumulation through a multi-index before a tuple component",
+                ));
+            }
+            let mut inner = index::get(slot, idx)?;
+            add_at(&mut inner, rest, r)?;
+            index::set(slot, idx, inner)
+        }
+        Some((PathStep::Proj(k), rest)) => match slot {
+            Value::Tuple(items) if *k >= 1 && *k <= items.len() => {
+                add_at(&mut items[k - 1], rest, r)
+            }
+            other => Err(mismatch("accumulation into a tuple component", other)),
+        },
+    }
+}
+
 /// `a + b` keeping `a`'s shape: `b` a scalar (added to every element) or
-/// holding the same number of elements in Stan's order.
+/// holding the same number of elements in Stan's order. Tuples add
+/// componentwise; int components (no adjoint) are kept.
 fn add_values(a: &Value, b: &Value) -> Result<Value> {
+    if let (Value::Tuple(xs), Value::Tuple(ys)) = (a, b) {
+        if xs.len() != ys.len() {
+            return Err(mismatch("gradient accumulation of tuples", b));
+        }
+        return xs
+            .iter()
+            .zip(ys)
+            .map(|(x, y)| match x {
+                Value::Int(_) => Ok(x.clone()),
+                _ => add_values(x, y),
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Value::Tuple);
+    }
     let xs = flat(a);
     let ys = flat(b);
     if ys.len() == 1 && xs.len() != 1 {

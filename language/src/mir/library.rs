@@ -40,6 +40,8 @@ pub fn call(name: &str, args: Vec<Expr>, ty: &Type, span: Span) -> Result<ExprKi
         ("min", 2) => Prim::Fmin,
         ("abs", _) | ("fabs", _) => Prim::Abs,
         ("log_mix", 3) => return Ok(log_mix(args, span).kind),
+        ("mdivide_left_spd", 2) => return Ok(mdivide_left_spd(args, span).kind),
+        ("log_determinant_spd", 1) => return Ok(log_determinant_spd(args, span).kind),
         ("choose", 2) => Prim::Choose,
         _ if (name.ends_with("_lcdf") || name.ends_with("_lccdf"))
             && args.iter().all(|a| a.ty.is_scalar()) =>
@@ -56,6 +58,38 @@ pub fn call(name: &str, args: Vec<Expr>, ty: &Type, span: Span) -> Result<ExprKi
         },
     };
     Ok(ExprKind::Prim(prim, args))
+}
+
+/// `mdivide_left_spd(A, B)` = L⁻ᵀ(L⁻¹B) with L = cholesky_decompose(A),
+/// which rejects an A that is not symmetric positive definite, as Stan.
+fn mdivide_left_spd(mut args: Vec<Expr>, span: Span) -> Expr {
+    let b = args.pop().expect("2 args");
+    let a = args.pop().expect("2 args");
+    let flipped = match b.ty {
+        Type::Vector => Type::RowVector,
+        ref other => other.clone(),
+    };
+    let b_ty = b.ty.clone();
+    let l = typed(prim(Prim::CholeskyDecompose, vec![a], span), Type::Matrix);
+    let y = typed(
+        prim(Prim::MdivideLeftTriLow, vec![l.clone(), b], span),
+        b_ty.clone(),
+    );
+    let yt = typed(prim(Prim::Transpose, vec![y], span), flipped.clone());
+    let z = typed(prim(Prim::MdivideRightTriLow, vec![yt, l], span), flipped);
+    typed(prim(Prim::Transpose, vec![z], span), b_ty)
+}
+
+/// `log_determinant_spd(A)` = 2 Σ log diag(cholesky_decompose(A)).
+fn log_determinant_spd(args: Vec<Expr>, span: Span) -> Expr {
+    let l = typed(prim(Prim::CholeskyDecompose, args, span), Type::Matrix);
+    let d = typed(prim(Prim::Diagonal, vec![l], span), Type::Vector);
+    let logs = typed(prim(Prim::Log, vec![d], span), Type::Vector);
+    let total = typed(prim(Prim::Sum, vec![logs], span), Type::Real);
+    typed(
+        prim(Prim::Mul, vec![real(2.0, span), total], span),
+        Type::Real,
+    )
 }
 
 /// `log_mix(θ, a, b)` = log_sum_exp(log(θ) + a, log1m(θ) + b).

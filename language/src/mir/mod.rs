@@ -346,6 +346,9 @@ pub enum ExprKind {
     },
     /// Zeros of the shape of the operand (adjoint initialisation).
     ZerosLike(Box<Expr>),
+    /// The int 1 when the log-Jacobian is added to the target (the
+    /// evaluation's Jacobian switch), else 0: the adjoint of `jacobian +=`.
+    JacobianOn,
 }
 
 #[derive(Clone, Debug, PartialEq)]

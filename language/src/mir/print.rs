@@ -422,6 +422,7 @@ impl Printer<'_> {
             ExprKind::RowVectorLit(items) => format!("[{}]", self.list(items)),
             ExprKind::TupleLit(items) => format!("({})", self.list(items)),
             ExprKind::Target => "target()".to_string(),
+            ExprKind::JacobianOn => "jacobian_on()".to_string(),
             ExprKind::Pop(stack) => format!("pop(stack{})", stack.0),
             ExprKind::Partial { prim, arg, args } => {
                 format!("d{}_{prim}({})", arg + 1, self.list(args))

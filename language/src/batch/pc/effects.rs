@@ -26,7 +26,8 @@ pub struct Effects {
 impl Effects {
     fn expr(&mut self, e: &Expr) {
         match &e.kind {
-            ExprKind::Int(_) | ExprKind::Real(_) | ExprKind::Imag(_) => {}
+            // The Jacobian switch is the same for every lane.
+            ExprKind::Int(_) | ExprKind::Real(_) | ExprKind::Imag(_) | ExprKind::JacobianOn => {}
             ExprKind::Var(v) => self.reads.push(*v),
             ExprKind::Prim(p, args) => {
                 if crate::interp::is_rng_prim(*p) {
