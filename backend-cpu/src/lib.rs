@@ -13,3 +13,5 @@
 
 pub mod eval;
 pub mod lanes;
+pub mod ops;
+pub mod structured;
