@@ -3,8 +3,10 @@
 //! gradient program runs on a batch of Z lanes (Z = 1, 7, 64), each with
 //! its own random θ, through the batched ops and the structured test
 //! driver; each lane's log density and gradient (or error) must equal
-//! `Model::log_density_gradient` on that lane's θ — exactly, or within
-//! 1e-12 relative when products with shared matrices run as GEMM.
+//! `Model::log_density_gradient` on that lane's θ — exactly, or when
+//! products with shared matrices run as GEMM within 1e-12 relative (the
+//! log density) and 1e-12 relative to the gradient's max norm (each
+//! component).
 //! Models that cannot run are listed with the reason in
 //! `lanes_gradients_exceptions.txt`; a listed model that runs fails the test.
 
@@ -141,8 +143,17 @@ fn check(case: &Case, sizes: &[usize]) -> Result<(), String> {
                             if !same(*lp, *lp0, rel) {
                                 return Err(format!("{at}: lp {lp} != {lp0}"));
                             }
+                            // With GEMM, relative to the gradient's norm: a
+                            // component that is a sum cancelling to a small
+                            // value carries the rounding of its large terms.
+                            let scale = grad0.iter().fold(0.0f64, |m, x| m.max(x.abs()));
                             for (k, (a, b)) in grad.iter().zip(grad0).enumerate() {
-                                if !same(*a, *b, rel) {
+                                let ok = if rel == 0.0 {
+                                    same(*a, *b, 0.0)
+                                } else {
+                                    a == b || (a - b).abs() <= rel * scale
+                                };
+                                if !ok {
                                     return Err(format!("{at}: gradient[{k}] {a} != {b}"));
                                 }
                             }
@@ -159,13 +170,37 @@ fn check(case: &Case, sizes: &[usize]) -> Result<(), String> {
     Ok(())
 }
 
+/// A representative slice for the default run: hierarchical models,
+/// loops with per-lane values, AD stacks, bounded and simplex parameters.
+const FAST_SLICE: &[&str] = &[
+    "eight_schools-eight_schools_noncentered",
+    "examples/eight_schools_centered",
+    "garch-garch11",
+    "kidiq-kidscore_momiq",
+    "kilpisjarvi_mod-kilpisjarvi",
+    "examples/hierarchical_radon",
+    "sblrc-blr",
+];
+
+/// Every model with `BAT_FULL_SWEEP=1`, else [`FAST_SLICE`].
 #[test]
-fn every_model_matches_the_interpreter_lane_by_lane() {
+fn models_match_the_interpreter_lane_by_lane() {
+    let full = std::env::var("BAT_FULL_SWEEP").is_ok_and(|v| v == "1");
     let exceptions = exceptions();
     let mut failures = Vec::new();
     let mut passed = 0;
     for case in cases() {
+        if !full && !FAST_SLICE.contains(&case.name.as_str()) {
+            continue;
+        }
+        let start = std::time::Instant::now();
         let result = check(&case, &[1, 7, 64]);
+        eprintln!(
+            "{}: {:?} in {:.1?}",
+            case.name,
+            result.as_ref().map(|_| "ok"),
+            start.elapsed()
+        );
         match (result, exceptions.get(&case.name)) {
             (Ok(()), None) => passed += 1,
             (Ok(()), Some(_)) => {
@@ -177,4 +212,7 @@ fn every_model_matches_the_interpreter_lane_by_lane() {
     }
     eprintln!("{passed} models match lane by lane");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    if !full {
+        assert_eq!(passed, FAST_SLICE.len());
+    }
 }
