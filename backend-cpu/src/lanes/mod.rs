@@ -41,12 +41,15 @@ pub struct Dense<T> {
     pub shape: Shape,
     pub z: usize,
     pub data: Vec<T>,
+    /// Elements per lane (`shape.num_reals()`, cached).
+    n: usize,
 }
 
 impl<T: Copy> Dense<T> {
     pub fn new(shape: Shape, z: usize, data: Vec<T>) -> Dense<T> {
-        debug_assert_eq!(data.len(), shape.num_reals() * z);
-        Dense { shape, z, data }
+        let n = shape.num_reals();
+        assert_eq!(data.len(), n * z, "dense block of the wrong size");
+        Dense { shape, z, data, n }
     }
 
     pub fn filled(shape: Shape, z: usize, x: T) -> Dense<T> {
@@ -56,7 +59,7 @@ impl<T: Copy> Dense<T> {
 
     /// Number of elements of one lane's value.
     pub fn elements(&self) -> usize {
-        self.shape.num_reals()
+        self.n
     }
 
     /// Element `e` of every lane.
