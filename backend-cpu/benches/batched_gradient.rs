@@ -107,7 +107,11 @@ fn main() {
             branching: Branching::Mask,
             gemm: true,
         };
-        for &z in SIZES {
+        // BAT_BENCH_Z=N: only batches of N lanes.
+        let only_z: Option<usize> = std::env::var("BAT_BENCH_Z")
+            .ok()
+            .and_then(|v| v.parse().ok());
+        for &z in SIZES.iter().filter(|&&z| only_z.is_none_or(|o| o == z)) {
             let thetas: Vec<Vec<f64>> = (0..z)
                 .map(|l| {
                     let mut rng = Rng::new(1, l as u32, 0);

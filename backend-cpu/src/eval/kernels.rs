@@ -110,7 +110,7 @@ fn zip_shape(ops: &[Operand]) -> Option<(Shape, usize)> {
 
 fn map1(a: &Operand, z: usize, f: impl Fn(f64) -> f64) -> Option<Slot> {
     let (shape, n) = zip_shape(std::slice::from_ref(a))?;
-    let mut out = Vec::with_capacity(n * z);
+    let mut out = crate::lanes::pool::buffer(n * z);
     for e in 0..n {
         match a.src.col(e, z) {
             ElemCol::Const(x) => out.extend(std::iter::repeat_n(f(x), z)),
@@ -131,7 +131,7 @@ fn map2(a: &Operand, b: &Operand, z: usize, f: impl Fn(f64, f64) -> f64) -> Opti
             shape: b.shape.clone(),
         },
     ])?;
-    let mut out = Vec::with_capacity(n * z);
+    let mut out = crate::lanes::pool::buffer(n * z);
     for e in 0..n {
         match (a.src.col(e, z), b.src.col(e, z)) {
             (ElemCol::Const(x), ElemCol::Const(y)) => out.extend(std::iter::repeat_n(f(x, y), z)),
@@ -154,7 +154,7 @@ fn map3(ops: &[Operand; 3], z: usize, f: impl Fn(f64, f64, f64) -> f64) -> Optio
         })
         .collect();
     let (shape, n) = zip_shape(&shapes)?;
-    let mut out = Vec::with_capacity(n * z);
+    let mut out = crate::lanes::pool::buffer(n * z);
     for e in 0..n {
         let cols = [
             ops[0].src.col(e, z),
@@ -736,7 +736,7 @@ pub(crate) fn partial(prim: Prim, arg: usize, args: &[&Slot], z: usize) -> Optio
         return None;
     }
     // A container of one element broadcasts like a scalar.
-    let mut out = Vec::with_capacity(n * z);
+    let mut out = crate::lanes::pool::buffer(n * z);
     let mut point = vec![0.0; ops.len()];
     for e in 0..n {
         let cols: Vec<ElemCol> = ops
