@@ -88,10 +88,10 @@ fn gather_then_scatter_restores_and_updates_lanes() {
         }
         let changed = Slot::from_lane_values((0..3).map(|i| shifted(&v, 20 + i)).collect());
         slot.scatter(&changed, &lanes, 6);
-        for l in 0..6 {
+        for (l, old_l) in old.iter().enumerate() {
             let want = match lanes.iter().position(|&x| x == l) {
                 Some(i) => shifted(&v, 20 + i),
-                None => old[l].clone(),
+                None => old_l.clone(),
             };
             assert_eq!(slot.lane_value(l), want);
         }

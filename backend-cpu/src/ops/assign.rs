@@ -271,7 +271,7 @@ pub(crate) fn add_assign(
         let z = d.z;
         let cur = lane::flat_reals(cur);
         for (e, c) in cur.iter().enumerate() {
-            d.element_mut(e).iter_mut().for_each(|y| *y = c + *y);
+            d.element_mut(e).iter_mut().for_each(|y| *y += c);
         }
         debug_assert_eq!(z, st.z);
         st.vars[lhs.var.0 as usize] = Some(r);
