@@ -191,7 +191,7 @@ pub(crate) fn unpack(
                 l,
                 RuntimeError::fatal(format!(
                     "tuple unpacking: unexpected operand {}",
-                    describe(&other)
+                    lane::describe(&other)
                 ))
                 .at(s.span),
             ),
@@ -213,15 +213,6 @@ pub(crate) fn unpack(
         });
     }
     Ok(())
-}
-
-fn describe(v: &Value) -> String {
-    match v {
-        Value::Tuple(items) => format!("tuple of {}", items.len()),
-        Value::Int(_) => "int".into(),
-        Value::Real(_) => "real".into(),
-        _ => "value".into(),
-    }
 }
 
 /// `lhs += rhs` (the reverse sweep's accumulation).
