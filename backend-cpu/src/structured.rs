@@ -75,15 +75,7 @@ impl Driver {
 
     /// Per-lane truth of `cond` on `lanes` (errors fail the lane).
     fn truth(&self, cond: &Expr, st: &mut State, lanes: &Lanes) -> Result<(Lanes, Lanes)> {
-        let c = eval(cond, st, lanes)?;
-        let mut truth = vec![false; st.z];
-        for l in st.running(lanes).iter() {
-            match lane::truthy(&c.lane_value(l)) {
-                Ok(b) => truth[l] = b,
-                Err(err) => st.fail(l, err.at(cond.span)),
-            }
-        }
-        Ok(st.running(lanes).split(|l| truth[l]))
+        crate::eval::split_on(cond, st, lanes)
     }
 
     /// Per-lane int of `e` on `lanes`.

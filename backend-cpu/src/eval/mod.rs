@@ -177,6 +177,21 @@ fn apply(p: Prim, args: &[&Slot], st: &mut State, active: &Lanes, e: &Expr) -> S
     }
 }
 
+/// The running lanes of `lanes` split by the truth of `cond` (a `Branch`
+/// terminator's condition): (true, false). A lane whose condition fails
+/// to evaluate is marked failed and is in neither.
+pub fn split_on(cond: &Expr, st: &mut State, lanes: &Lanes) -> Result<(Lanes, Lanes)> {
+    let c = eval(cond, st, lanes)?;
+    let mut truth = vec![false; st.z];
+    for l in st.running(lanes).iter() {
+        match lane::truthy(&c.lane_value(l)) {
+            Ok(b) => truth[l] = b,
+            Err(err) => st.fail(l, err.at(cond.span)),
+        }
+    }
+    Ok(st.running(lanes).split(|l| truth[l]))
+}
+
 pub(crate) fn eval_all(es: &[Expr], st: &mut State, active: &Lanes) -> Result<Vec<Arc<Slot>>> {
     es.iter().map(|e| eval(e, st, active)).collect()
 }

@@ -19,7 +19,7 @@
 mod assign;
 mod params;
 
-use crate::eval::{BatchError, Result, eval, eval_all, per_lane};
+use crate::eval::{BatchError, Result, eval, per_lane};
 use crate::lanes::{Lanes, Slot, State};
 use language::interp::{RuntimeError, lane};
 use language::mir::{Expr, ExprKind, Printable, SizedType, Stmt, StmtKind, Transform, VarId};
@@ -121,8 +121,9 @@ pub fn exec_op(s: &Stmt, st: &mut State, active: &Lanes) -> Result<()> {
 }
 
 /// Set `var` to `value` on the active lanes (the whole slot when every
-/// lane is active or the variable is new).
-pub(crate) fn set_var(st: &mut State, var: VarId, value: Arc<Slot>, active: &Lanes) {
+/// lane is active or the variable is new). Executors use it to bind
+/// call arguments, return values and loop variables.
+pub fn set_var(st: &mut State, var: VarId, value: Arc<Slot>, active: &Lanes) {
     let slot = &mut st.vars[var.0 as usize];
     match slot {
         Some(old) if !active.is_full() => {
@@ -369,9 +370,4 @@ fn printables(items: &[Printable], st: &mut State, active: &Lanes) -> Result<Vec
         out.push((l, text));
     }
     Ok(out)
-}
-
-#[allow(dead_code)]
-fn _uses(es: &[Expr], st: &mut State, a: &Lanes) -> Result<Vec<Arc<Slot>>> {
-    eval_all(es, st, a)
 }
