@@ -1,0 +1,548 @@
+//! Batched kernels over dense slots for the hot primitives. Each applies
+//! the same scalar function as the interpreter (`language::interp`'s
+//! prims and `bat_math`), element by element and lane by lane, in the
+//! same order, so results are bit-identical. A kernel returns `None` when
+//! its operands are not of the form it handles (including every case in
+//! which the interpreter would fail); the caller then goes lane by lane.
+
+use super::gemm;
+use crate::lanes::{Dense, Lanes, Slot, State};
+use language::data::Shape;
+use language::interp::lane;
+use language::mir::{Expr, Prim};
+use language::types::Type;
+use language::value::Value;
+use std::sync::Arc;
+
+use bat_math::scalar as m;
+
+/// One operand of an elementwise kernel.
+enum Src<'a> {
+    /// The same scalar for every element and lane.
+    Scalar(f64),
+    /// A shared container: element e is the same for every lane.
+    Elems(Vec<f64>),
+    /// A dense real slot of `n` elements.
+    Lanes(&'a [f64], usize),
+}
+
+/// Element `e` of an operand: a constant or the Z lanes.
+#[derive(Clone, Copy)]
+enum ElemCol<'a> {
+    Const(f64),
+    Lane(&'a [f64]),
+}
+
+impl Src<'_> {
+    fn col(&self, e: usize, z: usize) -> ElemCol<'_> {
+        match self {
+            Src::Scalar(x) => ElemCol::Const(*x),
+            Src::Elems(v) => ElemCol::Const(v[e]),
+            Src::Lanes(d, 1) => ElemCol::Lane(&d[..z]),
+            Src::Lanes(d, _) => ElemCol::Lane(&d[e * z..(e + 1) * z]),
+        }
+    }
+}
+
+/// An operand as a kernel sees it: the source, its shape (`None` for
+/// scalars) and whether it is per lane.
+struct Operand<'a> {
+    src: Src<'a>,
+    shape: Option<Shape>,
+}
+
+fn rank(shape: &Option<Shape>) -> u8 {
+    match shape {
+        Some(Shape::Matrix(..)) => 4,
+        Some(Shape::Vector(_)) => 3,
+        Some(Shape::RowVector(_)) => 2,
+        Some(Shape::Array(..)) => 1,
+        _ => 0,
+    }
+}
+
+fn operand(slot: &Slot) -> Option<Operand<'_>> {
+    match slot {
+        Slot::Shared(v) => match &**v {
+            Value::Int(i) => Some(Operand {
+                src: Src::Scalar(*i as f64),
+                shape: None,
+            }),
+            Value::Real(x) => Some(Operand {
+                src: Src::Scalar(*x),
+                shape: None,
+            }),
+            other => {
+                let (shape, _) = crate::lanes::dense_shape(other)?;
+                Some(Operand {
+                    src: Src::Elems(lane::flat_reals(other)),
+                    shape: Some(shape),
+                })
+            }
+        },
+        Slot::Real(d) => Some(Operand {
+            src: Src::Lanes(&d.data, d.elements()),
+            shape: (d.shape != Shape::Real).then(|| d.shape.clone()),
+        }),
+        _ => None,
+    }
+}
+
+/// The shape and element count of an elementwise result (the
+/// interpreter's `zip_n`: the highest-ranked operand, the last of equal
+/// rank); `None` when container sizes differ (an error).
+fn zip_shape(ops: &[Operand]) -> Option<(Shape, usize)> {
+    // `max_by_key` keeps the last of equal rank, as the interpreter's.
+    let template = ops.iter().max_by_key(|o| rank(&o.shape))?;
+    let Some(shape) = &template.shape else {
+        return Some((Shape::Real, 1));
+    };
+    let n = shape.num_reals();
+    for o in ops {
+        if let Some(s) = &o.shape
+            && s.num_reals() != n
+        {
+            return None;
+        }
+    }
+    Some((super::index::real_shape(shape), n))
+}
+
+fn map1(a: &Operand, z: usize, f: impl Fn(f64) -> f64) -> Option<Slot> {
+    let (shape, n) = zip_shape(std::slice::from_ref(a))?;
+    let mut out = crate::lanes::pool::buffer(n * z);
+    for e in 0..n {
+        match a.src.col(e, z) {
+            ElemCol::Const(x) => out.extend(std::iter::repeat_n(f(x), z)),
+            ElemCol::Lane(xs) => out.extend(xs.iter().map(|&x| f(x))),
+        }
+    }
+    Some(Slot::Real(Dense::new(shape, z, out)))
+}
+
+fn map2(a: &Operand, b: &Operand, z: usize, f: impl Fn(f64, f64) -> f64) -> Option<Slot> {
+    let (shape, n) = zip_shape(&[
+        Operand {
+            src: Src::Scalar(0.0),
+            shape: a.shape.clone(),
+        },
+        Operand {
+            src: Src::Scalar(0.0),
+            shape: b.shape.clone(),
+        },
+    ])?;
+    let mut out = crate::lanes::pool::buffer(n * z);
+    for e in 0..n {
+        match (a.src.col(e, z), b.src.col(e, z)) {
+            (ElemCol::Const(x), ElemCol::Const(y)) => out.extend(std::iter::repeat_n(f(x, y), z)),
+            (ElemCol::Const(x), ElemCol::Lane(ys)) => out.extend(ys.iter().map(|&y| f(x, y))),
+            (ElemCol::Lane(xs), ElemCol::Const(y)) => out.extend(xs.iter().map(|&x| f(x, y))),
+            (ElemCol::Lane(xs), ElemCol::Lane(ys)) => {
+                out.extend(xs.iter().zip(ys).map(|(&x, &y)| f(x, y)))
+            }
+        }
+    }
+    Some(Slot::Real(Dense::new(shape, z, out)))
+}
+
+fn map3(ops: &[Operand; 3], z: usize, f: impl Fn(f64, f64, f64) -> f64) -> Option<Slot> {
+    let shapes: Vec<Operand> = ops
+        .iter()
+        .map(|o| Operand {
+            src: Src::Scalar(0.0),
+            shape: o.shape.clone(),
+        })
+        .collect();
+    let (shape, n) = zip_shape(&shapes)?;
+    let mut out = crate::lanes::pool::buffer(n * z);
+    for e in 0..n {
+        let cols = [
+            ops[0].src.col(e, z),
+            ops[1].src.col(e, z),
+            ops[2].src.col(e, z),
+        ];
+        let at = |c: ElemCol, l: usize| match c {
+            ElemCol::Const(x) => x,
+            ElemCol::Lane(xs) => xs[l],
+        };
+        out.extend((0..z).map(|l| f(at(cols[0], l), at(cols[1], l), at(cols[2], l))));
+    }
+    Some(Slot::Real(Dense::new(shape, z, out)))
+}
+
+/// A batched kernel for `p` on `args`, or `None` (see the module docs).
+pub(crate) fn prim(
+    p: Prim,
+    args: &[&Slot],
+    st: &mut State,
+    active: &Lanes,
+    e: &Expr,
+) -> Option<Slot> {
+    use Prim::*;
+    if args.iter().all(|a| a.is_shared()) {
+        return None;
+    }
+    let z = st.z;
+    if is_check(p) {
+        return check(p, args, st, active, e);
+    }
+    if p == Mul
+        && st.gemm
+        && let Some(slot) = gemm::multiply(args[0], args[1], false)
+    {
+        return Some(slot);
+    }
+    // From here on: real elementwise math and reductions on real operands.
+    let mut ops: Vec<Operand> = args.iter().map(|a| operand(a)).collect::<Option<_>>()?;
+    if !elementwise_applies(p, &ops) {
+        return None;
+    }
+    if ops.len() == 1
+        && let Some(slot) = unary!(p, f => map1(&ops[0], z, f))
+    {
+        return Some(slot);
+    }
+    if ops.len() == 2
+        && let Some(slot) = binary!(p, f => map2(&ops[0], &ops[1], z, f))
+    {
+        return Some(slot);
+    }
+    match p {
+        IncBeta => map3(
+            &[ops.remove(0), ops.remove(0), ops.remove(0)],
+            z,
+            m::inc_beta,
+        ),
+        Fma => map3(
+            &[ops.remove(0), ops.remove(0), ops.remove(0)],
+            z,
+            |a, b, c| a.mul_add(b, c),
+        ),
+        Sum => reduce(&ops[0], z, |acc, x| acc + x),
+        DotSelf => reduce(&ops[0], z, |acc, x| acc + x * x),
+        DotProduct => dot(&ops[0], &ops[1], z),
+        _ => None,
+    }
+}
+
+/// `Mul` and `Div` are elementwise only with a scalar operand (else they
+/// are matrix products and solves).
+fn elementwise_applies(p: Prim, ops: &[Operand]) -> bool {
+    let scalar = |i: usize| ops.get(i).is_some_and(|o| o.shape.is_none());
+    match p {
+        Prim::Mul => scalar(0) || scalar(1),
+        Prim::Div => scalar(1),
+        _ => true,
+    }
+}
+
+/// An elementwise unary or binary primitive whose result may be written
+/// into the buffer of an operand that nothing else holds (a temporary),
+/// saving an allocation; `args` are the evaluated operands.
+pub(crate) fn prim_in_place(p: Prim, args: &mut [Arc<Slot>], z: usize) -> Option<Slot> {
+    if args.len() == 1 {
+        let Slot::Real(_) = &*args[0] else {
+            return None;
+        };
+        let d = Arc::get_mut(&mut args[0])?;
+        let Slot::Real(d) = d else { return None };
+        return unary!(p, f => {
+            let mut d = std::mem::replace(d, Dense::new(Shape::Array(0, Box::new(Shape::Real)), 0, Vec::new()));
+            d.data.iter_mut().for_each(|x| *x = f(*x));
+            Some(Slot::Real(d))
+        });
+    }
+    if args.len() != 2 {
+        return None;
+    }
+    // Reuse the operand that has the result's shape and is unique.
+    let (result_shape, _) = {
+        let ops: Vec<Operand> = args.iter().map(|a| operand(a)).collect::<Option<_>>()?;
+        if !elementwise_applies(p, &ops) {
+            return None;
+        }
+        binary!(p, _f => Some(()))?;
+        zip_shape(&ops)?
+    };
+    let k = (0..2).find(|&k| {
+        matches!(&*args[k], Slot::Real(d) if d.shape == result_shape)
+            && Arc::strong_count(&args[k]) == 1
+            && Arc::weak_count(&args[k]) == 0
+    })?;
+    let (left, right) = args.split_at_mut(1);
+    let (mine, other) = if k == 0 {
+        (&mut left[0], &right[0])
+    } else {
+        (&mut right[0], &left[0])
+    };
+    let Some(Slot::Real(d)) = Arc::get_mut(mine) else {
+        return None;
+    };
+    let other = operand(other)?;
+    let n = d.elements();
+    binary!(p, f => {
+        for e in 0..n {
+            let row = &mut d.data[e * z..(e + 1) * z];
+            match (other.src.col(if other.shape.is_none() { 0 } else { e }, z), k) {
+                (ElemCol::Const(y), 0) => row.iter_mut().for_each(|x| *x = f(*x, y)),
+                (ElemCol::Const(x), _) => row.iter_mut().for_each(|y| *y = f(x, *y)),
+                (ElemCol::Lane(ys), 0) => row.iter_mut().zip(ys).for_each(|(x, &y)| *x = f(*x, y)),
+                (ElemCol::Lane(xs), _) => row.iter_mut().zip(xs).for_each(|(y, &x)| *y = f(x, *y)),
+            }
+        }
+        Some(())
+    })?;
+    let d = std::mem::replace(
+        d,
+        Dense::new(Shape::Array(0, Box::new(Shape::Real)), 0, Vec::new()),
+    );
+    Some(Slot::Real(d))
+}
+
+/// A per-lane fold over the elements of a dense operand, from −0.0 (the
+/// start of Rust's `f64` sum, which the interpreter uses).
+fn reduce(a: &Operand, z: usize, f: impl Fn(f64, f64) -> f64) -> Option<Slot> {
+    let Src::Lanes(data, n) = a.src else {
+        return None;
+    };
+    let mut acc = vec![-0.0; z];
+    for e in 0..n {
+        let xs = &data[e * z..(e + 1) * z];
+        for (a, &x) in acc.iter_mut().zip(xs) {
+            *a = f(*a, x);
+        }
+    }
+    Some(Slot::Real(Dense::new(Shape::Real, z, acc)))
+}
+
+fn dot(a: &Operand, b: &Operand, z: usize) -> Option<Slot> {
+    let len = |o: &Operand| match &o.src {
+        Src::Scalar(_) => 1,
+        Src::Elems(v) => v.len(),
+        Src::Lanes(_, n) => *n,
+    };
+    let n = len(a);
+    if len(b) != n {
+        return None;
+    }
+    let mut acc = vec![-0.0; z];
+    for e in 0..n {
+        match (a.src.col(e, z), b.src.col(e, z)) {
+            (ElemCol::Const(x), ElemCol::Const(y)) => acc.iter_mut().for_each(|a| *a += x * y),
+            (ElemCol::Const(x), ElemCol::Lane(ys)) | (ElemCol::Lane(ys), ElemCol::Const(x)) => {
+                // x * y and y * x are the same float.
+                acc.iter_mut().zip(ys).for_each(|(a, &y)| *a += x * y)
+            }
+            (ElemCol::Lane(xs), ElemCol::Lane(ys)) => acc
+                .iter_mut()
+                .zip(xs.iter().zip(ys))
+                .for_each(|(a, (&x, &y))| *a += x * y),
+        }
+    }
+    Some(Slot::Real(Dense::new(Shape::Real, z, acc)))
+}
+
+fn is_check(p: Prim) -> bool {
+    use Prim::*;
+    matches!(
+        p,
+        CheckPositiveFinite
+            | CheckPositive
+            | CheckNonNegative
+            | CheckFinite
+            | CheckNotNan
+            | CheckProbability
+            | CheckNonNegativeInt
+    )
+}
+
+/// An argument check over every active lane at once; the lanes that fail
+/// get the interpreter's error for their value.
+fn check(p: Prim, args: &[&Slot], st: &mut State, active: &Lanes, e: &Expr) -> Option<Slot> {
+    use Prim::*;
+    if args.len() > 1 && !args[1].is_shared() {
+        return None;
+    }
+    let ok = |x: f64| match p {
+        CheckPositiveFinite => x > 0.0 && x.is_finite(),
+        CheckPositive => x > 0.0,
+        CheckNonNegative => x >= 0.0,
+        CheckFinite => x.is_finite(),
+        CheckNotNan => !x.is_nan(),
+        CheckProbability => (0.0..=1.0).contains(&x),
+        _ => x >= 0.0,
+    };
+    let z = st.z;
+    // Element-major: each element's lanes are contiguous.
+    let mut bad = vec![false; z];
+    match args[0] {
+        Slot::Real(d) => {
+            for k in 0..d.elements() {
+                for (b, &x) in bad.iter_mut().zip(d.element(k)) {
+                    *b |= !ok(x);
+                }
+            }
+        }
+        Slot::Int(d) => {
+            for k in 0..d.elements() {
+                for (b, &x) in bad.iter_mut().zip(d.element(k)) {
+                    *b |= !ok(x as f64);
+                }
+            }
+        }
+        _ => return None,
+    }
+    let failing: Vec<usize> = active.iter().filter(|&l| bad[l]).collect();
+    for l in failing {
+        if !st.is_running(l) {
+            continue;
+        }
+        let vals: Vec<Value> = args.iter().map(|a| a.lane_value(l)).collect();
+        if let Err(err) = lane::eval_prim(p, &vals) {
+            st.fail(l, err.at(e.span));
+        }
+    }
+    Some(Slot::shared(Value::Real(0.0)))
+}
+
+/// ∂prim/∂args[arg] elementwise for dense operands (the interpreter's
+/// `partial`: the first non-scalar operand gives the shape).
+pub(crate) fn partial(prim: Prim, arg: usize, args: &[&Slot], z: usize) -> Option<Slot> {
+    if args.iter().all(|a| a.is_shared()) {
+        return None;
+    }
+    let name = match prim {
+        Prim::LogPhi => "log_Phi",
+        other => other.name(),
+    };
+    let p = bat_math::Primitive::from_name(name, args.len())?;
+    let ops: Vec<Operand> = args.iter().map(|a| operand(a)).collect::<Option<_>>()?;
+    let shape = match ops.iter().find(|o| o.shape.is_some()) {
+        Some(t) => super::index::real_shape(t.shape.as_ref()?),
+        None => Shape::Real,
+    };
+    let n = shape.num_reals();
+    let len = |o: &Operand| o.shape.as_ref().map_or(1, Shape::num_reals);
+    if ops.iter().any(|o| len(o) != n && len(o) != 1) {
+        return None;
+    }
+    // A container of one element broadcasts like a scalar.
+    let mut out = crate::lanes::pool::buffer(n * z);
+    let mut point = vec![0.0; ops.len()];
+    for e in 0..n {
+        let cols: Vec<ElemCol> = ops
+            .iter()
+            .map(|o| o.src.col(if len(o) == 1 { 0 } else { e }, z))
+            .collect();
+        for l in 0..z {
+            for (k, c) in cols.iter().enumerate() {
+                point[k] = match c {
+                    ElemCol::Const(x) => *x,
+                    ElemCol::Lane(xs) => xs[l],
+                };
+            }
+            out.push(p.grad(&point)[arg]);
+        }
+    }
+    Some(Slot::Real(Dense::new(shape, z, out)))
+}
+
+/// `{a, b, ...}` of dense items of one shape: their blocks one after the
+/// other. `None` for anything else.
+pub(crate) fn stack_array(items: &[Arc<Slot>], ty: &Type) -> Option<Slot> {
+    let first = items.first()?;
+    match &**first {
+        Slot::Real(d0) => {
+            let mut data = Vec::with_capacity(d0.data.len() * items.len());
+            for item in items {
+                let Slot::Real(d) = &**item else { return None };
+                if d.shape != d0.shape {
+                    return None;
+                }
+                data.extend_from_slice(&d.data);
+            }
+            let shape = Shape::Array(items.len(), Box::new(d0.shape.clone()));
+            Some(Slot::Real(Dense::new(shape, d0.z, data)))
+        }
+        Slot::Int(d0) if matches!(ty, Type::Array(elem) if is_int_type(elem)) => {
+            let mut data = Vec::with_capacity(d0.data.len() * items.len());
+            for item in items {
+                let Slot::Int(d) = &**item else { return None };
+                if d.shape != d0.shape {
+                    return None;
+                }
+                data.extend_from_slice(&d.data);
+            }
+            let shape = Shape::Array(items.len(), Box::new(d0.shape.clone()));
+            Some(Slot::Int(Dense::new(shape, d0.z, data)))
+        }
+        _ => None,
+    }
+}
+
+fn is_int_type(ty: &Type) -> bool {
+    match ty {
+        Type::Int => true,
+        Type::Array(elem) => is_int_type(elem),
+        _ => false,
+    }
+}
+
+/// `[a, b, ...]` of real scalars, at least one of them dense.
+pub(crate) fn stack_row_vector(items: &[Arc<Slot>]) -> Option<Slot> {
+    let z = items.iter().find_map(|i| match &**i {
+        Slot::Real(d) => Some(d.z),
+        _ => None,
+    })?;
+    let mut data = Vec::with_capacity(items.len() * z);
+    for item in items {
+        match &**item {
+            Slot::Real(d) if d.shape == Shape::Real => data.extend_from_slice(&d.data),
+            Slot::Shared(v) => match &**v {
+                Value::Real(x) => data.extend(std::iter::repeat_n(*x, z)),
+                Value::Int(i) => data.extend(std::iter::repeat_n(*i as f64, z)),
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    Some(Slot::Real(Dense::new(
+        Shape::RowVector(items.len()),
+        z,
+        data,
+    )))
+}
+
+/// The interpreter's `promote(v, ty)` for a whole slot, when no lane needs
+/// to be looked at: `None` means go lane by lane.
+pub(crate) fn promote(slot: &Arc<Slot>, ty: &Type) -> Option<Arc<Slot>> {
+    match &**slot {
+        Slot::Shared(v) => Some(Arc::new(Slot::shared(lane::promote((**v).clone(), ty)))),
+        // Promotion only turns ints into reals or complex numbers.
+        Slot::Real(_) if !mentions_complex(ty) => Some(slot.clone()),
+        Slot::Int(_) if is_int_type(ty) => Some(slot.clone()),
+        Slot::Int(d) if is_real_type(ty) => Some(Arc::new(Slot::Real(Dense::new(
+            super::index::real_shape(&d.shape),
+            d.z,
+            d.data.iter().map(|&i| i as f64).collect(),
+        )))),
+        _ => None,
+    }
+}
+
+fn is_real_type(ty: &Type) -> bool {
+    match ty {
+        Type::Real => true,
+        Type::Array(elem) => is_real_type(elem),
+        _ => false,
+    }
+}
+
+fn mentions_complex(ty: &Type) -> bool {
+    match ty {
+        Type::Complex => true,
+        Type::Array(elem) => mentions_complex(elem),
+        Type::Tuple(items) => items.iter().any(mentions_complex),
+        _ => false,
+    }
+}
