@@ -65,6 +65,8 @@ pub fn eval(e: &Expr, st: &mut State, active: &Lanes) -> Result<Arc<Slot>> {
         ExprKind::Int(i) => shared(Value::Int(*i)),
         ExprKind::Real(x) => shared(Value::Real(*x)),
         ExprKind::Imag(x) => shared(Value::Complex(0.0, *x)),
+        // One switch for the whole batch.
+        ExprKind::JacobianOn => shared(Value::Int(st.jacobian as i64)),
         ExprKind::Var(v) => match &st.vars[v.0 as usize] {
             Some(slot) => slot.clone(),
             None => {
