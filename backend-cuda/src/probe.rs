@@ -41,8 +41,13 @@ pub fn probe() -> Result<DeviceInfo, Unavailable> {
         return Err(Unavailable::NoDriver);
     }
     // A driver library missing one of the symbols cudarc looks up makes cudarc
-    // panic; report that as a driver failure rather than crashing.
-    catch_unwind(AssertUnwindSafe(probe_loaded_driver)).unwrap_or_else(|panic| {
+    // panic; report that as a driver failure rather than crashing (and keep
+    // the default hook from printing the panic meanwhile).
+    let previous_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let outcome = catch_unwind(AssertUnwindSafe(probe_loaded_driver));
+    std::panic::set_hook(previous_hook);
+    outcome.unwrap_or_else(|panic| {
         let detail = panic
             .downcast_ref::<String>()
             .cloned()
