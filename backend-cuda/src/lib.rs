@@ -12,6 +12,7 @@
 //! cudarc loads libcuda and libnvrtc dynamically, so bat builds and runs
 //! without a CUDA toolkit.
 
+pub mod codegen;
 pub mod device;
 pub mod nvrtc;
 pub mod probe;

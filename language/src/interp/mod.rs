@@ -16,6 +16,7 @@
 mod constrain;
 mod error;
 mod exec;
+mod frame;
 mod grad;
 mod index;
 mod linalg;
@@ -27,6 +28,7 @@ mod values;
 
 pub use error::{ErrorKind, RuntimeError};
 pub use exec::MAX_CALL_DEPTH;
+pub use frame::GradFrame;
 pub use rng::{Rng, philox4x32};
 
 use crate::data::{DataFile, Shape};

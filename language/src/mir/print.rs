@@ -26,6 +26,17 @@ pub fn print_grad_program(g: &crate::ad::GradProgram) -> String {
     pr.out
 }
 
+/// One statement (and the statements nested in it), as `--emit mir` prints it.
+pub fn print_stmt(p: &Program, stmt: &Stmt) -> String {
+    let mut pr = Printer {
+        p,
+        out: String::new(),
+        indent: 0,
+    };
+    pr.stmts(std::slice::from_ref(stmt));
+    pr.out
+}
+
 pub fn print_program(p: &Program) -> String {
     let mut pr = Printer {
         p,
