@@ -133,9 +133,19 @@ T __shfl_xor_sync(unsigned /*mask*/, T value, int lane_mask, int width = 32) {
     return ::bat_shim::shuffle_from(value, same_group ? source : lane);
 }
 
+// Classification functions CUDA has in the global namespace.
+using std::isfinite;
+using std::isinf;
+using std::isnan;
+
 // CUDA math functions without a <cmath> namesake.
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 inline double normcdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+inline double __longlong_as_double(long long bits) {
+    double x;
+    std::memcpy(&x, &bits, sizeof x);
+    return x;
+}
 
 #define BAT_SHIM_EXPORT(kernel)                                                        \
     extern "C" void bat_shim_launch_##kernel(unsigned gx, unsigned gy, unsigned gz,    \

@@ -94,6 +94,7 @@ pub fn build_module(
         "-Werror",
         "-Wno-unused-variable",
         "-Wno-unused-but-set-variable",
+        "-Wno-unknown-pragmas",
         "-o",
         &out,
         &wrapper_file,

@@ -53,7 +53,7 @@ impl<'a> Emitter<'a> {
             } => {
                 let (base, len) = self.state_place(*var)?;
                 self.lines.push(format!(
-                    "for (int e = 0; e < {len}; ++e) S({base} + e) = BAT_NAN;"
+                    "#pragma unroll 1\nfor (int e = 0; e < {len}; ++e) S({base} + e) = BAT_NAN;"
                 ));
                 Ok(())
             }
@@ -101,7 +101,7 @@ impl<'a> Emitter<'a> {
             let e = self.fresh("e");
             let value = self.elem(rhs, &e)?;
             self.lines.push(format!(
-                "for (int {e} = 0; {e} < {len}; ++{e}) S({base} + {e}) {op} {value};"
+                "#pragma unroll 1\nfor (int {e} = 0; {e} < {len}; ++{e}) S({base} + {e}) {op} {value};"
             ));
         }
         Ok(())
@@ -118,7 +118,7 @@ impl<'a> Emitter<'a> {
         let j = self.fresh("j");
         let value = self.elem(e, &j)?;
         self.lines.push(format!(
-            "double {acc} = 0.0; for (int {j} = 0; {j} < {n}; ++{j}) {acc} += {value};"
+            "double {acc} = 0.0;\n#pragma unroll 1\nfor (int {j} = 0; {j} < {n}; ++{j}) {acc} += {value};"
         ));
         Ok(acc)
     }
@@ -257,14 +257,14 @@ impl<'a> Emitter<'a> {
                 let n = self.len(x)?;
                 let v = self.elem(x, &j)?;
                 self.lines.push(format!(
-                    "double {acc} = 0.0; for (int {j} = 0; {j} < {n}; ++{j}) {acc} += {v};"
+                    "double {acc} = 0.0;\n#pragma unroll 1\nfor (int {j} = 0; {j} < {n}; ++{j}) {acc} += {v};"
                 ));
             }
             (Prim::DotSelf, [x]) => {
                 let n = self.len(x)?;
                 let v = self.elem(x, &j)?;
                 self.lines.push(format!(
-                    "double {acc} = 0.0; for (int {j} = 0; {j} < {n}; ++{j}) {{ double v = {v}; {acc} += v * v; }}"
+                    "double {acc} = 0.0;\n#pragma unroll 1\nfor (int {j} = 0; {j} < {n}; ++{j}) {{ double v = {v}; {acc} += v * v; }}"
                 ));
             }
             (Prim::DotProduct, [x, y]) => {
@@ -275,7 +275,7 @@ impl<'a> Emitter<'a> {
                 let a = self.elem(x, &j)?;
                 let b = self.elem(y, &j)?;
                 self.lines.push(format!(
-                    "double {acc} = 0.0; for (int {j} = 0; {j} < {n}; ++{j}) {acc} += ({a}) * ({b});"
+                    "double {acc} = 0.0;\n#pragma unroll 1\nfor (int {j} = 0; {j} < {n}; ++{j}) {acc} += ({a}) * ({b});"
                 ));
             }
             _ => return Err(format!("reduction {}", p.name())),
@@ -300,7 +300,7 @@ impl<'a> Emitter<'a> {
             _ => return Err(format!("check {}", p.name())),
         };
         self.lines.push(format!(
-            "for (int {j} = 0; {j} < {n}; ++{j}) {{ double v = {v}; if (!{ok}) {{ S({STATUS_SLOT}) = 1.0; return; }} }}"
+            "#pragma unroll 1\nfor (int {j} = 0; {j} < {n}; ++{j}) {{ double v = {v}; if (!{ok}) {{ S({STATUS_SLOT}) = 1.0; return; }} }}"
         ));
         Ok("0.0".to_string())
     }

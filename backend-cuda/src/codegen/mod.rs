@@ -57,6 +57,9 @@ pub struct Generated {
     /// One CUDA C translation unit: the prelude, then the kernels (and
     /// comments for the statements not generated) in body order.
     pub source: String,
+    /// The same without the prelude (to put several programs' kernels in
+    /// one translation unit after one [`prelude`]).
+    pub kernels_source: String,
     pub kernels: Vec<Kernel>,
     pub not_generated: Vec<NotGenerated>,
 }
@@ -67,9 +70,20 @@ impl Generated {
     }
 }
 
-/// Generate the kernels of `g`'s body for the sizes in `layout`.
+/// The helpers and primitive functions every kernel file starts with.
+pub fn prelude() -> String {
+    scalar::prelude()
+}
+
+/// Generate the kernels of `g`'s body for the sizes in `layout`, named
+/// `bat_block_K`.
 pub fn generate(g: &GradProgram, layout: &Layout) -> Generated {
-    let mut source = scalar::prelude();
+    generate_named(g, layout, "bat")
+}
+
+/// [`generate`] with kernels named `PREFIX_block_K`.
+pub fn generate_named(g: &GradProgram, layout: &Layout, prefix: &str) -> Generated {
+    let mut source = String::new();
     let mut kernels = Vec::new();
     let mut not_generated = Vec::new();
     let mut run: Option<(usize, Emitter)> = None;
@@ -78,7 +92,7 @@ pub fn generate(g: &GradProgram, layout: &Layout) -> Generated {
                   source: &mut String,
                   kernels: &mut Vec<Kernel>| {
         if let Some((start, emitter)) = run {
-            let name = format!("bat_block_{}", kernels.len());
+            let name = format!("{prefix}_block_{}", kernels.len());
             source.push_str(&kernel_text(&name, &emitter.lines));
             kernels.push(Kernel {
                 name,
@@ -110,7 +124,8 @@ pub fn generate(g: &GradProgram, layout: &Layout) -> Generated {
     }
     finish(run.take(), g.body.len(), &mut source, &mut kernels);
     Generated {
-        source,
+        source: format!("{}{source}", scalar::prelude()),
+        kernels_source: source,
         kernels,
         not_generated,
     }

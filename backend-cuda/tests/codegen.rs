@@ -1,0 +1,323 @@
+//! Kernels generated for the examples and the posteriordb models: all of
+//! them compile with NVRTC (PTX for compute_80 and compute_90, sm_90 cubin),
+//! and run through the CUDA-on-CPU shim they match the scalar interpreter
+//! lane by lane to 1e-12 relative.
+//!
+//! To keep the cost small, all models' kernels go into one translation unit
+//! (one NVRTC compile per target, one g++ compile).
+
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+
+use backend_cuda::codegen::{self, Generated, Layout, STATUS_SLOT, TARGET_SLOT, frames};
+use backend_cuda::nvrtc::{CHECKED_TARGETS, compile};
+use backend_cuda::shim::{ShimModule, build_module};
+use language::ad::GradProgram;
+use language::data::DataFile;
+use language::interp::Model;
+
+const LANES: usize = 4;
+
+struct Case {
+    name: String,
+    g: GradProgram,
+    model: Model,
+    lanes: Vec<frames::Lane>,
+    layout: Layout,
+    generated: Generated,
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn corpus() -> PathBuf {
+    let dir = std::env::var_os("BAT_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("../shared/corpus"));
+    let dir = dir.join("posteriordb");
+    assert!(
+        dir.is_dir(),
+        "test corpus missing at {} (set BAT_CORPUS)",
+        dir.display()
+    );
+    dir
+}
+
+/// (name, model file, data file) of every example and posteriordb model.
+fn model_files() -> Vec<(String, PathBuf, PathBuf)> {
+    let mut out = Vec::new();
+    let mut examples: Vec<PathBuf> = std::fs::read_dir(repo_root().join("examples"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bat"))
+        .collect();
+    examples.sort();
+    for path in examples {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let data = path.with_extension("data.json");
+        out.push((name, path, data));
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        out.push((name, dir.join("model.stan"), dir.join("data.json")));
+    }
+    out
+}
+
+/// Why a model has no kernels to check (it is reported, and counted).
+fn load(name: &str, model_path: &Path, data_path: &Path) -> Result<Case, String> {
+    let source = std::fs::read_to_string(model_path).map_err(|e| e.to_string())?;
+    let program = match language::compile_model(&source, name) {
+        (Some(p), _) => p,
+        (None, d) => {
+            return Err(format!(
+                "does not compile: {:?}",
+                d.first().map(|d| &d.message)
+            ));
+        }
+    };
+    let g = language::ad::gradient(&program)
+        .map_err(|d| format!("no gradient program: {}", d[0].message))?;
+    let data_text = std::fs::read_to_string(data_path).unwrap_or_else(|_| "{}".into());
+    let data = DataFile::parse(&data_text).map_err(|e| e.to_string())?;
+    let model = Model::new(&program, &data).map_err(|e| format!("data: {e}"))?;
+    let lanes = frames::lanes(&model, &g, LANES, 7).map_err(|e| format!("no lane runs: {e}"))?;
+    let layout = Layout::from_frame(&g.program, &lanes[0].frame);
+    let generated = codegen::generate_named(&g, &layout, &format!("m{}", sanitize(name)));
+    Ok(Case {
+        name: name.to_string(),
+        g,
+        model,
+        lanes,
+        layout,
+        generated,
+    })
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+fn load_all() -> (Vec<Case>, Vec<String>) {
+    let mut cases = Vec::new();
+    let mut skipped = Vec::new();
+    for (name, model, data) in model_files() {
+        match load(&name, &model, &data) {
+            Ok(case) => cases.push(case),
+            Err(why) => skipped.push(format!("{name}: {why}")),
+        }
+    }
+    (cases, skipped)
+}
+
+fn translation_unit(cases: &[Case]) -> String {
+    let mut source = codegen::prelude();
+    for case in cases {
+        source.push_str(&case.generated.kernels_source);
+    }
+    source
+}
+
+fn close(a: f64, b: f64) -> bool {
+    a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
+}
+
+#[test]
+fn kernels_compile_with_nvrtc_and_match_the_interpreter_through_the_shim() {
+    let (cases, skipped) = load_all();
+    let n_kernels: usize = cases.iter().map(|c| c.generated.kernels.len()).sum();
+    let n_stmts: usize = cases.iter().map(|c| c.g.body.len()).sum();
+    let n_generated: usize = cases
+        .iter()
+        .flat_map(|c| &c.generated.kernels)
+        .map(|k| k.stmts.len())
+        .sum();
+    eprintln!(
+        "{} models with kernels ({n_kernels} kernels covering {n_generated} of {n_stmts} top-level statements); {} without:\n  {}",
+        cases.len(),
+        skipped.len(),
+        skipped.join("\n  ")
+    );
+    assert!(cases.len() >= 20, "too few models reach code generation");
+    assert!(n_kernels >= 50, "too few kernels generated: {n_kernels}");
+
+    let source = translation_unit(&cases);
+    if let Some(path) = std::env::var_os("BAT_CUDA_DUMP") {
+        std::fs::write(path, &source).unwrap();
+    }
+    // The three targets in parallel (NVRTC programs are independent).
+    let started = std::time::Instant::now();
+    std::thread::scope(|scope| {
+        let compiles: Vec<_> = CHECKED_TARGETS
+            .into_iter()
+            .map(|target| {
+                let source = &source;
+                scope.spawn(move || (target, compile(source, target)))
+            })
+            .collect();
+        for handle in compiles {
+            let (target, result) = handle.join().unwrap();
+            if let Err(e) = result {
+                panic!("{target:?}: {e}");
+            }
+        }
+    });
+    eprintln!(
+        "NVRTC, {} lines for compute_80, compute_90 and sm_90: {:.1} s",
+        source.lines().count(),
+        started.elapsed().as_secs_f64()
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<&str> = cases
+        .iter()
+        .flat_map(|c| c.generated.kernel_names())
+        .collect();
+    let library =
+        build_module(&source, &names, dir.path(), "all_models").unwrap_or_else(|e| panic!("{e}"));
+    let module = ShimModule::load(&library).unwrap();
+    let mut failures = Vec::new();
+    for case in &cases {
+        for kernel in &case.generated.kernels {
+            if let Err(why) = check_kernel(case, kernel, &module) {
+                failures.push(format!(
+                    "{} {} (statements {:?}): {why}",
+                    case.name, kernel.name, kernel.stmts
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} kernels differ from the interpreter:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Run `kernel` on every lane (starting from the lane's final frame) and
+/// compare every variable, the target and the rejection status with the
+/// interpreter running the same statements from the same frame.
+fn check_kernel(case: &Case, kernel: &codegen::Kernel, module: &ShimModule) -> Result<(), String> {
+    let n_lanes = case.lanes.len();
+    let n_slots = case.layout.n_slots;
+    let mut state = vec![0.0; n_slots * n_lanes];
+    for (lane, l) in case.lanes.iter().enumerate() {
+        for (slot, value) in case.layout.lane_slots(&l.frame).into_iter().enumerate() {
+            state[slot * n_lanes + lane] = value;
+        }
+    }
+    let data = if case.layout.data.is_empty() {
+        vec![0.0]
+    } else {
+        case.layout.data.clone()
+    };
+    // Lanes in reverse order, to check that `active` is honoured.
+    let active: Vec<i32> = (0..n_lanes as i32).rev().collect();
+    let mut state_ptr = state.as_mut_ptr();
+    let mut data_ptr = data.as_ptr();
+    let mut active_ptr = active.as_ptr();
+    let mut n_active = n_lanes as i32;
+    let mut n_lanes_arg = n_lanes as i32;
+    let mut args: Vec<*mut c_void> = vec![
+        (&mut state_ptr) as *mut _ as *mut c_void,
+        (&mut data_ptr) as *mut _ as *mut c_void,
+        (&mut active_ptr) as *mut _ as *mut c_void,
+        (&mut n_active) as *mut _ as *mut c_void,
+        (&mut n_lanes_arg) as *mut _ as *mut c_void,
+    ];
+    // SAFETY: the arguments follow the kernel ABI; `state` holds every slot
+    // of every lane.
+    unsafe { module.launch(&kernel.name, 1, 32, &mut args) }.map_err(|e| e.to_string())?;
+
+    for (lane, l) in case.lanes.iter().enumerate() {
+        let stmts = &case.g.body[kernel.stmts.clone()];
+        let expected = case
+            .model
+            .run_grad_statements(&case.g, &l.frame, &l.theta, stmts, true);
+        let status = state[STATUS_SLOT * n_lanes + lane];
+        let expected = match expected {
+            Err(e) if e.is_rejection() => {
+                return if status == 1.0 {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "lane {lane}: interpreter rejects ({e}), kernel does not"
+                    ))
+                };
+            }
+            Err(e) => return Err(format!("lane {lane}: interpreter fails: {e}")),
+            Ok(frame) => frame,
+        };
+        if status != 0.0 {
+            return Err(format!("lane {lane}: kernel rejects, interpreter does not"));
+        }
+        let want = case.layout.lane_slots(&expected);
+        for slot in 0..n_slots {
+            let got = state[slot * n_lanes + lane];
+            if !close(got, want[slot]) {
+                let what = if slot == TARGET_SLOT {
+                    "target".to_string()
+                } else {
+                    format!("slot {slot}")
+                };
+                return Err(format!(
+                    "lane {lane}: {what} is {got:e}, interpreter {:e}",
+                    want[slot]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn unsupported_statements_are_reported_not_generated() {
+    let root = repo_root().join("examples");
+    let case = load(
+        "eight_schools_noncentered",
+        &root.join("eight_schools_noncentered.bat"),
+        &root.join("eight_schools_noncentered.data.json"),
+    )
+    .unwrap();
+    // The parameter transform and its reverse are not generated yet.
+    let reasons: Vec<&str> = case
+        .generated
+        .not_generated
+        .iter()
+        .map(|n| n.reason.as_str())
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r.contains("read_param")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("param_adjoint")),
+        "{reasons:?}"
+    );
+    for n in &case.generated.not_generated {
+        assert!(
+            case.generated
+                .kernels
+                .iter()
+                .all(|k| !k.stmts.contains(&n.stmt))
+        );
+        assert!(case.generated.source.contains("// not generated: "));
+    }
+    // Every other statement is in exactly one kernel.
+    let covered: usize = case.generated.kernels.iter().map(|k| k.stmts.len()).sum();
+    assert_eq!(
+        covered + case.generated.not_generated.len(),
+        case.g.body.len()
+    );
+}
