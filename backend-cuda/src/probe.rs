@@ -34,10 +34,15 @@ impl DeviceInfo {
     }
 }
 
+/// Whether a CUDA driver library (libcuda) can be loaded at all.
+pub fn driver_library_present() -> bool {
+    // SAFETY: only tries to dlopen libcuda under its usual names.
+    unsafe { sys::is_culib_present() }
+}
+
 /// Find the CUDA driver and device 0. Never panics.
 pub fn probe() -> Result<DeviceInfo, Unavailable> {
-    // SAFETY: only tries to dlopen libcuda under its usual names.
-    if !unsafe { sys::is_culib_present() } {
+    if !driver_library_present() {
         return Err(Unavailable::NoDriver);
     }
     // A driver library missing one of the symbols cudarc looks up makes cudarc

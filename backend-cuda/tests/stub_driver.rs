@@ -177,8 +177,7 @@ fn no_driver_is_a_clear_error_not_a_panic() {
 #[test]
 #[ignore = "child process of no_driver_is_a_clear_error_not_a_panic"]
 fn child_probes_without_stub() {
-    // SAFETY: only tries to dlopen libcuda.
-    if unsafe { cudarc::driver::sys::is_culib_present() } {
+    if backend_cuda::probe::driver_library_present() {
         assert!(probe().is_ok() || matches!(probe(), Err(Unavailable::NoDevice { .. })));
     } else {
         assert_eq!(probe(), Err(Unavailable::NoDriver));

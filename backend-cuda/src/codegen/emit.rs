@@ -299,9 +299,13 @@ impl<'a> Emitter<'a> {
             Prim::CheckProbability => "(v >= 0.0 && v <= 1.0)",
             _ => return Err(format!("check {}", p.name())),
         };
-        self.lines.push(format!(
-            "#pragma unroll 1\nfor (int {j} = 0; {j} < {n}; ++{j}) {{ double v = {v}; if (!{ok}) {{ S({STATUS_SLOT}) = 1.0; return; }} }}"
-        ));
+        let test =
+            format!("{{ double v = {v}; if (!{ok}) {{ S({STATUS_SLOT}) = 1.0; return; }} }}");
+        self.lines.push(if n == 1 {
+            test
+        } else {
+            format!("#pragma unroll 1\nfor (int {j} = 0; {j} < {n}; ++{j}) {test}")
+        });
         Ok("0.0".to_string())
     }
 }

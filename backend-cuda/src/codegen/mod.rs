@@ -149,7 +149,7 @@ fn kernel_text(name: &str, lines: &[String]) -> String {
     out.push_str("    if (t >= n_active) return;\n");
     out.push_str("    const int lane = active[t];\n");
     out.push_str(&format!("    if (S({STATUS_SLOT}) != 0.0) return;\n"));
-    for line in lines {
+    for line in lines.iter().flat_map(|l| l.lines()) {
         out.push_str("    ");
         out.push_str(line);
         out.push('\n');
