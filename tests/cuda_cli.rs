@@ -72,7 +72,7 @@ fn emit_cuda_prints_kernels_that_nvrtc_compiles() {
     );
     let source = String::from_utf8(out.stdout).unwrap();
     assert!(
-        source.contains("extern \"C\" __global__ void bat_block_0("),
+        source.contains("extern \"C\" __global__ void bat_b0_0("),
         "{source}"
     );
     assert!(

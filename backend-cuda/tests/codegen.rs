@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use backend_cuda::codegen::{self, Generated, Layout, STATUS_SLOT, TARGET_SLOT, frames};
 use backend_cuda::nvrtc::{CHECKED_TARGETS, compile};
 use backend_cuda::shim::{ShimModule, build_module};
-use language::ad::GradProgram;
+use language::batch::cfg;
 use language::data::DataFile;
 use language::interp::Model;
 
@@ -20,7 +20,7 @@ const LANES: usize = 4;
 
 struct Case {
     name: String,
-    g: GradProgram,
+    cfg: cfg::Program,
     model: Model,
     lanes: Vec<frames::Lane>,
     layout: Layout,
@@ -86,15 +86,17 @@ fn load(name: &str, model_path: &Path, data_path: &Path) -> Result<Case, String>
     };
     let g = language::ad::gradient(&program)
         .map_err(|d| format!("no gradient program: {}", d[0].message))?;
+    let cfg =
+        language::batch::lower_gradient(&g).map_err(|d| format!("no CFG: {}", d[0].message))?;
     let data_text = std::fs::read_to_string(data_path).unwrap_or_else(|_| "{}".into());
     let data = DataFile::parse(&data_text).map_err(|e| e.to_string())?;
     let model = Model::new(&program, &data).map_err(|e| format!("data: {e}"))?;
-    let lanes = frames::lanes(&model, &g, LANES, 7).map_err(|e| format!("no lane runs: {e}"))?;
-    let layout = Layout::from_frame(&g.program, &lanes[0].frame);
-    let generated = codegen::generate_named(&g, &layout, &format!("m{}", sanitize(name)));
+    let lanes = frames::lanes(&model, &cfg, LANES, 7).map_err(|e| format!("no lane runs: {e}"))?;
+    let layout = Layout::from_frame(&cfg.mir, &lanes[0].frame);
+    let generated = codegen::generate_named(&cfg, &layout, &format!("m{}", sanitize(name)));
     Ok(Case {
         name: name.to_string(),
-        g,
+        cfg,
         model,
         lanes,
         layout,
@@ -136,14 +138,10 @@ fn close(a: f64, b: f64) -> bool {
 fn kernels_compile_with_nvrtc_and_match_the_interpreter_through_the_shim() {
     let (cases, skipped) = load_all();
     let n_kernels: usize = cases.iter().map(|c| c.generated.kernels.len()).sum();
-    let n_stmts: usize = cases.iter().map(|c| c.g.body.len()).sum();
-    let n_generated: usize = cases
-        .iter()
-        .flat_map(|c| &c.generated.kernels)
-        .map(|k| k.stmts.len())
-        .sum();
+    let n_ops: usize = cases.iter().map(|c| c.generated.n_ops).sum();
+    let n_generated: usize = cases.iter().map(|c| c.generated.ops_generated()).sum();
     eprintln!(
-        "{} models with kernels ({n_kernels} kernels covering {n_generated} of {n_stmts} top-level statements); {} without:\n  {}",
+        "{} models with kernels ({n_kernels} kernels running {n_generated} of {n_ops} ops of the gradients' basic blocks); {} without:\n  {}",
         cases.len(),
         skipped.len(),
         skipped.join("\n  ")
@@ -191,8 +189,8 @@ fn kernels_compile_with_nvrtc_and_match_the_interpreter_through_the_shim() {
         for kernel in &case.generated.kernels {
             if let Err(why) = check_kernel(case, kernel, &module) {
                 failures.push(format!(
-                    "{} {} (statements {:?}): {why}",
-                    case.name, kernel.name, kernel.stmts
+                    "{} {} (b{} ops {:?}): {why}",
+                    case.name, kernel.name, kernel.block, kernel.ops
                 ));
             }
         }
@@ -241,10 +239,12 @@ fn check_kernel(case: &Case, kernel: &codegen::Kernel, module: &ShimModule) -> R
     unsafe { module.launch(&kernel.name, 1, 32, &mut args) }.map_err(|e| e.to_string())?;
 
     for (lane, l) in case.lanes.iter().enumerate() {
-        let stmts = &case.g.body[kernel.stmts.clone()];
-        let expected = case
-            .model
-            .run_grad_statements(&case.g, &l.frame, &l.theta, stmts, true);
+        let entry = case.cfg.entry(language::batch::GRADIENT_ENTRY).unwrap();
+        let ops = &case.cfg.function(entry).blocks[kernel.block].ops[kernel.ops.clone()];
+        let stacks = case.cfg.num_ad_stacks;
+        let expected =
+            case.model
+                .run_statements(&case.cfg.mir, stacks, &l.frame, &l.theta, ops, true);
         let status = state[STATUS_SLOT * n_lanes + lane];
         let expected = match expected {
             Err(e) if e.is_rejection() => {
@@ -305,19 +305,21 @@ fn unsupported_statements_are_reported_not_generated() {
         reasons.iter().any(|r| r.contains("param_adjoint")),
         "{reasons:?}"
     );
+    assert!(
+        case.generated
+            .source
+            .contains("// not generated: mu = read_param(0);")
+    );
     for n in &case.generated.not_generated {
-        assert!(
-            case.generated
-                .kernels
-                .iter()
-                .all(|k| !k.stmts.contains(&n.stmt))
-        );
-        assert!(case.generated.source.contains("// not generated: "));
+        let at = n.at.strip_prefix("log_density_gradient/b").unwrap();
+        let (b, op) = at.split_once("/op").unwrap();
+        let (b, op): (usize, usize) = (b.parse().unwrap(), op.parse().unwrap());
+        let in_kernel = |k: &codegen::Kernel| k.block == b && k.ops.contains(&op);
+        assert!(!case.generated.kernels.iter().any(in_kernel));
     }
-    // Every other statement is in exactly one kernel.
-    let covered: usize = case.generated.kernels.iter().map(|k| k.stmts.len()).sum();
+    // Every other op is in exactly one kernel.
     assert_eq!(
-        covered + case.generated.not_generated.len(),
-        case.g.body.len()
+        case.generated.ops_generated() + case.generated.not_generated.len(),
+        case.generated.n_ops
     );
 }

@@ -15,6 +15,7 @@
 //! backend.
 
 pub mod ad;
+pub mod batch;
 pub mod builtins;
 pub mod check;
 pub mod data;
@@ -49,6 +50,16 @@ pub fn compile_functions_file(source: &str) -> FrontEnd {
     check_parsed(syntax::parse_functions_only(source))
 }
 
+/// Compile a program whose body-less function declarations are external
+/// functions supplied by the host at run time (marked
+/// [`mir::Function::external`]); everything else is checked as usual. This
+/// is how the sampler program (`src/sampler/nuts.stan`) is compiled.
+pub fn compile_with_externals(source: &str, name: &str) -> (Option<mir::Program>, Vec<Diagnostic>) {
+    let (program, diagnostics) = syntax::parse(source);
+    let fe = check_parsed_with((program, diagnostics), true);
+    lower_checked(fe, name)
+}
+
 /// Source text to model IR: parse, check and lower. Returns the program
 /// when every phase succeeded, and every diagnostic (warnings included) in
 /// source order either way. `name` is the model's name (file stem).
@@ -72,11 +83,18 @@ pub fn lower_checked(fe: FrontEnd, name: &str) -> (Option<mir::Program>, Vec<Dia
     }
 }
 
-fn check_parsed((program, mut diagnostics): (syntax::ast::Program, Vec<Diagnostic>)) -> FrontEnd {
+fn check_parsed(parsed: (syntax::ast::Program, Vec<Diagnostic>)) -> FrontEnd {
+    check_parsed_with(parsed, false)
+}
+
+fn check_parsed_with(
+    (program, mut diagnostics): (syntax::ast::Program, Vec<Diagnostic>),
+    allow_external: bool,
+) -> FrontEnd {
     let checked = if diagnostics.iter().any(Diagnostic::is_error) {
         None
     } else {
-        let (checked, semantic) = check::check_program(&program);
+        let (checked, semantic) = check::check_program_with(&program, allow_external);
         diagnostics.extend(semantic);
         Some(checked)
     };

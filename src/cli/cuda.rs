@@ -16,12 +16,21 @@ pub fn emit(path: &Path, data: Option<&Path>, color: bool) -> ExitCode {
     let Ok(g) = model::gradient(&compiled, color) else {
         return ExitCode::FAILURE;
     };
+    let cfg = match language::batch::lower_gradient(&g) {
+        Ok(cfg) => cfg,
+        Err(diagnostics) => {
+            for d in diagnostics {
+                eprintln!("error: {}: {}", compiled.file.name, d.message);
+            }
+            return ExitCode::FAILURE;
+        }
+    };
     let data = model::data_path(path, data);
     let Ok(instance) = model::instantiate(&compiled, data.as_deref()) else {
         return ExitCode::FAILURE;
     };
     // The interpreter's values at one initial point give every variable's size.
-    let lanes = match frames::lanes(&instance, &g, 1, 0) {
+    let lanes = match frames::lanes(&instance, &cfg, 1, 0) {
         Ok(lanes) => lanes,
         Err(e) => {
             eprintln!(
@@ -31,14 +40,15 @@ pub fn emit(path: &Path, data: Option<&Path>, color: bool) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let layout = Layout::from_frame(&g.program, &lanes[0].frame);
-    let generated = codegen::generate(&g, &layout);
+    let layout = Layout::from_frame(&cfg.mir, &lanes[0].frame);
+    let generated = codegen::generate(&cfg, &layout);
     print!("{}", generated.source);
     eprintln!(
-        "{} kernels; {} of {} top-level statements not generated (see `// not generated` comments)",
+        "{} kernels running {} of the {} ops of the gradient's basic blocks; {} not generated (see the `// not generated` comments)",
         generated.kernels.len(),
+        generated.ops_generated(),
+        generated.n_ops,
         generated.not_generated.len(),
-        g.body.len()
     );
     ExitCode::SUCCESS
 }

@@ -28,7 +28,7 @@ pub fn run(path: &Path, emit: Emit, color: bool) -> ExitCode {
     let printed = run_guarded(|| match emit {
         // The syntax tree needs only a successful parse: semantic errors do
         // not stop it from being printed.
-        Emit::Mir | Emit::Grad | Emit::Cuda => unreachable!("handled by run_lowered"),
+        Emit::Mir | Emit::Grad | Emit::Cfg | Emit::Cuda => unreachable!("handled by run_lowered"),
         Emit::Ast => {
             let (program, diagnostics) = if file.functions_only {
                 language::syntax::parse_functions_only(&file.text)
@@ -61,7 +61,7 @@ pub fn run(path: &Path, emit: Emit, color: bool) -> ExitCode {
     }
 }
 
-/// `--emit mir|grad`: the stages after checking.
+/// `--emit mir|grad|cfg`: the stages after checking.
 fn run_lowered(path: &Path, emit: Emit, color: bool) -> ExitCode {
     let Ok(compiled) = model::compile(path, color) else {
         return ExitCode::FAILURE;
@@ -69,6 +69,10 @@ fn run_lowered(path: &Path, emit: Emit, color: bool) -> ExitCode {
     let text = match emit {
         Emit::Grad => match model::gradient(&compiled, color) {
             Ok(g) => language::ad::print_grad_program(&g),
+            Err(model::Reported) => return ExitCode::FAILURE,
+        },
+        Emit::Cfg => match model::cfg_text(&compiled, color) {
+            Ok(text) => text,
             Err(model::Reported) => return ExitCode::FAILURE,
         },
         _ => language::mir::print::print_program(&compiled.mir),

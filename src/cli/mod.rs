@@ -150,6 +150,9 @@ pub enum Emit {
     Mir,
     /// The gradient program: forward sweep then reverse sweep of the log density.
     Grad,
+    /// The gradient program as a control-flow graph of basic blocks (the
+    /// batching IR), followed by generated quantities.
+    Cfg,
     /// The CUDA C kernels of the gradient program, sized for the data.
     Cuda,
 }

@@ -68,6 +68,28 @@ pub fn gradient(compiled: &Compiled, color: bool) -> Result<GradProgram, Reporte
     })
 }
 
+/// The CFG IR of the gradient program, then of generated quantities.
+pub fn cfg_text(compiled: &Compiled, color: bool) -> Result<String, Reported> {
+    let g = gradient(compiled, color)?;
+    let lowered = language::batch::lower_gradient(&g).and_then(|grad| {
+        Ok((
+            grad,
+            language::batch::lower_generated_quantities(&compiled.mir)?,
+        ))
+    });
+    match lowered {
+        Ok((grad, gq)) => Ok(format!(
+            "{}\n{}",
+            language::batch::print_cfg(&grad),
+            language::batch::print_cfg(&gq)
+        )),
+        Err(diagnostics) => {
+            report(&compiled.file, &diagnostics, MessageFormat::Human, color);
+            Err(Reported)
+        }
+    }
+}
+
 /// The data file to use: the one given, else `FILE.data.json` beside the
 /// model if it exists, else none.
 pub fn data_path(model: &Path, given: Option<&Path>) -> Option<PathBuf> {

@@ -1,7 +1,7 @@
 //! Lane values to size and test kernels with: the interpreter's gradient
 //! frames at Stan-style random initial points.
 
-use language::ad::GradProgram;
+use language::batch::cfg;
 use language::interp::{GradFrame, Model, RuntimeError};
 
 /// A lane: its unconstrained point and the interpreter's frame there.
@@ -29,18 +29,19 @@ fn points(n_params: usize, seed: u64) -> impl Iterator<Item = Vec<f64>> {
     })
 }
 
-/// Up to `want` lanes whose whole gradient program runs, trying at most
+/// Up to `want` lanes whose whole gradient program (the CFG `p` lowered
+/// from it) runs, trying at most
 /// `4 * want + 16` points; the last error if none does.
 pub fn lanes(
     model: &Model,
-    g: &GradProgram,
+    p: &cfg::Program,
     want: usize,
     seed: u64,
 ) -> Result<Vec<Lane>, RuntimeError> {
     let mut found = Vec::new();
     let mut last_error = None;
     for theta in points(model.num_unconstrained(), seed).take(4 * want + 16) {
-        match model.gradient_frame(g, &theta, true) {
+        match model.gradient_frame_cfg(p, &theta, true) {
             Ok(frame) => found.push(Lane { theta, frame }),
             Err(e) => last_error = Some(e),
         }

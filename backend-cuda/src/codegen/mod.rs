@@ -1,5 +1,6 @@
-//! CUDA C for gradient programs: one fused kernel per straight-line run of
-//! statements, one thread per lane.
+//! CUDA C for gradient programs in the CFG IR ([`language::batch::cfg`]):
+//! for each basic block of the gradient entry, one fused kernel per run of
+//! supported ops, one thread per lane.
 //!
 //! # Kernel ABI
 //! Every kernel is
@@ -9,19 +10,17 @@
 //! layout is [`Layout`]'s.
 //!
 //! # What is generated
-//! Statements are grouped into maximal runs of supported statements
-//! (`let`, declarations, whole-variable assignment and `+=`, `target +=`)
-//! over real scalars and containers with elementwise primitives and their
+//! Ops are grouped into maximal runs of supported statements (`let`,
+//! declarations, whole-variable assignment and `+=`, `target +=`) over real
+//! scalars and containers with elementwise primitives and their
 //! derivatives, scalar broadcast, `sum`/`dot_self`/`dot_product`, and the
 //! distributions' argument checks (a failed check sets the lane's status
-//! slot and stops the lane). Every other statement — control flow, the
-//! parameter transform and its reverse, indexing, linear algebra, stacks —
-//! is listed in [`Generated::not_generated`] with the reason and gets a
-//! comment in the source, never code that computes something else.
-//!
-//! Until the batching CFG IR is wired in, the blocks are the top-level
-//! statements of the gradient body; statements nested in loops and
-//! branches are not generated.
+//! slot and stops the lane). Every other op — the parameter transform and
+//! its reverse, indexing, linear algebra, stack pushes and pops — is listed
+//! in [`Generated::not_generated`] with the reason and gets a comment in the
+//! source, never code that computes something else. Terminators (jumps,
+//! branches, calls, returns) are the host loop's business; user functions'
+//! blocks are not generated yet (their frames are not laid out).
 
 mod emit;
 pub mod frames;
@@ -30,7 +29,8 @@ mod scalar;
 
 use std::ops::Range;
 
-use language::ad::GradProgram;
+use language::batch::GRADIENT_ENTRY;
+use language::batch::cfg::{self, FunctionKind};
 use language::mir::print::print_stmt;
 use language::mir::{Program, Stmt};
 
@@ -38,35 +38,43 @@ use emit::Emitter;
 pub use emit::real_literal;
 pub use layout::{Layout, Place, STATUS_SLOT, TARGET_SLOT};
 
-/// A generated kernel and the statements of the body it runs.
+/// A generated kernel and the ops of the basic block it runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Kernel {
     pub name: String,
-    pub stmts: Range<usize>,
+    pub block: usize,
+    pub ops: Range<usize>,
 }
 
-/// A statement of the body that no kernel runs, and why.
+/// An op (or a whole function) no kernel runs, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NotGenerated {
-    pub stmt: usize,
+    /// `function/bK/opN` or `function`.
+    pub at: String,
     pub reason: String,
 }
 
 #[derive(Clone, Debug)]
 pub struct Generated {
     /// One CUDA C translation unit: the prelude, then the kernels (and
-    /// comments for the statements not generated) in body order.
+    /// comments for what is not generated) in block order.
     pub source: String,
     /// The same without the prelude (to put several programs' kernels in
     /// one translation unit after one [`prelude`]).
     pub kernels_source: String,
     pub kernels: Vec<Kernel>,
     pub not_generated: Vec<NotGenerated>,
+    /// Ops of the gradient entry, in all blocks.
+    pub n_ops: usize,
 }
 
 impl Generated {
     pub fn kernel_names(&self) -> Vec<&str> {
         self.kernels.iter().map(|k| k.name.as_str()).collect()
+    }
+
+    pub fn ops_generated(&self) -> usize {
+        self.kernels.iter().map(|k| k.ops.len()).sum()
     }
 }
 
@@ -75,60 +83,85 @@ pub fn prelude() -> String {
     scalar::prelude()
 }
 
-/// Generate the kernels of `g`'s body for the sizes in `layout`, named
-/// `bat_block_K`.
-pub fn generate(g: &GradProgram, layout: &Layout) -> Generated {
-    generate_named(g, layout, "bat")
+/// Generate the kernels of `p`'s gradient entry for the sizes in `layout`,
+/// named `bat_bK_N` (block K, N-th run of the block).
+pub fn generate(p: &cfg::Program, layout: &Layout) -> Generated {
+    generate_named(p, layout, "bat")
 }
 
-/// [`generate`] with kernels named `PREFIX_block_K`.
-pub fn generate_named(g: &GradProgram, layout: &Layout, prefix: &str) -> Generated {
-    let mut source = String::new();
-    let mut kernels = Vec::new();
-    let mut not_generated = Vec::new();
-    let mut run: Option<(usize, Emitter)> = None;
-    let finish = |run: Option<(usize, Emitter)>,
-                  end: usize,
-                  source: &mut String,
-                  kernels: &mut Vec<Kernel>| {
-        if let Some((start, emitter)) = run {
-            let name = format!("{prefix}_block_{}", kernels.len());
-            source.push_str(&kernel_text(&name, &emitter.lines));
-            kernels.push(Kernel {
-                name,
-                stmts: start..end,
+/// [`generate`] with kernels named `PREFIX_bK_N`.
+pub fn generate_named(p: &cfg::Program, layout: &Layout, prefix: &str) -> Generated {
+    let mut out = Generated {
+        source: String::new(),
+        kernels_source: String::new(),
+        kernels: Vec::new(),
+        not_generated: Vec::new(),
+        n_ops: 0,
+    };
+    for f in &p.functions {
+        if f.kind == FunctionKind::User {
+            let reason = "user function frames are not laid out yet".to_string();
+            out.kernels_source.push_str(&format!(
+                "\n// not generated: function {} ({reason})\n",
+                f.name
+            ));
+            out.not_generated.push(NotGenerated {
+                at: f.name.clone(),
+                reason,
             });
         }
+    }
+    let Some(entry) = p.entry(GRADIENT_ENTRY) else {
+        out.source = prelude();
+        return out;
     };
-    for (i, stmt) in g.body.iter().enumerate() {
-        let mut trial = Emitter::new(&g.program, layout);
-        match trial.statement(stmt) {
-            Ok(()) => {
-                let (_, emitter) = run.get_or_insert_with(|| (i, Emitter::new(&g.program, layout)));
-                emitter
-                    .lines
-                    .push(format!("// {}", first_line(&g.program, stmt)));
-                emitter
-                    .statement(stmt)
-                    .expect("emitting a statement depends only on the statement and layout");
+    let function = p.function(entry);
+    for (b, block) in function.blocks.iter().enumerate() {
+        out.n_ops += block.ops.len();
+        out.kernels_source
+            .push_str(&format!("\n// ---- block b{b}\n"));
+        let mut runs = 0;
+        let mut run: Option<(usize, Emitter)> = None;
+        let mut finish = |run: Option<(usize, Emitter)>, end: usize, out: &mut Generated| {
+            if let Some((start, emitter)) = run {
+                let name = format!("{prefix}_b{b}_{runs}");
+                runs += 1;
+                out.kernels_source
+                    .push_str(&kernel_text(&name, &emitter.lines));
+                out.kernels.push(Kernel {
+                    name,
+                    block: b,
+                    ops: start..end,
+                });
             }
-            Err(reason) => {
-                finish(run.take(), i, &mut source, &mut kernels);
-                source.push_str(&format!(
-                    "\n// not generated: {} ({reason})\n",
-                    first_line(&g.program, stmt)
-                ));
-                not_generated.push(NotGenerated { stmt: i, reason });
+        };
+        for (i, op) in block.ops.iter().enumerate() {
+            let mut trial = Emitter::new(&p.mir, layout);
+            match trial.statement(op) {
+                Ok(()) => {
+                    let (_, emitter) = run.get_or_insert_with(|| (i, Emitter::new(&p.mir, layout)));
+                    emitter.lines.push(format!("// {}", first_line(&p.mir, op)));
+                    emitter
+                        .statement(op)
+                        .expect("emitting an op depends only on the op and the layout");
+                }
+                Err(reason) => {
+                    finish(run.take(), i, &mut out);
+                    out.kernels_source.push_str(&format!(
+                        "// not generated: {} ({reason})\n",
+                        first_line(&p.mir, op)
+                    ));
+                    out.not_generated.push(NotGenerated {
+                        at: format!("{}/b{b}/op{i}", function.name),
+                        reason,
+                    });
+                }
             }
         }
+        finish(run.take(), block.ops.len(), &mut out);
     }
-    finish(run.take(), g.body.len(), &mut source, &mut kernels);
-    Generated {
-        source: format!("{}{source}", scalar::prelude()),
-        kernels_source: source,
-        kernels,
-        not_generated,
-    }
+    out.source = format!("{}{}", prelude(), out.kernels_source);
+    out
 }
 
 fn first_line(program: &Program, stmt: &Stmt) -> String {
@@ -143,7 +176,7 @@ fn first_line(program: &Program, stmt: &Stmt) -> String {
 
 fn kernel_text(name: &str, lines: &[String]) -> String {
     let mut out = format!(
-        "\nextern \"C\" __global__ void {name}(double* __restrict__ state, const double* __restrict__ data,\n    const int* __restrict__ active, int n_active, int n_lanes) {{\n"
+        "extern \"C\" __global__ void {name}(double* __restrict__ state, const double* __restrict__ data,\n    const int* __restrict__ active, int n_active, int n_lanes) {{\n"
     );
     out.push_str("    const int t = blockIdx.x * blockDim.x + threadIdx.x;\n");
     out.push_str("    if (t >= n_active) return;\n");

@@ -63,6 +63,9 @@ pub struct Checker {
     pub laplace_likelihoods: Vec<(String, Span)>,
     /// Functions (built-in or user) each user function calls or passes.
     pub function_callees: HashMap<String, Vec<String>>,
+    /// Body-less function declarations are external functions supplied by
+    /// the host (the sampler program's intrinsics), not missing definitions.
+    pub allow_external: bool,
 }
 
 impl Checker {
@@ -77,6 +80,7 @@ impl Checker {
             in_toplevel_decl: false,
             laplace_likelihoods: Vec::new(),
             function_callees: HashMap::new(),
+            allow_external: false,
         }
     }
 
@@ -117,7 +121,7 @@ impl Checker {
             if scoped {
                 self.env.pop_scope();
             }
-            if block.kind == BlockKind::Functions {
+            if block.kind == BlockKind::Functions && !self.allow_external {
                 self.verify_functions_defined();
             }
         }

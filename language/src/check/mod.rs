@@ -195,8 +195,19 @@ const CHECK_STACK_BYTES: usize = 256 << 20;
 
 /// Check a parsed program, collecting every semantic error and warning.
 pub fn check_program(program: &Program) -> (CheckedProgram, Vec<Diagnostic>) {
+    check_program_with(program, false)
+}
+
+/// [`check_program`] where, when `allow_external`, a function declared
+/// without a body is an external function the host supplies (as stanc3's
+/// `--allow-undefined`) instead of an error. Used for the sampler program.
+pub fn check_program_with(
+    program: &Program,
+    allow_external: bool,
+) -> (CheckedProgram, Vec<Diagnostic>) {
     let run = || {
         let mut checker = context::Checker::new();
+        checker.allow_external = allow_external;
         checker.check_program(program);
         checker.finish()
     };

@@ -35,14 +35,16 @@ pub(crate) struct Machine<'p> {
     pub globals: Vec<Option<Value>>,
     /// Variables of the user-function call being run (functions see only
     /// their own arguments and locals).
-    locals: Option<HashMap<VarId, Value>>,
+    pub(crate) locals: Option<HashMap<VarId, Value>>,
     pub target: f64,
     pub jacobian: bool,
     pub output: Vec<String>,
     pub rng: Option<Rng>,
     /// Stacks, input and gradient output of a gradient program.
     pub(crate) grad: Option<super::grad::GradState>,
-    depth: usize,
+    /// Supplies the program's external functions ([`crate::mir::Function::external`]).
+    pub(crate) host: Option<&'p mut (dyn super::Host + 'p)>,
+    pub(crate) depth: usize,
 }
 
 impl<'p> Machine<'p> {
@@ -62,6 +64,7 @@ impl<'p> Machine<'p> {
             output: Vec::new(),
             rng: None,
             grad: None,
+            host: None,
             depth: 0,
         }
     }
@@ -238,6 +241,15 @@ impl<'p> Machine<'p> {
     /// Call user function `f`; `None` for void functions.
     pub fn call(&mut self, f: crate::mir::FunId, args: Vec<Value>) -> Result<Option<Value>> {
         let fun = &self.program.functions[f.0 as usize];
+        if fun.external {
+            let host = self.host.as_mut().ok_or_else(|| {
+                RuntimeError::fatal(format!(
+                    "external function `{}` called without a host to supply it",
+                    fun.name
+                ))
+            })?;
+            return host.call_external(&fun.name, args);
+        }
         if self.depth >= MAX_CALL_DEPTH {
             return Err(RuntimeError::fatal(format!(
                 "recursion too deep: more than {MAX_CALL_DEPTH} nested calls of user functions (in `{}`)",
@@ -279,7 +291,7 @@ impl<'p> Machine<'p> {
         Ok(Flow::Normal)
     }
 
-    fn stmt(&mut self, s: &Stmt) -> Result<Flow> {
+    pub(crate) fn stmt(&mut self, s: &Stmt) -> Result<Flow> {
         match &s.kind {
             StmtKind::Decl { var, ty, init } => {
                 let shape = self.shape(ty)?;

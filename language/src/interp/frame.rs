@@ -7,7 +7,8 @@ use super::error::RuntimeError;
 use super::exec::Machine;
 use super::grad::GradState;
 use crate::ad::GradProgram;
-use crate::mir::Stmt;
+use crate::batch::cfg;
+use crate::mir::{self, Stmt};
 use crate::value::Value;
 
 /// Every variable of a gradient program (indexed by `VarId`, data and
@@ -38,6 +39,31 @@ impl Model {
         self.run_grad_statements(g, &start, theta, &g.body, jacobian)
     }
 
+    /// [`Model::gradient_frame`] for the CFG `p` lowered from the gradient
+    /// program (its variables include the lowering's temporaries): the
+    /// values after running its gradient entry.
+    pub fn gradient_frame_cfg(
+        &self,
+        p: &cfg::Program,
+        theta: &[f64],
+        jacobian: bool,
+    ) -> Result<GradFrame, RuntimeError> {
+        self.check_len(theta)?;
+        let entry = p.entry(crate::batch::GRADIENT_ENTRY).ok_or_else(|| {
+            RuntimeError::fatal("the CFG program has no log_density_gradient entry")
+        })?;
+        let mut m = Machine::with_base(&p.mir, &self.globals);
+        m.jacobian = jacobian;
+        m.grad = Some(GradState {
+            theta: theta.to_vec(),
+            gradient: vec![0.0; self.num_unconstrained()],
+            stacks: vec![Vec::new(); p.num_ad_stacks as usize],
+            layout: self.params.clone(),
+        });
+        super::cfg_exec::run(&mut m, p, entry, Vec::new())?;
+        Ok(self.frame_of(m))
+    }
+
     /// Run `stmts` (statements of `g`'s body) starting from `frame`, with
     /// the unconstrained input `theta`; returns the frame afterwards.
     /// Statements that pop a stack see empty stacks.
@@ -49,7 +75,22 @@ impl Model {
         stmts: &[Stmt],
         jacobian: bool,
     ) -> Result<GradFrame, RuntimeError> {
-        let mut m = Machine::with_base(&g.program, &self.globals);
+        self.run_statements(&g.program, g.num_stacks, frame, theta, stmts, jacobian)
+    }
+
+    /// Run straight-line `stmts` of an entry of `program` (a gradient
+    /// program's MIR, or a CFG's `mir` with `num_stacks` AD stacks) from
+    /// `frame`; returns the frame afterwards. Stacks start empty.
+    pub fn run_statements(
+        &self,
+        program: &mir::Program,
+        num_stacks: u32,
+        frame: &GradFrame,
+        theta: &[f64],
+        stmts: &[Stmt],
+        jacobian: bool,
+    ) -> Result<GradFrame, RuntimeError> {
+        let mut m = Machine::with_base(program, &self.globals);
         m.jacobian = jacobian;
         m.target = frame.target;
         for (i, value) in frame.values.iter().enumerate() {
@@ -60,21 +101,25 @@ impl Model {
         m.grad = Some(GradState {
             theta: theta.to_vec(),
             gradient: frame.gradient.clone(),
-            stacks: vec![Vec::new(); g.num_stacks as usize],
+            stacks: vec![Vec::new(); num_stacks as usize],
             layout: self.params.clone(),
         });
         m.block(stmts)?;
-        let state = m.grad.take().expect("set above");
+        Ok(self.frame_of(m))
+    }
+
+    fn frame_of(&self, mut m: Machine) -> GradFrame {
+        let state = m.grad.take().expect("a gradient machine");
         let values = m
             .globals
             .into_iter()
             .enumerate()
             .map(|(i, v)| v.or_else(|| self.globals.get(i).cloned().flatten()))
             .collect();
-        Ok(GradFrame {
+        GradFrame {
             values,
             target: m.target,
             gradient: state.gradient,
-        })
+        }
     }
 }

@@ -13,6 +13,7 @@
 // `!(a > b)` is deliberate: it also rejects NaN.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+mod cfg_exec;
 mod constrain;
 mod error;
 mod exec;
@@ -31,12 +32,60 @@ pub use exec::MAX_CALL_DEPTH;
 pub use frame::GradFrame;
 pub use rng::{Rng, philox4x32};
 
+/// Does primitive `p` draw random numbers (an `_rng` function)?
+pub fn is_rng_prim(p: crate::mir::Prim) -> bool {
+    rng::is_rng(p).is_some()
+}
+
 use crate::data::{DataFile, Shape};
 use crate::mir::{self, Origin, Program, StmtKind, VarId};
 use crate::value::Value;
 use constrain::Evaluated;
 use error::Result;
 use exec::Machine;
+
+/// What a program's external functions ([`mir::Function::external`],
+/// declared without a body and compiled by [`crate::compile_with_externals`])
+/// call: the host running the program, e.g. the sampler driver supplying
+/// the model's log density gradient and recording draws.
+pub trait Host {
+    /// Run external function `name` on `args` (already evaluated, in
+    /// declaration order); `None` for a void function. An error stops the
+    /// program like a `fatal_error` (or rejects, if it is a rejection).
+    fn call_external(
+        &mut self,
+        name: &str,
+        args: Vec<Value>,
+    ) -> std::result::Result<Option<Value>, RuntimeError>;
+}
+
+/// Run the user function `name` (the first non-external one of that name
+/// taking `args.len()` arguments) of a program without data — typically a
+/// functions-only program such as the sampler — with `rng` feeding its
+/// `_rng` calls and `host` supplying its external functions. Returns the
+/// function's value (`None` for `void`).
+pub fn run_function(
+    program: &Program,
+    name: &str,
+    args: Vec<Value>,
+    rng: Rng,
+    host: &mut dyn Host,
+) -> std::result::Result<Option<Value>, RuntimeError> {
+    let id = program
+        .functions
+        .iter()
+        .position(|f| !f.external && f.name == name && f.args.len() == args.len())
+        .ok_or_else(|| {
+            RuntimeError::fatal(format!(
+                "no function `{name}` taking {} arguments",
+                args.len()
+            ))
+        })?;
+    let mut m = Machine::new(program);
+    m.rng = Some(rng);
+    m.host = Some(host);
+    m.call(mir::FunId(id as u32), args)
+}
 
 /// The chain id of the random stream used by transformed data.
 pub const TRANSFORMED_DATA_CHAIN: u32 = u32::MAX;
@@ -277,12 +326,29 @@ impl Model {
         theta: &[f64],
         rng: Rng,
     ) -> std::result::Result<Draw, RuntimeError> {
-        let mut m = self.machine();
+        self.draw_with(&self.program, theta, rng, |m| {
+            m.block(&self.program.transformed_parameters)?;
+            m.block(&self.program.generated_quantities)?;
+            Ok(())
+        })
+    }
+
+    /// Constrain `theta`, run `blocks` (transformed parameters and generated
+    /// quantities) and collect the draw's values.
+    pub(crate) fn draw_with(
+        &self,
+        program: &Program,
+        theta: &[f64],
+        rng: Rng,
+        blocks: impl FnOnce(&mut Machine) -> Result<()>,
+    ) -> std::result::Result<Draw, RuntimeError> {
+        // `program` is this model's MIR, possibly with more (temporary)
+        // variables appended by a later lowering.
+        let mut m = Machine::with_base(program, &self.globals);
         m.jacobian = false;
         m.rng = Some(rng);
         self.constrain_into(&mut m, theta)?;
-        m.block(&self.program.transformed_parameters)?;
-        m.block(&self.program.generated_quantities)?;
+        blocks(&mut m)?;
         let mut values = Vec::new();
         for p in &self.params {
             values.push((p.name.clone(), m.get(p.var)?.clone()));

@@ -164,6 +164,11 @@ pub struct Function {
     pub uses_target: bool,
     /// Has `_rng` suffix: draws random numbers.
     pub uses_rng: bool,
+    /// Declared without a body in a program compiled by
+    /// [`crate::compile_with_externals`]: the host supplies it at run time
+    /// (the interpreter calls [`crate::interp::Host::call_external`]).
+    /// `args` and `body` are empty.
+    pub external: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -26,17 +26,6 @@ pub fn print_grad_program(g: &crate::ad::GradProgram) -> String {
     pr.out
 }
 
-/// One statement (and the statements nested in it), as `--emit mir` prints it.
-pub fn print_stmt(p: &Program, stmt: &Stmt) -> String {
-    let mut pr = Printer {
-        p,
-        out: String::new(),
-        indent: 0,
-    };
-    pr.stmts(std::slice::from_ref(stmt));
-    pr.out
-}
-
 pub fn print_program(p: &Program) -> String {
     let mut pr = Printer {
         p,
@@ -45,6 +34,38 @@ pub fn print_program(p: &Program) -> String {
     };
     pr.program();
     pr.out
+}
+
+/// One straight-line statement as it appears in `--emit mir`, without the
+/// trailing newline (used by the batching IRs' printers).
+pub fn print_stmt(p: &Program, s: &Stmt) -> String {
+    let mut pr = Printer {
+        p,
+        out: String::new(),
+        indent: 0,
+    };
+    pr.stmt(s);
+    pr.out.trim_end().to_string()
+}
+
+/// One expression as it appears in `--emit mir`.
+pub fn print_expr(p: &Program, e: &Expr) -> String {
+    Printer {
+        p,
+        out: String::new(),
+        indent: 0,
+    }
+    .expr(e)
+}
+
+/// An assignable place as it appears in `--emit mir`.
+pub fn print_lvalue(p: &Program, lv: &LValue) -> String {
+    Printer {
+        p,
+        out: String::new(),
+        indent: 0,
+    }
+    .lvalue(lv)
 }
 
 struct Printer<'a> {
@@ -120,6 +141,10 @@ impl Printer<'_> {
             .map(|&a| format!("{} {}", self.p.vars[a.0 as usize].ty, self.name(a)))
             .collect();
         let ret = f.ret.as_ref().map_or("void".to_string(), |t| t.to_string());
+        if f.external {
+            self.line(format!("external function {ret} {};", f.name));
+            return;
+        }
         self.line(format!("function {ret} {}({}) {{", f.name, args.join(", ")));
         self.indent += 1;
         self.stmts(&f.body);

@@ -207,6 +207,9 @@ impl<'c> Lowerer<'c> {
                 body: Vec::new(),
                 uses_target: def.name.name.ends_with("_lp"),
                 uses_rng: def.name.name.ends_with("_rng"),
+                external: def.body.is_none()
+                    && self.checked.symbols[symbol].kind
+                        == crate::check::SymbolKind::Function { defined: false },
             });
             self.funs.insert(symbol, id);
         }

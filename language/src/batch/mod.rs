@@ -1,0 +1,20 @@
+//! The batching IRs: the CFG IR of basic blocks ([`cfg`], Radul et al.
+//! 2020 Fig. 2) lowered from MIR and gradient programs, which the
+//! executors run for a whole batch of chains, each lane its own control
+//! path. The program-counter IR (Fig. 4) is built from it.
+
+pub mod cfg;
+mod lower;
+mod print;
+
+pub use lower::{BATCH_NOT_SUPPORTED, lower, lower_generated_quantities, lower_gradient};
+pub use print::print_cfg;
+
+/// Name of the entry function of a lowered gradient program.
+pub const GRADIENT_ENTRY: &str = "log_density_gradient";
+/// Entry names of [`lower_generated_quantities`].
+pub const TRANSFORMED_PARAMETERS_ENTRY: &str = "transformed_parameters";
+pub const GENERATED_QUANTITIES_ENTRY: &str = "generated_quantities";
+
+#[cfg(test)]
+mod tests;
