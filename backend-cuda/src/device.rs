@@ -106,7 +106,7 @@ impl Device {
         data: &[f64],
         active: &[i32],
     ) -> Result<LaneState, DeviceError> {
-        if n_lanes == 0 || state.len() % n_lanes != 0 {
+        if n_lanes == 0 || !state.len().is_multiple_of(n_lanes) {
             return Err(DeviceError::StateShape {
                 got: state.len(),
                 slots: state.len() / n_lanes.max(1),

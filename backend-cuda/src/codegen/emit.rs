@@ -131,7 +131,7 @@ impl<'a> Emitter<'a> {
             ExprKind::Var(var) => self
                 .layout
                 .place(*var)
-                .map(Place::len)
+                .map(Place::size)
                 .ok_or_else(|| format!("`{}` has no value of known size", self.var_name(*var))),
             ExprKind::ZerosLike(inner) => self.len(inner),
             ExprKind::Prim(p, args) if is_reduction(*p) => {

@@ -29,7 +29,8 @@ pub enum Place {
 }
 
 impl Place {
-    pub fn len(self) -> usize {
+    /// Number of elements.
+    pub fn size(self) -> usize {
         match self {
             Place::State { len, .. } | Place::Data { len, .. } => len,
         }
