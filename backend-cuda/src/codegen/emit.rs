@@ -4,10 +4,10 @@
 //! Reductions and argument checks are hoisted before the statement's loop,
 //! so a statement may read the variable it overwrites.
 
-use language::mir::{Expr, ExprKind, LValue, Prim, Program, Stmt, StmtKind};
+use language::mir::{Expr, ExprKind, Index, LValue, LValueStep, Prim, Program, Stmt, StmtKind};
 use language::types::Type;
 
-use super::layout::{Layout, Place, STATUS_SLOT, TARGET_SLOT};
+use super::layout::{ERROR_STATUS, Layout, Place, REJECTED_STATUS, STATUS_SLOT, TARGET_SLOT};
 use super::scalar::{c_name, scalar_fn};
 
 /// Why a statement has no kernel code (the block is reported, not generated).
@@ -19,6 +19,9 @@ pub struct Emitter<'a> {
     /// Lines emitted so far (the kernel body).
     pub lines: Vec<String>,
     fresh: usize,
+    /// Inside a branch of a conditional expression, where nothing that
+    /// can fail may be hoisted (the interpreter may not evaluate it).
+    in_branch: usize,
 }
 
 impl<'a> Emitter<'a> {
@@ -28,6 +31,7 @@ impl<'a> Emitter<'a> {
             layout,
             lines: Vec::new(),
             fresh: 0,
+            in_branch: 0,
         }
     }
 
@@ -56,6 +60,12 @@ impl<'a> Emitter<'a> {
                     "#pragma unroll 1\nfor (int e = 0; e < {len}; ++e) S({base} + e) = BAT_NAN;"
                 ));
                 Ok(())
+            }
+            StmtKind::Assign { lhs, rhs } if !lhs.path.is_empty() => {
+                self.store_element(lhs, rhs, "=")
+            }
+            StmtKind::AddAssign { lhs, rhs } if !lhs.path.is_empty() => {
+                self.store_element(lhs, rhs, "+=")
             }
             StmtKind::Assign { lhs, rhs } => self.store(whole_var(lhs)?, rhs, "="),
             StmtKind::AddAssign { lhs, rhs } => self.store(whole_var(lhs)?, rhs, "+="),
@@ -88,7 +98,10 @@ impl<'a> Emitter<'a> {
     ) -> Result<(), Unsupported> {
         let (base, len) = self.state_place(var)?;
         let rhs_len = self.len(rhs)?;
-        if rhs_len != len && rhs_len != 1 {
+        // Assignment replaces the value (shape included): a scalar is not
+        // broadcast into a container, so the sizes must agree. `+=`
+        // broadcasts a scalar.
+        if rhs_len != len && (rhs_len != 1 || op == "=") {
             return Err(format!(
                 "assigning {rhs_len} values to `{}` of {len}",
                 self.var_name(var)
@@ -105,6 +118,96 @@ impl<'a> Emitter<'a> {
             ));
         }
         Ok(())
+    }
+
+    /// `x[i] op= rhs` for one element of a one-dimensional `x`.
+    fn store_element(&mut self, lhs: &LValue, rhs: &Expr, op: &str) -> Result<(), Unsupported> {
+        let [LValueStep::Index(indexes)] = lhs.path.as_slice() else {
+            return Err("assignment to a tuple component".to_string());
+        };
+        let (base, len) = self.state_place(lhs.var)?;
+        if !is_one_dimensional(&self.program.vars[lhs.var.0 as usize].ty) {
+            return Err("assignment into a multi-dimensional variable".to_string());
+        }
+        let [Index::Single(i)] = indexes.as_slice() else {
+            return Err("assignment to a slice or multi-index".to_string());
+        };
+        if self.len(rhs)? != 1 {
+            return Err("assignment of a container to an element".to_string());
+        }
+        let k = self.checked_index(i, len)?;
+        let value = self.elem(rhs, "0")?;
+        self.lines
+            .push(format!("S({base} + {k} - 1) {op} {value};"));
+        Ok(())
+    }
+
+    /// A one-based index into `n` elements, checked (an out-of-range index
+    /// is an error of the lane, as in the interpreter); returns the C name
+    /// of the index.
+    fn checked_index(&mut self, i: &Expr, n: usize) -> Result<String, Unsupported> {
+        if self.in_branch > 0 {
+            return Err("indexing inside a conditional expression".to_string());
+        }
+        let value = self.int_expr(i)?;
+        let k = self.fresh("k");
+        self.lines.push(format!(
+            "const long long {k} = {value}; if ({k} < 1 || {k} > {n}) {{ S({STATUS_SLOT}) = {ERROR_STATUS}; return; }}"
+        ));
+        Ok(k)
+    }
+
+    /// An integer-valued expression as a C `long long`.
+    fn int_expr(&mut self, e: &Expr) -> Result<String, Unsupported> {
+        if e.ty != Type::Int {
+            return Err("a non-integer index".to_string());
+        }
+        match &e.kind {
+            ExprKind::Int(i) => Ok(format!("{i}LL")),
+            ExprKind::Var(_) if self.len(e)? == 1 => {
+                Ok(format!("((long long)({}))", self.elem(e, "0")?))
+            }
+            ExprKind::Prim(p @ (Prim::Add | Prim::Sub | Prim::Mul), args) if args.len() == 2 => {
+                let a = self.int_expr(&args[0])?;
+                let b = self.int_expr(&args[1])?;
+                let op = match p {
+                    Prim::Add => "+",
+                    Prim::Sub => "-",
+                    _ => "*",
+                };
+                Ok(format!("({a} {op} {b})"))
+            }
+            ExprKind::Prim(Prim::Neg, args) if args.len() == 1 => {
+                Ok(format!("(-{})", self.int_expr(&args[0])?))
+            }
+            _ => Err("an index expression of this kind".to_string()),
+        }
+    }
+
+    /// `x[i]` of a one-dimensional variable `x`, hoisted before the
+    /// statement (so a loop writing `x` cannot change what it reads).
+    fn indexed(&mut self, base: &Expr, indexes: &[Index]) -> Result<String, Unsupported> {
+        let ExprKind::Var(var) = base.kind else {
+            return Err("indexing an expression".to_string());
+        };
+        if !is_one_dimensional(&base.ty) {
+            return Err("indexing a multi-dimensional value".to_string());
+        }
+        let [Index::Single(i)] = indexes else {
+            return Err("slicing or multi-indexing".to_string());
+        };
+        let place = self
+            .layout
+            .place(var)
+            .ok_or_else(|| format!("`{}` has no value of known size", self.var_name(var)))?;
+        let k = self.checked_index(i, place.size())?;
+        let value = self.fresh("x");
+        let read = match place {
+            Place::State { base, .. } => format!("S({base} + {k} - 1)"),
+            Place::Data { base, .. } => format!("D({base} + {k} - 1)"),
+        };
+        self.lines.push(format!("const double {value} = {read};"));
+        Ok(value)
     }
 
     /// The sum of all elements of `e`, in order (as the interpreter adds
@@ -134,6 +237,15 @@ impl<'a> Emitter<'a> {
                 .map(Place::size)
                 .ok_or_else(|| format!("`{}` has no value of known size", self.var_name(*var))),
             ExprKind::ZerosLike(inner) => self.len(inner),
+            ExprKind::Index(base, indexes) => {
+                if is_one_dimensional(&base.ty) && matches!(indexes.as_slice(), [Index::Single(_)])
+                {
+                    self.len(base)?;
+                    Ok(1)
+                } else {
+                    Err("slicing, multi-indexing or indexing a multi-dimensional value".to_string())
+                }
+            }
             ExprKind::Prim(p, args) if is_reduction(*p) => {
                 for a in args {
                     self.len(a)?;
@@ -193,10 +305,13 @@ impl<'a> Emitter<'a> {
                 let c_len = self.len(c)?;
                 let (a_len, b_len) = (self.len(a)?, self.len(b)?);
                 let c = self.elem(c, &at(c_len))?;
-                let a = self.elem(a, &at(a_len))?;
-                let b = self.elem(b, &at(b_len))?;
+                self.in_branch += 1;
+                let branches = (self.elem(a, &at(a_len)), self.elem(b, &at(b_len)));
+                self.in_branch -= 1;
+                let (a, b) = (branches.0?, branches.1?);
                 Ok(format!("(({c}) != 0.0 ? ({a}) : ({b}))"))
             }
+            ExprKind::Index(base, indexes) => self.indexed(base, indexes),
             ExprKind::Prim(p, args) if is_check(*p) => self.check(*p, args),
             ExprKind::Prim(p, args) if is_reduction(*p) => self.reduction(*p, args),
             ExprKind::Prim(p, args) => {
@@ -286,6 +401,9 @@ impl<'a> Emitter<'a> {
     /// An argument check: rejects the lane (status 1, stop) when an element
     /// fails; its value is 0.
     fn check(&mut self, p: Prim, args: &[Expr]) -> Result<String, Unsupported> {
+        if self.in_branch > 0 {
+            return Err("an argument check inside a conditional expression".to_string());
+        }
         let x = args.first().ok_or("argument check without operand")?;
         let n = self.len(x)?;
         let j = self.fresh("j");
@@ -299,8 +417,9 @@ impl<'a> Emitter<'a> {
             Prim::CheckProbability => "(v >= 0.0 && v <= 1.0)",
             _ => return Err(format!("check {}", p.name())),
         };
-        let test =
-            format!("{{ double v = {v}; if (!{ok}) {{ S({STATUS_SLOT}) = 1.0; return; }} }}");
+        let test = format!(
+            "{{ double v = {v}; if (!{ok}) {{ S({STATUS_SLOT}) = {REJECTED_STATUS}; return; }} }}"
+        );
         self.lines.push(if n == 1 {
             test
         } else {
@@ -323,6 +442,16 @@ fn check_type(ty: &Type) -> Result<(), Unsupported> {
         Type::Int | Type::Real | Type::Vector | Type::RowVector | Type::Matrix => Ok(()),
         Type::Array(inner) => check_type(inner),
         other => Err(format!("values of type {other:?}")),
+    }
+}
+
+/// Vectors, row vectors and one-dimensional arrays of scalars: one index
+/// selects one element.
+fn is_one_dimensional(ty: &Type) -> bool {
+    match ty {
+        Type::Vector | Type::RowVector => true,
+        Type::Array(inner) => matches!(**inner, Type::Int | Type::Real),
+        _ => false,
     }
 }
 

@@ -1,8 +1,9 @@
 //! Where each variable of a gradient program lives on the device.
 //!
 //! Lane state (one value per lane per slot, `state[slot * n_lanes + lane]`):
-//! slot [`STATUS_SLOT`] (0 while the lane runs, 1 after a failed argument
-//! check rejected the proposal), [`TARGET_SLOT`] (the log density
+//! slot [`STATUS_SLOT`] (0 while the lane runs, [`REJECTED_STATUS`] after
+//! a failed argument check rejected the proposal, [`ERROR_STATUS`] after an
+//! error such as an index out of range), [`TARGET_SLOT`] (the log density
 //! accumulated so far), then every non-data variable's elements in Stan's
 //! order (arrays row-major, matrices column-major). Data and transformed
 //! data are shared by all lanes: `data[k]`.
@@ -18,6 +19,10 @@ use language::value::Value;
 
 pub const STATUS_SLOT: usize = 0;
 pub const TARGET_SLOT: usize = 1;
+/// Status of a lane whose proposal was rejected (log density −∞).
+pub const REJECTED_STATUS: f64 = 1.0;
+/// Status of a lane that hit an error (e.g. an index out of range).
+pub const ERROR_STATUS: f64 = 2.0;
 const FIRST_VAR_SLOT: usize = 2;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

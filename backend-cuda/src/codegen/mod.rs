@@ -36,7 +36,7 @@ use language::mir::{Program, Stmt};
 
 use emit::Emitter;
 pub use emit::real_literal;
-pub use layout::{Layout, Place, STATUS_SLOT, TARGET_SLOT};
+pub use layout::{ERROR_STATUS, Layout, Place, REJECTED_STATUS, STATUS_SLOT, TARGET_SLOT};
 
 /// A generated kernel and the ops of the basic block it runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
