@@ -243,6 +243,19 @@ fn check_kernel(
     kernel: &codegen::Kernel,
     module: &ShimModule,
 ) -> Result<Vec<f64>, String> {
+    check_kernel_with(case, kernel, &mut |name, state, data, active, n_lanes| {
+        run_on_shim(module, name, state, data, active, n_lanes)
+    })
+}
+
+/// Runs a kernel by name on `state` (`[slot][lane]`) for the `active` lanes.
+type Runner<'a> = dyn FnMut(&str, &mut Vec<f64>, &[f64], &[i32], usize) -> Result<(), String> + 'a;
+
+fn check_kernel_with(
+    case: &Case,
+    kernel: &codegen::Kernel,
+    run: &mut Runner,
+) -> Result<Vec<f64>, String> {
     let n_lanes = case.lanes.len();
     let n_slots = case.layout.n_slots;
     let mut state = vec![0.0; n_slots * n_lanes];
@@ -258,21 +271,7 @@ fn check_kernel(
     };
     // Lanes in reverse order, to check that `active` is honoured.
     let active: Vec<i32> = (0..n_lanes as i32).rev().collect();
-    let mut state_ptr = state.as_mut_ptr();
-    let mut data_ptr = data.as_ptr();
-    let mut active_ptr = active.as_ptr();
-    let mut n_active = n_lanes as i32;
-    let mut n_lanes_arg = n_lanes as i32;
-    let mut args: Vec<*mut c_void> = vec![
-        (&mut state_ptr) as *mut _ as *mut c_void,
-        (&mut data_ptr) as *mut _ as *mut c_void,
-        (&mut active_ptr) as *mut _ as *mut c_void,
-        (&mut n_active) as *mut _ as *mut c_void,
-        (&mut n_lanes_arg) as *mut _ as *mut c_void,
-    ];
-    // SAFETY: the arguments follow the kernel ABI; `state` holds every slot
-    // of every lane.
-    unsafe { module.launch(&kernel.name, 1, 32, &mut args) }.map_err(|e| e.to_string())?;
+    run(&kernel.name, &mut state, &data, &active, n_lanes)?;
 
     let mut statuses = Vec::new();
     for (lane, l) in case.lanes.iter().enumerate() {
@@ -397,4 +396,82 @@ fn lanes_stop_on_index_errors_and_rejections_like_the_interpreter() {
     assert!(seen.iter().any(|s| s[0] == ERROR_STATUS), "{seen:?}");
     assert!(seen.iter().any(|s| s[1] == REJECTED_STATUS), "{seen:?}");
     assert!(seen.iter().all(|s| s[2] == 0.0 && s[3] == 0.0), "{seen:?}");
+}
+
+fn run_on_shim(
+    module: &ShimModule,
+    name: &str,
+    state: &mut [f64],
+    data: &[f64],
+    active: &[i32],
+    n_lanes: usize,
+) -> Result<(), String> {
+    let mut state_ptr = state.as_mut_ptr();
+    let mut data_ptr = data.as_ptr();
+    let mut active_ptr = active.as_ptr();
+    let mut n_active = active.len() as i32;
+    let mut n_lanes_arg = n_lanes as i32;
+    let mut args: Vec<*mut c_void> = vec![
+        (&mut state_ptr) as *mut _ as *mut c_void,
+        (&mut data_ptr) as *mut _ as *mut c_void,
+        (&mut active_ptr) as *mut _ as *mut c_void,
+        (&mut n_active) as *mut _ as *mut c_void,
+        (&mut n_lanes_arg) as *mut _ as *mut c_void,
+    ];
+    // SAFETY: the arguments follow the kernel ABI; `state` holds every slot
+    // of every lane.
+    unsafe { module.launch(name, 1, 32, &mut args) }.map_err(|e| e.to_string())
+}
+
+/// On a machine with a CUDA device, the generated kernels run on it (PTX
+/// for the device's architecture, loaded and launched through cudarc) and
+/// match the interpreter like the shim's; elsewhere the backend reports
+/// that there is no device (checked here, so this test always asserts).
+#[test]
+fn generated_kernels_run_on_a_real_device_when_there_is_one() {
+    use backend_cuda::device::Device;
+    use backend_cuda::nvrtc::{Compiled, Target};
+    use backend_cuda::probe::Unavailable;
+    let device = match Device::open() {
+        Ok(device) => device,
+        Err(backend_cuda::device::DeviceError::Unavailable(why)) => {
+            assert!(
+                matches!(why, Unavailable::NoDriver | Unavailable::NoDevice { .. }),
+                "{why}"
+            );
+            assert!(why.to_string().ends_with("; use --backend cpu"));
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let info = backend_cuda::probe().unwrap();
+    let arch: &'static str = Box::leak(
+        format!(
+            "compute_{}{}",
+            info.compute_capability.0, info.compute_capability.1
+        )
+        .into_boxed_str(),
+    );
+    let root = repo_root().join("examples");
+    let case = load(
+        "eight_schools_noncentered",
+        &root.join("eight_schools_noncentered.bat"),
+        &root.join("eight_schools_noncentered.data.json"),
+    )
+    .unwrap();
+    let ptx = compile(&case.generated.source, Target::Ptx(arch)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(ptx, Compiled::Ptx(_)));
+    let module = device.load(ptx, &case.generated.kernel_names()).unwrap();
+    for kernel in &case.generated.kernels {
+        check_kernel_with(&case, kernel, &mut |name, state, data, active, n_lanes| {
+            let f = module.kernel(name).ok_or("kernel not loaded")?;
+            let mut lanes = device
+                .upload(state, n_lanes, data, active)
+                .map_err(|e| e.to_string())?;
+            device.launch(f, &mut lanes).map_err(|e| e.to_string())?;
+            *state = device.download(&lanes).map_err(|e| e.to_string())?;
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{}: {e}", kernel.name));
+    }
 }
