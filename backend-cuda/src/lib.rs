@@ -1,5 +1,7 @@
 //! bat's CUDA backend.
 //!
+//! - [`codegen`]: CUDA C kernels for the basic blocks of a gradient program
+//!   (CFG IR), one thread per lane, structure-of-arrays lane state.
 //! - [`probe`]: is there a CUDA driver and device? Never panics; a machine
 //!   without CUDA gets "no CUDA driver found; use --backend cpu".
 //! - [`nvrtc`]: compile generated CUDA C to PTX or cubin with NVRTC.
