@@ -21,6 +21,7 @@ mod frame;
 mod grad;
 mod index;
 mod linalg;
+mod pc_exec;
 mod prims;
 mod prims_matrix;
 mod print;
@@ -30,6 +31,7 @@ mod values;
 pub use error::{ErrorKind, RuntimeError};
 pub use exec::MAX_CALL_DEPTH;
 pub use frame::GradFrame;
+pub use pc_exec::SharedTrace;
 pub use rng::{Rng, philox4x32};
 
 /// Does primitive `p` draw random numbers (an `_rng` function)?
