@@ -1,2 +1,23 @@
-//! CUDA backend for bat's batching IRs (issue: CUDA backend). Not
-//! implemented yet.
+//! bat's CUDA backend.
+//!
+//! - [`codegen`]: CUDA C kernels for the basic blocks of a gradient program
+//!   (CFG IR), one thread per lane, structure-of-arrays lane state.
+//! - [`probe`]: is there a CUDA driver and device? Never panics; a machine
+//!   without CUDA gets "no CUDA driver found; use --backend cpu".
+//! - [`nvrtc`]: compile generated CUDA C to PTX or cubin with NVRTC.
+//! - [`device`]: host orchestration through cudarc (context, buffers,
+//!   module load, launches over the active lanes).
+//! - [`shim`]: build generated kernels with g++ against the CUDA-on-CPU
+//!   shim header (`shim/cuda_on_cpu.h`) and a stub `libcuda` that runs them,
+//!   so that kernels and host code are verified on machines without a GPU.
+//!
+//! cudarc loads libcuda and libnvrtc dynamically, so bat builds and runs
+//! without a CUDA toolkit.
+
+pub mod codegen;
+pub mod device;
+pub mod nvrtc;
+pub mod probe;
+pub mod shim;
+
+pub use probe::{DeviceInfo, Unavailable, probe};

@@ -28,7 +28,9 @@ pub fn run(path: &Path, emit: Emit, color: bool) -> ExitCode {
     let printed = run_guarded(|| match emit {
         // The syntax tree needs only a successful parse: semantic errors do
         // not stop it from being printed.
-        Emit::Mir | Emit::Grad | Emit::Cfg | Emit::Pc => unreachable!("handled by run_lowered"),
+        Emit::Mir | Emit::Grad | Emit::Cfg | Emit::Pc | Emit::Cuda => {
+            unreachable!("handled by run_lowered")
+        }
         Emit::Ast => {
             let (program, diagnostics) = if file.functions_only {
                 language::syntax::parse_functions_only(&file.text)

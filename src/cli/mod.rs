@@ -4,6 +4,7 @@
 //! or cannot be read, 2 for usage errors (clap's default).
 
 mod check;
+mod cuda;
 mod front_end;
 mod ir;
 mod json;
@@ -50,6 +51,10 @@ enum Command {
         /// Which representation to print.
         #[arg(long, value_enum)]
         emit: Emit,
+        /// Data in Stan JSON, for `--emit cuda` (sizes; default: FILE with
+        /// `.data.json` if it exists).
+        #[arg(long, value_name = "DATA.json")]
+        data: Option<PathBuf>,
         /// When to colour diagnostics (auto: stderr is a terminal and NO_COLOR is unset).
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
@@ -84,6 +89,8 @@ enum Command {
     },
     /// Run the language server over stdin/stdout (started by editors).
     Lsp,
+    /// Check for a CUDA driver and device (exit code 1 when there is none).
+    CudaProbe,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,6 +156,8 @@ pub enum Emit {
     /// The program-counter IR: all functions in one graph with explicit
     /// stacks, each variable's storage class and batched/shared marks.
     Pc,
+    /// The CUDA C kernels of the gradient program, sized for the data.
+    Cuda,
 }
 
 pub fn run() -> ExitCode {
@@ -159,7 +168,16 @@ pub fn run() -> ExitCode {
             message_format,
             color,
         } => check::run(&files, message_format, color.for_stderr()),
-        Command::Ir { file, emit, color } => ir::run(&file, emit, color.for_stderr()),
+        Command::Ir {
+            file,
+            emit: Emit::Cuda,
+            data,
+            color,
+        } => cuda::emit(&file, data.as_deref(), color.for_stderr()),
+        Command::Ir {
+            file, emit, color, ..
+        } => ir::run(&file, emit, color.for_stderr()),
+        Command::CudaProbe => cuda::probe(),
         Command::Logdensity {
             file,
             data,

@@ -70,7 +70,12 @@ impl Model {
 }
 
 /// Run function `f` of `p` with `args`; entries run in the global frame.
-fn run(m: &mut Machine, p: &Program, f: FunId, args: Vec<Value>) -> Result<Option<Value>> {
+pub(super) fn run(
+    m: &mut Machine,
+    p: &Program,
+    f: FunId,
+    args: Vec<Value>,
+) -> Result<Option<Value>> {
     let fun = p.function(f);
     match fun.kind {
         FunctionKind::Entry => run_blocks(m, p, f),

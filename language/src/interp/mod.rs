@@ -17,6 +17,7 @@ mod cfg_exec;
 mod constrain;
 mod error;
 mod exec;
+mod frame;
 mod grad;
 mod index;
 pub mod lane;
@@ -30,6 +31,7 @@ mod values;
 
 pub use error::{ErrorKind, RuntimeError};
 pub use exec::MAX_CALL_DEPTH;
+pub use frame::GradFrame;
 pub use pc_exec::SharedTrace;
 pub use rng::{Rng, philox4x32};
 

@@ -1,0 +1,154 @@
+//! The elementwise primitives the CUDA code generator supports: each one's
+//! value and partial derivatives as CUDA C over `double`s, written to
+//! compute exactly what bat-math computes (the interpreter's reference),
+//! so that kernels match the interpreter to rounding.
+
+use language::mir::Prim;
+
+/// A scalar primitive: `value` and `partials[k]` are C expressions in the
+/// arguments `x`, `y`, `z` (helpers `bat_*` are defined in the prelude).
+pub struct ScalarFn {
+    pub prim: Prim,
+    pub arity: usize,
+    pub value: &'static str,
+    pub partials: &'static [&'static str],
+}
+
+macro_rules! table {
+    ($( $prim:ident / $arity:literal => $value:literal, [$($partial:literal),*]; )*) => {
+        pub const SCALAR_FNS: &[ScalarFn] = &[
+            $( ScalarFn { prim: Prim::$prim, arity: $arity, value: $value, partials: &[$($partial),*] }, )*
+        ];
+    };
+}
+
+table! {
+    Add / 2 => "x + y", ["1.0", "1.0"];
+    Sub / 2 => "x - y", ["1.0", "-1.0"];
+    Neg / 1 => "-x", ["-1.0"];
+    Mul / 2 => "x * y", ["y", "x"];
+    Div / 2 => "x / y", ["1.0 / y", "-x / (y * y)"];
+    EltMul / 2 => "x * y", ["y", "x"];
+    EltDiv / 2 => "x / y", ["1.0 / y", "-x / (y * y)"];
+    Pow / 2 => "pow(x, y)", ["y == 0.0 ? 0.0 : y * pow(x, y - 1.0)", "x == 0.0 ? 0.0 : pow(x, y) * log(x)"];
+    Exp / 1 => "exp(x)", ["exp(x)"];
+    Expm1 / 1 => "expm1(x)", ["exp(x)"];
+    Log / 1 => "log(x)", ["1.0 / x"];
+    Log1p / 1 => "log1p(x)", ["1.0 / (1.0 + x)"];
+    Log1m / 1 => "bat_log1m(x)", ["-1.0 / (1.0 - x)"];
+    Sqrt / 1 => "sqrt(x)", ["0.5 / sqrt(x)"];
+    Square / 1 => "x * x", ["2.0 * x"];
+    Inv / 1 => "1.0 / x", ["-1.0 / (x * x)"];
+    InvSqrt / 1 => "1.0 / sqrt(x)", ["-0.5 / (x * sqrt(x))"];
+    InvSquare / 1 => "1.0 / (x * x)", ["-2.0 / (x * x * x)"];
+    Abs / 1 => "fabs(x)", ["bat_sign(x)"];
+    Sin / 1 => "sin(x)", ["cos(x)"];
+    Cos / 1 => "cos(x)", ["-sin(x)"];
+    Atan / 1 => "atan(x)", ["1.0 / (1.0 + x * x)"];
+    Sinh / 1 => "sinh(x)", ["cosh(x)"];
+    Cosh / 1 => "cosh(x)", ["sinh(x)"];
+    Tanh / 1 => "tanh(x)", ["1.0 - tanh(x) * tanh(x)"];
+    Log1pExp / 1 => "bat_log1p_exp(x)", ["bat_inv_logit(x)"];
+    Log1mExp / 1 => "bat_log1m_exp(x)", ["-1.0 / expm1(-x)"];
+    Logit / 1 => "log(x / (1.0 - x))", ["1.0 / (x * (1.0 - x))"];
+    InvLogit / 1 => "bat_inv_logit(x)", ["bat_inv_logit(x) * bat_inv_logit(-x)"];
+    LogInvLogit / 1 => "bat_log_inv_logit(x)", ["bat_inv_logit(-x)"];
+    Log1mInvLogit / 1 => "bat_log1m_inv_logit(x)", ["-bat_inv_logit(x)"];
+    Fmax / 2 => "fmax(x, y)", ["(fmax(x, y) == x || y != y) ? 1.0 : 0.0", "(fmax(x, y) == x || y != y) ? 0.0 : 1.0"];
+    Fmin / 2 => "fmin(x, y)", ["(fmin(x, y) == x || y != y) ? 1.0 : 0.0", "(fmin(x, y) == x || y != y) ? 0.0 : 1.0"];
+    Hypot / 2 => "hypot(x, y)", ["x / hypot(x, y)", "y / hypot(x, y)"];
+    Atan2 / 2 => "atan2(x, y)", ["y / (x * x + y * y)", "-x / (x * x + y * y)"];
+    LogSumExp2 / 2 => "bat_log_sum_exp2(x, y)", ["bat_log_sum_exp2_d0(x, y)", "bat_log_sum_exp2_d0(y, x)"];
+    Lmultiply / 2 => "bat_lmultiply(x, y)", ["log(y)", "x / y"];
+    MultiplyLog / 2 => "bat_lmultiply(x, y)", ["log(y)", "x / y"];
+    Floor / 1 => "floor(x)", ["0.0"];
+    Ceil / 1 => "ceil(x)", ["0.0"];
+    Trunc / 1 => "trunc(x)", ["0.0"];
+    Fma / 3 => "bat_fma(x, y, z)", ["y", "x", "1.0"];
+    Lt / 2 => "(x < y ? 1.0 : 0.0)", [];
+    Leq / 2 => "(x <= y ? 1.0 : 0.0)", [];
+    Gt / 2 => "(x > y ? 1.0 : 0.0)", [];
+    Geq / 2 => "(x >= y ? 1.0 : 0.0)", [];
+    Eq / 2 => "(x == y ? 1.0 : 0.0)", [];
+    Neq / 2 => "(x != y ? 1.0 : 0.0)", [];
+    Not / 1 => "(x == 0.0 ? 1.0 : 0.0)", [];
+    Step / 1 => "(x < 0.0 ? 0.0 : 1.0)", [];
+}
+
+pub fn scalar_fn(prim: Prim, arity: usize) -> Option<&'static ScalarFn> {
+    SCALAR_FNS
+        .iter()
+        .find(|f| f.prim == prim && f.arity == arity)
+}
+
+/// The C function name of a primitive's value (`bat_exp`) or partial
+/// (`bat_exp_d0`).
+pub fn c_name(f: &ScalarFn, partial: Option<usize>) -> String {
+    let base = format!("bat_p_{}_{}", f.prim.name(), f.arity);
+    match partial {
+        None => base,
+        Some(k) => format!("{base}_d{k}"),
+    }
+}
+
+/// The prelude every kernel file starts with: helpers, then one device
+/// function per primitive value and partial.
+pub fn prelude() -> String {
+    let mut out = String::from(HELPERS);
+    let params = ["double x", "double y", "double z"];
+    for f in SCALAR_FNS {
+        let params = params[..f.arity].join(", ");
+        out.push_str(&format!(
+            "__device__ inline double {}({params}) {{ return {}; }}\n",
+            c_name(f, None),
+            f.value
+        ));
+        for (k, partial) in f.partials.iter().enumerate() {
+            out.push_str(&format!(
+                "__device__ inline double {}({params}) {{ return {partial}; }}\n",
+                c_name(f, Some(k))
+            ));
+        }
+    }
+    out
+}
+
+/// Helpers mirroring bat-math's scalar functions (same branches, same
+/// constants).
+const HELPERS: &str = r#"// Generated by bat (backend-cuda). One thread per active lane; lane state is
+// structure-of-arrays: slot k of lane l is state[k * n_lanes + l].
+#define S(k) state[(long long)(k) * (long long)n_lanes + lane]
+#define D(k) data[(k)]
+#define BAT_NAN (__longlong_as_double(0x7ff8000000000000LL))
+#define BAT_INF (__longlong_as_double(0x7ff0000000000000LL))
+#define BAT_LOG_EPSILON (-36.04365338911715)
+#define BAT_LN_2 (0.6931471805599453)
+__device__ inline double bat_sign(double x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : (x == 0.0 ? 0.0 : BAT_NAN)); }
+__device__ inline double bat_fma(double x, double y, double z) { return fma(x, y, z); }
+__device__ inline double bat_log1m(double x) { return x > 1.0 ? BAT_NAN : log1p(-x); }
+__device__ inline double bat_log1p_exp(double a) { return a > 0.0 ? a + log1p(exp(-a)) : log1p(exp(a)); }
+__device__ inline double bat_log1m_exp(double a) {
+    if (a > 0.0) return BAT_NAN;
+    if (a > -BAT_LN_2) return log(-expm1(a));
+    return bat_log1m(exp(a));
+}
+__device__ inline double bat_inv_logit(double a) {
+    if (a < 0.0) {
+        double exp_a = exp(a);
+        return a < BAT_LOG_EPSILON ? exp_a : exp_a / (1.0 + exp_a);
+    }
+    return 1.0 / (1.0 + exp(-a));
+}
+__device__ inline double bat_log_inv_logit(double u) { return u < 0.0 ? u - log1p(exp(u)) : -log1p(exp(-u)); }
+__device__ inline double bat_log1m_inv_logit(double u) { return u > 0.0 ? -u - log1p(exp(-u)) : -log1p(exp(u)); }
+__device__ inline double bat_log_sum_exp2(double a, double b) {
+    if (a == -BAT_INF) return b;
+    if (a == BAT_INF && b == BAT_INF) return BAT_INF;
+    return a > b ? a + bat_log1p_exp(b - a) : b + bat_log1p_exp(a - b);
+}
+__device__ inline double bat_log_sum_exp2_d0(double a, double b) {
+    if (a == -BAT_INF && b == -BAT_INF) return 0.0;
+    return bat_inv_logit(a - b);
+}
+__device__ inline double bat_lmultiply(double x, double y) { return (x == 0.0 && y == 0.0) ? 0.0 : x * log(y); }
+"#;

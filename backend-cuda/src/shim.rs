@@ -1,0 +1,171 @@
+//! Running CUDA kernels without a GPU: the CUDA-on-CPU shim header
+//! (`shim/cuda_on_cpu.h`) compiles kernels with g++ into a shared library,
+//! and the stub driver (`stub/libcuda_stub.c`, built into `libcuda.so`)
+//! lets cudarc's unmodified host calls load and launch them.
+//!
+//! A shim module is loaded by the stub from the module image
+//! [`module_image`] makes; in-process, [`ShimModule`] calls its kernels
+//! directly.
+
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::nvrtc::Compiled;
+
+/// The CUDA-on-CPU shim header.
+pub const SHIM_HEADER: &str = include_str!("../shim/cuda_on_cpu.h");
+/// The stub CUDA driver's C source.
+pub const STUB_LIBCUDA_SOURCE: &str = include_str!("../stub/libcuda_stub.c");
+
+#[derive(Debug, thiserror::Error)]
+pub enum ShimError {
+    #[error("could not write {path}: {error}")]
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("could not run {compiler}: {error}")]
+    NoCompiler {
+        compiler: String,
+        error: std::io::Error,
+    },
+    #[error("{compiler} failed:\n{log}")]
+    CompileFailed { compiler: String, log: String },
+    #[error("could not load {path}: {error}")]
+    Load { path: PathBuf, error: String },
+    #[error("no kernel {0} in the shim module")]
+    NoKernel(String),
+}
+
+fn write(path: &Path, text: &str) -> Result<(), ShimError> {
+    std::fs::write(path, text).map_err(|error| ShimError::Io {
+        path: path.to_path_buf(),
+        error,
+    })
+}
+
+fn run(compiler: &str, args: &[&str], dir: &Path) -> Result<(), ShimError> {
+    let output = Command::new(compiler)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|error| ShimError::NoCompiler {
+            compiler: compiler.to_string(),
+            error,
+        })?;
+    if !output.status.success() {
+        return Err(ShimError::CompileFailed {
+            compiler: compiler.to_string(),
+            log: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Compile CUDA C `source` with g++ against the shim into `dir/NAME.so`,
+/// exporting a launcher for each of `kernels`.
+pub fn build_module(
+    source: &str,
+    kernels: &[&str],
+    dir: &Path,
+    name: &str,
+) -> Result<PathBuf, ShimError> {
+    write(&dir.join("cuda_on_cpu.h"), SHIM_HEADER)?;
+    let kernel_file = format!("{name}.cu");
+    write(&dir.join(&kernel_file), source)?;
+    let mut wrapper = format!("#include \"cuda_on_cpu.h\"\n#include \"{kernel_file}\"\n");
+    for kernel in kernels {
+        wrapper.push_str(&format!("BAT_SHIM_EXPORT({kernel})\n"));
+    }
+    let wrapper_file = format!("{name}_shim.cpp");
+    write(&dir.join(&wrapper_file), &wrapper)?;
+    let library = dir.join(format!("{name}.so"));
+    let out = library.to_string_lossy().into_owned();
+    // -ffp-contract=off: no fused multiply-adds, like NVRTC with --fmad=false.
+    let args = [
+        "-std=c++20",
+        "-O1",
+        "-ffp-contract=off",
+        "-fPIC",
+        "-shared",
+        "-pthread",
+        "-Wall",
+        "-Werror",
+        "-Wno-unused-variable",
+        "-Wno-unused-but-set-variable",
+        "-Wno-unknown-pragmas",
+        "-o",
+        &out,
+        &wrapper_file,
+    ];
+    run("g++", &args, dir)?;
+    Ok(library)
+}
+
+/// The module image the stub driver loads for a shim library.
+pub fn module_image(library: &Path) -> Compiled {
+    Compiled::Ptx(format!("// bat-shim-module: {}\n", library.display()))
+}
+
+/// Build the stub driver as `dir/libcuda.so` (point `LD_LIBRARY_PATH` at
+/// `dir` in a child process to make cudarc load it).
+pub fn build_stub_libcuda(dir: &Path) -> Result<PathBuf, ShimError> {
+    let source = dir.join("libcuda_stub.c");
+    write(&source, STUB_LIBCUDA_SOURCE)?;
+    let library = dir.join("libcuda.so");
+    let out = library.to_string_lossy().into_owned();
+    let args = [
+        "-std=c11",
+        "-O1",
+        "-fPIC",
+        "-shared",
+        "-Wall",
+        "-Werror",
+        "-o",
+        &out,
+        "libcuda_stub.c",
+        "-ldl",
+    ];
+    run("cc", &args, dir)?;
+    Ok(library)
+}
+
+type LaunchFn = unsafe extern "C" fn(u32, u32, u32, u32, u32, u32, u32, *mut *mut c_void);
+
+/// A shim library loaded in this process.
+pub struct ShimModule {
+    library: libloading::Library,
+}
+
+impl ShimModule {
+    pub fn load(path: &Path) -> Result<ShimModule, ShimError> {
+        // SAFETY: shim libraries have no initialisers beyond the C++ runtime's.
+        let library = unsafe { libloading::Library::new(path) }.map_err(|e| ShimError::Load {
+            path: path.to_path_buf(),
+            error: e.to_string(),
+        })?;
+        Ok(ShimModule { library })
+    }
+
+    /// Launch `kernel` on a 1-D grid.
+    ///
+    /// # Safety
+    /// `args[i]` must point to a value of the kernel's i-th parameter type,
+    /// and the kernel must stay within the memory those values describe.
+    pub unsafe fn launch(
+        &self,
+        kernel: &str,
+        grid: u32,
+        block: u32,
+        args: &mut [*mut c_void],
+    ) -> Result<(), ShimError> {
+        let symbol = format!("bat_shim_launch_{kernel}");
+        // SAFETY: BAT_SHIM_EXPORT defines the symbol with this signature.
+        let launch = unsafe { self.library.get::<LaunchFn>(symbol.as_bytes()) }
+            .map_err(|_| ShimError::NoKernel(kernel.to_string()))?;
+        // SAFETY: the caller guarantees the arguments match the kernel.
+        unsafe { launch(grid, 1, 1, block, 1, 1, 0, args.as_mut_ptr()) };
+        Ok(())
+    }
+}
