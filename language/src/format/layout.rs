@@ -66,6 +66,7 @@ impl<'s> Layout<'s> {
             self.open_brace(open);
             self.items(&block.stmts);
             self.close_brace(block.span.end as usize - 1);
+            self.trailing_comments(block.span.end as usize);
             self.end_line();
         }
         self.comments_before(usize::MAX);
