@@ -5,9 +5,8 @@
 //! A braced region folds from the line of its keyword or `{` to the line
 //! before its `}`, so the closing brace stays visible when folded (as VS
 //! Code's own indentation folding does); regions of fewer than two lines
-//! are not reported.
+//! are not reported. Lines are the protocol's (see [`crate::position`]).
 
-use language::span::LineIndex;
 use language::syntax::ast::{Stmt, StmtKind};
 
 use crate::document::Document;
@@ -27,7 +26,7 @@ pub struct Fold {
 }
 
 pub fn folding_ranges(doc: &Document) -> Vec<Fold> {
-    let lines = LineIndex::new(&doc.text);
+    let lines = &doc.positions;
     let mut folds = Vec::new();
     let braced = |start: usize, close: usize, folds: &mut Vec<Fold>| {
         let start_line = lines.line_of(start.min(doc.text.len()));
@@ -50,7 +49,7 @@ pub fn folding_ranges(doc: &Document) -> Vec<Fold> {
             stmt_folds(doc, stmt, &mut |s, c| braced(s, c, &mut folds));
         }
     }
-    comment_folds(doc, &lines, &mut folds);
+    comment_folds(doc, &mut folds);
     folds.sort_by_key(|f| (f.start_line, std::cmp::Reverse(f.end_line)));
     folds.dedup();
     folds
@@ -98,7 +97,8 @@ fn stmt_folds(doc: &Document, stmt: &Stmt, fold: &mut dyn FnMut(usize, usize)) {
     }
 }
 
-fn comment_folds(doc: &Document, lines: &LineIndex, folds: &mut Vec<Fold>) {
+fn comment_folds(doc: &Document, folds: &mut Vec<Fold>) {
+    let lines = &doc.positions;
     // (first line, last line) of the current run of line comments.
     let mut run: Option<(usize, usize)> = None;
     let flush = |run: Option<(usize, usize)>, folds: &mut Vec<Fold>| {
@@ -117,7 +117,8 @@ fn comment_folds(doc: &Document, lines: &LineIndex, folds: &mut Vec<Fold>) {
         let first = lines.line_of(start);
         let last = lines.line_of(end.saturating_sub(1).max(start));
         if comment.text.starts_with("//") {
-            let alone = doc.text[lines.line_start(first)..start].trim().is_empty();
+            let line_start = doc.text[..start].rfind(['\n', '\r']).map_or(0, |i| i + 1);
+            let alone = doc.text[line_start..start].trim().is_empty();
             run = match run {
                 Some((f, l)) if alone && first == l + 1 => Some((f, first)),
                 other => {

@@ -148,11 +148,38 @@ pub fn document() -> Value {
     json!({"uri": URI})
 }
 
+/// Byte offsets where lines start; lines end at `\n`, `\r\n` or a lone
+/// `\r` (the protocol's definition, written independently of the server).
+fn line_starts(text: &str) -> Vec<usize> {
+    let mut starts = vec![0];
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        let next = chars.get(k + 1).map(|&(_, c)| c);
+        if c == '\n' || (c == '\r' && next != Some('\n')) {
+            starts.push(i + 1);
+        }
+    }
+    starts
+}
+
+/// Number of lines of `text` as the protocol counts them.
+pub fn line_count(text: &str) -> usize {
+    line_starts(text).len()
+}
+
 /// The LSP position (UTF-16 columns) of byte `offset` in `text`.
 pub fn position(text: &str, offset: usize) -> Value {
-    let before = &text[..offset];
-    let line = before.matches('\n').count();
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let character = text[line_start..offset].encode_utf16().count();
+    let starts = line_starts(text);
+    let line = starts.iter().rposition(|&s| s <= offset).unwrap();
+    let character = text[starts[line]..offset].encode_utf16().count();
     json!({"line": line, "character": character})
+}
+
+/// `offset` moved off the middle of a `\r\n` (not a position).
+pub fn not_inside_crlf(text: &str, offset: usize) -> usize {
+    if offset > 0 && text[..offset].ends_with('\r') && text[offset..].starts_with('\n') {
+        offset - 1
+    } else {
+        offset
+    }
 }
