@@ -14,7 +14,8 @@ const URI: &str = "file:///bench/model.stan";
 /// A valid model of about `lines` lines: data, parameters, transformed
 /// parameters with loops, a model block with many sampling statements.
 fn generate_model(lines: usize) -> String {
-    let groups = lines / 20;
+    // Each group below writes 16 lines.
+    let groups = lines / 16;
     let mut data = String::from("data {\n  int<lower=1> N;\n");
     let mut parameters = String::from("parameters {\n");
     let mut transformed = String::from("transformed parameters {\n");

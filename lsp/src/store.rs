@@ -33,6 +33,9 @@ use crate::position::Encoding;
 struct Pending {
     text: String,
     version: i32,
+    /// Counts edits, so a check is matched to its exact text even if a
+    /// client reuses a version number.
+    revision: u64,
 }
 
 struct Entry {
@@ -42,6 +45,8 @@ struct Entry {
     checking: bool,
     /// The last version whose diagnostics were published.
     published: Option<i32>,
+    /// Edits applied so far.
+    revisions: u64,
 }
 
 #[derive(Default)]
@@ -77,6 +82,7 @@ impl Store {
                 pending: None,
                 checking: false,
                 published: None,
+                revisions: 0,
             },
         );
     }
@@ -97,7 +103,12 @@ impl Store {
             None => entry.document.text.clone(),
         };
         edit(&mut text);
-        entry.pending = Some(Pending { text, version });
+        entry.revisions += 1;
+        entry.pending = Some(Pending {
+            text,
+            version,
+            revision: entry.revisions,
+        });
         !std::mem::replace(&mut entry.checking, true)
     }
 
@@ -163,7 +174,7 @@ pub async fn check_until_current(store: Arc<Store>, client: Client, uri: Url) {
                 return;
             };
             match &entry.pending {
-                Some(p) => Some((p.text.clone(), p.version)),
+                Some(p) => Some((p.text.clone(), p.version, p.revision)),
                 None => {
                     // Nothing left to check (a request may have analysed the
                     // newest text itself): publish it if not done yet, stop.
@@ -172,7 +183,7 @@ pub async fn check_until_current(store: Arc<Store>, client: Client, uri: Url) {
                 }
             }
         };
-        let Some((text, version)) = job else {
+        let Some((text, version, revision)) = job else {
             store.publish_now(&client, uri).await;
             return;
         };
@@ -189,7 +200,10 @@ pub async fn check_until_current(store: Arc<Store>, client: Client, uri: Url) {
             };
             // Install only if no newer text arrived meanwhile.
             if let Ok(next) = analysed
-                && entry.pending.as_ref().is_some_and(|p| p.version == version)
+                && entry
+                    .pending
+                    .as_ref()
+                    .is_some_and(|p| p.revision == revision)
             {
                 entry.pending = None;
                 entry.document.replace_with(next);

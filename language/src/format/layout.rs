@@ -330,11 +330,12 @@ impl<'s> Layout<'s> {
                 break;
             }
             self.next_comment += 1;
+            let text = canonical_comment(&comment.text);
             if self.line.is_empty() && self.trailing.is_empty() {
                 self.blank_line_before(start);
-                self.write_line(&comment.text);
+                self.write_line(text);
             } else {
-                self.trailing.push(&comment.text);
+                self.trailing.push(text);
             }
             self.emitted_to = self.emitted_to.max(comment.span.end as usize);
         }
@@ -349,7 +350,7 @@ impl<'s> Layout<'s> {
                 break;
             }
             self.next_comment += 1;
-            self.trailing.push(&comment.text);
+            self.trailing.push(canonical_comment(&comment.text));
             end = comment.span.end as usize;
             self.emitted_to = self.emitted_to.max(end);
         }
@@ -430,6 +431,16 @@ impl<'s> Layout<'s> {
             i += 1;
         }
         from
+    }
+}
+
+/// A `//` comment without trailing whitespace (or the `\r` of a CRLF
+/// file, whose lines all become `\n`); block comments verbatim.
+pub fn canonical_comment(text: &str) -> &str {
+    if text.starts_with("//") {
+        text.trim_end()
+    } else {
+        text
     }
 }
 

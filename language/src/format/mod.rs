@@ -13,12 +13,15 @@
 //!   up to spans; [`format_source`] checks this itself and refuses
 //!   (returns an internal-error diagnostic) rather than change a program;
 //! - idempotent: `format(format(x)) == format(x)`;
-//! - every comment's text appears in the output, in source order;
+//! - every comment's text appears in the output, in source order (`//`
+//!   comments without trailing whitespace);
 //! - a program with syntax errors is not formatted: its diagnostics are
 //!   returned instead.
 
 mod expr;
 mod layout;
+
+pub use layout::canonical_comment;
 
 use crate::diagnostic::{Diagnostic, Kind};
 use crate::span::Span;
@@ -93,4 +96,45 @@ pub fn erase_spans(program: &Program) -> String {
     }
     out.push_str(rest);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fmt(source: &str) -> String {
+        format_program(source).unwrap_or_else(|d| panic!("{}", d[0].message))
+    }
+
+    #[test]
+    fn empty_and_comment_only_programs() {
+        assert_eq!(fmt(""), "");
+        assert_eq!(fmt("  \n\n"), "");
+        assert_eq!(fmt("// only\n\n\n/* this */"), "// only\n\n/* this */\n");
+    }
+
+    #[test]
+    fn empty_blocks_and_statements() {
+        assert_eq!(
+            fmt("model{}generated quantities{;{}}"),
+            "model {\n}\ngenerated quantities {\n  ;\n  {\n  }\n}\n"
+        );
+    }
+
+    #[test]
+    fn crlf_input_gives_lf_output_and_comments_lose_trailing_space() {
+        let source = "model {\r\n  // note  \r\n  target += 1;\r\n}\r\n";
+        assert_eq!(fmt(source), "model {\n  // note\n  target += 1;\n}\n");
+    }
+
+    #[test]
+    fn nothing_follows_a_line_comment_on_its_line() {
+        let source = "model { target += 1; // one\n/* two */ }";
+        assert_eq!(
+            fmt(source),
+            "model {\n  target += 1; // one\n  /* two */\n}\n"
+        );
+        let source = "model { target += 1; /* a */ // b\n}";
+        assert_eq!(fmt(source), "model {\n  target += 1; /* a */ // b\n}\n");
+    }
 }
