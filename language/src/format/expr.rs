@@ -6,8 +6,32 @@
 //! conditional and `~` are surrounded by spaces; `,` is followed by one;
 //! ranges in indexes and loops are `a:b`, or `a : b` when a bound is itself
 //! an operator expression (`x[i + 1 : N]`), which reads unambiguously.
+//!
+//! The text carries line-break marks for [`super::wrap`]: [`OPEN`] and
+//! [`CLOSE`] around each bracketed list and operator chain (continuation
+//! lines align with where it starts), [`AFTER_COMMA`] where a list may
+//! break, and [`BEFORE_OPERATOR`] where an operator chain may break (the
+//! operator then starts the next line).
 
 use crate::syntax::ast::*;
+
+pub const OPEN: char = '\u{1}';
+pub const CLOSE: char = '\u{2}';
+pub const AFTER_COMMA: char = '\u{3}';
+pub const BEFORE_OPERATOR: char = '\u{4}';
+
+/// Items separated by `,` and a possible break, as one aligned group.
+fn push_list(out: &mut String, items: &[Expr]) {
+    out.push(OPEN);
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+            out.push(AFTER_COMMA);
+        }
+        write_expr(out, item);
+    }
+    out.push(CLOSE);
+}
 
 /// `e` as canonical Stan source.
 pub fn expr(e: &Expr) -> String {
@@ -16,9 +40,20 @@ pub fn expr(e: &Expr) -> String {
     out
 }
 
-/// Comma-separated expressions.
+/// Comma-separated expressions (one group that may break after commas).
 pub fn list(items: &[Expr]) -> String {
-    items.iter().map(expr).collect::<Vec<_>>().join(", ")
+    let mut out = String::new();
+    push_list(&mut out, items);
+    out
+}
+
+/// Strings joined as one group that may break after its commas.
+pub fn joined(items: &[String]) -> String {
+    let mut out = String::new();
+    out.push(OPEN);
+    out.push_str(&items.join(&format!(",{AFTER_COMMA}")));
+    out.push(CLOSE);
+    out
 }
 
 fn write_expr(out: &mut String, e: &Expr) {
@@ -39,18 +74,24 @@ fn write_expr(out: &mut String, e: &Expr) {
             write_expr(out, x);
         }
         ExprKind::Binary(op, a, b) => {
+            out.push(OPEN);
             write_expr(out, a);
-            out.push(' ');
+            out.push(BEFORE_OPERATOR);
             out.push_str(op.symbol());
             out.push(' ');
             write_expr(out, b);
+            out.push(CLOSE);
         }
         ExprKind::Cond(c, t, f) => {
+            out.push(OPEN);
             write_expr(out, c);
-            out.push_str(" ? ");
+            out.push(BEFORE_OPERATOR);
+            out.push_str("? ");
             write_expr(out, t);
-            out.push_str(" : ");
+            out.push(BEFORE_OPERATOR);
+            out.push_str(": ");
             write_expr(out, f);
+            out.push(CLOSE);
         }
         ExprKind::Call {
             name,
@@ -59,28 +100,30 @@ fn write_expr(out: &mut String, e: &Expr) {
         } => {
             out.push_str(&name.name);
             out.push('(');
-            for (i, arg) in args.iter().enumerate() {
-                if i == 1 {
-                    out.push_str(if *conditional { " | " } else { ", " });
-                } else if i > 1 {
-                    out.push_str(", ");
-                }
-                write_expr(out, arg);
-            }
-            if *conditional && args.len() == 1 {
-                out.push_str(" |");
+            if *conditional {
+                // `f(y | a, b)`: the variate, then the parameters as a list.
+                out.push(OPEN);
+                write_expr(out, &args[0]);
+                out.push_str(if args.len() == 1 { " |" } else { " | " });
+                push_list(out, &args[1..]);
+                out.push(CLOSE);
+            } else {
+                push_list(out, args);
             }
             out.push(')');
         }
         ExprKind::Index(base, indexes) => {
             write_expr(out, base);
             out.push('[');
+            out.push(OPEN);
             for (i, index) in indexes.iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push(',');
+                    out.push(AFTER_COMMA);
                 }
                 write_index(out, index);
             }
+            out.push(CLOSE);
             out.push(']');
         }
         ExprKind::TupleProj(x, n) => {
@@ -112,7 +155,9 @@ fn write_expr(out: &mut String, e: &Expr) {
         }
         ExprKind::Paren(x) => {
             out.push('(');
+            out.push(OPEN);
             write_expr(out, x);
+            out.push(CLOSE);
             out.push(')');
         }
         // Only in programs with syntax errors, which are not formatted.

@@ -16,7 +16,8 @@
 
 use crate::syntax::ast::*;
 
-use super::expr::{expr, list, range, sized_type, unsized_type};
+use super::expr::{expr, joined, list, range, sized_type, unsized_type};
+use super::wrap;
 
 const INDENT: &str = "  ";
 
@@ -172,7 +173,7 @@ impl<'s> Layout<'s> {
         self.blank_line_before(start);
         // Comments between the statement's tokens move above it.
         self.comments_before(end);
-        self.line.push_str(text);
+        self.push_code(text);
         self.emitted_to = end;
         self.trailing_comments(end);
         self.end_line();
@@ -186,7 +187,7 @@ impl<'s> Layout<'s> {
         match &stmt.kind {
             StmtKind::If { .. } => self.if_chain(stmt),
             StmtKind::While { cond, body } => {
-                self.line.push_str(&format!("while ({})", expr(cond)));
+                self.push_code(&format!("while ({})", expr(cond)));
                 self.body(body);
             }
             StmtKind::For {
@@ -196,23 +197,22 @@ impl<'s> Layout<'s> {
                 body,
             } => {
                 let head = format!("for ({} in {})", var.name, range(lower, upper));
-                self.line.push_str(&head);
+                self.push_code(&head);
                 self.body(body);
             }
             StmtKind::ForEach { var, iter, body } => {
-                self.line
-                    .push_str(&format!("for ({} in {})", var.name, expr(iter)));
+                self.push_code(&format!("for ({} in {})", var.name, expr(iter)));
                 self.body(body);
             }
             StmtKind::Block(stmts) => self.braced(stmt.span, stmts),
             StmtKind::Profile { name, body } => {
-                self.line.push_str(&format!("profile(\"{name}\") "));
+                self.push_code(&format!("profile(\"{name}\") "));
                 let open = self.find_char(start, '{');
                 let span = crate::span::Span::new(open, stmt.span.end as usize);
                 self.braced(span, body);
             }
             StmtKind::FunDef(def) => {
-                self.line.push_str(&signature(def));
+                self.push_code(&signature(def));
                 match &def.body {
                     Some(body) => self.body(body),
                     None => {
@@ -243,7 +243,7 @@ impl<'s> Layout<'s> {
         else {
             return;
         };
-        self.line.push_str(&format!("if ({})", expr(cond)));
+        self.push_code(&format!("if ({})", expr(cond)));
         self.body(then);
         let Some(other) = otherwise else {
             return;
@@ -313,6 +313,17 @@ impl<'s> Layout<'s> {
         self.depth -= 1;
         self.line.push('}');
         self.emitted_to = at + 1;
+    }
+
+    /// Append marked code to the current line, broken to fit the width.
+    fn push_code(&mut self, marked: &str) {
+        let current = self
+            .line
+            .rsplit('\n')
+            .next()
+            .map_or(0, |l| l.chars().count());
+        let start = self.depth * INDENT.len() + current;
+        self.line.push_str(&wrap::render(marked, start));
     }
 
     fn is_braced(&self, stmt: &Stmt) -> bool {
@@ -464,5 +475,5 @@ fn signature(def: &FunDef) -> String {
             format!("{data}{} {}", unsized_type(&a.ty), a.name.name)
         })
         .collect();
-    format!("{ret} {}({})", def.name.name, args.join(", "))
+    format!("{ret} {}({})", def.name.name, joined(&args))
 }

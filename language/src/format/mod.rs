@@ -6,7 +6,9 @@
 //! commas, unbraced bodies on their own indented line, `} else {`.
 //! Comments are kept, placed by their source offsets (see [`layout`]);
 //! one blank line between statements is kept where the source had one.
-//! Lines are not wrapped.
+//! Statements longer than 80 columns break after commas and before binary
+//! operators, continuation lines aligned with their bracket or operand
+//! ([`wrap`]).
 //!
 //! Invariants (tested over the whole corpus in `tests/format_corpus.rs`):
 //! - the program's tree is unchanged: `parse(format(x))` equals `parse(x)`
@@ -20,6 +22,7 @@
 
 mod expr;
 mod layout;
+mod wrap;
 
 pub use layout::canonical_comment;
 
