@@ -58,3 +58,12 @@ fn syntax_errors_are_returned_not_formatted() {
         errors[0].message
     );
 }
+
+#[test]
+fn long_lines() {
+    let formatted = format_case("long_lines.stan");
+    for line in formatted.lines() {
+        assert!(line.chars().count() <= 80, "too long: {line}");
+    }
+    insta::assert_snapshot!(formatted);
+}

@@ -5,9 +5,9 @@
 //!   line above it, at the statement's indentation;
 //! - a comment after a statement or an opening `{` on the same source line
 //!   stays at the end of that line;
-//! - a comment inside a one-line statement (between its tokens) cannot stay
-//!   there once the statement is one line: it moves to its own line just
-//!   above the statement, text unchanged;
+//! - a comment inside a simple statement (between its tokens) cannot stay
+//!   there, as the statement's line breaks are the formatter's: it moves to
+//!   its own line just above the statement, text unchanged;
 //! - a comment inside a statement's header (`for (...) /* here */ {`) ends
 //!   the header's line.
 //!
@@ -166,7 +166,7 @@ impl<'s> Layout<'s> {
         self.simple(stmt.span, &text);
     }
 
-    /// A statement printed on one line.
+    /// A simple statement (broken into lines by [`wrap`] if long).
     fn simple(&mut self, span: crate::span::Span, text: &str) {
         let (start, end) = (span.start as usize, span.end as usize);
         self.comments_before(start);
