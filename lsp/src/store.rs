@@ -198,12 +198,17 @@ pub async fn check_until_current(store: Arc<Store>, client: Client, uri: Url) {
             let Some(entry) = entries.get_mut(&uri) else {
                 return;
             };
+            let Ok(next) = analysed else {
+                // The checking thread was lost (the runtime is shutting
+                // down): stop; the next edit starts a new check.
+                entry.checking = false;
+                return;
+            };
             // Install only if no newer text arrived meanwhile.
-            if let Ok(next) = analysed
-                && entry
-                    .pending
-                    .as_ref()
-                    .is_some_and(|p| p.revision == revision)
+            if entry
+                .pending
+                .as_ref()
+                .is_some_and(|p| p.revision == revision)
             {
                 entry.pending = None;
                 entry.document.replace_with(next);
