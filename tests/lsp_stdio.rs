@@ -1,6 +1,8 @@
 //! `bat lsp` as an editor starts it: JSON-RPC over the process's stdin and
-//! stdout. Diagnostics arrive for an opened file, and the process ends
-//! promptly after `shutdown` + `exit` although the pipe stays open.
+//! stdout. Diagnostics arrive for an opened file and again (checked in the
+//! background) after a change; hover, definition, completion and
+//! formatting answer; and the process ends promptly after `shutdown` +
+//! `exit` although the pipe stays open.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -26,6 +28,22 @@ fn read_message(reader: &mut impl BufRead) -> serde_json::Value {
     let mut body = vec![0; length];
     reader.read_exact(&mut body).unwrap();
     serde_json::from_slice(&body).unwrap()
+}
+
+/// The response to request `id`, skipping notifications in between.
+fn response(reader: &mut impl BufRead, id: i64) -> serde_json::Value {
+    loop {
+        let message = read_message(reader);
+        if message["id"] == id {
+            return message;
+        }
+    }
+}
+
+fn request(id: i64, method: &str, params: serde_json::Value) -> Vec<u8> {
+    let message =
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    frame(&message.to_string())
 }
 
 #[test]
@@ -56,6 +74,57 @@ fn bat_lsp_serves_stdio_and_exits_after_exit() {
     let published = read_message(&mut stdout);
     assert_eq!(published["method"], "textDocument/publishDiagnostics");
     assert_eq!(published["params"]["diagnostics"][0]["code"], "E0101");
+
+    // Declare `x`: the change is checked in the background and published.
+    let fixed = "parameters { real x; }\nmodel { x ~ normal(0,1); }";
+    let change = serde_json::json!({"jsonrpc": "2.0", "method": "textDocument/didChange",
+        "params": {"textDocument": {"uri": "file:///m.stan", "version": 2},
+                   "contentChanges": [{"text": fixed}]}});
+    stdin.write_all(&frame(&change.to_string())).unwrap();
+    let published = read_message(&mut stdout);
+    assert_eq!(published["params"]["version"], 2, "{published}");
+    assert_eq!(published["params"]["diagnostics"], serde_json::json!([]));
+
+    // `x` in `x ~ normal` is on line 1 at column 8.
+    let at = serde_json::json!({"textDocument": {"uri": "file:///m.stan"},
+                                "position": {"line": 1, "character": 8}});
+    stdin
+        .write_all(&request(10, "textDocument/hover", at.clone()))
+        .unwrap();
+    let hover = response(&mut stdout, 10);
+    let value = hover["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(value.contains("real x"), "{hover}");
+    stdin
+        .write_all(&request(11, "textDocument/definition", at.clone()))
+        .unwrap();
+    let definition = response(&mut stdout, 11);
+    assert_eq!(
+        definition["result"]["range"]["start"],
+        serde_json::json!({"line": 0, "character": 18})
+    );
+    stdin
+        .write_all(&request(12, "textDocument/completion", at))
+        .unwrap();
+    let completion = response(&mut stdout, 12);
+    let labels: Vec<&str> = completion["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["label"].as_str())
+        .collect();
+    assert!(labels.contains(&"x"), "{labels:?}");
+    let format = serde_json::json!({"textDocument": {"uri": "file:///m.stan"},
+                                    "options": {"tabSize": 2, "insertSpaces": true}});
+    stdin
+        .write_all(&request(13, "textDocument/formatting", format))
+        .unwrap();
+    let formatting = response(&mut stdout, 13);
+    assert_eq!(
+        formatting["result"][0]["newText"],
+        "parameters {\n  real x;\n}\nmodel {\n  x ~ normal(0, 1);\n}\n"
+    );
 
     stdin
         .write_all(&frame(r#"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#))

@@ -20,6 +20,7 @@ pub mod builtins;
 pub mod check;
 pub mod data;
 pub mod diagnostic;
+pub mod format;
 pub mod interp;
 pub mod mir;
 pub mod span;

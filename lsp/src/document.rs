@@ -103,9 +103,15 @@ impl Document {
     /// Replace the text, keeping the names of the last good text if the new
     /// one does not check.
     pub fn update(&mut self, text: String, version: i32, kind: SourceKind, encoding: Encoding) {
+        self.replace_with(Document::new_guarded(text, version, kind, encoding));
+    }
+
+    /// Become `next` (an analysis of newer text), keeping the names and
+    /// outline of the last good text as [`Document::update`] does.
+    pub fn replace_with(&mut self, next: Document) {
         let previous_names = std::mem::take(&mut self.last_good_names);
         let previous_outline = std::mem::take(&mut self.outline);
-        *self = Document::new_guarded(text, version, kind, encoding);
+        *self = next;
         if self.checked.is_none() {
             self.last_good_names = previous_names;
         }

@@ -1,6 +1,6 @@
 //! bat's language server: live diagnostics, hover, go to definition, find
-//! references, highlights, rename, completion, signature help and the
-//! document outline for Stan programs, all computed from the compiler's own
+//! references, highlights, rename, completion, signature help, the
+//! document outline, folding ranges and formatting for Stan programs, all computed from the compiler's own
 //! parse and check results (`language::compile_front_end`).
 //!
 //! Layout: [`document`] holds one open text and its front-end results;
@@ -14,12 +14,15 @@ pub mod completion;
 pub mod diagnostics;
 pub mod document;
 mod exit;
+pub mod folding;
+pub mod formatting;
 pub mod hover;
 pub mod navigation;
 pub mod position;
 pub mod semantic_tokens;
 pub mod server;
 pub mod signature_help;
+pub mod store;
 pub mod symbols;
 
 use tower_lsp::{LspService, Server};

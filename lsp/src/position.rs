@@ -4,8 +4,11 @@
 //! (line, character) pairs where "character" counts UTF-16 code units unless
 //! client and server agreed on UTF-8 at initialisation. This module is the
 //! only place that knows about either encoding.
+//!
+//! Lines end at `\n`, `\r\n` or a lone `\r`, as the protocol defines; a
+//! position never falls between the `\r` and `\n` of one line break.
 
-use language::{LineIndex, Span};
+use language::Span;
 use tower_lsp::lsp_types::{Position, Range};
 
 /// How the `character` of an LSP position is counted.
@@ -18,25 +21,69 @@ pub enum Encoding {
     Utf8,
 }
 
+/// Byte offsets where lines start, with LSP's line breaks.
+#[derive(Clone, Debug)]
+struct Lines {
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    fn new(text: &str) -> Lines {
+        let bytes = text.as_bytes();
+        let mut starts = vec![0];
+        for (i, &b) in bytes.iter().enumerate() {
+            let ends_line = b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n'));
+            if ends_line {
+                starts.push(i + 1);
+            }
+        }
+        Lines { starts }
+    }
+
+    fn line_of(&self, offset: usize) -> usize {
+        match self.starts.binary_search(&offset) {
+            Ok(line) => line,
+            Err(next) => next - 1,
+        }
+    }
+
+    fn line_start(&self, line: usize) -> usize {
+        self.starts[line]
+    }
+
+    fn line_count(&self) -> usize {
+        self.starts.len()
+    }
+}
+
 /// A text with its line index, converting between offsets and positions.
 #[derive(Clone, Debug)]
 pub struct PositionMap {
-    lines: LineIndex,
+    lines: Lines,
     encoding: Encoding,
 }
 
 impl PositionMap {
     pub fn new(text: &str, encoding: Encoding) -> PositionMap {
         PositionMap {
-            lines: LineIndex::new(text),
+            lines: Lines::new(text),
             encoding,
         }
+    }
+
+    /// The 0-based line holding byte `offset`.
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.lines.line_of(offset)
     }
 
     /// The LSP position of byte `offset` (clamped to the text, and moved back
     /// to a character boundary if it falls inside a character).
     pub fn position(&self, text: &str, offset: usize) -> Position {
-        let offset = floor_char_boundary(text, offset.min(text.len()));
+        let mut offset = floor_char_boundary(text, offset.min(text.len()));
+        // Between the `\r` and `\n` of one break: the end of the line.
+        if offset > 0 && text.as_bytes()[offset - 1] == b'\r' && text[offset..].starts_with('\n') {
+            offset -= 1;
+        }
         let line = self.lines.line_of(offset);
         let prefix = &text[self.lines.line_start(line)..offset];
         let character = match self.encoding {
@@ -67,7 +114,11 @@ impl PositionMap {
         } else {
             text.len()
         };
-        let line_text = text[start..end].trim_end_matches(['\n', '\r']);
+        let with_break = &text[start..end];
+        let line_text = with_break
+            .strip_suffix("\r\n")
+            .or_else(|| with_break.strip_suffix(['\n', '\r']))
+            .unwrap_or(with_break);
         let wanted = position.character as usize;
         let mut units = 0;
         for (byte, ch) in line_text.char_indices() {
@@ -131,6 +182,18 @@ mod tests {
         assert_eq!(map.position(text, x), Position::new(0, 4));
         // A position inside the surrogate pair resolves to the character's end.
         assert_eq!(map.offset(text, Position::new(0, 3)), x);
+    }
+
+    #[test]
+    fn a_lone_carriage_return_ends_a_line() {
+        let text = "a\rb\r\nc\nd";
+        let map = PositionMap::new(text, Encoding::Utf16);
+        let at = |c: char| text.find(c).unwrap();
+        assert_eq!(map.position(text, at('b')), Position::new(1, 0));
+        assert_eq!(map.position(text, at('c')), Position::new(2, 0));
+        assert_eq!(map.position(text, at('d')), Position::new(3, 0));
+        assert_eq!(map.offset(text, Position::new(1, 9)), at('b') + 1);
+        assert_eq!(map.offset(text, Position::new(0, 9)), 1);
     }
 
     #[test]

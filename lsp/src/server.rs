@@ -2,75 +2,56 @@
 //! answered by the pure analysis modules.
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use tower_lsp::jsonrpc::{Error, Result};
 use tower_lsp::lsp_types::*;
 use tower_lsp::{Client, LanguageServer};
 
 use crate::completion::{self, CandidateKind};
-use crate::document::{Document, SourceKind};
+use crate::document::Document;
+use crate::folding::FoldKind;
 use crate::position::Encoding;
+use crate::store::{Store, check_until_current, source_kind};
 use crate::symbols::{OutlineItem, OutlineKind};
-use crate::{code_actions, diagnostics, hover, navigation, semantic_tokens, signature_help};
+use crate::{
+    code_actions, diagnostics, folding, formatting, hover, navigation, semantic_tokens,
+    signature_help,
+};
 
 pub struct Backend {
     client: Client,
-    documents: Mutex<HashMap<Url, Document>>,
-    encoding: Mutex<Encoding>,
+    store: Arc<Store>,
 }
 
 impl Backend {
     pub fn new(client: Client) -> Backend {
         Backend {
             client,
-            documents: Mutex::new(HashMap::new()),
-            encoding: Mutex::new(Encoding::Utf16),
+            store: Arc::new(Store::default()),
         }
     }
 
-    fn documents(&self) -> MutexGuard<'_, HashMap<Url, Document>> {
-        self.documents
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    /// The store, for tests that compare the server's text with their own.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
     }
 
-    fn encoding(&self) -> Encoding {
-        *self.encoding.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Run `f` on the document at `uri` and the byte offset of `position`.
+    /// Run `f` on the up-to-date document at `uri` and the byte offset of
+    /// `position`.
     fn with_document<T>(
         &self,
         uri: &Url,
         position: Position,
         f: impl FnOnce(&Document, usize) -> Option<T>,
     ) -> Option<T> {
-        let documents = self.documents();
-        let document = documents.get(uri)?;
-        let offset = document.positions.offset(&document.text, position);
-        // A bug in one feature must not take the whole server down.
-        std::panic::catch_unwind(AssertUnwindSafe(|| f(document, offset))).unwrap_or(None)
+        self.store
+            .with_fresh(uri, |document| {
+                let offset = document.positions.offset(&document.text, position);
+                f(document, offset)
+            })
+            .flatten()
     }
-
-    async fn publish(&self, uri: Url) {
-        let published = {
-            let documents = self.documents();
-            documents
-                .get(&uri)
-                .map(|d| (diagnostics::to_lsp(d, &uri), d.version))
-        };
-        if let Some((diagnostics, version)) = published {
-            self.client
-                .publish_diagnostics(uri, diagnostics, Some(version))
-                .await;
-        }
-    }
-}
-
-fn source_kind(uri: &Url) -> SourceKind {
-    SourceKind::of_path(uri.path())
 }
 
 /// UTF-8 positions if the client offers them (no re-encoding needed),
@@ -116,6 +97,8 @@ pub fn capabilities(encoding: Encoding) -> ServerCapabilities {
             },
         )),
         definition_provider: Some(OneOf::Left(true)),
+        document_formatting_provider: Some(OneOf::Left(true)),
+        folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
         references_provider: Some(OneOf::Left(true)),
         document_highlight_provider: Some(OneOf::Left(true)),
         document_symbol_provider: Some(OneOf::Left(true)),
@@ -140,7 +123,7 @@ pub fn capabilities(encoding: Encoding) -> ServerCapabilities {
 impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
         let encoding = negotiate_encoding(&params);
-        *self.encoding.lock().unwrap_or_else(PoisonError::into_inner) = encoding;
+        self.store.set_encoding(encoding);
         Ok(InitializeResult {
             capabilities: capabilities(encoding),
             server_info: Some(ServerInfo {
@@ -156,41 +139,32 @@ impl LanguageServer for Backend {
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
         let doc = params.text_document;
-        let document = Document::new(
-            doc.text,
-            doc.version,
-            source_kind(&doc.uri),
-            self.encoding(),
-        );
-        self.documents().insert(doc.uri.clone(), document);
-        self.publish(doc.uri).await;
+        self.store.open(doc.uri.clone(), doc.text, doc.version);
+        self.store.publish_now(&self.client, doc.uri).await;
     }
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
         let uri = params.text_document.uri;
-        {
-            let encoding = self.encoding();
-            let mut documents = self.documents();
-            let Some(document) = documents.get_mut(&uri) else {
-                return;
-            };
-            let mut text = std::mem::take(&mut document.text);
+        let encoding = self.store.encoding();
+        let start_check = self.store.edit(&uri, params.text_document.version, |text| {
             for change in params.content_changes {
-                apply_change(&mut text, change, encoding);
+                apply_change(text, change, encoding);
             }
-            document.update(
-                text,
-                params.text_document.version,
-                source_kind(&uri),
-                encoding,
-            );
+        });
+        // Checking runs in the background, so this returns at once and the
+        // next edits are applied while a check runs (and coalesced).
+        if start_check {
+            tokio::spawn(check_until_current(
+                self.store.clone(),
+                self.client.clone(),
+                uri,
+            ));
         }
-        self.publish(uri).await;
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
         let uri = params.text_document.uri;
-        self.documents().remove(&uri);
+        self.store.close(&uri);
         // Clear the closed file's diagnostics from the editor.
         self.client.publish_diagnostics(uri, Vec::new(), None).await;
     }
@@ -292,21 +266,24 @@ impl LanguageServer for Backend {
     async fn rename(&self, params: RenameParams) -> Result<Option<WorkspaceEdit>> {
         let at = params.text_document_position;
         let uri = at.text_document.uri;
-        let documents = self.documents();
-        let Some(doc) = documents.get(&uri) else {
-            return Ok(None);
-        };
-        let offset = doc.positions.offset(&doc.text, at.position);
-        let edits = navigation::rename(doc, offset, &params.new_name, source_kind(&uri))
-            .map_err(|e| Error::invalid_params(e.0))?;
-        let edits = edits
-            .into_iter()
-            .map(|(span, new_text)| TextEdit::new(doc.positions.range(&doc.text, span), new_text))
-            .collect();
-        Ok(Some(WorkspaceEdit::new(HashMap::from([(
-            uri.clone(),
-            edits,
-        )]))))
+        let outcome = self.store.with_fresh(&uri, |doc| {
+            let offset = doc.positions.offset(&doc.text, at.position);
+            let edits = navigation::rename(doc, offset, &params.new_name, source_kind(&uri))?;
+            Ok::<_, navigation::RenameError>(
+                edits
+                    .into_iter()
+                    .map(|(span, text)| TextEdit::new(doc.positions.range(&doc.text, span), text))
+                    .collect::<Vec<_>>(),
+            )
+        });
+        match outcome {
+            None => Ok(None),
+            Some(Err(refusal)) => Err(Error::invalid_params(refusal.0)),
+            Some(Ok(edits)) => Ok(Some(WorkspaceEdit::new(HashMap::from([(
+                uri.clone(),
+                edits,
+            )])))),
+        }
     }
 
     async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
@@ -358,14 +335,10 @@ impl LanguageServer for Backend {
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
         let uri = params.text_document.uri;
-        let documents = self.documents();
-        let Some(doc) = documents.get(&uri) else {
-            return Ok(None);
-        };
-        let start = doc.positions.offset(&doc.text, params.range.start);
-        let end = doc.positions.offset(&doc.text, params.range.end);
-        let published = diagnostics::to_lsp(doc, &uri);
-        let actions: Vec<CodeActionOrCommand> =
+        let actions = self.store.with_fresh(&uri, |doc| {
+            let start = doc.positions.offset(&doc.text, params.range.start);
+            let end = doc.positions.offset(&doc.text, params.range.end);
+            let published = diagnostics::to_lsp(doc, &uri);
             code_actions::quick_fixes(doc, language::Span::new(start, end))
                 .into_iter()
                 .map(|fix| {
@@ -383,50 +356,94 @@ impl LanguageServer for Backend {
                         ..Default::default()
                     })
                 })
-                .collect();
-        Ok((!actions.is_empty()).then_some(actions))
+                .collect::<Vec<_>>()
+        });
+        Ok(actions.filter(|a| !a.is_empty()))
     }
 
     async fn semantic_tokens_full(
         &self,
         params: SemanticTokensParams,
     ) -> Result<Option<SemanticTokensResult>> {
-        let documents = self.documents();
-        let Some(doc) = documents.get(&params.text_document.uri) else {
-            return Ok(None);
-        };
-        let data = semantic_tokens::encode(doc, &semantic_tokens::tokens(doc));
-        let data = data
-            .chunks_exact(5)
-            .map(|c| SemanticToken {
-                delta_line: c[0],
-                delta_start: c[1],
-                length: c[2],
-                token_type: c[3],
-                token_modifiers_bitset: c[4],
+        let data = self.store.with_fresh(&params.text_document.uri, |doc| {
+            semantic_tokens::encode(doc, &semantic_tokens::tokens(doc))
+        });
+        Ok(data.map(|data| {
+            let data = data
+                .chunks_exact(5)
+                .map(|c| SemanticToken {
+                    delta_line: c[0],
+                    delta_start: c[1],
+                    length: c[2],
+                    token_type: c[3],
+                    token_modifiers_bitset: c[4],
+                })
+                .collect();
+            SemanticTokensResult::Tokens(SemanticTokens {
+                result_id: None,
+                data,
             })
-            .collect();
-        Ok(Some(SemanticTokensResult::Tokens(SemanticTokens {
-            result_id: None,
-            data,
-        })))
+        }))
+    }
+
+    async fn formatting(&self, params: DocumentFormattingParams) -> Result<Option<Vec<TextEdit>>> {
+        let uri = params.text_document.uri;
+        let outcome = self.store.with_fresh(&uri, |doc| {
+            formatting::format_document(doc, source_kind(&uri)).map(|formatted| {
+                // One edit replacing the whole text: the formatter rewrites
+                // every line anyway.
+                let whole = language::Span::new(0, doc.text.len());
+                formatted.map(|text| TextEdit::new(doc.positions.range(&doc.text, whole), text))
+            })
+        });
+        match outcome {
+            None => Ok(None),
+            Some(Ok(edit)) => Ok(Some(edit.into_iter().collect())),
+            // The text is left alone; the diagnostics already say why, so
+            // format-on-save does not also pop up an error each time.
+            Some(Err(reason)) => {
+                self.client
+                    .log_message(MessageType::INFO, format!("not formatted: {reason}"))
+                    .await;
+                Ok(None)
+            }
+        }
+    }
+
+    async fn folding_range(&self, params: FoldingRangeParams) -> Result<Option<Vec<FoldingRange>>> {
+        let folds = self
+            .store
+            .with_fresh(&params.text_document.uri, folding::folding_ranges);
+        Ok(folds.map(|folds| {
+            folds
+                .into_iter()
+                .map(|f| FoldingRange {
+                    start_line: f.start_line as u32,
+                    start_character: None,
+                    end_line: f.end_line as u32,
+                    end_character: None,
+                    kind: Some(match f.kind {
+                        FoldKind::Region => FoldingRangeKind::Region,
+                        FoldKind::Comment => FoldingRangeKind::Comment,
+                    }),
+                    collapsed_text: None,
+                })
+                .collect()
+        }))
     }
 
     async fn document_symbol(
         &self,
         params: DocumentSymbolParams,
     ) -> Result<Option<DocumentSymbolResponse>> {
-        let documents = self.documents();
-        let Some(doc) = documents.get(&params.text_document.uri) else {
-            return Ok(None);
-        };
-        let symbols = doc
-            .outline
-            .iter()
-            .cloned()
-            .map(|item| document_symbol(doc, item))
-            .collect();
-        Ok(Some(DocumentSymbolResponse::Nested(symbols)))
+        let symbols = self.store.with_fresh(&params.text_document.uri, |doc| {
+            doc.outline
+                .iter()
+                .cloned()
+                .map(|item| document_symbol(doc, item))
+                .collect()
+        });
+        Ok(symbols.map(DocumentSymbolResponse::Nested))
     }
 }
 

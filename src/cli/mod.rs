@@ -5,6 +5,7 @@
 
 mod check;
 mod cuda;
+mod fmt;
 mod front_end;
 mod ir;
 mod json;
@@ -86,6 +87,18 @@ enum Command {
         file: PathBuf,
         #[arg(long, value_enum, default_value_t = SummaryFormat::Table)]
         format: SummaryFormat,
+    },
+    /// Format Stan programs in place in canonical style, keeping comments.
+    Fmt {
+        /// Files to format (`.stan`, `.bat`, `.stanfunctions`).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Change nothing; print a diff of each file that is not formatted and exit 1.
+        #[arg(long)]
+        check: bool,
+        /// When to colour diagnostics (auto: stderr is a terminal and NO_COLOR is unset).
+        #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
     },
     /// Run the language server over stdin/stdout (started by editors).
     Lsp,
@@ -193,6 +206,11 @@ pub fn run() -> ExitCode {
             jacobian: !no_jacobian,
             color: color.for_stderr(),
         }),
+        Command::Fmt {
+            files,
+            check,
+            color,
+        } => fmt::run(&files, check, color.for_stderr()),
         Command::Summary { file, format } => summary::run(&file, format.into()),
         Command::Lsp => match lsp::run_stdio() {
             Ok(()) => ExitCode::SUCCESS,
