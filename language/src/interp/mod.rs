@@ -19,6 +19,7 @@ mod error;
 mod exec;
 mod grad;
 mod index;
+pub mod lane;
 mod linalg;
 mod prims;
 mod prims_matrix;
@@ -127,6 +128,12 @@ impl Model {
             program: program.clone(),
             params,
         })
+    }
+
+    /// Data and transformed data values, indexed by [`VarId`] (other
+    /// variables `None`): the invariant inputs of a batched executor.
+    pub fn globals(&self) -> &[Option<Value>] {
+        &self.globals
     }
 
     pub fn params(&self) -> &[ParamLayout] {
