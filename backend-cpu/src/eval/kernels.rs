@@ -185,6 +185,7 @@ pub(crate) fn prim(
         return check(p, args, st, active, e);
     }
     if p == Mul
+        && st.gemm
         && let Some(slot) = gemm::multiply(args[0], args[1], false)
     {
         return Some(slot);

@@ -23,7 +23,7 @@
 //! - anything else: the interpreter's code lane by lane ([`per_lane`]).
 
 mod gemm;
-mod index;
+pub(crate) mod index;
 mod kernels;
 
 use crate::lanes::{Lanes, Slot, State};
@@ -140,6 +140,7 @@ pub fn eval(e: &Expr, st: &mut State, active: &Lanes) -> Result<Arc<Slot>> {
 fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Result<Arc<Slot>> {
     // `transpose(X) * v` with shared X: one GEMM reading X transposed.
     if p == Prim::Mul
+        && st.gemm
         && let ExprKind::Prim(Prim::Transpose, inner) = &args[0].kind
         && let [inner] = inner.as_slice()
     {

@@ -44,6 +44,10 @@ pub struct State<'p> {
     pub status: Vec<LaneStatus>,
     /// Lines printed, per lane.
     pub output: Vec<Vec<String>>,
+    /// Run shared-matrix × per-lane-vector products as one GEMM (rounding
+    /// differs from the interpreter's loop); off, they run lane by lane
+    /// and match it bit for bit.
+    pub gemm: bool,
 }
 
 impl<'p> State<'p> {
@@ -75,6 +79,7 @@ impl<'p> State<'p> {
             gradient: Vec::new(),
             status: vec![LaneStatus::Running; z],
             output: vec![Vec::new(); z],
+            gemm: true,
         }
     }
 
@@ -167,6 +172,7 @@ impl<'p> State<'p> {
             gradient: pick_cols(&self.gradient),
             status: ix.iter().map(|&l| self.status[l].clone()).collect(),
             output: ix.iter().map(|&l| self.output[l].clone()).collect(),
+            gemm: self.gemm,
         }
     }
 
