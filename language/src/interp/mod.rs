@@ -21,6 +21,7 @@ mod grad;
 mod index;
 pub mod lane;
 mod linalg;
+mod pc_exec;
 mod prims;
 mod prims_matrix;
 mod print;
