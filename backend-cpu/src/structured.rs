@@ -39,6 +39,8 @@ enum Flow {
 
 struct Driver {
     flow: Vec<Flow>,
+    /// False while no lane has ever been in a `break`/`continue`.
+    jumped: bool,
     branching: Branching,
 }
 
@@ -46,6 +48,7 @@ struct Driver {
 pub fn run(stmts: &[Stmt], st: &mut State, active: &Lanes, branching: Branching) -> Result<()> {
     let mut d = Driver {
         flow: vec![Flow::Normal; st.z],
+        jumped: false,
         branching,
     };
     d.block(stmts, st, active)
@@ -53,6 +56,9 @@ pub fn run(stmts: &[Stmt], st: &mut State, active: &Lanes, branching: Branching)
 
 impl Driver {
     fn live(&self, st: &State, lanes: &Lanes) -> Lanes {
+        if !self.jumped {
+            return st.running(lanes);
+        }
         lanes.retain(|l| st.is_running(l) && self.flow[l] == Flow::Normal)
     }
 
@@ -104,6 +110,7 @@ impl Driver {
         let mut sub = st.gather(lanes);
         let mut inner = Driver {
             flow: lanes.iter().map(|l| self.flow[l]).collect(),
+            jumped: self.jumped,
             branching: self.branching,
         };
         let all = Lanes::all(sub.z);
@@ -111,6 +118,7 @@ impl Driver {
         for (i, l) in lanes.iter().enumerate() {
             self.flow[l] = inner.flow[i];
         }
+        self.jumped |= inner.jumped;
         st.scatter(sub, lanes);
         result
     }
@@ -159,8 +167,14 @@ impl Driver {
                 self.count(*var, hi, lo, -1, body, st, active)?;
             }
             StmtKind::Block(stmts) => self.block(stmts, st, active)?,
-            StmtKind::Break => active.iter().for_each(|l| self.flow[l] = Flow::Break),
-            StmtKind::Continue => active.iter().for_each(|l| self.flow[l] = Flow::Continue),
+            StmtKind::Break => {
+                self.jumped = true;
+                active.iter().for_each(|l| self.flow[l] = Flow::Break)
+            }
+            StmtKind::Continue => {
+                self.jumped = true;
+                active.iter().for_each(|l| self.flow[l] = Flow::Continue)
+            }
             StmtKind::Return(_) => return Err(BatchError::NotStraightLine("`return`")),
             _ => exec_op(s, st, active)?,
         }

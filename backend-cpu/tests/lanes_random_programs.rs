@@ -211,3 +211,65 @@ proptest! {
         }
     }
 }
+
+/// Per-lane failures: an index out of range on the lanes that compute a
+/// bad index, a domain error in a density, a `reject` — each marks only
+/// its lanes; lanes that do not take a branch never fail in it.
+#[test]
+fn errors_mark_only_their_lanes() {
+    let source = r#"
+data { int K; vector[4] xd; }
+parameters { real a; real<lower=0> b; vector[4] v; }
+model {
+  int k = a > 0.5 ? 7 : 2;
+  target += v[k];
+  if (a < -1.0) {
+    target += v[K + 3];
+  }
+  if (v[1] > 1.5) reject("v[1] too big: ", v[1]);
+  target += normal_lpdf(xd | a, v[2] - 1.0);
+  v ~ normal(a, b);
+}
+"#;
+    let program = language::compile_model(source, "errors")
+        .0
+        .expect("compiles");
+    let data = DataFile::parse(r#"{"K": 3, "xd": [0.5, -1.0, 2.0, 0.25]}"#).unwrap();
+    let model = Model::new(&program, &data).unwrap();
+    let g = language::ad::gradient(&program).unwrap();
+    let z = 64;
+    let thetas: Vec<Vec<f64>> = (0..z)
+        .map(|l| {
+            let mut rng = Rng::new(5, l as u32, 0);
+            (0..6).map(|_| 4.0 * rng.uniform() - 2.0).collect()
+        })
+        .collect();
+    let (mut ok, mut failed) = (0, 0);
+    let mut kinds = Vec::new();
+    for branching in [Branching::Mask, Branching::Gather] {
+        let options = Options {
+            branching,
+            gemm: true,
+        };
+        let ours = structured::log_density_gradient(&model, &g, &thetas, true, options).unwrap();
+        for (l, (ours, th)) in ours.iter().zip(&thetas).enumerate() {
+            let truth = model.log_density_gradient(&g, th, true);
+            match (ours, &truth) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a, b, "lane {l}");
+                    ok += 1;
+                }
+                (Err(a), Err(b)) => {
+                    assert_eq!(a, b, "lane {l}");
+                    failed += 1;
+                    kinds.push(a.kind);
+                }
+                _ => panic!("lane {l} {branching:?}: {ours:?} vs {truth:?}"),
+            }
+        }
+    }
+    assert!(ok > 0 && failed > 0, "{ok} ok, {failed} failed");
+    use language::interp::ErrorKind;
+    assert!(kinds.contains(&ErrorKind::IndexOutOfRange), "{kinds:?}");
+    assert!(kinds.contains(&ErrorKind::Rejection), "{kinds:?}");
+}

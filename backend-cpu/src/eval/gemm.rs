@@ -6,6 +6,9 @@ use crate::lanes::{Dense, Slot};
 use language::data::Shape;
 use language::value::Value;
 
+/// Batches smaller than this multiply lane by lane (see [`product`]).
+const SMALL_BATCH: usize = 8;
+
 /// `a * b` with `a` a shared matrix (`transposed`: its transpose) and `b`
 /// a dense vector, or `a` a dense row vector and `b` a shared matrix.
 /// `None` when the operands are not of that form or sizes do not match
@@ -76,7 +79,24 @@ fn product(
     let z = v.z;
     let mut out = crate::lanes::pool::buffer(m * z);
     out.resize(m * z, 0.0);
-    if m > 0 && z > 0 {
+    if z < SMALL_BATCH {
+        // Few lanes: packing the shared matrix for GEMM costs more than
+        // the product. Each output sums over p in ascending order from 0,
+        // as the interpreter's loop does, so results are bit-identical;
+        // the loop nest follows the matrix's contiguous direction.
+        let mut add = |i: usize, p: usize| {
+            let aip = a[i * rsa + p * csa];
+            let vp = &v.data[p * z..(p + 1) * z];
+            for (o, &x) in out[i * z..(i + 1) * z].iter_mut().zip(vp) {
+                *o += aip * x;
+            }
+        };
+        if rsa == 1 {
+            (0..k).for_each(|p| (0..m).for_each(|i| add(i, p)));
+        } else {
+            (0..m).for_each(|i| (0..k).for_each(|p| add(i, p)));
+        }
+    } else if m > 0 {
         // SAFETY: the strides describe `a` (m×k within a.len()), `v.data`
         // (k×z row-major) and `out` (m×z row-major), all in bounds.
         unsafe {

@@ -24,6 +24,8 @@
 
 mod gemm;
 pub(crate) mod index;
+#[macro_use]
+mod scalar_fns;
 mod kernels;
 
 use crate::lanes::{Lanes, Slot, State};

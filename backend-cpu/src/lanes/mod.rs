@@ -365,3 +365,6 @@ impl Slot {
         *self = Slot::from_lane_values(values);
     }
 }
+
+#[cfg(test)]
+mod tests;

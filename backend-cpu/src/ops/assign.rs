@@ -191,7 +191,7 @@ pub(crate) fn unpack(
                 l,
                 RuntimeError::fatal(format!(
                     "tuple unpacking: unexpected operand {}",
-                    describe(&other)
+                    lane::describe(&other)
                 ))
                 .at(s.span),
             ),
@@ -213,15 +213,6 @@ pub(crate) fn unpack(
         });
     }
     Ok(())
-}
-
-fn describe(v: &Value) -> String {
-    match v {
-        Value::Tuple(items) => format!("tuple of {}", items.len()),
-        Value::Int(_) => "int".into(),
-        Value::Real(_) => "real".into(),
-        _ => "value".into(),
-    }
 }
 
 /// `lhs += rhs` (the reverse sweep's accumulation).
@@ -271,7 +262,7 @@ pub(crate) fn add_assign(
         let z = d.z;
         let cur = lane::flat_reals(cur);
         for (e, c) in cur.iter().enumerate() {
-            d.element_mut(e).iter_mut().for_each(|y| *y = c + *y);
+            d.element_mut(e).iter_mut().for_each(|y| *y += c);
         }
         debug_assert_eq!(z, st.z);
         st.vars[lhs.var.0 as usize] = Some(r);

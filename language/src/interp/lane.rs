@@ -102,6 +102,11 @@ pub fn with_data(template: &Value, data: &mut impl Iterator<Item = f64>) -> Valu
     super::values::with_data(template, data)
 }
 
+/// A short description of a value's type and size (as in error messages).
+pub fn describe(v: &Value) -> String {
+    super::error::describe(v)
+}
+
 /// How `print` and `reject` show a value.
 pub fn print_value(v: &Value) -> String {
     super::print::value(v)

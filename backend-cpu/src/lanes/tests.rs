@@ -1,0 +1,109 @@
+use super::*;
+use language::value::Value;
+
+fn values() -> Vec<Value> {
+    vec![
+        Value::Real(1.5),
+        Value::Vector(vec![1.0, 2.0, 3.0]),
+        Value::Matrix {
+            rows: 2,
+            cols: 2,
+            data: vec![1.0, 2.0, 3.0, 4.0],
+        },
+        Value::Array(vec![
+            Value::RowVector(vec![1.0, -1.0]),
+            Value::RowVector(vec![0.5, 0.25]),
+        ]),
+        Value::Array(vec![Value::Int(3), Value::Int(-4)]),
+        Value::Tuple(vec![Value::Real(1.0), Value::Int(2)]),
+    ]
+}
+
+/// Lane `l`'s version of `v`: the same shape, different numbers.
+fn shifted(v: &Value, l: usize) -> Value {
+    match v {
+        Value::Int(i) => Value::Int(i + l as i64),
+        Value::Array(items) => Value::Array(items.iter().map(|i| shifted(i, l)).collect()),
+        Value::Tuple(items) => Value::Tuple(items.iter().map(|i| shifted(i, l)).collect()),
+        other => language::interp::lane::with_data(
+            other,
+            &mut language::interp::lane::flat_reals(other)
+                .into_iter()
+                .map(|x| x + l as f64),
+        ),
+    }
+}
+
+#[test]
+fn lane_values_round_trip_through_every_slot_kind() {
+    for v in values() {
+        let lanes: Vec<Value> = (0..5).map(|l| shifted(&v, l)).collect();
+        let slot = Slot::from_lane_values(lanes.clone());
+        let dense = matches!(slot, Slot::Real(_) | Slot::Int(_));
+        assert_eq!(dense, !matches!(v, Value::Tuple(_)), "{v:?}");
+        for (l, want) in lanes.iter().enumerate() {
+            assert_eq!(&slot.lane_value(l), want);
+        }
+        let shared = Slot::shared(v.clone()).broadcast(5);
+        for l in 0..5 {
+            assert_eq!(shared.lane_value(l), v);
+        }
+    }
+}
+
+#[test]
+fn ragged_lanes_stay_per_lane() {
+    let slot = Slot::from_lane_values(vec![
+        Value::Vector(vec![1.0]),
+        Value::Vector(vec![1.0, 2.0]),
+    ]);
+    assert!(matches!(slot, Slot::PerLane(_)));
+    assert_eq!(slot.lane_value(1), Value::Vector(vec![1.0, 2.0]));
+}
+
+#[test]
+fn merge_writes_only_the_active_lanes() {
+    for v in values() {
+        let old: Vec<Value> = (0..6).map(|l| shifted(&v, l)).collect();
+        let new: Vec<Value> = (0..6).map(|l| shifted(&v, 10 + l)).collect();
+        let active = Lanes::from_indices(6, vec![1, 4]);
+        let mut slot = Slot::from_lane_values(old.clone());
+        slot.merge(Slot::from_lane_values(new.clone()), &active);
+        for l in 0..6 {
+            let want = if l == 1 || l == 4 { &new[l] } else { &old[l] };
+            assert_eq!(&slot.lane_value(l), want, "lane {l} of {v:?}");
+        }
+    }
+}
+
+#[test]
+fn gather_then_scatter_restores_and_updates_lanes() {
+    for v in values() {
+        let old: Vec<Value> = (0..6).map(|l| shifted(&v, l)).collect();
+        let lanes = [0, 2, 5];
+        let mut slot = Slot::from_lane_values(old.clone());
+        let sub = slot.gather(&lanes);
+        for (i, &l) in lanes.iter().enumerate() {
+            assert_eq!(sub.lane_value(i), old[l]);
+        }
+        let changed = Slot::from_lane_values((0..3).map(|i| shifted(&v, 20 + i)).collect());
+        slot.scatter(&changed, &lanes, 6);
+        for (l, old_l) in old.iter().enumerate() {
+            let want = match lanes.iter().position(|&x| x == l) {
+                Some(i) => shifted(&v, 20 + i),
+                None => old_l.clone(),
+            };
+            assert_eq!(slot.lane_value(l), want);
+        }
+    }
+}
+
+#[test]
+fn lane_sets_split_and_retain() {
+    let all = Lanes::all(5);
+    let (even, odd) = all.split(|l| l % 2 == 0);
+    assert_eq!(even.indices(), &[0, 2, 4]);
+    assert_eq!(odd.indices(), &[1, 3]);
+    assert_eq!(all.retain(|l| l != 2).indices(), &[0, 1, 3, 4]);
+    assert_eq!(Lanes::from_mask(&[true, false, true]).indices(), &[0, 2]);
+}
