@@ -28,7 +28,7 @@ pub fn run(path: &Path, emit: Emit, color: bool) -> ExitCode {
     let printed = run_guarded(|| match emit {
         // The syntax tree needs only a successful parse: semantic errors do
         // not stop it from being printed.
-        Emit::Mir | Emit::Grad | Emit::Cfg => unreachable!("handled by run_lowered"),
+        Emit::Mir | Emit::Grad | Emit::Cfg | Emit::Pc => unreachable!("handled by run_lowered"),
         Emit::Ast => {
             let (program, diagnostics) = if file.functions_only {
                 language::syntax::parse_functions_only(&file.text)
@@ -61,7 +61,7 @@ pub fn run(path: &Path, emit: Emit, color: bool) -> ExitCode {
     }
 }
 
-/// `--emit mir|grad|cfg`: the stages after checking.
+/// `--emit mir|grad|cfg|pc`: the stages after checking.
 fn run_lowered(path: &Path, emit: Emit, color: bool) -> ExitCode {
     let Ok(compiled) = model::compile(path, color) else {
         return ExitCode::FAILURE;
@@ -72,6 +72,10 @@ fn run_lowered(path: &Path, emit: Emit, color: bool) -> ExitCode {
             Err(model::Reported) => return ExitCode::FAILURE,
         },
         Emit::Cfg => match model::cfg_text(&compiled, color) {
+            Ok(text) => text,
+            Err(model::Reported) => return ExitCode::FAILURE,
+        },
+        Emit::Pc => match model::pc_text(&compiled, color) {
             Ok(text) => text,
             Err(model::Reported) => return ExitCode::FAILURE,
         },

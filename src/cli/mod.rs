@@ -195,6 +195,9 @@ pub enum Emit {
     /// The gradient program as a control-flow graph of basic blocks (the
     /// batching IR), followed by generated quantities.
     Cfg,
+    /// The program-counter IR: all functions in one graph with explicit
+    /// stacks, each variable's storage class and batched/shared marks.
+    Pc,
 }
 
 pub fn run() -> ExitCode {

@@ -90,6 +90,32 @@ pub fn cfg_text(compiled: &Compiled, color: bool) -> Result<String, Reported> {
     }
 }
 
+/// The PC IR of the gradient program, then of generated quantities.
+pub fn pc_text(compiled: &Compiled, color: bool) -> Result<String, Reported> {
+    let g = gradient(compiled, color)?;
+    let lowered = language::batch::lower_gradient(&g).and_then(|grad| {
+        Ok((
+            grad,
+            language::batch::lower_generated_quantities(&compiled.mir)?,
+        ))
+    });
+    let (grad, gq) = lowered.map_err(|diagnostics| {
+        report(&compiled.file, &diagnostics, MessageFormat::Human, color);
+        Reported
+    })?;
+    let build = |cfg| {
+        language::batch::pc::build(cfg).map_err(|e| {
+            eprintln!("error: {e}");
+            Reported
+        })
+    };
+    Ok(format!(
+        "{}\n{}",
+        language::batch::pc::print::print_pc(&build(&grad)?),
+        language::batch::pc::print::print_pc(&build(&gq)?)
+    ))
+}
+
 /// The data file to use: the one given, else `FILE.data.json` beside the
 /// model if it exists, else none.
 pub fn data_path(model: &Path, given: Option<&Path>) -> Option<PathBuf> {

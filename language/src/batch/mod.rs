@@ -1,7 +1,9 @@
 //! The batching IRs: the CFG IR of basic blocks ([`cfg`], Radul et al.
 //! 2020 Fig. 2) lowered from MIR and gradient programs, which the
 //! executors run for a whole batch of chains, each lane its own control
-//! path. The program-counter IR (Fig. 4) is built from it.
+//! path. The program-counter IR (Fig. 4, [`pc`]: one merged graph with
+//! explicit stacks, storage classes and batched-vs-shared marks) is built
+//! from it by [`pc::build`].
 
 pub mod cfg;
 mod lower;

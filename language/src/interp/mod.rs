@@ -30,6 +30,7 @@ mod values;
 
 pub use error::{ErrorKind, RuntimeError};
 pub use exec::MAX_CALL_DEPTH;
+pub use pc_exec::SharedTrace;
 pub use rng::{Rng, philox4x32};
 
 /// Does primitive `p` draw random numbers (an `_rng` function)?

@@ -9,8 +9,9 @@ use super::Model;
 use super::error::{Result, RuntimeError};
 use super::exec::{Flow, MAX_CALL_DEPTH, Machine, promote, truthy};
 use super::grad::GradState;
-use crate::batch::pc::{BlockId, Op, Program, Terminator};
-use crate::mir::FunId;
+use crate::batch::pc::sharing::Share;
+use crate::batch::pc::{BlockId, Op, Program, Terminator, effects};
+use crate::mir::{FunId, VarId};
 use crate::value::Value;
 
 impl Model {
@@ -40,9 +41,36 @@ impl Model {
             stacks: vec![Vec::new(); p.num_ad_stacks as usize],
             layout: self.params.clone(),
         });
-        run(&mut m, p, entry)?;
+        run(&mut m, p, entry, None)?;
         let state = m.grad.take().expect("set above");
         Ok((m.target, state.gradient))
+    }
+
+    /// [`Model::log_density_gradient_pc`] that also returns every value
+    /// written to a variable the sharing analysis calls shared, in order —
+    /// two lanes must give the same list (the analysis' test).
+    pub fn log_density_gradient_pc_traced(
+        &self,
+        p: &Program,
+        theta: &[f64],
+        jacobian: bool,
+    ) -> std::result::Result<(f64, Vec<f64>, SharedTrace), RuntimeError> {
+        let entry = p.entry(crate::batch::GRADIENT_ENTRY).ok_or_else(|| {
+            RuntimeError::fatal("the PC program has no log_density_gradient entry")
+        })?;
+        let n = self.num_unconstrained();
+        let mut m = Machine::with_base(&p.mir, &self.globals);
+        m.jacobian = jacobian;
+        m.grad = Some(GradState {
+            theta: theta.to_vec(),
+            gradient: vec![0.0; n],
+            stacks: vec![Vec::new(); p.num_ad_stacks as usize],
+            layout: self.params.clone(),
+        });
+        let mut trace = Vec::new();
+        run(&mut m, p, entry, Some(&mut trace))?;
+        let state = m.grad.take().expect("set above");
+        Ok((m.target, state.gradient, trace))
     }
 
     /// [`Model::generated_quantities`] by running the PC program `p` (built
@@ -61,15 +89,18 @@ impl Model {
             ));
         };
         self.draw_with(&p.mir, theta, rng, |m| {
-            run(m, p, tp)?;
-            run(m, p, gq)
+            run(m, p, tp, None)?;
+            run(m, p, gq, None)
         })
     }
 }
 
+/// Values written to shared variables, in execution order.
+pub type SharedTrace = Vec<(VarId, Value)>;
+
 /// Run entry `f` until its `Return` empties the program-counter stack.
 /// All variables live in the machine's one global frame.
-fn run(m: &mut Machine, p: &Program, f: FunId) -> Result<()> {
+fn run(m: &mut Machine, p: &Program, f: FunId, mut trace: Option<&mut SharedTrace>) -> Result<()> {
     let mut stacks: Vec<Vec<Option<Value>>> = vec![Vec::new(); p.mir.vars.len()];
     let mut pc_stack: Vec<BlockId> = Vec::new();
     let mut b = p.function(f).first_block;
@@ -112,6 +143,13 @@ fn run(m: &mut Machine, p: &Program, f: FunId) -> Result<()> {
                         )));
                     };
                     m.globals[v.0 as usize] = top;
+                }
+            }
+            if let (Some(trace), Some(sharing)) = (trace.as_deref_mut(), &p.sharing) {
+                for v in effects::of_op(op).writes {
+                    if sharing.var(v) == Share::Shared {
+                        trace.push((v, m.get(v)?.clone()));
+                    }
                 }
             }
         }

@@ -81,15 +81,17 @@ pub fn lower(cfg: &cfg::Program) -> Result<Program, PcError> {
 }
 
 /// Whether a call's return block is its CFG `next` block itself (the call
-/// is its only predecessor), else a new block that jumps to it.
+/// is its only predecessor, and not in that block), else a new block that
+/// jumps to it.
 fn merges_into_next(f: &cfg::Function, next: cfg::BlockId) -> bool {
-    let preds = f
+    let preds: Vec<usize> = f
         .blocks
         .iter()
-        .flat_map(|b| b.term.successors())
-        .filter(|s| *s == next)
-        .count();
-    next.0 != 0 && preds == 1
+        .enumerate()
+        .filter(|(_, b)| b.term.successors().contains(&next))
+        .map(|(i, _)| i)
+        .collect();
+    next.0 != 0 && preds.len() == 1 && preds[0] != next.0 as usize
 }
 
 /// (first block, number of blocks) of every function in the merged graph.
@@ -211,13 +213,17 @@ impl FnLowering<'_> {
                 }
                 let frame = me.frame.clone();
                 let mut ops = Vec::new();
-                // Arguments reading a parameter written earlier in the
-                // sequence (recursion) are bound to temporaries first.
+                // An argument reading a parameter written earlier in the
+                // sequence (recursion) is bound to a temporary first, and so
+                // is every argument before it, keeping the evaluation order
+                // (arguments may draw random numbers).
+                let last_clobbered = args.iter().enumerate().rposition(|(j, arg)| {
+                    let reads = super::effects::of_expr(arg).reads;
+                    callee.params[..j].iter().any(|p| reads.contains(p))
+                });
                 let mut values = Vec::new();
                 for (j, arg) in args.iter().enumerate() {
-                    let reads = super::effects::of_expr(arg).reads;
-                    let clobbered = callee.params[..j].iter().any(|p| reads.contains(p));
-                    if clobbered {
+                    if last_clobbered.is_some_and(|last| j <= last) {
                         let t = VarId(self.vars.len() as u32);
                         self.vars.push(VarInfo {
                             name: format!("{}$arg{j}", callee.name),

@@ -25,7 +25,8 @@
 //! - A call site is a block ending in `PushJump { ret, .. }` whose ops end
 //!   with the saves (`Push`) then the argument writes (`Arg`, in parameter
 //!   order; an argument that reads a parameter written earlier in the same
-//!   sequence was bound to a temporary first). The return block `ret` starts
+//!   sequence was bound to a temporary `callee$argJ` first, as was every
+//!   argument before it, so arguments are evaluated left to right). The return block `ret` starts
 //!   with the restores (`Pop`, in the reverse order of the saves) followed
 //!   by `Let x = callee_result` (if the call has a result). Pass
 //!   [`fuse`] may turn a restore and a later save into a `Peek` or remove
@@ -142,7 +143,8 @@ pub enum Terminator {
     Return,
 }
 
-/// Where a variable lives in a batched executor.
+/// Where a variable lives in a batched executor. Orthogonal to sharing:
+/// a `Shared` register or temporary needs one value, not one per lane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Storage {
     /// Read, never written by the program (data, transformed data, and in

@@ -38,10 +38,23 @@ pub fn print_pc(p: &Program) -> String {
             used[v.0 as usize] = true;
         }
     }
+    // Which function's frame a variable belongs to (names repeat).
+    let mut owner = vec![None; p.mir.vars.len()];
+    for f in &p.functions {
+        if f.kind != super::FunctionKind::Entry {
+            for v in f.frame.iter().chain(&f.result) {
+                owner[v.0 as usize] = Some(f.name.as_str());
+            }
+        }
+    }
     for (i, info) in p.mir.vars.iter().enumerate() {
         if !used[i] {
             continue;
         }
+        let name = match owner[i] {
+            Some(f) if !info.name.starts_with(&format!("{f}$")) => format!("{f}.{}", info.name),
+            _ => info.name.clone(),
+        };
         let storage = match p.storage[i] {
             Storage::Input => "input",
             Storage::Temp => "temp",
@@ -50,7 +63,7 @@ pub fn print_pc(p: &Program) -> String {
             Storage::Stack { cached_top: false } => "stack",
         };
         let share = share_name(p.sharing.as_ref().map(|s| s.var(VarId(i as u32))));
-        let _ = writeln!(out, "  {}: {}  {storage} {share}", info.name, info.ty);
+        let _ = writeln!(out, "  {name}: {}  {storage} {share}", info.ty);
     }
     for (fi, f) in p.functions.iter().enumerate() {
         let params: Vec<&str> = f.params.iter().map(|v| p.var_name(*v)).collect();

@@ -15,7 +15,8 @@
 //! When some branch is batched, lanes can also fall out of step (a lane
 //! that left a loop early runs later blocks at other times), so a shared
 //! variable must moreover hold one value for the whole run: it has a
-//! single writing op that does not read the variable itself. Without
+//! single writing op whose operands hold one value for the whole run
+//! (see [`time_invariant`]). Without
 //! batched branches all lanes run the same blocks in the same order
 //! (`lanes_in_step`).
 
@@ -63,14 +64,7 @@ pub fn analyse(p: &mut Program) {
         batched[i] =
             info.origin == Origin::Parameter || matches!(p.storage[i], Storage::Stack { .. });
     }
-    let mut writes = vec![0usize; nv];
-    let mut self_reads = vec![false; nv];
-    for e in effects.iter().flatten() {
-        for w in &e.writes {
-            writes[w.0 as usize] += 1;
-            self_reads[w.0 as usize] |= e.reads.contains(w);
-        }
-    }
+    let invariant = time_invariant(p.mir.vars.len(), effects.iter().flatten());
     let post_dominators = PostDominators::new(p);
     let mut divergent = vec![false; nb];
     // AD stacks holding per-lane values (or pushed by only some lanes).
@@ -112,7 +106,7 @@ pub fn analyse(p: &mut Program) {
                 changed |= !std::mem::replace(s, true);
             }
             for v in 0..nv {
-                if writes[v] > 1 || self_reads[v] {
+                if !invariant[v] {
                     changed |= !std::mem::replace(&mut batched[v], true);
                 }
             }
@@ -152,6 +146,36 @@ pub fn analyse(p: &mut Program) {
         divergent,
         lanes_in_step,
     });
+}
+
+/// Variables that hold one value for the whole run: never written, or
+/// written by a single op from time-invariant variables only (a least
+/// fixed point, so no variable on a dependency cycle — a loop counter, a
+/// recursive function's parameter — qualifies).
+fn time_invariant<'a>(nv: usize, effects: impl Iterator<Item = &'a effects::Effects>) -> Vec<bool> {
+    let mut writes = vec![0usize; nv];
+    let mut operands: Vec<Vec<crate::mir::VarId>> = vec![Vec::new(); nv];
+    for e in effects {
+        for w in &e.writes {
+            writes[w.0 as usize] += 1;
+            operands[w.0 as usize].extend(e.reads.iter().copied());
+        }
+    }
+    let mut invariant: Vec<bool> = writes.iter().map(|&w| w == 0).collect();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for v in 0..nv {
+            if !invariant[v]
+                && writes[v] == 1
+                && operands[v].iter().all(|o| invariant[o.0 as usize])
+            {
+                invariant[v] = true;
+                changed = true;
+            }
+        }
+    }
+    invariant
 }
 
 /// Every block of a function called from a divergent block is divergent.

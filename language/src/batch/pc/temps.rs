@@ -1,7 +1,8 @@
 //! Optimization (b): a variable that is never live across a block
 //! boundary (interprocedural liveness: not live into or out of any block)
 //! lives only within one block execution — storage class `Temp`, no
-//! batch storage. Variables the host reads after the run (transformed
+//! batch storage. (It may be used in several blocks; each writes it before
+//! reading it.) Variables the host reads after the run (transformed
 //! parameters, generated quantities) and saved variables never qualify.
 
 use super::liveness::{self, CallEdges};
