@@ -45,7 +45,7 @@ mod model;
 mod pc;
 mod schedule;
 
-pub use model::{BatchedModel, LaneResult};
+pub use model::{BatchedModel, LaneResult, LogDensityGradient};
 pub use schedule::{BlockChoice, EarliestFirst, MostWaiting, Waiting};
 
 use crate::eval::BatchError;

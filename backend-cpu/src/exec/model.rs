@@ -15,6 +15,9 @@ use std::sync::Arc;
 /// (exactly the scalar interpreter's).
 pub type LaneResult<T> = std::result::Result<T, RuntimeError>;
 
+/// A lane's log density and its gradient.
+pub type LogDensityGradient = (f64, Vec<f64>);
+
 /// A CFG program and the model (data, transformed data, parameter layout)
 /// it was lowered from, ready to run batches of lanes.
 pub struct BatchedModel {
@@ -105,7 +108,7 @@ impl BatchedModel {
         &self,
         thetas: &[Vec<f64>],
         jacobian: bool,
-    ) -> Result<Vec<LaneResult<(f64, Vec<f64>)>>> {
+    ) -> Result<Vec<LaneResult<LogDensityGradient>>> {
         let entry = self.entry(language::batch::GRADIENT_ENTRY)?;
         let n = self.model.num_unconstrained();
         self.split(thetas.len(), |range| {
