@@ -12,6 +12,7 @@
 //! relative).
 
 pub mod eval;
+pub mod exec;
 pub mod lanes;
 pub mod ops;
 pub mod structured;
