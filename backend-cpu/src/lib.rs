@@ -1,2 +1,18 @@
-//! Batched CPU executor for bat's batching IRs (issue: batching IRs). Not
-//! implemented yet.
+//! bat's batched CPU backend: a batch of Z lanes (chains) stored
+//! structure-of-arrays ([`lanes`]), the batched semantics of MIR
+//! expressions ([`eval`]) and straight-line statements ([`ops`]), on
+//! which the executors of the batching IRs run.
+//!
+//! The contract of every batched operation: for each active lane, the
+//! result (value, error, printed output, target, gradient, stacks,
+//! random stream) is exactly what the scalar reference interpreter
+//! (`language::interp`) gives for that lane alone; inactive lanes are
+//! untouched. Sums over a shared matrix times per-lane vectors (GEMM) may
+//! differ from the interpreter's summation order by rounding (≤ 1e-12
+//! relative).
+
+pub mod eval;
+pub mod exec;
+pub mod lanes;
+pub mod ops;
+pub mod structured;

@@ -5,6 +5,7 @@
 
 pub mod cfg;
 mod lower;
+pub mod pc;
 mod print;
 
 pub use lower::{BATCH_NOT_SUPPORTED, lower, lower_generated_quantities, lower_gradient};

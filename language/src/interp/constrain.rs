@@ -56,8 +56,17 @@ fn per_element(v: Value, n: usize, what: &str) -> Result<PerElement> {
 
 /// Evaluate the arguments of `t` for a variable with `n` scalars.
 pub(crate) fn evaluate<'t>(m: &mut Machine, t: &'t Transform, n: usize) -> Result<Evaluated<'t>> {
+    evaluate_with(&mut |e| m.eval(e), t, n)
+}
+
+/// [`evaluate`] with the argument expressions evaluated by `eval`.
+pub(crate) fn evaluate_with<'t>(
+    eval: &mut dyn FnMut(&crate::mir::Expr) -> Result<Value>,
+    t: &'t Transform,
+    n: usize,
+) -> Result<Evaluated<'t>> {
     let mut arg = |e: &crate::mir::Expr, what: &str| -> Result<PerElement> {
-        let v = m.eval(e)?;
+        let v = eval(e)?;
         per_element(v, n, what)
     };
     Ok(Evaluated::Scalarwise(match t {
@@ -303,8 +312,18 @@ pub(crate) fn check_constraint(
     value: &Value,
     transform: &Transform,
 ) -> Result<()> {
+    check_constraint_with(&mut |e| m.eval(e), name, value, transform)
+}
+
+/// [`check_constraint`] with the transform's arguments evaluated by `eval`.
+pub(crate) fn check_constraint_with(
+    eval: &mut dyn FnMut(&crate::mir::Expr) -> Result<Value>,
+    name: &str,
+    value: &Value,
+    transform: &Transform,
+) -> Result<()> {
     let ys = flat(value);
-    let ev = evaluate(m, transform, ys.len())?;
+    let ev = evaluate_with(eval, transform, ys.len())?;
     let fail = |detail: String| RuntimeError::new(ErrorKind::Constraint, format!("{name}{detail}"));
     match &ev {
         Evaluated::Scalarwise(s) => {

@@ -121,39 +121,9 @@ impl<'p> Machine<'p> {
 
     // ------------------------------------------------------------ sizes
 
-    fn size_of(&mut self, e: &Expr) -> Result<usize> {
-        let n = int(&self.eval(e)?).map_err(|err| err.at(e.span))?;
-        usize::try_from(n).map_err(|_| {
-            RuntimeError::new(
-                ErrorKind::Fatal,
-                format!("size must be nonnegative, found {n}"),
-            )
-            .at(e.span)
-        })
-    }
-
     /// Evaluate the size expressions of a declared type.
     pub fn shape(&mut self, ty: &SizedType) -> Result<Shape> {
-        Ok(match ty {
-            SizedType::Int => Shape::Int,
-            SizedType::Real => Shape::Real,
-            SizedType::Complex => Shape::Complex,
-            SizedType::Vector(n) => Shape::Vector(self.size_of(n)?),
-            SizedType::RowVector(n) => Shape::RowVector(self.size_of(n)?),
-            SizedType::Matrix(r, c) => Shape::Matrix(self.size_of(r)?, self.size_of(c)?),
-            SizedType::ComplexVector(n) => Shape::ComplexVector(self.size_of(n)?),
-            SizedType::ComplexRowVector(n) => Shape::ComplexRowVector(self.size_of(n)?),
-            SizedType::ComplexMatrix(r, c) => {
-                Shape::ComplexMatrix(self.size_of(r)?, self.size_of(c)?)
-            }
-            SizedType::Array(n, elem) => {
-                let n = self.size_of(n)?;
-                Shape::Array(n, Box::new(self.shape(elem)?))
-            }
-            SizedType::Tuple(items) => {
-                Shape::Tuple(items.iter().map(|t| self.shape(t)).collect::<Result<_>>()?)
-            }
-        })
+        shape_with(&mut |e| self.eval(e), ty)
     }
 
     // ------------------------------------------------------------ expressions
@@ -295,15 +265,8 @@ impl<'p> Machine<'p> {
         match &s.kind {
             StmtKind::Decl { var, ty, init } => {
                 let shape = self.shape(ty)?;
-                let blank = uninitialized(&shape);
-                let value = match init {
-                    Some(e) => {
-                        let v = self.eval(e)?;
-                        check_shape(self.name(*var), &blank, &v)?;
-                        index::promote_like(v, &blank)
-                    }
-                    None => blank,
-                };
+                let init = init.as_ref().map(|e| self.eval(e)).transpose()?;
+                let value = declared_value(self.name(*var), &shape, init)?;
                 self.set(*var, value);
             }
             StmtKind::Assign { lhs, rhs } => {
@@ -472,12 +435,13 @@ impl<'p> Machine<'p> {
     }
 }
 
-enum Step {
+/// One evaluated step of an assignment's left-hand side.
+pub enum Step {
     Index(Vec<Ix>),
     Proj(usize),
 }
 
-fn assign_path(slot: &mut Value, steps: &[Step], value: Value) -> Result<()> {
+pub(crate) fn assign_path(slot: &mut Value, steps: &[Step], value: Value) -> Result<()> {
     match steps.split_first() {
         None => {
             check_shape("assignment", slot, &value)?;
@@ -501,7 +465,7 @@ fn assign_path(slot: &mut Value, steps: &[Step], value: Value) -> Result<()> {
 }
 
 /// Whole-variable assignment must keep the declared sizes (Stan checks).
-fn check_shape(name: &str, declared: &Value, value: &Value) -> Result<()> {
+pub(crate) fn check_shape(name: &str, declared: &Value, value: &Value) -> Result<()> {
     use Value::*;
     let same = match (declared, value) {
         (Vector(a), Vector(b)) | (RowVector(a), RowVector(b)) => a.len() == b.len(),
@@ -576,7 +540,7 @@ pub(crate) fn promote(v: Value, ty: &Type) -> Value {
 }
 
 /// `[a, b, c]`: a row vector of scalars or a matrix of row vectors.
-fn row_vector_literal(items: Vec<Value>) -> Result<Value> {
+pub(crate) fn row_vector_literal(items: Vec<Value>) -> Result<Value> {
     if items.iter().all(super::values::is_scalar) {
         return Ok(Value::RowVector(
             items.iter().map(real).collect::<Result<_>>()?,
@@ -600,5 +564,59 @@ fn row_vector_literal(items: Vec<Value>) -> Result<Value> {
         rows: r,
         cols: c,
         data: (0..r * c).map(|k| rows[k % r][k / r]).collect(),
+    })
+}
+
+fn size_with(eval: &mut dyn FnMut(&Expr) -> Result<Value>, e: &Expr) -> Result<usize> {
+    let n = int(&eval(e)?).map_err(|err| err.at(e.span))?;
+    usize::try_from(n).map_err(|_| {
+        RuntimeError::new(
+            ErrorKind::Fatal,
+            format!("size must be nonnegative, found {n}"),
+        )
+        .at(e.span)
+    })
+}
+
+/// The shape of a declared type, its size expressions evaluated by `eval`.
+pub(crate) fn shape_with(
+    eval: &mut dyn FnMut(&Expr) -> Result<Value>,
+    ty: &SizedType,
+) -> Result<Shape> {
+    Ok(match ty {
+        SizedType::Int => Shape::Int,
+        SizedType::Real => Shape::Real,
+        SizedType::Complex => Shape::Complex,
+        SizedType::Vector(n) => Shape::Vector(size_with(eval, n)?),
+        SizedType::RowVector(n) => Shape::RowVector(size_with(eval, n)?),
+        SizedType::Matrix(r, c) => Shape::Matrix(size_with(eval, r)?, size_with(eval, c)?),
+        SizedType::ComplexVector(n) => Shape::ComplexVector(size_with(eval, n)?),
+        SizedType::ComplexRowVector(n) => Shape::ComplexRowVector(size_with(eval, n)?),
+        SizedType::ComplexMatrix(r, c) => {
+            Shape::ComplexMatrix(size_with(eval, r)?, size_with(eval, c)?)
+        }
+        SizedType::Array(n, elem) => {
+            let n = size_with(eval, n)?;
+            Shape::Array(n, Box::new(shape_with(eval, elem)?))
+        }
+        SizedType::Tuple(items) => Shape::Tuple(
+            items
+                .iter()
+                .map(|t| shape_with(eval, t))
+                .collect::<Result<_>>()?,
+        ),
+    })
+}
+
+/// The value of a declared variable: `init` checked against the declared
+/// sizes and promoted to its element type, or uninitialised.
+pub(crate) fn declared_value(name: &str, shape: &Shape, init: Option<Value>) -> Result<Value> {
+    let blank = uninitialized(shape);
+    Ok(match init {
+        Some(v) => {
+            check_shape(name, &blank, &v)?;
+            index::promote_like(v, &blank)
+        }
+        None => blank,
     })
 }

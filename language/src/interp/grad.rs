@@ -89,29 +89,7 @@ impl Machine<'_> {
             }
         };
         let slot = self.slot_mut(lhs.var)?;
-        match idx {
-            None => *slot = add_values(slot, &r)?,
-            Some(idx) => match idx.iter().position(|i| matches!(i, Ix::Multi(_))) {
-                None => {
-                    let current = index::get(slot, &idx)?;
-                    index::set(slot, &idx, add_values(&current, &r)?)?;
-                }
-                Some(k) => {
-                    // Scatter-add one selected position at a time.
-                    let Ix::Multi(positions) = &idx[k] else {
-                        unreachable!()
-                    };
-                    let parts = split_along(&r, positions.len())?;
-                    for (&p, part) in positions.iter().zip(parts) {
-                        let mut one = idx.clone();
-                        one[k] = Ix::Single(p);
-                        let current = index::get(slot, &one)?;
-                        index::set(slot, &one, add_values(&current, &part)?)?;
-                    }
-                }
-            },
-        }
-        Ok(())
+        add_assign_at(slot, idx.as_deref(), &r)
     }
 
     /// `∂prim/∂args[arg]` elementwise, broadcasting scalar arguments.
@@ -120,32 +98,7 @@ impl Machine<'_> {
             .iter()
             .map(|a| self.eval(a))
             .collect::<Result<Vec<_>>>()?;
-        // bat-math names the primitives as Stan's math library does.
-        let name = match prim {
-            Prim::LogPhi => "log_Phi",
-            other => other.name(),
-        };
-        let p = bat_math::Primitive::from_name(name, values.len()).ok_or_else(|| {
-            RuntimeError::new(
-                ErrorKind::Unsupported,
-                format!("no derivative rule for `{}`", prim.name()),
-            )
-        })?;
-        let template = values.iter().find(|v| !is_scalar(v)).cloned();
-        let columns: Vec<Vec<f64>> = values.iter().map(flat).collect();
-        let n = template.as_ref().map_or(1, |t| flat(t).len());
-        let mut out = Vec::with_capacity(n);
-        let mut point = vec![0.0; values.len()];
-        for e in 0..n {
-            for (k, col) in columns.iter().enumerate() {
-                point[k] = if col.len() == 1 { col[0] } else { col[e] };
-            }
-            out.push(p.grad(&point)[arg]);
-        }
-        Ok(match template {
-            Some(t) => with_data(&t, &mut out.into_iter()),
-            None => Value::Real(out[0]),
-        })
+        partial_values(prim, arg, &values)
     }
 
     pub(crate) fn read_param(
@@ -155,10 +108,8 @@ impl Machine<'_> {
         transform: &Transform,
     ) -> Result<()> {
         let p = state(self)?.layout[param].clone();
-        let n = p.shape.num_reals();
-        let ev = constrain::evaluate(self, transform, n)?;
         let x = state(self)?.theta[p.offset..p.offset + p.unconstrained_len].to_vec();
-        let (value, logj) = constrain::constrain(&ev, &p.shape, &x)?;
+        let (value, logj) = read_param_value(&mut |e| self.eval(e), transform, &p.shape, &x)?;
         if self.jacobian {
             self.target += logj;
         }
@@ -175,8 +126,6 @@ impl Machine<'_> {
         arg_adjs: &[Option<VarId>],
     ) -> Result<()> {
         let p = state(self)?.layout[param].clone();
-        let n = p.shape.num_reals();
-        let ev = constrain::evaluate(self, transform, n)?;
         let x = state(self)?.theta[p.offset..p.offset + p.unconstrained_len].to_vec();
         let y_bar = flat(self.get(var_adj)?);
         let lp_bar = if self.jacobian {
@@ -184,52 +133,27 @@ impl Machine<'_> {
         } else {
             0.0
         };
-        let mut x_bar = vec![0.0; x.len()];
-        // Adjoints of the transform's arguments, per element of the variable.
-        let mut args_bar = [vec![0.0; n], vec![0.0; n]];
-        match &ev {
-            Evaluated::Scalarwise(s) => {
-                for i in 0..n {
-                    let (xb, a0, a1) = scalar_vjp(s, i, x[i], y_bar[i], lp_bar);
-                    x_bar[i] = xb;
-                    args_bar[0][i] = a0;
-                    args_bar[1][i] = a1;
-                }
-            }
-            Evaluated::Structured(t) => {
-                let mut leaves = Vec::new();
-                constrain::leaves(&p.shape, &mut leaves);
-                let (mut xo, mut yo) = (0, 0);
-                for leaf in &leaves {
-                    let c = constrain::leaf_constraint(t, leaf)?;
-                    let (nx, ny) = (c.unconstrained_len(), c.constrained_len());
-                    let xb = c.constrain_vjp(&x[xo..xo + nx], &y_bar[yo..yo + ny], lp_bar);
-                    x_bar[xo..xo + nx].copy_from_slice(&xb);
-                    xo += nx;
-                    yo += ny;
-                }
-            }
-        }
+        let currents = arg_adjs
+            .iter()
+            .map(|a| a.map(|v| self.get(v).cloned()).transpose())
+            .collect::<Result<Vec<_>>>()?;
+        let (x_bar, updated) = param_adjoint_values(
+            &mut |e| self.eval(e),
+            transform,
+            &p.shape,
+            &x,
+            &y_bar,
+            lp_bar,
+            currents,
+        )?;
         let st = state(self)?;
         for (k, xb) in x_bar.into_iter().enumerate() {
             st.gradient[p.offset + k] += xb;
         }
-        // Which argument slot of the scalarwise rule each transform
-        // argument is: offset-only and multiplier-only keep their slot.
-        let slots: &[usize] = match transform {
-            Transform::Multiplier(_) => &[1],
-            _ => &[0, 1],
-        };
-        for (adj, &slot) in arg_adjs.iter().zip(slots) {
-            let Some(adj) = adj else { continue };
-            let current = self.get(*adj)?.clone();
-            let share = if is_scalar(&current) {
-                Value::Real(args_bar[slot].iter().sum())
-            } else {
-                with_data(&current, &mut args_bar[slot].clone().into_iter())
-            };
-            let sum = add_values(&current, &share)?;
-            self.set(*adj, sum);
+        for (adj, value) in arg_adjs.iter().zip(updated) {
+            if let (Some(adj), Some(value)) = (adj, value) {
+                self.set(*adj, value);
+            }
         }
         Ok(())
     }
@@ -302,4 +226,137 @@ fn split_along(v: &Value, n: usize) -> Result<Vec<Value>> {
             other,
         )),
     }
+}
+
+/// `slot += r`, or `slot[idx] += r` (a multi-index accumulates repeated
+/// positions one at a time).
+pub(crate) fn add_assign_at(slot: &mut Value, idx: Option<&[Ix]>, r: &Value) -> Result<()> {
+    match idx {
+        None => *slot = add_values(slot, r)?,
+        Some(idx) => match idx.iter().position(|i| matches!(i, Ix::Multi(_))) {
+            None => {
+                let current = index::get(slot, idx)?;
+                index::set(slot, idx, add_values(&current, r)?)?;
+            }
+            Some(k) => {
+                // Scatter-add one selected position at a time.
+                let Ix::Multi(positions) = &idx[k] else {
+                    unreachable!()
+                };
+                let parts = split_along(r, positions.len())?;
+                for (&p, part) in positions.iter().zip(parts) {
+                    let mut one = idx.to_vec();
+                    one[k] = Ix::Single(p);
+                    let current = index::get(slot, &one)?;
+                    index::set(slot, &one, add_values(&current, &part)?)?;
+                }
+            }
+        },
+    }
+    Ok(())
+}
+
+/// `∂prim/∂values[arg]` elementwise, broadcasting scalar arguments.
+pub(crate) fn partial_values(prim: Prim, arg: usize, values: &[Value]) -> Result<Value> {
+    // bat-math names the primitives as Stan's math library does.
+    let name = match prim {
+        Prim::LogPhi => "log_Phi",
+        other => other.name(),
+    };
+    let p = bat_math::Primitive::from_name(name, values.len()).ok_or_else(|| {
+        RuntimeError::new(
+            ErrorKind::Unsupported,
+            format!("no derivative rule for `{}`", prim.name()),
+        )
+    })?;
+    let template = values.iter().find(|v| !is_scalar(v)).cloned();
+    let columns: Vec<Vec<f64>> = values.iter().map(flat).collect();
+    let n = template.as_ref().map_or(1, |t| flat(t).len());
+    let mut out = Vec::with_capacity(n);
+    let mut point = vec![0.0; values.len()];
+    for e in 0..n {
+        for (k, col) in columns.iter().enumerate() {
+            point[k] = if col.len() == 1 { col[0] } else { col[e] };
+        }
+        out.push(p.grad(&point)[arg]);
+    }
+    Ok(match template {
+        Some(t) => with_data(&t, &mut out.into_iter()),
+        None => Value::Real(out[0]),
+    })
+}
+
+/// The constrained value of a parameter of `shape` at unconstrained `x`,
+/// and log |J|; the transform's arguments are evaluated by `eval`.
+pub(crate) fn read_param_value(
+    eval: &mut dyn FnMut(&Expr) -> Result<Value>,
+    transform: &Transform,
+    shape: &crate::data::Shape,
+    x: &[f64],
+) -> Result<(Value, f64)> {
+    let ev = constrain::evaluate_with(eval, transform, shape.num_reals())?;
+    constrain::constrain(&ev, shape, x)
+}
+
+/// The reverse of [`read_param_value`]: the unconstrained adjoint x̄ from
+/// the value's adjoint `y_bar` and the target's adjoint `lp_bar`, and the
+/// transform arguments' adjoint variables (`currents`, one per argument,
+/// `None` when data) with their shares added.
+pub(crate) fn param_adjoint_values(
+    eval: &mut dyn FnMut(&Expr) -> Result<Value>,
+    transform: &Transform,
+    shape: &crate::data::Shape,
+    x: &[f64],
+    y_bar: &[f64],
+    lp_bar: f64,
+    currents: Vec<Option<Value>>,
+) -> Result<(Vec<f64>, Vec<Option<Value>>)> {
+    let n = shape.num_reals();
+    let ev = constrain::evaluate_with(eval, transform, n)?;
+    let mut x_bar = vec![0.0; x.len()];
+    // Adjoints of the transform's arguments, per element of the variable.
+    let mut args_bar = [vec![0.0; n], vec![0.0; n]];
+    match &ev {
+        Evaluated::Scalarwise(s) => {
+            for i in 0..n {
+                let (xb, a0, a1) = scalar_vjp(s, i, x[i], y_bar[i], lp_bar);
+                x_bar[i] = xb;
+                args_bar[0][i] = a0;
+                args_bar[1][i] = a1;
+            }
+        }
+        Evaluated::Structured(t) => {
+            let mut leaves = Vec::new();
+            constrain::leaves(shape, &mut leaves);
+            let (mut xo, mut yo) = (0, 0);
+            for leaf in &leaves {
+                let c = constrain::leaf_constraint(t, leaf)?;
+                let (nx, ny) = (c.unconstrained_len(), c.constrained_len());
+                let xb = c.constrain_vjp(&x[xo..xo + nx], &y_bar[yo..yo + ny], lp_bar);
+                x_bar[xo..xo + nx].copy_from_slice(&xb);
+                xo += nx;
+                yo += ny;
+            }
+        }
+    }
+    // Which argument slot of the scalarwise rule each transform
+    // argument is: offset-only and multiplier-only keep their slot.
+    let slots: &[usize] = match transform {
+        Transform::Multiplier(_) => &[1],
+        _ => &[0, 1],
+    };
+    let mut updated = Vec::with_capacity(currents.len());
+    for (current, &slot) in currents.into_iter().zip(slots) {
+        let Some(current) = current else {
+            updated.push(None);
+            continue;
+        };
+        let share = if is_scalar(&current) {
+            Value::Real(args_bar[slot].iter().sum())
+        } else {
+            with_data(&current, &mut args_bar[slot].clone().into_iter())
+        };
+        updated.push(Some(add_values(&current, &share)?));
+    }
+    Ok((x_bar, updated))
 }

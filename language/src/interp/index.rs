@@ -6,7 +6,7 @@ use crate::value::Value;
 
 /// An evaluated index, not yet resolved against a container size.
 #[derive(Clone, Debug)]
-pub(crate) enum Ix {
+pub enum Ix {
     Single(i64),
     All,
     Upfrom(i64),

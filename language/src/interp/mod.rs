@@ -19,7 +19,9 @@ mod error;
 mod exec;
 mod grad;
 mod index;
+pub mod lane;
 mod linalg;
+mod pc_exec;
 mod prims;
 mod prims_matrix;
 mod print;
@@ -170,6 +172,12 @@ impl Model {
             program: program.clone(),
             params,
         })
+    }
+
+    /// Data and transformed data values, indexed by [`VarId`] (other
+    /// variables `None`): the invariant inputs of a batched executor.
+    pub fn globals(&self) -> &[Option<Value>] {
+        &self.globals
     }
 
     pub fn params(&self) -> &[ParamLayout] {

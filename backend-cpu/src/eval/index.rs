@@ -1,0 +1,252 @@
+//! Indexing: `base[idx...]` for a batch. Shared indexes into a dense base
+//! gather whole element rows (all lanes at once); anything else goes lane
+//! by lane through the interpreter's `index_get`.
+
+use super::{Result, eval, fail_all, per_lane};
+use crate::lanes::{Dense, Lanes, Slot, State, build_real, dense_shape};
+use language::data::Shape;
+use language::interp::RuntimeError;
+use language::interp::lane::{self, Ix};
+use language::mir::Index;
+use language::span::Span;
+use language::value::Value;
+use std::sync::Arc;
+
+/// An index with its expressions evaluated for the batch.
+#[derive(Clone, Debug)]
+pub enum LaneIx {
+    All,
+    Single(Arc<Slot>),
+    Multi(Arc<Slot>),
+    Upfrom(Arc<Slot>),
+    Downto(Arc<Slot>),
+    Between(Arc<Slot>, Arc<Slot>),
+}
+
+impl LaneIx {
+    fn slots(&self) -> Vec<&Slot> {
+        match self {
+            LaneIx::All => vec![],
+            LaneIx::Single(a) | LaneIx::Multi(a) | LaneIx::Upfrom(a) | LaneIx::Downto(a) => {
+                vec![a]
+            }
+            LaneIx::Between(a, b) => vec![a, b],
+        }
+    }
+}
+
+/// Evaluate the expressions of `idx` in order.
+pub fn eval_indexes(idx: &[Index], st: &mut State, active: &Lanes) -> Result<Vec<LaneIx>> {
+    idx.iter()
+        .map(|i| {
+            Ok(match i {
+                Index::All => LaneIx::All,
+                Index::Single(e) => LaneIx::Single(eval(e, st, active)?),
+                Index::Multi(e) => LaneIx::Multi(eval(e, st, active)?),
+                Index::Upfrom(e) => LaneIx::Upfrom(eval(e, st, active)?),
+                Index::Downto(e) => LaneIx::Downto(eval(e, st, active)?),
+                Index::Between(a, b) => LaneIx::Between(eval(a, st, active)?, eval(b, st, active)?),
+            })
+        })
+        .collect()
+}
+
+/// Every index operand slot, in order (for lane-by-lane evaluation).
+pub(crate) fn index_slots(idx: &[LaneIx]) -> Vec<&Slot> {
+    idx.iter().flat_map(LaneIx::slots).collect()
+}
+
+/// The interpreter's indexes of one lane from its operand values (in the
+/// order of [`index_slots`]).
+pub(crate) fn ixs_from_values(
+    idx: &[LaneIx],
+    vals: &[Value],
+) -> std::result::Result<Vec<Ix>, RuntimeError> {
+    let mut k = 0;
+    let mut next = || {
+        k += 1;
+        &vals[k - 1]
+    };
+    idx.iter()
+        .map(|i| {
+            Ok(match i {
+                LaneIx::All => Ix::All,
+                LaneIx::Single(_) => Ix::Single(lane::int_of(next())?),
+                LaneIx::Multi(_) => Ix::Multi(lane::multi_index(next())?),
+                LaneIx::Upfrom(_) => Ix::Upfrom(lane::int_of(next())?),
+                LaneIx::Downto(_) => Ix::Downto(lane::int_of(next())?),
+                LaneIx::Between(..) => {
+                    let a = lane::int_of(next())?;
+                    Ix::Between(a, lane::int_of(next())?)
+                }
+            })
+        })
+        .collect()
+}
+
+/// The indexes when every operand is shared.
+pub(crate) fn shared_ixs(idx: &[LaneIx]) -> Option<std::result::Result<Vec<Ix>, RuntimeError>> {
+    let slots = index_slots(idx);
+    if !slots.iter().all(|s| s.is_shared()) {
+        return None;
+    }
+    let vals: Vec<Value> = slots.iter().map(|s| s.lane_value(0)).collect();
+    Some(ixs_from_values(idx, &vals))
+}
+
+/// `base[idx...]` for the active lanes.
+pub(crate) fn get(base: &Slot, idx: &[LaneIx], st: &mut State, active: &Lanes, span: Span) -> Slot {
+    if let Some(ixs) = shared_ixs(idx) {
+        let ixs = match ixs {
+            Ok(ixs) => ixs,
+            Err(err) => {
+                fail_all(st, active, err.at(span));
+                return Slot::shared(Value::Int(0));
+            }
+        };
+        match base {
+            Slot::Real(d) => {
+                if let Some(slot) = gather_rows(d, &ixs, false, st, active, span) {
+                    return slot;
+                }
+            }
+            Slot::Int(d) => {
+                if let Some(slot) = gather_rows(d, &ixs, true, st, active, span) {
+                    return slot;
+                }
+            }
+            _ => {}
+        }
+        return per_lane(st, active, span, &[base], |v| lane::index_get(&v[0], &ixs));
+    }
+    let mut args = vec![base];
+    args.extend(index_slots(idx));
+    per_lane(st, active, span, &args, |vals| {
+        let ixs = ixs_from_values(idx, &vals[1..])?;
+        lane::index_get(&vals[0], &ixs)
+    })
+}
+
+/// Dense `base[ixs]` with the same indexes for every lane: copy the
+/// selected element rows. `None` when the result is not dense.
+fn gather_rows<T: Copy + Default>(
+    base: &Dense<T>,
+    ixs: &[Ix],
+    is_int: bool,
+    st: &mut State,
+    active: &Lanes,
+    span: Span,
+) -> Option<Slot>
+where
+    Slot: From<Dense<T>>,
+{
+    let (positions, shape) = match positions(&base.shape, ixs, is_int) {
+        Ok(found) => found?,
+        Err(err) => {
+            fail_all(st, active, err.at(span));
+            return Some(Slot::shared(Value::Int(0)));
+        }
+    };
+    let z = base.z;
+    let mut data = Vec::with_capacity(positions.len() * z);
+    for &p in &positions {
+        data.extend_from_slice(base.element(p));
+    }
+    Some(Slot::from(Dense::new(shape, z, data)))
+}
+
+impl From<Dense<f64>> for Slot {
+    fn from(d: Dense<f64>) -> Slot {
+        Slot::Real(d)
+    }
+}
+
+impl From<Dense<i64>> for Slot {
+    fn from(d: Dense<i64>) -> Slot {
+        Slot::Int(d)
+    }
+}
+
+/// The element positions `ixs` selects in a value of `shape`, and the
+/// shape of the result; `Ok(None)` when the result is not dense (e.g. an
+/// empty array). Errors are the interpreter's.
+pub(crate) fn positions(
+    shape: &Shape,
+    ixs: &[Ix],
+    is_int: bool,
+) -> std::result::Result<Option<(Vec<usize>, Shape)>, RuntimeError> {
+    if let Some(found) = single_positions(shape, ixs, is_int) {
+        return Ok(Some(found));
+    }
+    // The general case: index a value whose elements are their positions.
+    let n = shape.num_reals();
+    let template = build_real(&real_shape(shape), &mut (0..n).map(|k| k as f64));
+    let picked = lane::index_get(&template, ixs)?;
+    let Some((shape, _)) = dense_shape(&picked) else {
+        return Ok(None);
+    };
+    let shape = if is_int { int_shape(&shape) } else { shape };
+    let positions = lane::flat_reals(&picked)
+        .into_iter()
+        .map(|p| p as usize)
+        .collect();
+    Ok(Some((positions, shape)))
+}
+
+/// Single in-range indexes, computed directly (the hot case, e.g. `x[n]`).
+fn single_positions(shape: &Shape, ixs: &[Ix], is_int: bool) -> Option<(Vec<usize>, Shape)> {
+    let check = |i: i64, n: usize| (i >= 1 && i as u64 <= n as u64).then(|| i as usize - 1);
+    let mut offset = 0;
+    let mut shape = shape;
+    let mut rest = ixs;
+    while let Some((first, tail)) = rest.split_first() {
+        let Ix::Single(i) = first else { return None };
+        match shape {
+            Shape::Array(n, elem) => {
+                offset += check(*i, *n)? * elem.num_reals();
+                shape = elem;
+            }
+            Shape::Vector(n) | Shape::RowVector(n) if tail.is_empty() => {
+                return Some((vec![offset + check(*i, *n)?], Shape::Real));
+            }
+            Shape::Matrix(r, c) => {
+                let i = check(*i, *r)?;
+                return match tail {
+                    [] => Some((
+                        (0..*c).map(|j| offset + j * r + i).collect(),
+                        Shape::RowVector(*c),
+                    )),
+                    [Ix::Single(j)] => Some((vec![offset + check(*j, *c)? * r + i], Shape::Real)),
+                    _ => None,
+                };
+            }
+            _ => return None,
+        }
+        rest = tail;
+    }
+    let n = shape.num_reals();
+    let shape = if is_int {
+        int_shape(shape)
+    } else {
+        shape.clone()
+    };
+    Some(((offset..offset + n).collect(), shape))
+}
+
+/// `shape` with int leaves made real.
+pub(crate) fn real_shape(shape: &Shape) -> Shape {
+    match shape {
+        Shape::Int => Shape::Real,
+        Shape::Array(n, e) => Shape::Array(*n, Box::new(real_shape(e))),
+        other => other.clone(),
+    }
+}
+
+/// `shape` with real leaves made int (for int arrays).
+pub(crate) fn int_shape(shape: &Shape) -> Shape {
+    match shape {
+        Shape::Real => Shape::Int,
+        Shape::Array(n, e) => Shape::Array(*n, Box::new(int_shape(e))),
+        other => other.clone(),
+    }
+}

@@ -1,0 +1,352 @@
+//! Batched evaluation of MIR expressions over the active lanes of a
+//! [`State`].
+//!
+//! # Contract
+//! For every active lane that has not failed, [`eval`] gives the value the
+//! scalar interpreter's `Machine::eval` gives for that lane, with the same
+//! side effects (stack pops, random draws) in the same order. A lane whose
+//! evaluation fails gets the interpreter's error (with the innermost
+//! expression's span) recorded in [`State::status`] — the first error of a
+//! lane wins, as the interpreter stops at its first — and the lanes that
+//! did not fail go on. Inactive lanes never fail, never pop, never draw.
+//!
+//! # How
+//! Operands are evaluated first (left to right, as the interpreter), then
+//! the operation chooses a kernel from the operands' slots:
+//! - only [`Slot::Shared`] operands and no side effect: computed once with
+//!   the interpreter's own code (`language::interp::lane`), result shared;
+//! - dense operands of a hot operation (arithmetic, elementwise math,
+//!   reductions, indexing, shared-matrix × per-lane-vector products as one
+//!   GEMM, derivative rules, argument checks): a batched kernel
+//!   ([`kernels`], [`gemm`]) using the same scalar functions as the
+//!   interpreter, so results are bit-identical (GEMM: rounding only);
+//! - anything else: the interpreter's code lane by lane ([`per_lane`]).
+
+mod gemm;
+pub(crate) mod index;
+mod kernels;
+
+use crate::lanes::{Lanes, Slot, State};
+use language::interp::{RuntimeError, lane};
+use language::mir::{Expr, ExprKind, Prim};
+use language::span::Span;
+use language::value::Value;
+use std::sync::Arc;
+
+pub use index::{LaneIx, eval_indexes};
+
+/// A misuse of the batched evaluator (not a lane's runtime error).
+#[derive(Clone, Debug, PartialEq)]
+pub enum BatchError {
+    /// A user-function call or control flow inside a straight-line op: the
+    /// CFG lowering should have hoisted it.
+    NotStraightLine(&'static str),
+}
+
+impl std::fmt::Display for BatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BatchError::NotStraightLine(what) => {
+                write!(f, "{what} inside a straight-line operation")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BatchError {}
+
+pub type Result<T> = std::result::Result<T, BatchError>;
+
+/// The value of `e` for the active lanes of `st` (see the module docs).
+pub fn eval(e: &Expr, st: &mut State, active: &Lanes) -> Result<Arc<Slot>> {
+    Ok(match &e.kind {
+        ExprKind::Int(i) => shared(Value::Int(*i)),
+        ExprKind::Real(x) => shared(Value::Real(*x)),
+        ExprKind::Imag(x) => shared(Value::Complex(0.0, *x)),
+        ExprKind::Var(v) => match &st.vars[v.0 as usize] {
+            Some(slot) => slot.clone(),
+            None => {
+                let msg = format!("variable `{}` used before it has a value", st.name(*v));
+                fail_all(st, active, RuntimeError::fatal(msg).at(e.span));
+                filler()
+            }
+        },
+        ExprKind::Prim(p, args) => prim(*p, args, e, st, active)?,
+        ExprKind::Call(..) => return Err(BatchError::NotStraightLine("a user-function call")),
+        ExprKind::Index(base, idx) => {
+            let base = eval(base, st, active)?;
+            let idx = eval_indexes(idx, st, active)?;
+            Arc::new(index::get(&base, &idx, st, active, e.span))
+        }
+        ExprKind::TupleProj(base, k) => {
+            let base = eval(base, st, active)?;
+            Arc::new(per_lane(st, active, e.span, &[&base], |vals| {
+                lane::tuple_proj(vals[0].clone(), *k)
+            }))
+        }
+        ExprKind::Cond(c, t, f) => cond(e, c, t, f, st, active)?,
+        ExprKind::ArrayLit(items) => {
+            let items = eval_all(items, st, active)?;
+            if let Some(stacked) = kernels::stack_array(&items, &e.ty) {
+                Arc::new(stacked)
+            } else {
+                let refs: Vec<&Slot> = items.iter().map(|a| &**a).collect();
+                Arc::new(per_lane(st, active, e.span, &refs, |vals| {
+                    Ok(lane::promote(Value::Array(vals.to_vec()), &e.ty))
+                }))
+            }
+        }
+        ExprKind::RowVectorLit(items) => {
+            let items = eval_all(items, st, active)?;
+            if let Some(stacked) = kernels::stack_row_vector(&items) {
+                Arc::new(stacked)
+            } else {
+                let refs: Vec<&Slot> = items.iter().map(|a| &**a).collect();
+                Arc::new(per_lane(st, active, e.span, &refs, |vals| {
+                    lane::row_vector_literal(vals.to_vec())
+                }))
+            }
+        }
+        ExprKind::TupleLit(items) => {
+            let items = eval_all(items, st, active)?;
+            let refs: Vec<&Slot> = items.iter().map(|a| &**a).collect();
+            Arc::new(per_lane(st, active, e.span, &refs, |vals| {
+                Ok(lane::promote(Value::Tuple(vals.to_vec()), &e.ty))
+            }))
+        }
+        ExprKind::Target => Arc::new(Slot::Real(crate::lanes::Dense::new(
+            language::data::Shape::Real,
+            st.z,
+            st.target.clone(),
+        ))),
+        ExprKind::Pop(stack) => Arc::new(pop(st, active, stack.0 as usize, e.span)),
+        ExprKind::Partial { prim, arg, args } => {
+            let args = eval_all(args, st, active)?;
+            let refs: Vec<&Slot> = args.iter().map(|a| &**a).collect();
+            match kernels::partial(*prim, *arg, &refs, st.z) {
+                Some(slot) => Arc::new(slot),
+                None => Arc::new(per_lane(st, active, e.span, &refs, |vals| {
+                    lane::partial(*prim, *arg, vals)
+                })),
+            }
+        }
+        ExprKind::ZerosLike(inner) => {
+            let inner = eval(inner, st, active)?;
+            Arc::new(zeros_like(&inner, st, active, e.span))
+        }
+    })
+}
+
+fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Result<Arc<Slot>> {
+    // `transpose(X) * v` with shared X: one GEMM reading X transposed.
+    if p == Prim::Mul
+        && st.gemm
+        && let ExprKind::Prim(Prim::Transpose, inner) = &args[0].kind
+        && let [inner] = inner.as_slice()
+    {
+        let x = eval(inner, st, active)?;
+        let v = eval(&args[1], st, active)?;
+        if let Some(slot) = gemm::multiply(&x, &v, true) {
+            return Ok(Arc::new(slot));
+        }
+        let xt = per_lane(st, active, args[0].span, &[&x], |vals| {
+            lane::eval_prim(Prim::Transpose, vals)
+        });
+        return Ok(Arc::new(apply(p, &[&xt, &v], st, active, e)));
+    }
+    let args = eval_all(args, st, active)?;
+    if lane::is_rng(p) {
+        return Ok(Arc::new(draw(p, &args, st, active, e.span)));
+    }
+    let refs: Vec<&Slot> = args.iter().map(|a| &**a).collect();
+    Ok(Arc::new(apply(p, &refs, st, active, e)))
+}
+
+/// Primitive `p` on evaluated operands: a batched kernel or lane by lane.
+fn apply(p: Prim, args: &[&Slot], st: &mut State, active: &Lanes, e: &Expr) -> Slot {
+    match kernels::prim(p, args, st, active, e) {
+        Some(slot) => slot,
+        None => per_lane(st, active, e.span, args, |vals| lane::eval_prim(p, vals)),
+    }
+}
+
+pub(crate) fn eval_all(es: &[Expr], st: &mut State, active: &Lanes) -> Result<Vec<Arc<Slot>>> {
+    es.iter().map(|e| eval(e, st, active)).collect()
+}
+
+pub(crate) fn shared(v: Value) -> Arc<Slot> {
+    Arc::new(Slot::shared(v))
+}
+
+/// The placeholder result of an operation that failed on every lane.
+pub(crate) fn filler() -> Arc<Slot> {
+    shared(Value::Int(0))
+}
+
+/// Record `err` for every running active lane.
+pub(crate) fn fail_all(st: &mut State, active: &Lanes, err: RuntimeError) {
+    for l in active.iter() {
+        st.fail(l, err.clone());
+    }
+}
+
+/// Apply `f` (the interpreter's rule) to each running active lane's
+/// operand values; once for all when every operand is shared. Errors get
+/// `span` unless they have one.
+pub(crate) fn per_lane(
+    st: &mut State,
+    active: &Lanes,
+    span: Span,
+    args: &[&Slot],
+    mut f: impl FnMut(&[Value]) -> std::result::Result<Value, RuntimeError>,
+) -> Slot {
+    if args.iter().all(|a| a.is_shared()) {
+        let vals: Vec<Value> = args.iter().map(|a| a.lane_value(0)).collect();
+        return match f(&vals) {
+            Ok(v) => Slot::shared(v),
+            Err(err) => {
+                fail_all(st, active, err.at(span));
+                Slot::shared(Value::Int(0))
+            }
+        };
+    }
+    let mut out: Vec<Option<Value>> = vec![None; st.z];
+    let mut vals = Vec::with_capacity(args.len());
+    for l in active.iter() {
+        if !st.is_running(l) {
+            continue;
+        }
+        vals.clear();
+        vals.extend(args.iter().map(|a| a.lane_value(l)));
+        match f(&vals) {
+            Ok(v) => out[l] = Some(v),
+            Err(err) => st.fail(l, err.at(span)),
+        }
+    }
+    from_partial(out)
+}
+
+/// A slot from the values of some lanes (the others get a copy of one of
+/// them, so that shapes agree and the slot stays dense).
+pub(crate) fn from_partial(out: Vec<Option<Value>>) -> Slot {
+    let Some(fill) = out.iter().flatten().next().cloned() else {
+        return Slot::shared(Value::Int(0));
+    };
+    Slot::from_lane_values(
+        out.into_iter()
+            .map(|v| v.unwrap_or_else(|| fill.clone()))
+            .collect(),
+    )
+}
+
+/// `_rng` draws from each running active lane's stream.
+fn draw(
+    p: language::mir::Prim,
+    args: &[Arc<Slot>],
+    st: &mut State,
+    active: &Lanes,
+    span: Span,
+) -> Slot {
+    let mut out: Vec<Option<Value>> = vec![None; st.z];
+    for l in active.iter() {
+        if !st.is_running(l) {
+            continue;
+        }
+        let vals: Vec<Value> = args.iter().map(|a| a.lane_value(l)).collect();
+        let result = match st.rng[l].as_mut() {
+            Some(rng) => lane::draw_rng(p, rng, &vals),
+            None => Err(RuntimeError::fatal(format!(
+                "`{}` draws random numbers outside generated quantities",
+                p.name()
+            ))),
+        };
+        match result {
+            Ok(v) => out[l] = Some(v),
+            Err(err) => st.fail(l, err.at(span)),
+        }
+    }
+    from_partial(out)
+}
+
+fn pop(st: &mut State, active: &Lanes, stack: usize, span: Span) -> Slot {
+    let mut out: Vec<Option<Value>> = vec![None; st.z];
+    for l in active.iter() {
+        if !st.is_running(l) {
+            continue;
+        }
+        let popped = st.stacks.get_mut(stack).and_then(|s| s[l].pop());
+        match popped {
+            Some(v) => out[l] = Some(v),
+            None => st.fail(
+                l,
+                RuntimeError::fatal(format!("gradient program popped the empty stack {stack}"))
+                    .at(span),
+            ),
+        }
+    }
+    from_partial(out)
+}
+
+fn zeros_like(inner: &Slot, st: &mut State, active: &Lanes, span: Span) -> Slot {
+    match inner {
+        Slot::Shared(v) => Slot::shared(lane::zeros_like(v)),
+        // Every lane has the same shape: the zeros are shared.
+        Slot::Real(d) => Slot::shared(lane::zeros_like(&crate::lanes::build_real(
+            &d.shape,
+            &mut std::iter::repeat(0.0),
+        ))),
+        Slot::Int(d) => Slot::shared(lane::zeros_like(&crate::lanes::build_int(
+            &d.shape,
+            &mut std::iter::repeat(0),
+        ))),
+        Slot::PerLane(_) => per_lane(st, active, span, &[inner], |v| Ok(lane::zeros_like(&v[0]))),
+    }
+}
+
+/// `c ? t : f`, each branch evaluated only on the lanes that take it.
+fn cond(
+    e: &Expr,
+    c: &Expr,
+    t: &Expr,
+    f: &Expr,
+    st: &mut State,
+    active: &Lanes,
+) -> Result<Arc<Slot>> {
+    let c = eval(c, st, active)?;
+    let mut truth = vec![false; st.z];
+    let span = e.span;
+    for l in active.iter() {
+        if !st.is_running(l) {
+            continue;
+        }
+        match lane::truthy(&c.lane_value(l)) {
+            Ok(b) => truth[l] = b,
+            Err(err) => st.fail(l, err.at(span)),
+        }
+    }
+    let live = st.running(active);
+    let (yes, no) = live.split(|l| truth[l]);
+    let promote = |s: Arc<Slot>, st: &mut State, lanes: &Lanes| -> Arc<Slot> {
+        match kernels::promote(&s, &e.ty) {
+            Some(p) => p,
+            None => Arc::new(per_lane(st, lanes, span, &[&s], |v| {
+                Ok(lane::promote(v[0].clone(), &e.ty))
+            })),
+        }
+    };
+    if no.is_empty() {
+        let v = eval(t, st, &yes)?;
+        return Ok(promote(v, st, &yes));
+    }
+    if yes.is_empty() {
+        let v = eval(f, st, &no)?;
+        return Ok(promote(v, st, &no));
+    }
+    let tv = eval(t, st, &yes)?;
+    let tv = promote(tv, st, &yes);
+    let fv = eval(f, st, &no)?;
+    let fv = promote(fv, st, &no);
+    let mut out = tv.broadcast(st.z);
+    out.merge(fv.broadcast(st.z), &no);
+    Ok(Arc::new(out))
+}

@@ -1,0 +1,187 @@
+//! What both executors do with one block's lanes: run its ops (masked or
+//! gathered), split lanes at a branch, set call results, collect return
+//! values.
+
+use super::{ExecConfig, Result};
+use crate::eval::eval;
+use crate::lanes::{Dense, Lanes, Slot, State, dense_shape};
+use crate::ops::exec_op;
+use language::interp::{RuntimeError, lane};
+use language::mir::{Expr, Stmt, VarId};
+use language::types::Type;
+use std::sync::Arc;
+
+/// Run `ops` for `lanes`: on the whole batch with masked writes, or — when
+/// the lanes are fewer than [`ExecConfig::gather_below`] of the batch — on
+/// a gathered sub-batch written back afterwards. A lane that fails stops
+/// running further ops.
+pub fn run_ops(ops: &[Stmt], st: &mut State, lanes: &Lanes, config: &ExecConfig) -> Result<()> {
+    if ops.is_empty() || lanes.is_empty() {
+        return Ok(());
+    }
+    let gather = !lanes.is_full() && (lanes.len() as f64) < config.gather_below * st.z as f64;
+    if gather {
+        let mut sub = st.gather(lanes);
+        let all = Lanes::all(sub.z);
+        let r = masked(ops, &mut sub, &all);
+        st.scatter(sub, lanes);
+        r
+    } else {
+        masked(ops, st, lanes)
+    }
+}
+
+fn masked(ops: &[Stmt], st: &mut State, lanes: &Lanes) -> Result<()> {
+    let mut active = st.running(lanes);
+    for op in ops {
+        if active.is_empty() {
+            break;
+        }
+        exec_op(op, st, &active)?;
+        if active.iter().any(|l| !st.is_running(l)) {
+            active = st.running(&active);
+        }
+    }
+    Ok(())
+}
+
+/// The running lanes of `lanes` where `cond` holds, and those where it
+/// does not.
+pub fn branch(cond: &Expr, st: &mut State, lanes: &Lanes) -> Result<(Lanes, Lanes)> {
+    let c = eval(cond, st, lanes)?;
+    let live = st.running(lanes);
+    let truth: Vec<(usize, std::result::Result<bool, RuntimeError>)> = match &*c {
+        Slot::Int(d) if d.elements() == 1 => live.iter().map(|l| (l, Ok(d.data[l] != 0))).collect(),
+        Slot::Real(d) if d.elements() == 1 => {
+            live.iter().map(|l| (l, Ok(d.data[l] != 0.0))).collect()
+        }
+        Slot::Shared(v) => {
+            let t = lane::truthy(v);
+            live.iter().map(|l| (l, t.clone())).collect()
+        }
+        other => live
+            .iter()
+            .map(|l| (l, lane::truthy(&other.lane_value(l))))
+            .collect(),
+    };
+    let mut yes = Vec::new();
+    let mut no = Vec::new();
+    for (l, t) in truth {
+        match t {
+            Ok(true) => yes.push(l),
+            Ok(false) => no.push(l),
+            Err(e) => st.fail(l, e.at(cond.span)),
+        }
+    }
+    Ok((
+        Lanes::from_indices(st.z, yes),
+        Lanes::from_indices(st.z, no),
+    ))
+}
+
+/// The values of call arguments for `lanes`, left to right.
+pub fn eval_args(args: &[Expr], st: &mut State, lanes: &Lanes) -> Result<Vec<Arc<Slot>>> {
+    args.iter()
+        .map(|a| eval(a, st, lanes).map_err(Into::into))
+        .collect()
+}
+
+/// Set variable `var` to `value` on `lanes` (the CFG's `Let`: whole
+/// variable, no shape check); other lanes keep theirs.
+pub fn set_masked(st: &mut State, var: VarId, value: Arc<Slot>, lanes: &Lanes) {
+    let slot = &mut st.vars[var.0 as usize];
+    match slot {
+        Some(old) if !lanes.is_full() => {
+            let new = Arc::unwrap_or_clone(value).broadcast_if_shared_differs(old);
+            Arc::make_mut(old).merge(new, lanes);
+        }
+        _ => *slot = Some(value),
+    }
+}
+
+/// Record `err` as the failure of every running lane of `lanes`.
+pub fn fail(st: &mut State, lanes: &Lanes, err: &RuntimeError) {
+    for l in lanes.iter() {
+        st.fail(l, err.clone());
+    }
+}
+
+/// Ints promoted to reals where the function's return type says real, as
+/// the interpreter does with a returned value.
+pub fn promote(value: Arc<Slot>, ty: &Type, st: &State, lanes: &Lanes) -> Arc<Slot> {
+    let Some(first) = lanes.first() else {
+        return value;
+    };
+    match &*value {
+        Slot::Shared(v) => Arc::new(Slot::shared(lane::promote((**v).clone(), ty))),
+        Slot::Int(d) => {
+            let probe = lane::promote(value.lane_value(first), ty);
+            match dense_shape(&probe) {
+                Some((_, true)) => value,
+                Some((shape, false)) => Arc::new(Slot::Real(Dense::new(
+                    shape,
+                    d.z,
+                    d.data.iter().map(|&i| i as f64).collect(),
+                ))),
+                None => Arc::new(per_lane_promote(&value, ty, st.z)),
+            }
+        }
+        Slot::Real(_) => {
+            let before = value.lane_value(first);
+            let probe = lane::promote(before.clone(), ty);
+            if probe == before {
+                value
+            } else {
+                Arc::new(per_lane_promote(&value, ty, st.z))
+            }
+        }
+        Slot::PerLane(_) => Arc::new(per_lane_promote(&value, ty, st.z)),
+    }
+}
+
+fn per_lane_promote(value: &Slot, ty: &Type, z: usize) -> Slot {
+    Slot::from_lane_values(
+        value
+            .to_lane_values(z)
+            .into_iter()
+            .map(|v| lane::promote(v, ty))
+            .collect(),
+    )
+}
+
+/// Returned values of the lanes that have returned so far.
+#[derive(Default)]
+pub struct Returned {
+    pub value: Option<Arc<Slot>>,
+}
+
+impl Returned {
+    pub fn add(&mut self, value: Arc<Slot>, lanes: &Lanes) {
+        if lanes.is_empty() {
+            return;
+        }
+        match &mut self.value {
+            None => self.value = Some(value),
+            Some(old) => {
+                let new = Arc::unwrap_or_clone(value).broadcast_if_shared_differs(old);
+                Arc::make_mut(old).merge(new, lanes);
+            }
+        }
+    }
+}
+
+impl Slot {
+    /// `self` ready to be merged into `old`: a shared value merged into a
+    /// non-shared slot (or a different shared one) is first spread over
+    /// the lanes so that the merge stays dense when shapes agree.
+    fn broadcast_if_shared_differs(self, old: &Slot) -> Slot {
+        match (&self, old) {
+            (Slot::Shared(a), Slot::Shared(b)) if a == b => self,
+            (Slot::Shared(_), Slot::Real(d)) => self.broadcast(d.z),
+            (Slot::Shared(_), Slot::Int(d)) => self.broadcast(d.z),
+            (Slot::Shared(_), Slot::PerLane(v)) => self.broadcast(v.len()),
+            (Slot::Shared(_), Slot::Shared(_)) => self,
+            _ => self,
+        }
+    }
+}

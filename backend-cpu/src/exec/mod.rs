@@ -1,0 +1,167 @@
+//! The batched executors of the CFG IR ([`language::batch::cfg`]): a batch
+//! of Z lanes (chains) runs one program, each lane its own control path,
+//! every op applied to all lanes that are at it at once.
+//!
+//! Two ways to batch control flow (Radul et al. 2020):
+//! - [`Batching::Local`] — local static autobatching (Alg. 1, TFP's
+//!   stackless `execute`): within one invocation of a function, lanes wait
+//!   at program points (blocks); the [`BlockChoice`] heuristic picks the
+//!   next block among those with waiting lanes, which run it together with
+//!   a mask. A call runs the callee by host recursion with the lanes that
+//!   took it; each recursion level has its own frame (the callee's
+//!   parameters and locals are saved before and restored after).
+//! - [`Batching::ProgramCounter`] — program-counter autobatching (Alg. 2):
+//!   every lane has a program counter into one merged block numbering of all
+//!   functions and its own return-address stack; calls and returns are
+//!   ordinary steps, so lanes at different recursion depths run a block
+//!   together. A recursive function's frame is saved on per-variable,
+//!   per-lane stacks (only functions on a call cycle need them: a lane is
+//!   never inside a non-recursive function twice); no host recursion.
+//!
+//! Both run each block's ops either masked (all lanes' storage, writes to
+//! the active lanes only) or on a gathered sub-batch of the active lanes,
+//! chosen per block by the share of active lanes
+//! ([`ExecConfig::gather_below`]).
+//!
+//! # Contract
+//! For every lane, the result (value or error, target, gradient, printed
+//! output, random stream) is exactly the scalar CFG runner's
+//! (`language::interp::cfg_exec`) for that lane alone, whatever the other
+//! lanes of its batch do; a lane that fails (reject, domain error, too deep
+//! recursion) abandons the invocation and reports its error. The stack
+//! depth limit is the interpreter's [`language::interp::MAX_CALL_DEPTH`]
+//! unless configured, with the interpreter's message (naming the function
+//! and the depth).
+//!
+//! Known difference: reading a function-local variable before any
+//! statement set it is an error in the interpreter; the executors reuse
+//! the variable's storage, so such a read (which the CFG lowering never
+//! produces: locals are declared before use) is not detected here.
+
+mod block;
+mod local;
+mod model;
+mod pc;
+mod schedule;
+
+pub use model::{BatchedModel, LaneResult};
+pub use schedule::{BlockChoice, EarliestFirst, MostWaiting, Waiting};
+
+use crate::eval::BatchError;
+use crate::lanes::{Lanes, State};
+use language::batch::cfg::Program;
+use language::mir::FunId;
+use std::fmt;
+use std::sync::Arc;
+
+/// How control flow is batched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Batching {
+    /// Local static autobatching (host recursion for calls).
+    Local,
+    /// Program-counter autobatching (explicit stacks).
+    ProgramCounter,
+}
+
+impl Batching {
+    pub fn name(self) -> &'static str {
+        match self {
+            Batching::Local => "local",
+            Batching::ProgramCounter => "pc",
+        }
+    }
+}
+
+/// Settings of an executor run.
+#[derive(Clone, Debug)]
+pub struct ExecConfig {
+    pub batching: Batching,
+    /// Which waiting block runs next.
+    pub choice: Arc<dyn BlockChoice>,
+    /// A block whose active lanes are fewer than this share of the batch
+    /// runs on a gathered sub-batch; otherwise masked. 0 never gathers.
+    pub gather_below: f64,
+    /// Sub-batches run in parallel on this many threads (0: one per core).
+    pub threads: usize,
+    /// Lanes per sub-batch at most (0: the batch split evenly over the
+    /// threads).
+    pub max_sub_batch: usize,
+    /// Nested user-function calls allowed per lane.
+    pub max_depth: usize,
+    /// Shared-matrix × per-lane-vector products as one GEMM (rounding may
+    /// differ from the interpreter's loop by ≤ 1e-12 relative).
+    pub gemm: bool,
+}
+
+impl Default for ExecConfig {
+    fn default() -> ExecConfig {
+        ExecConfig {
+            batching: Batching::Local,
+            choice: Arc::new(EarliestFirst),
+            gather_below: 0.25,
+            threads: 1,
+            max_sub_batch: 0,
+            max_depth: language::interp::MAX_CALL_DEPTH,
+            gemm: true,
+        }
+    }
+}
+
+/// A failure of the executor itself (not of a lane: lanes fail with
+/// their own runtime errors).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExecError {
+    /// The batched evaluator refused an op (a lowering bug).
+    Batch(BatchError),
+    /// The program has no such entry or function, or the call is malformed.
+    Setup(String),
+}
+
+impl fmt::Display for ExecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExecError::Batch(e) => write!(f, "{e}"),
+            ExecError::Setup(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ExecError {}
+
+impl From<BatchError> for ExecError {
+    fn from(e: BatchError) -> ExecError {
+        ExecError::Batch(e)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, ExecError>;
+
+/// Run function `f` of `p` on `lanes` of `st` with the configured
+/// batching; its parameters must already be set for those lanes. Returns
+/// the returned value's slot (for the lanes that returned: those still
+/// running afterwards), if the function returns one.
+pub fn run(
+    p: &Program,
+    f: FunId,
+    st: &mut State,
+    lanes: &Lanes,
+    config: &ExecConfig,
+) -> Result<Option<crate::lanes::Slot>> {
+    match config.batching {
+        Batching::Local => local::run(p, f, st, lanes, config),
+        Batching::ProgramCounter => pc::run(p, f, st, lanes, config),
+    }
+}
+
+/// The interpreter's error for a call nested deeper than `limit`.
+fn too_deep(function: &str, limit: usize) -> language::interp::RuntimeError {
+    language::interp::RuntimeError::fatal(format!(
+        "recursion too deep: more than {limit} nested calls of user functions (in `{function}`)"
+    ))
+}
+
+/// Nested calls a run of `f` starts at: a user function run directly is
+/// itself one call (as when an entry calls it).
+fn base_depth(p: &Program, f: FunId) -> usize {
+    usize::from(p.function(f).kind == language::batch::cfg::FunctionKind::User)
+}

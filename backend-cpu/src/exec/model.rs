@@ -1,0 +1,315 @@
+//! The executors' public face: a lowered program with its data, run for a
+//! batch of lanes — log density and gradient, generated quantities, or any
+//! function — split into sub-batches over threads.
+
+use super::{ExecConfig, ExecError, Result};
+use crate::lanes::{LaneStatus, Lanes, Slot, State};
+use language::batch::cfg::{FunctionKind, Program};
+use language::interp::{Draw, Model, Rng, RuntimeError};
+use language::mir::{FunId, Origin, StmtKind};
+use language::value::Value;
+use std::sync::Arc;
+
+/// One lane's outcome: its value, or the runtime error that stopped it
+/// (exactly the scalar interpreter's).
+pub type LaneResult<T> = std::result::Result<T, RuntimeError>;
+
+/// A CFG program and the model (data, transformed data, parameter layout)
+/// it was lowered from, ready to run batches of lanes.
+pub struct BatchedModel {
+    program: Program,
+    model: Model,
+    /// Data and transformed data as shared slots (never copied per batch).
+    globals: Vec<Option<Arc<Slot>>>,
+    config: ExecConfig,
+    pool: Option<rayon::ThreadPool>,
+    /// The program calls user functions: run on threads with a stack deep
+    /// enough for host recursion (local batching) up to the depth limit.
+    calls: bool,
+}
+
+/// Stack of the threads running batches that make calls.
+const DEEP_STACK: usize = 512 << 20;
+
+impl BatchedModel {
+    /// `program` must be lowered from `model`'s program (its gradient
+    /// program, generated quantities or functions).
+    pub fn new(program: Program, model: Model, config: ExecConfig) -> Result<BatchedModel> {
+        program.validate().map_err(ExecError::Setup)?;
+        let mut globals: Vec<Option<Arc<Slot>>> = vec![None; program.mir.vars.len()];
+        for (i, g) in model.globals().iter().enumerate() {
+            if let Some(v) = g {
+                globals[i] = Some(Arc::new(Slot::shared(v.clone())));
+            }
+        }
+        let pool = if config.threads == 1 {
+            None
+        } else {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(config.threads)
+                .stack_size(DEEP_STACK)
+                .build()
+                .map_err(|e| ExecError::Setup(format!("thread pool: {e}")))?;
+            Some(pool)
+        };
+        let calls = program.functions.iter().any(|f| {
+            f.blocks
+                .iter()
+                .any(|b| matches!(b.term, language::batch::cfg::Terminator::Call { .. }))
+        });
+        Ok(BatchedModel {
+            calls,
+            program,
+            model,
+            globals,
+            config,
+            pool,
+        })
+    }
+
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    pub fn config(&self) -> &ExecConfig {
+        &self.config
+    }
+
+    /// Log density (with log |J| when `jacobian`) and gradient at each
+    /// lane's unconstrained point `thetas[lane]`, by the program's
+    /// [`language::batch::GRADIENT_ENTRY`].
+    pub fn log_density_gradient(
+        &self,
+        thetas: &[Vec<f64>],
+        jacobian: bool,
+    ) -> Result<Vec<LaneResult<(f64, Vec<f64>)>>> {
+        let entry = self.entry(language::batch::GRADIENT_ENTRY)?;
+        let n = self.model.num_unconstrained();
+        self.split(thetas.len(), |range| {
+            let chunk = &thetas[range];
+            let z = chunk.len();
+            let mut st = self.state(z);
+            st.jacobian = jacobian;
+            let padded: Vec<Vec<f64>> = chunk
+                .iter()
+                .map(|t| (0..n).map(|i| t.get(i).copied().unwrap_or(0.0)).collect())
+                .collect();
+            st.set_gradient_input(
+                self.model.params(),
+                self.program.num_ad_stacks as usize,
+                &padded,
+            );
+            for (l, t) in chunk.iter().enumerate() {
+                if t.len() != n {
+                    let msg = format!("expected {n} unconstrained parameters, found {}", t.len());
+                    st.fail(l, RuntimeError::fatal(msg));
+                }
+            }
+            let all = st.running(&Lanes::all(z));
+            super::run(&self.program, entry, &mut st, &all, &self.config)?;
+            Ok((0..z)
+                .map(|l| match &st.status[l] {
+                    LaneStatus::Failed(e) => Err(e.clone()),
+                    LaneStatus::Running => Ok((st.target[l], st.lane_gradient(l))),
+                })
+                .collect())
+        })
+    }
+
+    /// Parameters, transformed parameters and generated quantities of each
+    /// lane's draw at `thetas[lane]`, lane `l` drawing from `rngs[l]` (as
+    /// [`Model::generated_quantities`]; `program` lowered with
+    /// [`language::batch::lower_generated_quantities`]).
+    pub fn generated_quantities(
+        &self,
+        thetas: &[Vec<f64>],
+        rngs: &[Rng],
+    ) -> Result<Vec<LaneResult<Draw>>> {
+        let tp = self.entry(language::batch::TRANSFORMED_PARAMETERS_ENTRY)?;
+        let gq = self.entry(language::batch::GENERATED_QUANTITIES_ENTRY)?;
+        if rngs.len() != thetas.len() {
+            return Err(ExecError::Setup("one random stream per lane needed".into()));
+        }
+        self.split(thetas.len(), |range| {
+            let z = range.len();
+            let mut st = self.state(z);
+            st.jacobian = false;
+            st.rng = rngs[range.clone()].iter().cloned().map(Some).collect();
+            let mut constrained: Vec<Option<Vec<(String, Value)>>> = Vec::with_capacity(z);
+            for (l, theta) in thetas[range].iter().enumerate() {
+                match self.model.constrain(theta) {
+                    Ok(values) => constrained.push(Some(values)),
+                    Err(e) => {
+                        st.fail(l, e);
+                        constrained.push(None);
+                    }
+                }
+            }
+            for (k, p) in self.model.params().iter().enumerate() {
+                let values: Vec<Option<Value>> = constrained
+                    .iter()
+                    .map(|c| c.as_ref().map(|c| c[k].1.clone()))
+                    .collect();
+                if let Some(fill) = values.iter().flatten().next().cloned() {
+                    let values = values
+                        .into_iter()
+                        .map(|v| v.unwrap_or_else(|| fill.clone()))
+                        .collect();
+                    st.vars[p.var.0 as usize] = Some(Arc::new(Slot::from_lane_values(values)));
+                }
+            }
+            for entry in [tp, gq] {
+                let running = st.running(&Lanes::all(z));
+                super::run(&self.program, entry, &mut st, &running, &self.config)?;
+            }
+            Ok((0..z).map(|l| self.draw(&st, l)).collect())
+        })
+    }
+
+    /// Call function `f` (by name: a user function or an entry) with
+    /// `args[lane]` for each lane; lane `l` draws from `rngs[l]` if given.
+    /// The returned value of each lane (`None` for `void`).
+    pub fn run_function(
+        &self,
+        name: &str,
+        args: &[Vec<Value>],
+        rngs: Option<&[Rng]>,
+    ) -> Result<Vec<LaneResult<Option<Value>>>> {
+        let f = self
+            .program
+            .functions
+            .iter()
+            .position(|f| f.name == name && f.kind != FunctionKind::External)
+            .map(|i| FunId(i as u32))
+            .ok_or_else(|| ExecError::Setup(format!("no function `{name}`")))?;
+        let fun = self.program.function(f);
+        if let Some(bad) = args.iter().find(|a| a.len() != fun.params.len()) {
+            return Err(ExecError::Setup(format!(
+                "`{name}` takes {} arguments, given {}",
+                fun.params.len(),
+                bad.len()
+            )));
+        }
+        if rngs.is_some_and(|r| r.len() != args.len()) {
+            return Err(ExecError::Setup("one random stream per lane needed".into()));
+        }
+        self.split(args.len(), |range| {
+            let z = range.len();
+            let mut st = self.state(z);
+            if let Some(rngs) = rngs {
+                st.rng = rngs[range.clone()].iter().cloned().map(Some).collect();
+            }
+            let chunk = &args[range];
+            for (k, param) in fun.params.iter().enumerate() {
+                let values = chunk.iter().map(|a| a[k].clone()).collect();
+                st.vars[param.0 as usize] = Some(Arc::new(Slot::from_lane_values(values)));
+            }
+            let value = super::run(&self.program, f, &mut st, &Lanes::all(z), &self.config)?;
+            Ok((0..z)
+                .map(|l| match &st.status[l] {
+                    LaneStatus::Failed(e) => Err(e.clone()),
+                    LaneStatus::Running => Ok(value.as_ref().map(|v| match &fun.ret {
+                        Some(ty) => language::interp::lane::promote(v.lane_value(l), ty),
+                        None => v.lane_value(l),
+                    })),
+                })
+                .collect())
+        })
+    }
+
+    fn entry(&self, name: &str) -> Result<FunId> {
+        self.program
+            .entry(name)
+            .ok_or_else(|| ExecError::Setup(format!("the program has no `{name}` entry")))
+    }
+
+    fn state(&self, z: usize) -> State<'_> {
+        let mut st = State::with_vars(&self.program.mir, self.globals.clone(), z);
+        st.gemm = self.config.gemm;
+        st
+    }
+
+    /// Lane `l`'s draw, collected as the interpreter does.
+    fn draw(&self, st: &State, l: usize) -> LaneResult<Draw> {
+        if let LaneStatus::Failed(e) = &st.status[l] {
+            return Err(e.clone());
+        }
+        let get = |var: language::mir::VarId| -> LaneResult<Value> {
+            match &st.vars[var.0 as usize] {
+                Some(slot) => Ok(slot.lane_value(l)),
+                None => Err(RuntimeError::fatal(format!(
+                    "variable `{}` used before it has a value",
+                    st.name(var)
+                ))),
+            }
+        };
+        let mut values = Vec::new();
+        for p in self.model.params() {
+            values.push((p.name.clone(), get(p.var)?));
+        }
+        let program = self.model.program();
+        for stmts in [
+            &program.transformed_parameters,
+            &program.generated_quantities,
+        ] {
+            for s in stmts {
+                if let StmtKind::Decl { var, .. } = &s.kind {
+                    let info = &program.vars[var.0 as usize];
+                    if matches!(
+                        info.origin,
+                        Origin::TransformedParameter | Origin::GeneratedQuantity
+                    ) {
+                        values.push((info.name.clone(), get(*var)?));
+                    }
+                }
+            }
+        }
+        Ok(Draw {
+            values,
+            output: st.output[l].clone(),
+        })
+    }
+
+    /// Run `job` on sub-batches of `z` lanes (ranges of lane indices), in
+    /// parallel when configured, and concatenate the lanes' results.
+    fn split<T: Send>(
+        &self,
+        z: usize,
+        job: impl Fn(std::ops::Range<usize>) -> Result<Vec<T>> + Sync,
+    ) -> Result<Vec<T>> {
+        let threads = match &self.pool {
+            Some(pool) => pool.current_num_threads(),
+            None => 1,
+        };
+        let mut size = z.div_ceil(threads.max(1)).max(1);
+        if self.config.max_sub_batch > 0 {
+            size = size.min(self.config.max_sub_batch);
+        }
+        let ranges: Vec<_> = (0..z).step_by(size).map(|s| s..(s + size).min(z)).collect();
+        let results: Vec<Result<Vec<T>>> = match &self.pool {
+            Some(pool) if ranges.len() > 1 => {
+                use rayon::prelude::*;
+                pool.install(|| ranges.into_par_iter().map(&job).collect())
+            }
+            _ if self.calls => std::thread::scope(|scope| {
+                let worker = std::thread::Builder::new()
+                    .stack_size(DEEP_STACK)
+                    .spawn_scoped(scope, || ranges.into_iter().map(&job).collect::<Vec<_>>())
+                    .map_err(|e| ExecError::Setup(format!("thread: {e}")))?;
+                worker
+                    .join()
+                    .map_err(|_| ExecError::Setup("a batch thread panicked".into()))
+            })?,
+            _ => ranges.into_iter().map(&job).collect(),
+        };
+        let mut out = Vec::with_capacity(z);
+        for r in results {
+            out.extend(r?);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,94 @@
+//! The set of active lanes of a batch.
+
+/// Sorted, distinct lane indices out of `z` lanes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lanes {
+    z: usize,
+    idx: Vec<usize>,
+}
+
+impl Lanes {
+    /// Every lane of a batch of `z`.
+    pub fn all(z: usize) -> Lanes {
+        Lanes {
+            z,
+            idx: (0..z).collect(),
+        }
+    }
+
+    pub fn none(z: usize) -> Lanes {
+        Lanes { z, idx: Vec::new() }
+    }
+
+    /// The given lanes (sorted and deduplicated here).
+    pub fn from_indices(z: usize, mut idx: Vec<usize>) -> Lanes {
+        idx.sort_unstable();
+        idx.dedup();
+        assert!(idx.last().is_none_or(|&l| l < z), "lane out of range");
+        Lanes { z, idx }
+    }
+
+    /// The lanes whose mask entry is true.
+    pub fn from_mask(mask: &[bool]) -> Lanes {
+        Lanes {
+            z: mask.len(),
+            idx: (0..mask.len()).filter(|&l| mask[l]).collect(),
+        }
+    }
+
+    pub fn z(&self) -> usize {
+        self.z
+    }
+
+    pub fn len(&self) -> usize {
+        self.idx.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.idx.is_empty()
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.idx.len() == self.z
+    }
+
+    pub fn indices(&self) -> &[usize] {
+        &self.idx
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.idx.iter().copied()
+    }
+
+    pub fn first(&self) -> Option<usize> {
+        self.idx.first().copied()
+    }
+
+    pub fn mask(&self) -> Vec<bool> {
+        let mut m = vec![false; self.z];
+        for &l in &self.idx {
+            m[l] = true;
+        }
+        m
+    }
+
+    /// (lanes where `pred` holds, lanes where it does not).
+    pub fn split(&self, mut pred: impl FnMut(usize) -> bool) -> (Lanes, Lanes) {
+        let (yes, no) = self.idx.iter().partition(|&&l| pred(l));
+        (
+            Lanes {
+                z: self.z,
+                idx: yes,
+            },
+            Lanes { z: self.z, idx: no },
+        )
+    }
+
+    /// The lanes for which `keep` holds.
+    pub fn retain(&self, mut keep: impl FnMut(usize) -> bool) -> Lanes {
+        Lanes {
+            z: self.z,
+            idx: self.idx.iter().copied().filter(|&l| keep(l)).collect(),
+        }
+    }
+}

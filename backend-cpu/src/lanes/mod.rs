@@ -1,0 +1,333 @@
+//! Storage for a batch of Z lanes (chains) in structure-of-arrays layout.
+//!
+//! A variable's value for all lanes of a batch is a [`Slot`]:
+//! - [`Slot::Shared`]: one value for every lane — data, transformed data,
+//!   constants, and whatever is computed from them alone (pfor §4.3:
+//!   invariant values are computed once);
+//! - [`Slot::Real`] / [`Slot::Int`]: a [`Dense`] block, one element shape
+//!   for all lanes, laid out `[element][lane]`: element `e` of lane `l` is
+//!   `data[e * z + l]`, so each element's Z lanes are contiguous.
+//!   Elementwise kernels are loops over contiguous lanes, and a vector
+//!   `[D][Z]` is a column-major D×Z matrix — shared X (N×D) times it is one
+//!   GEMM giving `[N][Z]`;
+//! - [`Slot::PerLane`]: one [`Value`] per lane, for what is ragged (tuples,
+//!   complex values, shapes that differ between lanes).
+//!
+//! # Invariants
+//! - A non-shared slot always holds all Z lanes of its batch. Lanes that
+//!   were not active when it was written hold unspecified (but
+//!   well-formed) values; only active lanes are ever read as results.
+//! - Elements are in Stan's order ([`Value::flatten_reals`]): arrays
+//!   row-major over their dimensions, matrices column-major.
+//! - A `Dense` real shape has only real leaves (real, vector, row vector,
+//!   matrix, arrays of them); a `Dense` int shape is an int or an (nested)
+//!   int array.
+//! - [`Slot::lane_value`] of any slot is exactly the [`Value`] the scalar
+//!   interpreter holds for that lane.
+
+mod laneset;
+mod state;
+
+pub use laneset::Lanes;
+pub use state::{LaneStatus, State};
+
+use language::data::Shape;
+use language::value::Value;
+use std::sync::Arc;
+
+/// One element shape for all lanes, `[element][lane]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dense<T> {
+    pub shape: Shape,
+    pub z: usize,
+    pub data: Vec<T>,
+}
+
+impl<T: Copy> Dense<T> {
+    pub fn new(shape: Shape, z: usize, data: Vec<T>) -> Dense<T> {
+        debug_assert_eq!(data.len(), shape.num_reals() * z);
+        Dense { shape, z, data }
+    }
+
+    pub fn filled(shape: Shape, z: usize, x: T) -> Dense<T> {
+        let n = shape.num_reals() * z;
+        Dense::new(shape, z, vec![x; n])
+    }
+
+    /// Number of elements of one lane's value.
+    pub fn elements(&self) -> usize {
+        self.shape.num_reals()
+    }
+
+    /// Element `e` of every lane.
+    pub fn element(&self, e: usize) -> &[T] {
+        &self.data[e * self.z..(e + 1) * self.z]
+    }
+
+    pub fn element_mut(&mut self, e: usize) -> &mut [T] {
+        &mut self.data[e * self.z..(e + 1) * self.z]
+    }
+
+    /// Lane `l`'s elements in order.
+    pub fn lane(&self, l: usize) -> impl Iterator<Item = T> + '_ {
+        self.data.iter().skip(l).step_by(self.z).copied()
+    }
+
+    /// Copy lane `from` of `src` (same shape) into lane `to` of `self`.
+    pub fn copy_lane(&mut self, to: usize, src: &Dense<T>, from: usize) {
+        for e in 0..self.elements() {
+            self.data[e * self.z + to] = src.data[e * src.z + from];
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Slot {
+    /// Cheap to clone: data such as a design matrix is never copied.
+    Shared(Arc<Value>),
+    Real(Dense<f64>),
+    Int(Dense<i64>),
+    PerLane(Vec<Value>),
+}
+
+impl Slot {
+    pub fn shared(v: Value) -> Slot {
+        Slot::Shared(Arc::new(v))
+    }
+
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Slot::Shared(_))
+    }
+
+    /// The value of lane `l`, as the interpreter holds it.
+    pub fn lane_value(&self, l: usize) -> Value {
+        match self {
+            Slot::Shared(v) => (**v).clone(),
+            Slot::Real(d) => build_real(&d.shape, &mut d.lane(l)),
+            Slot::Int(d) => build_int(&d.shape, &mut d.lane(l)),
+            Slot::PerLane(vs) => vs[l].clone(),
+        }
+    }
+
+    /// A slot from one value per lane (`values.len()` is Z): dense when
+    /// every lane has the same dense-able shape and kind.
+    pub fn from_lane_values(values: Vec<Value>) -> Slot {
+        let z = values.len();
+        let Some(first) = values.first() else {
+            return Slot::PerLane(values);
+        };
+        let Some((shape, is_int)) = dense_shape(first) else {
+            return Slot::PerLane(values);
+        };
+        let same = values
+            .iter()
+            .all(|v| dense_shape(v).is_some_and(|(s, i)| s == shape && i == is_int));
+        if !same {
+            return Slot::PerLane(values);
+        }
+        let n = shape.num_reals();
+        if is_int {
+            let mut data = vec![0i64; n * z];
+            for (l, v) in values.iter().enumerate() {
+                let mut e = 0;
+                for_each_int(v, &mut |i| {
+                    data[e * z + l] = i;
+                    e += 1;
+                });
+            }
+            Slot::Int(Dense::new(shape, z, data))
+        } else {
+            let mut data = vec![0.0; n * z];
+            let mut flat = Vec::with_capacity(n);
+            for (l, v) in values.iter().enumerate() {
+                flat.clear();
+                v.flatten_reals(&mut flat);
+                for (e, x) in flat.iter().enumerate() {
+                    data[e * z + l] = *x;
+                }
+            }
+            Slot::Real(Dense::new(shape, z, data))
+        }
+    }
+
+    /// Every lane's value (Z of them), e.g. to go per lane.
+    pub fn to_lane_values(&self, z: usize) -> Vec<Value> {
+        match self {
+            Slot::PerLane(vs) => vs.clone(),
+            other => (0..z).map(|l| other.lane_value(l)).collect(),
+        }
+    }
+
+    /// The slot as all Z lanes of its own (a shared value repeated).
+    pub fn broadcast(&self, z: usize) -> Slot {
+        match self {
+            Slot::Shared(v) => match dense_shape(v) {
+                Some((shape, false)) => {
+                    let mut flat = Vec::new();
+                    v.flatten_reals(&mut flat);
+                    let mut data = Vec::with_capacity(flat.len() * z);
+                    for x in flat {
+                        data.extend(std::iter::repeat_n(x, z));
+                    }
+                    Slot::Real(Dense::new(shape, z, data))
+                }
+                Some((shape, true)) => {
+                    let mut data = Vec::new();
+                    for_each_int(v, &mut |i| data.extend(std::iter::repeat_n(i, z)));
+                    Slot::Int(Dense::new(shape, z, data))
+                }
+                None => Slot::PerLane(vec![(**v).clone(); z]),
+            },
+            other => other.clone(),
+        }
+    }
+
+    /// Write the active lanes of `new` (a slot over the same Z lanes) into
+    /// `self`, leaving the other lanes as they are (a masked update).
+    pub fn merge(&mut self, new: Slot, active: &Lanes) {
+        if active.is_full() {
+            *self = new;
+            return;
+        }
+        if active.is_empty() {
+            return;
+        }
+        let z = active.z();
+        match (&mut *self, &new) {
+            (Slot::Real(a), Slot::Real(b)) if a.shape == b.shape => {
+                for l in active.iter() {
+                    a.copy_lane(l, b, l);
+                }
+                return;
+            }
+            (Slot::Int(a), Slot::Int(b)) if a.shape == b.shape => {
+                for l in active.iter() {
+                    a.copy_lane(l, b, l);
+                }
+                return;
+            }
+            (Slot::Shared(a), Slot::Shared(b)) if a == b => return,
+            _ => {}
+        }
+        let mut values = self.to_lane_values(z);
+        for l in active.iter() {
+            values[l] = new.lane_value(l);
+        }
+        *self = Slot::from_lane_values(values);
+    }
+}
+
+/// The element shape and kind (true: ints) of a value that can be dense.
+pub fn dense_shape(v: &Value) -> Option<(Shape, bool)> {
+    Some(match v {
+        Value::Int(_) => (Shape::Int, true),
+        Value::Real(_) => (Shape::Real, false),
+        Value::Vector(x) => (Shape::Vector(x.len()), false),
+        Value::RowVector(x) => (Shape::RowVector(x.len()), false),
+        Value::Matrix { rows, cols, .. } => (Shape::Matrix(*rows, *cols), false),
+        Value::Array(items) => {
+            // An empty array's element type is unknown: keep it per lane.
+            let (elem, is_int) = dense_shape(items.first()?)?;
+            for item in &items[1..] {
+                if dense_shape(item)? != (elem.clone(), is_int) {
+                    return None;
+                }
+            }
+            (Shape::Array(items.len(), Box::new(elem)), is_int)
+        }
+        _ => return None,
+    })
+}
+
+fn for_each_int(v: &Value, f: &mut dyn FnMut(i64)) {
+    match v {
+        Value::Int(i) => f(*i),
+        Value::Array(items) => items.iter().for_each(|i| for_each_int(i, f)),
+        _ => {}
+    }
+}
+
+/// A real-leaved value of `shape` from its elements in order.
+pub fn build_real(shape: &Shape, xs: &mut dyn Iterator<Item = f64>) -> Value {
+    let mut take = |n: usize| -> Vec<f64> { xs.take(n).collect() };
+    match shape {
+        Shape::Vector(n) => Value::Vector(take(*n)),
+        Shape::RowVector(n) => Value::RowVector(take(*n)),
+        Shape::Matrix(r, c) => Value::Matrix {
+            rows: *r,
+            cols: *c,
+            data: take(r * c),
+        },
+        Shape::Array(n, elem) => Value::Array((0..*n).map(|_| build_real(elem, xs)).collect()),
+        _ => Value::Real(xs.next().unwrap_or(f64::NAN)),
+    }
+}
+
+/// An int or int array of `shape` from its ints in order.
+pub fn build_int(shape: &Shape, xs: &mut dyn Iterator<Item = i64>) -> Value {
+    match shape {
+        Shape::Array(n, elem) => Value::Array((0..*n).map(|_| build_int(elem, xs)).collect()),
+        _ => Value::Int(xs.next().unwrap_or(0)),
+    }
+}
+
+impl<T: Copy> Dense<T> {
+    /// Lanes `lanes` of `self`, as a batch of `lanes.len()`.
+    pub fn gather(&self, lanes: &[usize]) -> Dense<T> {
+        let k = lanes.len();
+        let mut data = Vec::with_capacity(self.elements() * k);
+        for e in 0..self.elements() {
+            let col = self.element(e);
+            data.extend(lanes.iter().map(|&l| col[l]));
+        }
+        Dense::new(self.shape.clone(), k, data)
+    }
+
+    /// Write the lanes of `sub` (a gathered batch) back to lanes `lanes`.
+    pub fn scatter(&mut self, sub: &Dense<T>, lanes: &[usize]) {
+        for (i, &l) in lanes.iter().enumerate() {
+            self.copy_lane(l, sub, i);
+        }
+    }
+}
+
+impl Slot {
+    /// Lanes `lanes` of this slot as a slot of `lanes.len()` lanes.
+    pub fn gather(&self, lanes: &[usize]) -> Slot {
+        match self {
+            Slot::Shared(v) => Slot::Shared(v.clone()),
+            Slot::Real(d) => Slot::Real(d.gather(lanes)),
+            Slot::Int(d) => Slot::Int(d.gather(lanes)),
+            Slot::PerLane(vs) => Slot::PerLane(lanes.iter().map(|&l| vs[l].clone()).collect()),
+        }
+    }
+
+    /// Write `sub` (a slot of the gathered lanes) back into lanes `lanes`
+    /// of `self` (a slot of `z` lanes).
+    pub fn scatter(&mut self, sub: &Slot, lanes: &[usize], z: usize) {
+        match (&mut *self, sub) {
+            (Slot::Real(a), Slot::Real(b)) if a.shape == b.shape => return a.scatter(b, lanes),
+            (Slot::Int(a), Slot::Int(b)) if a.shape == b.shape => return a.scatter(b, lanes),
+            (Slot::Shared(a), Slot::Shared(b)) if a == b => return,
+            _ => {}
+        }
+        if lanes.len() == z {
+            let mut out = Slot::PerLane(vec![Value::Int(0); z]);
+            if let Slot::PerLane(vs) = &mut out {
+                for (i, &l) in lanes.iter().enumerate() {
+                    vs[l] = sub.lane_value(i);
+                }
+            }
+            *self = match out {
+                Slot::PerLane(vs) => Slot::from_lane_values(vs),
+                other => other,
+            };
+            return;
+        }
+        let mut values = self.to_lane_values(z);
+        for (i, &l) in lanes.iter().enumerate() {
+            values[l] = sub.lane_value(i);
+        }
+        *self = Slot::from_lane_values(values);
+    }
+}

@@ -1,0 +1,224 @@
+//! The state of one batch: variables, per-lane target, AD stacks, random
+//! streams, gradient input/output, status and printed output.
+
+use super::{Lanes, Slot};
+use language::interp::{ParamLayout, Rng, RuntimeError};
+use language::mir::{Program, VarId};
+use language::value::Value;
+use std::sync::Arc;
+
+/// How a lane's evaluation stands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LaneStatus {
+    Running,
+    /// Failed with the interpreter's error (a rejection when
+    /// [`RuntimeError::is_rejection`], otherwise fatal).
+    Failed(RuntimeError),
+}
+
+/// A batch of `z` lanes running one program.
+///
+/// Gradient input θ and output are `[coordinate][lane]` like a dense
+/// vector slot; stacks hold one stack of values per lane.
+#[derive(Clone)]
+pub struct State<'p> {
+    pub program: &'p Program,
+    pub z: usize,
+    /// By [`VarId`]; `None` until the variable is set. Shared by `Arc` so
+    /// reading a variable never copies it (written in place when unique).
+    pub vars: Vec<Option<Arc<Slot>>>,
+    pub target: Vec<f64>,
+    /// Add log |J| of the parameter transforms (the same for all lanes).
+    pub jacobian: bool,
+    /// `stacks[stack][lane]`.
+    pub stacks: Vec<Vec<Vec<Value>>>,
+    /// Per-lane random streams (`None`: drawing is an error, as in the
+    /// interpreter's log density).
+    pub rng: Vec<Option<Rng>>,
+    /// Parameter layout of the unconstrained vector (gradient programs).
+    pub layout: Vec<ParamLayout>,
+    /// Unconstrained input, `[coordinate][lane]`.
+    pub theta: Vec<f64>,
+    /// Gradient output, `[coordinate][lane]`.
+    pub gradient: Vec<f64>,
+    pub status: Vec<LaneStatus>,
+    /// Lines printed, per lane.
+    pub output: Vec<Vec<String>>,
+    /// Run shared-matrix × per-lane-vector products as one GEMM (rounding
+    /// differs from the interpreter's loop); off, they run lane by lane
+    /// and match it bit for bit.
+    pub gemm: bool,
+}
+
+impl<'p> State<'p> {
+    /// A batch of `z` lanes whose data and transformed data are `globals`
+    /// (indexed by [`VarId`], shared by every lane).
+    pub fn new(program: &'p Program, globals: &[Option<Value>], z: usize) -> State<'p> {
+        let mut vars = vec![None; program.vars.len()];
+        for (i, g) in globals.iter().enumerate() {
+            if let Some(v) = g {
+                vars[i] = Some(Arc::new(Slot::Shared(Arc::new(v.clone()))));
+            }
+        }
+        State::with_vars(program, vars, z)
+    }
+
+    /// As [`State::new`] with the variable slots given (e.g. shared
+    /// globals kept between evaluations without copying).
+    pub fn with_vars(program: &'p Program, vars: Vec<Option<Arc<Slot>>>, z: usize) -> State<'p> {
+        State {
+            program,
+            z,
+            vars,
+            target: vec![0.0; z],
+            jacobian: true,
+            stacks: Vec::new(),
+            rng: vec![None; z],
+            layout: Vec::new(),
+            theta: Vec::new(),
+            gradient: Vec::new(),
+            status: vec![LaneStatus::Running; z],
+            output: vec![Vec::new(); z],
+            gemm: true,
+        }
+    }
+
+    /// Prepare for a gradient program: parameter layout, `num_stacks`
+    /// empty stacks, and θ given per lane (`thetas[lane]`).
+    pub fn set_gradient_input(
+        &mut self,
+        layout: &[ParamLayout],
+        num_stacks: usize,
+        thetas: &[Vec<f64>],
+    ) {
+        let n: usize = layout.iter().map(|p| p.unconstrained_len).sum();
+        self.layout = layout.to_vec();
+        self.stacks = vec![vec![Vec::new(); self.z]; num_stacks];
+        self.theta = vec![0.0; n * self.z];
+        for (l, th) in thetas.iter().enumerate() {
+            for (k, x) in th.iter().enumerate() {
+                self.theta[k * self.z + l] = *x;
+            }
+        }
+        self.gradient = vec![0.0; n * self.z];
+    }
+
+    /// Number of unconstrained coordinates.
+    pub fn num_unconstrained(&self) -> usize {
+        self.layout.iter().map(|p| p.unconstrained_len).sum()
+    }
+
+    /// Lane `l`'s gradient output.
+    pub fn lane_gradient(&self, l: usize) -> Vec<f64> {
+        (0..self.num_unconstrained())
+            .map(|k| self.gradient[k * self.z + l])
+            .collect()
+    }
+
+    pub fn name(&self, var: VarId) -> &str {
+        &self.program.vars[var.0 as usize].name
+    }
+
+    pub fn is_running(&self, l: usize) -> bool {
+        matches!(self.status[l], LaneStatus::Running)
+    }
+
+    /// Record `err` as lane `l`'s failure unless it already failed (the
+    /// first error wins, as the interpreter stops at the first).
+    pub fn fail(&mut self, l: usize, err: RuntimeError) {
+        if self.is_running(l) {
+            self.status[l] = LaneStatus::Failed(err);
+        }
+    }
+
+    /// `lanes` without those that have failed.
+    pub fn running(&self, lanes: &Lanes) -> Lanes {
+        lanes.retain(|l| self.is_running(l))
+    }
+
+    /// A batch of lanes `lanes` of this one (to run a block on fewer lanes
+    /// without masking); [`State::scatter`] writes it back.
+    pub fn gather(&self, lanes: &Lanes) -> State<'p> {
+        let ix = lanes.indices();
+        let pick_cols = |v: &[f64]| -> Vec<f64> {
+            if self.z == 0 {
+                return Vec::new();
+            }
+            let n = v.len() / self.z;
+            let mut out = Vec::with_capacity(n * ix.len());
+            for k in 0..n {
+                out.extend(ix.iter().map(|&l| v[k * self.z + l]));
+            }
+            out
+        };
+        State {
+            program: self.program,
+            z: ix.len(),
+            vars: self
+                .vars
+                .iter()
+                .map(|s| s.as_ref().map(|s| Arc::new(s.gather(ix))))
+                .collect(),
+            target: ix.iter().map(|&l| self.target[l]).collect(),
+            jacobian: self.jacobian,
+            stacks: self
+                .stacks
+                .iter()
+                .map(|st| ix.iter().map(|&l| st[l].clone()).collect())
+                .collect(),
+            rng: ix.iter().map(|&l| self.rng[l].clone()).collect(),
+            layout: self.layout.clone(),
+            theta: pick_cols(&self.theta),
+            gradient: pick_cols(&self.gradient),
+            status: ix.iter().map(|&l| self.status[l].clone()).collect(),
+            output: ix.iter().map(|&l| self.output[l].clone()).collect(),
+            gemm: self.gemm,
+        }
+    }
+
+    /// Write back a batch made by [`State::gather`] with the same `lanes`.
+    pub fn scatter(&mut self, sub: State<'p>, lanes: &Lanes) {
+        let ix = lanes.indices();
+        for (slot, new) in self.vars.iter_mut().zip(sub.vars) {
+            match (slot.as_mut(), new) {
+                (_, None) => {}
+                (None, Some(new)) => *slot = Some(Arc::new(new.gather_back(ix, self.z))),
+                (Some(old), Some(new)) => Arc::make_mut(old).scatter(&new, ix, self.z),
+            }
+        }
+        let z = self.z;
+        let n = self.gradient.len() / z.max(1);
+        for (i, &l) in ix.iter().enumerate() {
+            self.target[l] = sub.target[i];
+            for k in 0..n {
+                self.gradient[k * z + l] = sub.gradient[k * sub.z + i];
+            }
+            self.rng[l] = sub.rng[i].clone();
+            self.status[l] = sub.status[i].clone();
+            self.output[l] = sub.output[i].clone();
+        }
+        for (st, sub_st) in self.stacks.iter_mut().zip(sub.stacks) {
+            for (i, lane_stack) in sub_st.into_iter().enumerate() {
+                st[ix[i]] = lane_stack;
+            }
+        }
+    }
+}
+
+impl Slot {
+    /// A slot of `z` lanes holding `self` (a gathered slot) at lanes `ix`
+    /// and the same values elsewhere (a fresh variable set only there).
+    fn gather_back(&self, ix: &[usize], z: usize) -> Slot {
+        match self {
+            Slot::Shared(v) => Slot::Shared(v.clone()),
+            other => {
+                let filler = other.lane_value(0);
+                let mut values = vec![filler; z];
+                for (i, &l) in ix.iter().enumerate() {
+                    values[l] = other.lane_value(i);
+                }
+                Slot::from_lane_values(values)
+            }
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! Assignment, tuple unpacking and accumulation (`+=` of the reverse
+//! sweep) for a batch.
+
+use super::{get_var, set_var};
+use crate::eval::index::{LaneIx, index_slots, ixs_from_values, positions, shared_ixs};
+use crate::eval::{Result, eval, eval_indexes, fail_all};
+use crate::lanes::{Dense, Lanes, Slot, State, dense_shape};
+use language::data::Shape;
+use language::interp::lane::{self, Ix, Step};
+use language::interp::{ErrorKind, RuntimeError};
+use language::mir::{Expr, LValue, LValueStep, Stmt};
+use language::value::Value;
+use std::sync::Arc;
+
+/// An lvalue's path with its indexes evaluated.
+enum LaneStep {
+    Index(Vec<LaneIx>),
+    Proj(usize),
+}
+
+fn eval_path(lhs: &LValue, st: &mut State, active: &Lanes) -> Result<Vec<LaneStep>> {
+    lhs.path
+        .iter()
+        .map(|step| {
+            Ok(match step {
+                LValueStep::Index(idx) => LaneStep::Index(eval_indexes(idx, st, active)?),
+                LValueStep::TupleProj(k) => LaneStep::Proj(*k),
+            })
+        })
+        .collect()
+}
+
+/// The interpreter's steps for lane `l`.
+fn lane_steps(path: &[LaneStep], l: usize) -> std::result::Result<Vec<Step>, RuntimeError> {
+    path.iter()
+        .map(|s| {
+            Ok(match s {
+                LaneStep::Index(idx) => {
+                    let vals: Vec<Value> =
+                        index_slots(idx).iter().map(|s| s.lane_value(l)).collect();
+                    Step::Index(ixs_from_values(idx, &vals)?)
+                }
+                LaneStep::Proj(k) => Step::Proj(*k),
+            })
+        })
+        .collect()
+}
+
+/// `lhs = value` on the active lanes.
+pub(crate) fn assign(
+    s: &Stmt,
+    lhs: &LValue,
+    value: &Arc<Slot>,
+    st: &mut State,
+    active: &Lanes,
+) -> Result<()> {
+    let path = eval_path(lhs, st, active)?;
+    let active = &st.running(active);
+    let Some(current) = get_var(st, lhs.var, active, "assigned before declared") else {
+        return Ok(());
+    };
+    // Whole variable, same dense shape: the value itself.
+    if path.is_empty()
+        && let (Some(a), Some(b)) = (slot_shape(&current), slot_shape(value))
+        && a == b
+        && !value.is_shared()
+    {
+        set_var(st, lhs.var, value.clone(), active);
+        return Ok(());
+    }
+    if let [LaneStep::Index(idx)] = path.as_slice()
+        && let Some(Ok(ixs)) = shared_ixs(idx)
+        && write_positions(lhs, &current, &ixs, value, st, active)
+    {
+        return Ok(());
+    }
+    let name = st.name(lhs.var).to_string();
+    assign_per_lane(s, lhs, &name, &current, &path, st, active, |l| {
+        value.lane_value(l)
+    });
+    Ok(())
+}
+
+/// Lane-by-lane assignment through the interpreter's `assign`.
+#[allow(clippy::too_many_arguments)]
+fn assign_per_lane(
+    s: &Stmt,
+    lhs: &LValue,
+    name: &str,
+    current: &Slot,
+    path: &[LaneStep],
+    st: &mut State,
+    active: &Lanes,
+    value: impl Fn(usize) -> Value,
+) {
+    let mut out: Vec<Option<Value>> = vec![None; st.z];
+    for l in active.iter() {
+        if !st.is_running(l) {
+            continue;
+        }
+        let mut v = current.lane_value(l);
+        let result =
+            lane_steps(path, l).and_then(|steps| lane::assign(name, &mut v, &steps, value(l)));
+        match result {
+            Ok(()) => out[l] = Some(v),
+            Err(err) => st.fail(l, err.at(s.span)),
+        }
+    }
+    let written = st.running(active);
+    let new = Arc::new(crate::eval::from_partial(out));
+    set_var(st, lhs.var, new, &written);
+}
+
+/// The element shape and kind of a dense or dense-able shared slot.
+fn slot_shape(s: &Slot) -> Option<(Shape, bool)> {
+    match s {
+        Slot::Real(d) => Some((d.shape.clone(), false)),
+        Slot::Int(d) => Some((d.shape.clone(), true)),
+        Slot::Shared(v) => dense_shape(v),
+        Slot::PerLane(_) => None,
+    }
+}
+
+/// `x[ixs] = value` with shared indexes into a real dense variable: write
+/// the selected element rows. False when not of that form (nothing done).
+fn write_positions(
+    lhs: &LValue,
+    current: &Slot,
+    ixs: &[Ix],
+    value: &Slot,
+    st: &mut State,
+    active: &Lanes,
+) -> bool {
+    let Some((shape, false)) = slot_shape(current) else {
+        return false;
+    };
+    let Ok(Some((pos, sub))) = positions(&shape, ixs, false) else {
+        return false;
+    };
+    let matches = match (&sub, value) {
+        (Shape::Real, Slot::Shared(v)) => matches!(**v, Value::Real(_) | Value::Int(_)),
+        (sub, Slot::Real(d)) => &d.shape == sub,
+        _ => false,
+    };
+    if !matches {
+        return false;
+    }
+    let z = st.z;
+    let mut dense = match current {
+        Slot::Real(_) => None,
+        other => match other.broadcast(z) {
+            Slot::Real(d) => Some(d),
+            _ => return false,
+        },
+    };
+    let slot = st.vars[lhs.var.0 as usize].as_mut().expect("checked above");
+    let target: &mut Dense<f64> = match &mut dense {
+        Some(d) => d,
+        None => match Arc::make_mut(slot) {
+            Slot::Real(d) => d,
+            _ => return false,
+        },
+    };
+    for (k, &p) in pos.iter().enumerate() {
+        for l in active.iter() {
+            target.data[p * z + l] = match value {
+                Slot::Real(d) => d.data[k * z + l],
+                other => other.lane_value(0).as_real().unwrap_or(f64::NAN),
+            };
+        }
+    }
+    if let Some(d) = dense {
+        *slot = Arc::new(Slot::Real(d));
+    }
+    true
+}
+
+/// `(a, b, ...) = rhs`.
+pub(crate) fn unpack(
+    s: &Stmt,
+    lhs: &[LValue],
+    rhs: &Expr,
+    st: &mut State,
+    active: &Lanes,
+) -> Result<()> {
+    let value = eval(rhs, st, active)?;
+    for l in st.running(active).iter() {
+        match value.lane_value(l) {
+            Value::Tuple(items) if items.len() == lhs.len() => {}
+            other => st.fail(
+                l,
+                RuntimeError::fatal(format!(
+                    "tuple unpacking: unexpected operand {}",
+                    describe(&other)
+                ))
+                .at(s.span),
+            ),
+        }
+    }
+    for (k, lv) in lhs.iter().enumerate() {
+        let active = &st.running(active);
+        let path = eval_path(lv, st, active)?;
+        let active = &st.running(active);
+        let Some(current) = get_var(st, lv.var, active, "assigned before declared") else {
+            return Ok(());
+        };
+        let name = st.name(lv.var).to_string();
+        assign_per_lane(s, lv, &name, &current, &path, st, active, |l| {
+            match value.lane_value(l) {
+                Value::Tuple(mut items) => items.swap_remove(k),
+                other => other,
+            }
+        });
+    }
+    Ok(())
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Tuple(items) => format!("tuple of {}", items.len()),
+        Value::Int(_) => "int".into(),
+        Value::Real(_) => "real".into(),
+        _ => "value".into(),
+    }
+}
+
+/// `lhs += rhs` (the reverse sweep's accumulation).
+pub(crate) fn add_assign(
+    s: &Stmt,
+    lhs: &LValue,
+    rhs: &Expr,
+    st: &mut State,
+    active: &Lanes,
+) -> Result<()> {
+    let r = eval(rhs, st, active)?;
+    let idx = match lhs.path.as_slice() {
+        [] => None,
+        [LValueStep::Index(idx)] => Some(eval_indexes(idx, st, active)?),
+        _ => {
+            let err = RuntimeError::new(
+                ErrorKind::Unsupported,
+                "accumulation into a tuple component",
+            );
+            fail_all(st, active, err.at(s.span));
+            return Ok(());
+        }
+    };
+    let active = &st.running(active);
+    let Some(current) = get_var(st, lhs.var, active, "assigned before declared") else {
+        return Ok(());
+    };
+    // Shared += shared on every lane: once.
+    if idx.is_none() && current.is_shared() && r.is_shared() && active.is_full() {
+        let mut v = current.lane_value(0);
+        match lane::add_assign(&mut v, None, &r.lane_value(0)) {
+            Ok(()) => st.vars[lhs.var.0 as usize] = Some(Arc::new(Slot::shared(v))),
+            Err(err) => fail_all(st, active, err.at(s.span)),
+        }
+        return Ok(());
+    }
+    let positions = match &idx {
+        None => slot_shape(&current)
+            .filter(|(_, is_int)| !is_int)
+            .map(|(shape, _)| (0..shape.num_reals()).collect::<Vec<_>>()),
+        Some(idx) => match shared_ixs(idx) {
+            Some(Ok(ixs)) if !ixs.iter().any(|i| matches!(i, Ix::Multi(_))) => {
+                match slot_shape(&current) {
+                    Some((shape, false)) => positions(&shape, &ixs, false)
+                        .ok()
+                        .flatten()
+                        .map(|(pos, _)| pos),
+                    _ => None,
+                }
+            }
+            _ => None,
+        },
+    };
+    if let Some(pos) = positions
+        && add_at_positions(lhs, &current, &pos, &r, st, active)
+    {
+        return Ok(());
+    }
+    // Lane by lane through the interpreter's accumulation.
+    let mut out: Vec<Option<Value>> = vec![None; st.z];
+    for l in active.iter() {
+        let mut v = current.lane_value(l);
+        let ixs = match &idx {
+            None => None,
+            Some(idx) => {
+                let vals: Vec<Value> = index_slots(idx).iter().map(|s| s.lane_value(l)).collect();
+                match ixs_from_values(idx, &vals) {
+                    Ok(ixs) => Some(ixs),
+                    Err(err) => {
+                        st.fail(l, err.at(s.span));
+                        continue;
+                    }
+                }
+            }
+        };
+        match lane::add_assign(&mut v, ixs.as_deref(), &r.lane_value(l)) {
+            Ok(()) => out[l] = Some(v),
+            Err(err) => st.fail(l, err.at(s.span)),
+        }
+    }
+    let written = st.running(active);
+    set_var(
+        st,
+        lhs.var,
+        Arc::new(crate::eval::from_partial(out)),
+        &written,
+    );
+    Ok(())
+}
+
+/// `x[pos] += r` in place on a real dense (or dense-able shared) variable,
+/// `r` a real scalar (added to every position, or the one) or holding one
+/// element per position. False when not of that form (nothing done).
+fn add_at_positions(
+    lhs: &LValue,
+    current: &Slot,
+    pos: &[usize],
+    r: &Slot,
+    st: &mut State,
+    active: &Lanes,
+) -> bool {
+    let z = st.z;
+    // The addend of position k for lane l.
+    enum Addend<'a> {
+        Scalar(f64),
+        Elems(Vec<f64>),
+        Lanes(&'a [f64], usize),
+    }
+    let addend = match r {
+        Slot::Shared(v) => match &**v {
+            Value::Real(x) => Addend::Scalar(*x),
+            Value::Int(i) => Addend::Scalar(*i as f64),
+            other if dense_shape(other).is_some() => Addend::Elems(lane::flat_reals(other)),
+            _ => return false,
+        },
+        Slot::Real(d) => Addend::Lanes(&d.data, d.elements()),
+        _ => return false,
+    };
+    let count = match &addend {
+        Addend::Scalar(_) => 1,
+        Addend::Elems(v) => v.len(),
+        Addend::Lanes(_, n) => *n,
+    };
+    // The interpreter: one element broadcasts unless the target is one
+    // element too; otherwise the counts must agree.
+    if !(count == pos.len() || count == 1) {
+        return false;
+    }
+    let broadcast = count == 1;
+    let mut fresh = match current {
+        Slot::Real(_) => None,
+        other => match other.broadcast(z) {
+            Slot::Real(d) => Some(d),
+            _ => return false,
+        },
+    };
+    let slot = st.vars[lhs.var.0 as usize].as_mut().expect("checked above");
+    let target: &mut Dense<f64> = match &mut fresh {
+        Some(d) => d,
+        None => match Arc::make_mut(slot) {
+            Slot::Real(d) => d,
+            _ => return false,
+        },
+    };
+    let full = active.is_full();
+    for (k, &p) in pos.iter().enumerate() {
+        let k = if broadcast { 0 } else { k };
+        let row = &mut target.data[p * z..(p + 1) * z];
+        match &addend {
+            Addend::Scalar(x) => add_row(row, active, full, |_| *x),
+            Addend::Elems(v) => add_row(row, active, full, |_| v[k]),
+            Addend::Lanes(d, n) => {
+                let src = if *n == 1 {
+                    &d[..z]
+                } else {
+                    &d[k * z..(k + 1) * z]
+                };
+                if full {
+                    row.iter_mut().zip(src).for_each(|(a, b)| *a += b);
+                } else {
+                    add_row(row, active, false, |l| src[l]);
+                }
+            }
+        }
+    }
+    if let Some(d) = fresh {
+        *slot = Arc::new(Slot::Real(d));
+    }
+    true
+}
+
+fn add_row(row: &mut [f64], active: &Lanes, full: bool, x: impl Fn(usize) -> f64) {
+    if full {
+        row.iter_mut().enumerate().for_each(|(l, a)| *a += x(l));
+    } else {
+        for l in active.iter() {
+            row[l] += x(l);
+        }
+    }
+}

@@ -1,0 +1,419 @@
+//! The PC IR passes, each shown before/after on a small program, with the
+//! scalar PC runner agreeing with the structured interpreter at every
+//! stage (see also language/tests/pc_lowering.rs over the corpus).
+
+use super::liveness::{self, CallEdges};
+use super::sharing::Share;
+use super::{Op, Program, Storage, Terminator};
+use crate::mir::VarId;
+
+const RECURSIVE: &str = "
+  functions {
+    int fib(int n) { if (n < 2) return n; return fib(n - 1) + fib(n - 2); }
+    int is_even(int n);
+    int is_odd(int n) { if (n == 0) return 0; return is_even(n - 1); }
+    int is_even(int n) { if (n == 0) return 1; return is_odd(n - 1); }
+    int twice(int n) { if (n <= 0) return 0; int a = twice(n - 1); int b = twice(0); return a + b + n; }
+    int peeks(int n) { if (n <= 0) return 1; int a = peeks(n - 1); int b = peeks(n - 2); return a + b + n; }
+    real walk_rng(real x) {
+      real s = x; int k = 0;
+      while (1) {
+        k += 1;
+        if (k > 50) break;
+        if (k % 3 == 0) continue;
+        s += normal_rng(0, 1);
+        if (s > 3) return s;
+      }
+      return -s;
+    }
+    real sq(real x) { return x * x; }
+  }
+  parameters { real mu; }
+  model { mu ~ normal(0, 1); }
+  generated quantities {
+    int f = fib(12);
+    int e = is_even(7) || is_odd(fib(5));
+    int t = twice(6) + peeks(7);
+    real w = walk_rng(mu) + (e ? walk_rng(1) : 0) + sq(mu);
+    array[4] real ws;
+    for (i in 1:4) ws[i] = fib(i) > 1 ? walk_rng(i) : mu;
+  }";
+
+fn gq_program(source: &str) -> (crate::interp::Model, crate::batch::cfg::Program) {
+    let (mir, diags) = crate::compile_model(source, "t");
+    let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
+    let cfg = crate::batch::lower_generated_quantities(&mir).unwrap();
+    let data = crate::data::DataFile::parse("{}").unwrap();
+    let model = crate::interp::Model::new(&mir, &data).unwrap();
+    (model, cfg)
+}
+
+/// The PC program gives the structured interpreter's draws.
+fn assert_runs_like_structured(model: &crate::interp::Model, pc: &Program) {
+    pc.validate().unwrap();
+    for chain in 0..4 {
+        let theta = [chain as f64 * 0.7 - 1.0];
+        let rng = || crate::interp::Rng::new(42, chain, 3);
+        let a = model.generated_quantities(&theta, rng()).unwrap();
+        let b = model
+            .generated_quantities_pc(pc, &theta, rng())
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", super::print::print_pc(pc)));
+        assert_eq!(a.values, b.values);
+    }
+}
+
+fn var(p: &Program, name: &str) -> VarId {
+    VarId(p.mir.vars.iter().position(|v| v.name == name).expect(name) as u32)
+}
+
+fn fun_blocks(p: &Program, name: &str) -> std::ops::Range<usize> {
+    let f = p.functions.iter().find(|f| f.name == name).unwrap();
+    f.first_block.0 as usize..(f.first_block.0 + f.num_blocks) as usize
+}
+
+/// The variables pushed at each call site of function `name`, in order.
+fn saves(p: &Program, name: &str) -> Vec<Vec<String>> {
+    fun_blocks(p, name)
+        .filter(|&b| matches!(p.blocks[b].term, Terminator::PushJump { .. }))
+        .map(|b| {
+            p.blocks[b]
+                .ops
+                .iter()
+                .filter_map(|op| match op {
+                    Op::Push(v) => Some(p.var_name(*v).to_string()),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn naive_lowering_saves_whole_frames_and_runs_like_the_interpreter() {
+    let (model, cfg) = gq_program(RECURSIVE);
+    let pc = super::lower::lower(&cfg).unwrap();
+    // Every call saves the caller's whole frame, even a non-recursive one.
+    let entry_saves = saves(&pc, crate::batch::GENERATED_QUANTITIES_ENTRY);
+    assert!(
+        entry_saves.iter().all(|s| s.contains(&"f".to_string())),
+        "{entry_saves:?}"
+    );
+    assert!(
+        pc.storage
+            .iter()
+            .any(|s| matches!(s, Storage::Stack { .. }))
+    );
+    assert_runs_like_structured(&model, &pc);
+}
+
+#[test]
+fn liveness_knows_what_a_call_must_keep() {
+    let (_, cfg) = gq_program(RECURSIVE);
+    let pc = super::lower::lower(&cfg).unwrap();
+    let n = var(&pc, "n");
+    let fib = fun_blocks(&pc, "fib");
+    let caller = liveness::analyse(&pc, CallEdges::CallerFrame);
+    let inter = liveness::analyse(&pc, CallEdges::Interprocedural);
+    // `fib`'s parameter is live on entry in both views.
+    assert!(caller.live_in[fib.start].contains(n));
+    assert!(inter.live_in[fib.start].contains(n));
+    // The first recursive call's block: in the caller's view `n` is still
+    // needed after it (for `n - 2`); the second call's is the last use.
+    let calls: Vec<usize> = fib
+        .clone()
+        .filter(|&b| matches!(pc.blocks[b].term, Terminator::PushJump { .. }))
+        .collect();
+    assert_eq!(calls.len(), 2);
+    let ret = |b: usize| match pc.blocks[b].term {
+        Terminator::PushJump { ret, .. } => ret.0 as usize,
+        _ => unreachable!(),
+    };
+    let after = |b: usize| {
+        let r = super::BlockId(ret(b) as u32);
+        let ops = &pc.block(r).ops;
+        let last_pop = ops.iter().rposition(|o| matches!(o, Op::Pop(_))).unwrap();
+        caller.after_ops(&pc, r)[last_pop].clone()
+    };
+    assert!(after(calls[0]).contains(n));
+    assert!(!after(calls[1]).contains(n));
+    // Interprocedurally the argument write kills the caller's `n`: not live
+    // out of the call block except through the callee's entry.
+    assert!(inter.live_out[calls[0]].contains(n));
+    assert!(!caller.live_out[calls[1]].contains(n));
+}
+
+#[test]
+fn prune_saves_keeps_only_values_live_across_recursive_calls() {
+    let (model, cfg) = gq_program(RECURSIVE);
+    let mut pc = super::lower::lower(&cfg).unwrap();
+    let before = pc.count_stack_ops();
+    super::prune_saves::run(&mut pc);
+    assert!(
+        pc.count_stack_ops() < before / 4,
+        "{before} -> {}",
+        pc.count_stack_ops()
+    );
+    // fib saves `n` around the first call and the first result around the
+    // second; the non-recursive entry, `sq` and mutual recursion's tail
+    // calls save nothing.
+    let fib = saves(&pc, "fib");
+    assert_eq!(fib[0], vec!["n"]);
+    assert_eq!(fib[1].len(), 1);
+    assert_ne!(fib[1][0], "n");
+    for f in [
+        crate::batch::GENERATED_QUANTITIES_ENTRY,
+        "is_odd",
+        "is_even",
+    ] {
+        assert!(
+            saves(&pc, f).iter().all(Vec::is_empty),
+            "{f}: {:?}",
+            saves(&pc, f)
+        );
+    }
+    // walk_rng is not recursive: its loop variables need no save.
+    assert_runs_like_structured(&model, &pc);
+}
+
+#[test]
+fn fuse_turns_pop_push_pairs_into_in_place_updates() {
+    let (model, cfg) = gq_program(RECURSIVE);
+    let mut pc = super::lower::lower(&cfg).unwrap();
+    super::prune_saves::run(&mut pc);
+    let ops_of = |p: &Program, f: &str| -> Vec<Op> {
+        fun_blocks(p, f)
+            .flat_map(|b| p.blocks[b].ops.clone())
+            .collect()
+    };
+    // How many pushes, pops and peeks of function `f`'s parameter.
+    let counts = |p: &Program, f: &str| {
+        let n = p.functions.iter().find(|g| g.name == f).unwrap().params[0];
+        let ops = ops_of(p, f);
+        let count =
+            |want: fn(&Op) -> Option<VarId>| ops.iter().filter(|o| want(o) == Some(n)).count();
+        (
+            count(|o| if let Op::Push(v) = o { Some(*v) } else { None }),
+            count(|o| if let Op::Pop(v) = o { Some(*v) } else { None }),
+            count(|o| if let Op::Peek(v) = o { Some(*v) } else { None }),
+        )
+    };
+    // Before: `twice` and `peeks` pop `n` after the first call and push it
+    // again for the second.
+    assert_eq!(counts(&pc, "twice"), (2, 2, 0));
+    assert_eq!(counts(&pc, "peeks"), (2, 2, 0));
+    super::fuse::run(&mut pc);
+    // twice(0) overwrites `n` without reading it: the pair disappears.
+    assert_eq!(counts(&pc, "twice"), (1, 1, 0));
+    // peeks(n - 2) reads `n`: the pair becomes one Peek.
+    assert_eq!(counts(&pc, "peeks"), (1, 1, 1));
+    assert_runs_like_structured(&model, &pc);
+}
+
+/// Independent check of a `Temp`: every op touching it is in one block and
+/// the first touch there is a whole write.
+fn assert_block_local(p: &Program, v: VarId) {
+    let mut blocks = Vec::new();
+    for (b, block) in p.blocks.iter().enumerate() {
+        let touches: Vec<_> = block
+            .ops
+            .iter()
+            .map(super::effects::of_op)
+            .chain([super::effects::of_terminator(&block.term)])
+            .filter(|e| e.reads.contains(&v) || e.writes.contains(&v))
+            .collect();
+        if let Some(first) = touches.first() {
+            assert!(
+                first.kills.contains(&v),
+                "{} read first in b{b}",
+                p.var_name(v)
+            );
+            blocks.push(b);
+        }
+    }
+    assert!(blocks.len() <= 1, "{} in blocks {blocks:?}", p.var_name(v));
+}
+
+#[test]
+fn temps_are_block_local_and_everything_else_keeps_storage() {
+    let (model, cfg) = gq_program(RECURSIVE);
+    let mut pc = super::lower::lower(&cfg).unwrap();
+    super::prune_saves::run(&mut pc);
+    super::fuse::run(&mut pc);
+    let before: Vec<Storage> = pc.storage.clone();
+    super::temps::run(&mut pc);
+    let temps: Vec<VarId> = (0..pc.storage.len())
+        .filter(|&i| pc.storage[i] == Storage::Temp)
+        .map(|i| VarId(i as u32))
+        .collect();
+    assert!(!temps.is_empty());
+    for v in &temps {
+        assert_ne!(before[v.0 as usize], Storage::Input);
+        assert_block_local(&pc, *v);
+    }
+    // Output variables and loop state are not temporaries.
+    for name in ["f", "ws", "k", "s", "n"] {
+        assert_ne!(
+            pc.storage[var(&pc, name).0 as usize],
+            Storage::Temp,
+            "{name}"
+        );
+    }
+    assert_eq!(pc.storage[var(&pc, "mu").0 as usize], Storage::Input);
+    assert_runs_like_structured(&model, &pc);
+}
+
+#[test]
+fn registers_replace_stacks_except_across_recursion_and_tops_are_cached() {
+    let (model, cfg) = gq_program(RECURSIVE);
+    let mut pc = super::lower::lower(&cfg).unwrap();
+    super::prune_saves::run(&mut pc);
+    super::fuse::run(&mut pc);
+    super::temps::run(&mut pc);
+    super::registers::run(&mut pc);
+    let stacked: Vec<&str> = (0..pc.storage.len())
+        .filter(|&i| matches!(pc.storage[i], Storage::Stack { .. }))
+        .map(|i| pc.mir.vars[i].name.as_str())
+        .collect();
+    // n (fib, twice, peeks share no variable: each has its own `n`), the
+    // first results `a` and fib's temporary: all saved around a recursive call.
+    assert!(
+        stacked.contains(&"n") && stacked.contains(&"a"),
+        "{stacked:?}"
+    );
+    for name in ["k", "s", "f", "x"] {
+        assert!(!stacked.contains(&name), "{name} in {stacked:?}");
+    }
+    assert_eq!(pc.stack_vars().len(), stacked.len());
+    super::cached_tops::run(&mut pc);
+    assert!(
+        pc.storage
+            .iter()
+            .all(|s| *s != Storage::Stack { cached_top: false })
+    );
+    assert_runs_like_structured(&model, &pc);
+}
+
+#[test]
+fn non_recursive_programs_have_no_variable_stacks() {
+    let (model, cfg) = gq_program(
+        "functions { real sq(real x) { return x * x; }
+                     real quad(real x) { real y = sq(x); return sq(y) + sq(x); } }
+         parameters { real mu; } model { mu ~ normal(0, 1); }
+         generated quantities { real q = quad(mu) + sq(2); }",
+    );
+    let pc = super::build(&cfg).unwrap();
+    assert_eq!(pc.count_stack_ops(), 0, "{}", super::print::print_pc(&pc));
+    assert!(pc.stack_vars().is_empty());
+    assert!(
+        !pc.storage
+            .iter()
+            .any(|s| matches!(s, Storage::Stack { .. }))
+    );
+    assert_runs_like_structured(&model, &pc);
+}
+
+fn gradient_pc(source: &str) -> Program {
+    let (mir, diags) = crate::compile_model(source, "t");
+    let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
+    let g = crate::ad::gradient(&mir).expect("gradient");
+    let cfg = crate::batch::lower_gradient(&g).unwrap();
+    super::build(&cfg).unwrap()
+}
+
+#[test]
+fn data_is_shared_and_parameters_batched() {
+    let pc = gradient_pc(
+        "data { int N; vector[N] x; matrix[N, 2] X; }
+         transformed data { vector[N] x2 = 2 * x; }
+         parameters { real mu; vector[2] beta; }
+         model {
+           vector[N] scaled = 3 * x2;
+           vector[N] eta = X * beta;
+           real acc = 0;
+           for (n in 1:N) acc += scaled[n];
+           target += -mu^2 + acc + sum(eta);
+         }",
+    );
+    let s = pc.sharing.as_ref().unwrap();
+    assert!(s.lanes_in_step, "{}", super::print::print_pc(&pc));
+    for name in ["x", "X", "x2", "scaled", "acc", "n"] {
+        assert_eq!(s.var(var(&pc, name)), Share::Shared, "{name}");
+    }
+    for name in ["mu", "beta", "eta"] {
+        assert_eq!(s.var(var(&pc, name)), Share::Batched, "{name}");
+    }
+    // The op computing `scaled` is shared; the one computing `eta` batched.
+    let op_share = |name: &str| {
+        let v = var(&pc, name);
+        pc.blocks
+            .iter()
+            .enumerate()
+            .flat_map(|(b, blk)| blk.ops.iter().enumerate().map(move |(i, o)| (b, i, o)))
+            .find(|(_, _, o)| super::effects::of_op(o).kills.contains(&v))
+            .map(|(b, i, _)| s.ops[b][i])
+            .unwrap()
+    };
+    assert_eq!(op_share("scaled"), Share::Shared);
+    assert_eq!(op_share("eta"), Share::Batched);
+}
+
+#[test]
+fn values_under_per_lane_branches_are_batched() {
+    let pc = gradient_pc(
+        "data { int N; vector[N] x; }
+         parameters { real mu; }
+         model {
+           real s = 0;
+           real d = sum(x);
+           if (mu > 0) s = d;
+           real acc = 0;
+           for (n in 1:N) acc += x[n];
+           target += -mu^2 + s + acc;
+         }",
+    );
+    let s = pc.sharing.as_ref().unwrap();
+    assert!(!s.lanes_in_step);
+    assert!(s.branches.contains(&Some(Share::Batched)));
+    // `s` is assigned data under a per-lane branch; the loop counter and
+    // accumulator may be at different iterations on different lanes.
+    for name in ["s", "n", "acc", "mu"] {
+        assert_eq!(s.var(var(&pc, name)), Share::Batched, "{name}");
+    }
+    // Written once from data: the same for every lane at any time.
+    assert_eq!(s.var(var(&pc, "d")), Share::Shared);
+    assert!(s.divergent.iter().any(|d| *d));
+}
+
+#[test]
+fn deep_recursion_stops_with_the_function_and_depth() {
+    let (model, cfg) = gq_program(
+        "functions { int down(int n) { return down(n + 1); } }
+         parameters { real mu; } model { mu ~ normal(0, 1); }
+         generated quantities { int d = down(0); }",
+    );
+    let pc = super::build(&cfg).unwrap();
+    let rng = || crate::interp::Rng::new(1, 0, 0);
+    let a = model.generated_quantities(&[0.1], rng()).unwrap_err();
+    let b = model
+        .generated_quantities_pc(&pc, &[0.1], rng())
+        .unwrap_err();
+    assert_eq!(a.message, b.message);
+    assert!(
+        b.message.contains("`down`") && b.message.contains("100"),
+        "{}",
+        b.message
+    );
+}
+
+#[test]
+fn the_full_pipeline_runs_like_the_interpreter() {
+    let (model, cfg) = gq_program(RECURSIVE);
+    let pc = super::build(&cfg).unwrap();
+    assert!(pc.sharing.is_some());
+    assert_runs_like_structured(&model, &pc);
+    let text = super::print::print_pc(&pc);
+    assert!(
+        text.contains("stack (cached top)") && text.contains("push_jump"),
+        "{text}"
+    );
+}
