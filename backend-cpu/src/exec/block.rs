@@ -6,6 +6,7 @@ use super::{ExecConfig, Result};
 use crate::eval::eval;
 use crate::lanes::{Dense, Lanes, Slot, State, dense_shape};
 use crate::ops::exec_op;
+use language::batch::pc::Op;
 use language::interp::{RuntimeError, lane};
 use language::mir::{Expr, Stmt, VarId};
 use language::types::Type;
@@ -15,8 +16,8 @@ use std::sync::Arc;
 /// the lanes are fewer than [`ExecConfig::gather_below`] of the batch — on
 /// a gathered sub-batch written back afterwards. A lane that fails stops
 /// running further ops.
-pub fn run_ops(ops: &[Stmt], st: &mut State, lanes: &Lanes, config: &ExecConfig) -> Result<()> {
-    if ops.is_empty() || lanes.is_empty() {
+pub fn run_ops(ops: StmtOps, st: &mut State, lanes: &Lanes, config: &ExecConfig) -> Result<()> {
+    if ops.len() == 0 || lanes.is_empty() {
         return Ok(());
     }
     let gather = !lanes.is_full() && (lanes.len() as f64) < config.gather_below * st.z as f64;
@@ -31,9 +32,9 @@ pub fn run_ops(ops: &[Stmt], st: &mut State, lanes: &Lanes, config: &ExecConfig)
     }
 }
 
-fn masked(ops: &[Stmt], st: &mut State, lanes: &Lanes) -> Result<()> {
+fn masked(ops: StmtOps, st: &mut State, lanes: &Lanes) -> Result<()> {
     let mut active = st.running(lanes);
-    for op in ops {
+    for op in ops.iter() {
         if active.is_empty() {
             break;
         }
@@ -43,6 +44,34 @@ fn masked(ops: &[Stmt], st: &mut State, lanes: &Lanes) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A block's straight-line statements: a CFG block's ops, or a run of
+/// `Op::Stmt` of a PC IR block.
+#[derive(Clone, Copy)]
+pub enum StmtOps<'a> {
+    Cfg(&'a [Stmt]),
+    Pc(&'a [Op]),
+}
+
+impl<'a> StmtOps<'a> {
+    fn len(self) -> usize {
+        match self {
+            StmtOps::Cfg(s) => s.len(),
+            StmtOps::Pc(s) => s.len(),
+        }
+    }
+
+    fn iter(self) -> impl Iterator<Item = &'a Stmt> {
+        let (cfg, pc) = match self {
+            StmtOps::Cfg(s) => (s, &[][..]),
+            StmtOps::Pc(s) => (&[][..], s),
+        };
+        cfg.iter().chain(pc.iter().filter_map(|op| match op {
+            Op::Stmt(s) => Some(s),
+            _ => None,
+        }))
+    }
 }
 
 /// The running lanes of `lanes` where `cond` holds, and those where it

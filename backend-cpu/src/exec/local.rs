@@ -2,7 +2,7 @@
 //! `execute`): one invocation of a function at a time, lanes waiting at
 //! its blocks, calls by host recursion with the lanes that took them.
 
-use super::block::{self, Returned};
+use super::block::{self, Returned, StmtOps};
 use super::schedule::WaitQueue;
 use super::{ExecConfig, ExecError, Result};
 use crate::eval::eval;
@@ -50,7 +50,7 @@ impl Local<'_> {
         let mut returned = Returned::default();
         while let Some((b, waiting)) = queue.take(&*self.config.choice, st.z) {
             let bl = &fun.blocks[b];
-            block::run_ops(&bl.ops, st, &waiting, self.config)?;
+            block::run_ops(StmtOps::Cfg(&bl.ops), st, &waiting, self.config)?;
             let active = st.running(&waiting);
             if active.is_empty() {
                 continue;

@@ -10,13 +10,13 @@
 //!   a mask. A call runs the callee by host recursion with the lanes that
 //!   took it; each recursion level has its own frame (the callee's
 //!   parameters and locals are saved before and restored after).
-//! - [`Batching::ProgramCounter`] — program-counter autobatching (Alg. 2):
-//!   every lane has a program counter into one merged block numbering of all
-//!   functions and its own return-address stack; calls and returns are
-//!   ordinary steps, so lanes at different recursion depths run a block
-//!   together. A recursive function's frame is saved on per-variable,
-//!   per-lane stacks (only functions on a call cycle need them: a lane is
-//!   never inside a non-recursive function twice); no host recursion.
+//! - [`Batching::ProgramCounter`] — program-counter autobatching (Alg. 2)
+//!   over the PC IR: every lane has a program counter into the one merged
+//!   block graph of all functions and its own return-address stack; calls
+//!   and returns are ordinary steps, so lanes at different recursion depths
+//!   run a block together. Saved values live on per-variable,
+//!   per-lane stacks as the PC IR ([`language::batch::pc`]) says: only
+//!   variables live across a recursive call have one; no host recursion.
 //!
 //! Both run each block's ops either masked (all lanes' storage, writes to
 //! the active lanes only) or on a gathered sub-batch of the active lanes,
@@ -26,7 +26,8 @@
 //! # Contract
 //! For every lane, the result (value or error, target, gradient, printed
 //! output, random stream) is exactly the scalar CFG runner's
-//! (`language::interp::cfg_exec`) for that lane alone, whatever the other
+//! (`Model::*_cfg`; for program-counter batching the PC runner's,
+//! `Model::*_pc`, which agrees with it) for that lane alone, whatever the other
 //! lanes of its batch do; a lane that fails (reject, domain error, too deep
 //! recursion) abandons the invocation and reports its error. The stack
 //! depth limit is the interpreter's [`language::interp::MAX_CALL_DEPTH`]
@@ -48,7 +49,6 @@ pub use model::{BatchedModel, LaneResult};
 pub use schedule::{BlockChoice, EarliestFirst, MostWaiting, Waiting};
 
 use crate::eval::BatchError;
-use crate::lanes::{Lanes, State};
 use language::batch::cfg::Program;
 use language::mir::FunId;
 use std::fmt;
@@ -136,23 +136,6 @@ impl From<BatchError> for ExecError {
 
 pub type Result<T> = std::result::Result<T, ExecError>;
 
-/// Run function `f` of `p` on `lanes` of `st` with the configured
-/// batching; its parameters must already be set for those lanes. Returns
-/// the returned value's slot (for the lanes that returned: those still
-/// running afterwards), if the function returns one.
-pub fn run(
-    p: &Program,
-    f: FunId,
-    st: &mut State,
-    lanes: &Lanes,
-    config: &ExecConfig,
-) -> Result<Option<crate::lanes::Slot>> {
-    match config.batching {
-        Batching::Local => local::run(p, f, st, lanes, config),
-        Batching::ProgramCounter => pc::run(p, f, st, lanes, config),
-    }
-}
-
 /// The interpreter's error for a call nested deeper than `limit`.
 fn too_deep(function: &str, limit: usize) -> language::interp::RuntimeError {
     language::interp::RuntimeError::fatal(format!(
@@ -162,6 +145,6 @@ fn too_deep(function: &str, limit: usize) -> language::interp::RuntimeError {
 
 /// Nested calls a run of `f` starts at: a user function run directly is
 /// itself one call (as when an entry calls it).
-fn base_depth(p: &Program, f: FunId) -> usize {
+pub(crate) fn base_depth(p: &Program, f: FunId) -> usize {
     usize::from(p.function(f).kind == language::batch::cfg::FunctionKind::User)
 }

@@ -5,6 +5,7 @@
 use super::{ExecConfig, ExecError, Result};
 use crate::lanes::{LaneStatus, Lanes, Slot, State};
 use language::batch::cfg::{FunctionKind, Program};
+use language::batch::pc;
 use language::interp::{Draw, Model, Rng, RuntimeError};
 use language::mir::{FunId, Origin, StmtKind};
 use language::value::Value;
@@ -18,6 +19,8 @@ pub type LaneResult<T> = std::result::Result<T, RuntimeError>;
 /// it was lowered from, ready to run batches of lanes.
 pub struct BatchedModel {
     program: Program,
+    /// The PC IR built from `program`, for program-counter batching.
+    pc: Option<pc::Program>,
     model: Model,
     /// Data and transformed data as shared slots (never copied per batch).
     globals: Vec<Option<Arc<Slot>>>,
@@ -36,7 +39,16 @@ impl BatchedModel {
     /// program, generated quantities or functions).
     pub fn new(program: Program, model: Model, config: ExecConfig) -> Result<BatchedModel> {
         program.validate().map_err(ExecError::Setup)?;
-        let mut globals: Vec<Option<Arc<Slot>>> = vec![None; program.mir.vars.len()];
+        let pc = match config.batching {
+            super::Batching::Local => None,
+            super::Batching::ProgramCounter => {
+                Some(pc::build(&program).map_err(|e| ExecError::Setup(e.to_string()))?)
+            }
+        };
+        let num_vars = pc
+            .as_ref()
+            .map_or(program.mir.vars.len(), |p| p.mir.vars.len());
+        let mut globals: Vec<Option<Arc<Slot>>> = vec![None; num_vars];
         for (i, g) in model.globals().iter().enumerate() {
             if let Some(v) = g {
                 globals[i] = Some(Arc::new(Slot::shared(v.clone())));
@@ -60,6 +72,7 @@ impl BatchedModel {
         Ok(BatchedModel {
             calls,
             program,
+            pc,
             model,
             globals,
             config,
@@ -67,8 +80,14 @@ impl BatchedModel {
         })
     }
 
+    /// The CFG program.
     pub fn program(&self) -> &Program {
         &self.program
+    }
+
+    /// The PC IR run by program-counter batching.
+    pub fn pc_program(&self) -> Option<&pc::Program> {
+        self.pc.as_ref()
     }
 
     pub fn model(&self) -> &Model {
@@ -110,7 +129,7 @@ impl BatchedModel {
                 }
             }
             let all = st.running(&Lanes::all(z));
-            super::run(&self.program, entry, &mut st, &all, &self.config)?;
+            self.invoke(entry, &mut st, &all)?;
             Ok((0..z)
                 .map(|l| match &st.status[l] {
                     LaneStatus::Failed(e) => Err(e.clone()),
@@ -164,7 +183,7 @@ impl BatchedModel {
             }
             for entry in [tp, gq] {
                 let running = st.running(&Lanes::all(z));
-                super::run(&self.program, entry, &mut st, &running, &self.config)?;
+                self.invoke(entry, &mut st, &running)?;
             }
             Ok((0..z).map(|l| self.draw(&st, l)).collect())
         })
@@ -208,7 +227,7 @@ impl BatchedModel {
                 let values = chunk.iter().map(|a| a[k].clone()).collect();
                 st.vars[param.0 as usize] = Some(Arc::new(Slot::from_lane_values(values)));
             }
-            let value = super::run(&self.program, f, &mut st, &Lanes::all(z), &self.config)?;
+            let value = self.invoke(f, &mut st, &Lanes::all(z))?;
             Ok((0..z)
                 .map(|l| match &st.status[l] {
                     LaneStatus::Failed(e) => Err(e.clone()),
@@ -227,8 +246,24 @@ impl BatchedModel {
             .ok_or_else(|| ExecError::Setup(format!("the program has no `{name}` entry")))
     }
 
+    /// Run function `f` on `lanes` (parameters set) with the configured
+    /// batching; the returned value's slot (for the lanes that returned).
+    fn invoke(&self, f: FunId, st: &mut State, lanes: &Lanes) -> Result<Option<Slot>> {
+        match &self.pc {
+            None => super::local::run(&self.program, f, st, lanes, &self.config),
+            Some(p) => {
+                super::pc::run(p, f, st, lanes, &self.config)?;
+                Ok(p.function(f)
+                    .result
+                    .and_then(|r| st.vars[r.0 as usize].clone())
+                    .map(Arc::unwrap_or_clone))
+            }
+        }
+    }
+
     fn state(&self, z: usize) -> State<'_> {
-        let mut st = State::with_vars(&self.program.mir, self.globals.clone(), z);
+        let mir = self.pc.as_ref().map_or(&self.program.mir, |p| &p.mir);
+        let mut st = State::with_vars(mir, self.globals.clone(), z);
         st.gemm = self.config.gemm;
         st
     }
