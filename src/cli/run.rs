@@ -6,8 +6,8 @@ use super::model::{self, Reported};
 use bat::output::RunMetadata;
 use bat::sampler::collect::OutputSpec;
 use bat::sampler::{
-    ChainError, ChainJob, Init, InterpreterExecutor, Progress, ProgressState, SamplerExecutor,
-    Settings, collect,
+    BatchedExecutor, ChainError, ChainJob, Init, InterpreterExecutor, Progress, ProgressState,
+    SamplerExecutor, Settings, collect,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use language::LineIndex;
@@ -30,9 +30,9 @@ pub enum Backend {
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Batching {
-    /// Program-counter autobatching (for now: the scalar interpreter, one chain per task).
+    /// Program-counter autobatching: all chains as lanes of one batch, explicit stacks.
     Pc,
-    /// Local static autobatching (for now: the scalar interpreter, one chain per task).
+    /// Local static autobatching: all chains as lanes of one batch, host recursion.
     Local,
 }
 
@@ -53,6 +53,37 @@ pub struct Options<'a> {
     pub batching: Batching,
     pub threads: usize,
     pub color: bool,
+}
+
+/// Developer switch: `BAT_EXECUTOR=interp` runs the reference executor
+/// (the scalar interpreter, one chain per task) instead of the batched one.
+const EXECUTOR_VAR: &str = "BAT_EXECUTOR";
+
+fn interpreter_requested() -> bool {
+    std::env::var(EXECUTOR_VAR).is_ok_and(|v| v == "interp")
+}
+
+fn executor_name(batching: Batching) -> &'static str {
+    match (interpreter_requested(), batching) {
+        (true, _) => "interpreter",
+        (false, Batching::Pc) => "pc",
+        (false, Batching::Local) => "local",
+    }
+}
+
+fn executor(batching: Batching, threads: usize) -> Box<dyn SamplerExecutor + Send> {
+    if interpreter_requested() {
+        return Box::new(InterpreterExecutor { threads });
+    }
+    let batching = match batching {
+        Batching::Pc => backend_cpu::exec::Batching::ProgramCounter,
+        Batching::Local => backend_cpu::exec::Batching::Local,
+    };
+    Box::new(BatchedExecutor {
+        batching,
+        threads,
+        gemm: true,
+    })
 }
 
 pub fn run(opts: &Options) -> ExitCode {
@@ -99,7 +130,7 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         "save_warmup": opts.save_warmup,
         "backend": "cpu",
         "batching": format!("{:?}", opts.batching).to_lowercase(),
-        "executor": "interpreter",
+        "executor": executor_name(opts.batching),
         "threads": opts.threads,
     });
     let spec = OutputSpec {
@@ -121,9 +152,7 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
             std::process::exit(130);
         }
     });
-    let executor = InterpreterExecutor {
-        threads: opts.threads,
-    };
+    let executor = executor(opts.batching, opts.threads);
     let job = ChainJob {
         model: &model,
         grad: &grad,

@@ -57,13 +57,26 @@ pub fn run_chain(
     events: Sender<Event>,
     stop: &AtomicBool,
 ) -> Result<ChainTotals, ChainError> {
-    let fail = |error: RuntimeError, last: Option<RuntimeError>| ChainError {
-        chain,
-        interrupted: error.message == INTERRUPTED,
-        error,
-        last_log_density_error: last,
-    };
-    let program = nuts_program().map_err(|message| fail(RuntimeError::fatal(message), None))?;
+    let program =
+        nuts_program().map_err(|message| chain_error(chain, RuntimeError::fatal(message), None))?;
+    let (mut host, args, rng) = chain_start(job, chain, events, stop);
+    match run_function(program, CHAIN_FUNCTION, args, rng, &mut host) {
+        Ok(_) => Ok(ChainTotals {
+            gradient_evaluations: host.gradient_evaluations,
+        }),
+        Err(error) => Err(chain_error(chain, error, host.last_error.take())),
+    }
+}
+
+/// What every executor gives chain `chain`: its host, the arguments of
+/// the chain function, and its sampler random stream (stream 0 of
+/// (seed, chain)).
+pub(super) fn chain_start<'a>(
+    job: &ChainJob<'a>,
+    chain: usize,
+    events: Sender<Event>,
+    stop: &'a AtomicBool,
+) -> (ChainHost<'a>, Vec<Value>, Rng) {
     let settings = job.settings;
     let n = job.model.num_unconstrained();
     let (init, radius, tries) = match &settings.init {
@@ -71,7 +84,7 @@ pub fn run_chain(
         Init::Radius(_) => (vec![0.0; n], 0.0, 1),
         Init::Values(values) => (values.clone(), 0.0, 1),
     };
-    let mut host = ChainHost {
+    let host = ChainHost {
         model: job.model,
         grad: job.grad,
         seed: settings.seed,
@@ -94,10 +107,19 @@ pub fn run_chain(
         Value::Real(settings.adapt_delta),
     ];
     let rng = Rng::new(settings.seed, chain as u32, 0);
-    match run_function(program, CHAIN_FUNCTION, args, rng, &mut host) {
-        Ok(_) => Ok(ChainTotals {
-            gradient_evaluations: host.gradient_evaluations,
-        }),
-        Err(error) => Err(fail(error, host.last_error.take())),
+    (host, args, rng)
+}
+
+/// Chain `chain`'s failure (interrupted when the host stopped it).
+pub(super) fn chain_error(
+    chain: usize,
+    error: RuntimeError,
+    last_log_density_error: Option<RuntimeError>,
+) -> ChainError {
+    ChainError {
+        chain,
+        interrupted: error.message == INTERRUPTED,
+        error,
+        last_log_density_error,
     }
 }

@@ -34,9 +34,21 @@ impl ChainHost<'_> {
     /// step diverges and the chain goes on), except `fatal_error` and
     /// unsupported constructs, which stop the chain.
     fn log_density_gradient(&mut self, theta: Vec<f64>) -> Result<Value, RuntimeError> {
+        let evaluated = self.model.log_density_gradient(self.grad, &theta, true);
+        self.gradient_answer(evaluated, theta.len())
+    }
+
+    /// What the sampler program gets for one evaluation of the model's log
+    /// density and gradient at a point of `n` coordinates (by whichever
+    /// executor evaluated it): `(lp, gradient)`, lp −∞ after a rejection,
+    /// a domain error or a non-finite lp; counts the evaluation.
+    pub fn gradient_answer(
+        &mut self,
+        evaluated: Result<(f64, Vec<f64>), RuntimeError>,
+        n: usize,
+    ) -> Result<Value, RuntimeError> {
         self.gradient_evaluations += 1;
-        let n = theta.len();
-        let (lp, grad) = match self.model.log_density_gradient(self.grad, &theta, true) {
+        let (lp, grad) = match evaluated {
             Ok((lp, grad)) if lp.is_finite() => (lp, grad),
             Ok((lp, grad)) => {
                 self.last_error = Some(RuntimeError::rejection(format!("the log density is {lp}")));

@@ -7,10 +7,11 @@
 //! host only through external functions (the model's log density gradient,
 //! `emit_draw`, `emit_adaptation`), answered per chain by [`host`].
 //!
-//! A [`SamplerExecutor`] runs the program for a set of chains; today the
-//! [`InterpreterExecutor`] runs one chain per task with the scalar reference
-//! interpreter. The batched executors will run the same program for all
-//! chains at once behind the same trait. The driver ([`collect`]) is
+//! A [`SamplerExecutor`] runs the program for a set of chains: the
+//! [`BatchedExecutor`] runs all chains as the lanes of one batch on the
+//! program-counter or local static executor of `backend-cpu`; the
+//! [`InterpreterExecutor`] (the reference) runs one chain per task with the
+//! scalar interpreter. The driver ([`collect`]) is
 //! independent of the executor: it receives [`Event`]s, buffers per chain
 //! and writes blocks with [`crate::output::DrawWriter`].
 //!
@@ -19,11 +20,13 @@
 //! generated quantities of iteration `k`. Its draws therefore never depend
 //! on the number of chains, threads or the executor.
 
+mod batched;
 pub mod collect;
 mod executor;
 pub mod host;
 pub mod program;
 
+pub use batched::BatchedExecutor;
 pub use collect::{CollectError, Progress, ProgressState, RunReport, collect};
 pub use executor::{InterpreterExecutor, SamplerExecutor, run_chain};
 
