@@ -142,9 +142,9 @@ fn a_chain_does_not_depend_on_chains_executor_or_threads() {
 }
 
 /// Slow in a debug build on a shared machine: `cargo test --release --test
-/// run_batched -- --ignored` (or BAT_FULL_SWEEP=1 runs it by default).
+/// run_batched -- --ignored`.
 #[test]
-#[cfg_attr(not(bat_full_sweep), ignore)]
+#[ignore = "slow in a debug build; run with --release -- --ignored"]
 fn sixty_four_batched_chains_recover_the_reference_posterior() {
     let (model, grad) = eight_schools();
     let mut s = settings(300, 100);
