@@ -181,27 +181,29 @@ fn sigkill_mid_run_leaves_a_readable_file() {
     let model = write(dir.path(), "m.bat", NORMAL_MEAN);
     write(dir.path(), "m.data.json", NORMAL_DATA);
     let output = dir.path().join("killed.h5");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bat"))
-        .args([
-            "run",
-            s(&model),
-            "--chains",
-            "2",
-            "--threads",
-            "1",
-            "--warmup",
-            "100",
-            "--samples",
-            "100000",
-            "--seed",
-            "3",
-            "-o",
-            s(&output),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_bat"))
+            .args([
+                "run",
+                s(&model),
+                "--chains",
+                "2",
+                "--threads",
+                "1",
+                "--warmup",
+                "100",
+                "--samples",
+                "100000",
+                "--seed",
+                "3",
+                "-o",
+                s(&output),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     // Wait until at least two blocks of sampling draws are on disk (read
     // without HDF5's file lock, which the writer holds).
     let started = Instant::now();
@@ -223,8 +225,8 @@ fn sigkill_mid_run_leaves_a_readable_file() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    child.0.kill().unwrap(); // SIGKILL
+    child.0.wait().unwrap();
     let out = bat(&["summary", s(&output)]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("mu"));
@@ -239,6 +241,16 @@ fn sigkill_mid_run_leaves_a_readable_file() {
         );
         let out = Command::new(python).args(["-c", &code]).output().unwrap();
         assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+}
+
+/// Kills the child process also when the test fails.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
