@@ -6,8 +6,10 @@
 //!
 //! The default run checks a fast subset with short chains (debug builds
 //! interpret the sampler). `BAT_FULL_SWEEP=1` runs every posterior with
-//! Stan's default 1000 + 1000 iterations and 4 chains and prints a table;
-//! posteriors that bat cannot compile yet are listed, not hidden.
+//! Stan's default 1000 + 1000 iterations and 4 chains (or
+//! `BAT_SWEEP_CHAINS`, `BAT_SWEEP_WARMUP`, `BAT_SWEEP_SAMPLES`; only names
+//! containing `BAT_SWEEP_ONLY`) and prints a table; posteriors that bat
+//! cannot compile yet are listed, not hidden.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -160,10 +162,24 @@ fn full_sweep() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
+    let setting = |var: &str, default: u32| {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let (chains, warmup, samples) = (
+        setting("BAT_SWEEP_CHAINS", 4),
+        setting("BAT_SWEEP_WARMUP", 1000),
+        setting("BAT_SWEEP_SAMPLES", 1000),
+    );
+    if let Ok(only) = std::env::var("BAT_SWEEP_ONLY") {
+        names.retain(|n| n.contains(&only));
+    }
     let (mut passed, mut failed, mut not_run) = (Vec::new(), Vec::new(), Vec::new());
     for name in &names {
         let started = std::time::Instant::now();
-        match check_posterior(name, 4, 1000, 1000) {
+        match check_posterior(name, chains, warmup, samples) {
             Ok(rows) if rows.is_empty() => not_run.push(format!("{name}: no reference parameters")),
             Ok(rows) => {
                 print_rows(name, &rows);
