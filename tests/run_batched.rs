@@ -22,7 +22,11 @@ fn posteriordb() -> PathBuf {
         PathBuf::from,
     );
     let dir = corpus.join("posteriordb");
-    assert!(dir.is_dir(), "corpus not found at {}: set BAT_CORPUS", dir.display());
+    assert!(
+        dir.is_dir(),
+        "corpus not found at {}: set BAT_CORPUS",
+        dir.display()
+    );
     dir
 }
 
@@ -119,7 +123,13 @@ fn batched_chains_equal_the_interpreter_chains() {
 fn a_chain_does_not_depend_on_chains_executor_or_threads() {
     let (model, grad) = eight_schools();
     let s = settings(30, 10);
-    let reference = events(&batched(Batching::ProgramCounter, 1), &model, &grad, &s, &[0, 1]);
+    let reference = events(
+        &batched(Batching::ProgramCounter, 1),
+        &model,
+        &grad,
+        &s,
+        &[0, 1],
+    );
     for batching in [Batching::ProgramCounter, Batching::Local] {
         for threads in [1, 2] {
             let five = events(

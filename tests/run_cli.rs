@@ -181,50 +181,32 @@ fn sigkill_mid_run_leaves_a_readable_file() {
     let model = write(dir.path(), "m.bat", NORMAL_MEAN);
     write(dir.path(), "m.data.json", NORMAL_DATA);
     let output = dir.path().join("killed.h5");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bat"))
-        .args([
-            "run",
-            s(&model),
-            "--chains",
-            "2",
-            "--threads",
-            "1",
-            "--warmup",
-            "100",
-            "--samples",
-            "100000",
-            "--seed",
-            "3",
-            "-o",
-            s(&output),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Wait until at least two blocks of sampling draws are on disk (read
-    // without HDF5's file lock, which the writer holds).
-    let started = Instant::now();
-    loop {
-        let out = Command::new(env!("CARGO_BIN_EXE_bat"))
-            .args(["summary", "--format", "json", s(&output)])
-            .env("HDF5_USE_FILE_LOCKING", "FALSE")
-            .output()
-            .unwrap();
-        let draws = serde_json::from_slice::<serde_json::Value>(&out.stdout)
-            .ok()
-            .and_then(|v| v["n_draws"].as_u64());
-        if out.status.success() && draws.is_some_and(|n| n >= 200) {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(300),
-            "no draws written"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    let mut child = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_bat"))
+            .args([
+                "run",
+                s(&model),
+                "--chains",
+                "2",
+                "--threads",
+                "1",
+                "--warmup",
+                "100",
+                "--samples",
+                "100000",
+                "--seed",
+                "3",
+                "-o",
+                s(&output),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_draws(&output, 200);
+    child.0.kill().unwrap(); // SIGKILL
+    child.0.wait().unwrap();
     let out = bat(&["summary", s(&output)]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("mu"));
@@ -239,6 +221,119 @@ fn sigkill_mid_run_leaves_a_readable_file() {
         );
         let out = Command::new(python).args(["-c", &code]).output().unwrap();
         assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+}
+
+/// Waits until `output` holds at least `draws` draws per chain (read
+/// without HDF5's file lock, which the writer holds).
+fn wait_for_draws(output: &Path, draws: u64) {
+    let started = Instant::now();
+    loop {
+        let out = Command::new(env!("CARGO_BIN_EXE_bat"))
+            .args(["summary", "--format", "json", s(output)])
+            .env("HDF5_USE_FILE_LOCKING", "FALSE")
+            .output()
+            .unwrap();
+        let written = serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v["n_draws"].as_u64());
+        if out.status.success() && written.is_some_and(|n| n >= draws) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "no draws written"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn spawn_long_run(model: &Path, output: &Path) -> KillOnDrop {
+    KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_bat"))
+            .args([
+                "run",
+                s(model),
+                "--chains",
+                "2",
+                "--threads",
+                "2",
+                "--warmup",
+                "100",
+                "--samples",
+                "100000",
+                "--seed",
+                "3",
+                "-o",
+                s(output),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_with_the_draws_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let output = dir.path().join("interrupted.h5");
+    let mut child = spawn_long_run(&model, &output);
+    wait_for_draws(&output, 300);
+    let pid = child.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let started = Instant::now();
+    while child.0.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "Ctrl-C did not stop the run"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output_ref();
+    assert_eq!(out.0.code(), Some(1));
+    assert!(out.2.contains("interrupted"), "{}", out.2);
+    // The summary of the draws so far was printed; every chain has the
+    // same number of draws, none of them padding.
+    assert!(out.1.contains("mu"), "{}", out.1);
+    let file = read_draws(&output).unwrap();
+    let mu = file.posterior.iter().find(|v| v.name == "mu").unwrap();
+    // (Chains run on their own threads and may be far apart.)
+    assert!(mu.n_draws >= 1);
+    assert!(mu.values.iter().all(|x| x.is_finite()));
+}
+
+/// Kills the child process also when the test fails.
+struct KillOnDrop(std::process::Child);
+
+impl KillOnDrop {
+    /// (status, stdout, stderr) of the exited child.
+    fn wait_with_output_ref(&mut self) -> (std::process::ExitStatus, String, String) {
+        use std::io::Read;
+        let status = self.0.wait().unwrap();
+        let (mut out, mut err) = (String::new(), String::new());
+        if let Some(mut o) = self.0.stdout.take() {
+            o.read_to_string(&mut out).unwrap();
+        }
+        if let Some(mut e) = self.0.stderr.take() {
+            e.read_to_string(&mut err).unwrap();
+        }
+        (status, out, err)
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 

@@ -225,27 +225,58 @@ impl Driver {
     }
 }
 
-/// Log density and gradient of `model` by running its gradient program
-/// `g` on a batch with one unconstrained θ per lane: per lane the
-/// interpreter's `Model::log_density_gradient` result.
+/// Runs a model's gradient program on batches; the data and transformed
+/// data are shared between runs without copying.
+pub struct GradientRunner<'m> {
+    model: &'m Model,
+    g: &'m language::ad::GradProgram,
+    globals: Vec<Option<Arc<Slot>>>,
+}
+
+impl<'m> GradientRunner<'m> {
+    pub fn new(model: &'m Model, g: &'m language::ad::GradProgram) -> GradientRunner<'m> {
+        let mut globals = vec![None; g.program.vars.len()];
+        for (i, v) in model.globals().iter().enumerate() {
+            if let Some(v) = v {
+                globals[i] = Some(Arc::new(Slot::shared(v.clone())));
+            }
+        }
+        GradientRunner { model, g, globals }
+    }
+
+    /// Log density and gradient with one unconstrained θ per lane: per
+    /// lane the interpreter's `Model::log_density_gradient` result.
+    pub fn run(
+        &self,
+        thetas: &[Vec<f64>],
+        jacobian: bool,
+        options: Options,
+    ) -> std::result::Result<Vec<LaneGradient>, BatchError> {
+        let z = thetas.len();
+        let mut st = State::with_vars(&self.g.program, self.globals.clone(), z);
+        st.jacobian = jacobian;
+        st.gemm = options.gemm;
+        st.set_gradient_input(self.model.params(), self.g.num_stacks as usize, thetas);
+        run(&self.g.body, &mut st, &Lanes::all(z), options.branching)?;
+        Ok((0..z)
+            .map(|l| match &st.status[l] {
+                crate::lanes::LaneStatus::Running => Ok((st.target[l], st.lane_gradient(l))),
+                crate::lanes::LaneStatus::Failed(err) => Err(err.clone()),
+            })
+            .collect())
+    }
+}
+
+/// One lane's log density and gradient, or its error.
+pub type LaneGradient = std::result::Result<(f64, Vec<f64>), RuntimeError>;
+
+/// [`GradientRunner::run`] once.
 pub fn log_density_gradient(
     model: &Model,
     g: &language::ad::GradProgram,
     thetas: &[Vec<f64>],
     jacobian: bool,
     options: Options,
-) -> std::result::Result<Vec<std::result::Result<(f64, Vec<f64>), RuntimeError>>, BatchError> {
-    let z = thetas.len();
-    let mut st = State::new(&g.program, model.globals(), z);
-    st.jacobian = jacobian;
-    st.gemm = options.gemm;
-    let branching = options.branching;
-    st.set_gradient_input(model.params(), g.num_stacks as usize, thetas);
-    run(&g.body, &mut st, &Lanes::all(z), branching)?;
-    Ok((0..z)
-        .map(|l| match &st.status[l] {
-            crate::lanes::LaneStatus::Running => Ok((st.target[l], st.lane_gradient(l))),
-            crate::lanes::LaneStatus::Failed(err) => Err(err.clone()),
-        })
-        .collect())
+) -> std::result::Result<Vec<LaneGradient>, BatchError> {
+    GradientRunner::new(model, g).run(thetas, jacobian, options)
 }

@@ -3,6 +3,7 @@
 //! Exit codes: 0 success (warnings allowed), 1 when any input has an error
 //! or cannot be read, 2 for usage errors (clap's default).
 
+mod bench;
 mod check;
 mod front_end;
 mod ir;
@@ -119,13 +120,38 @@ enum Command {
         /// Where to run.
         #[arg(long, value_enum, default_value_t = run::Backend::Cpu)]
         backend: run::Backend,
-        /// Batching executor. Until the batched executors land both run the
-        /// sampler program with the scalar interpreter, one chain per task.
+        /// Batching executor: all chains as lanes of one batch, program-counter
+        /// (pc) or local static (local) autobatching.
         #[arg(long, value_enum, default_value_t = run::Batching::Pc)]
         batching: run::Batching,
         /// Worker threads (0: one per core).
         #[arg(long, default_value_t = 0)]
         threads: usize,
+        /// When to colour diagnostics.
+        #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
+    },
+    /// Time batched log-density gradient evaluations per number of chains.
+    Bench {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// Data in Stan JSON (default: FILE with `.data.json` if it exists).
+        #[arg(long, value_name = "DATA.json")]
+        data: Option<PathBuf>,
+        /// Chain counts (lanes per batch) to measure.
+        #[arg(long, value_delimiter = ',', default_values_t = [1, 16, 256, 1024])]
+        chains: Vec<usize>,
+        /// How control flow is batched (several: comma-separated).
+        #[arg(long, value_enum, value_delimiter = ',', default_values_t = [BatchingChoice::Local])]
+        batching: Vec<BatchingChoice>,
+        /// Threads the batch is split over (0: one per core).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+        /// Seconds spent measuring each chain count.
+        #[arg(long, default_value_t = 1.0)]
+        seconds: f64,
+        #[arg(long, value_enum, default_value_t = BenchFormat::Table)]
+        format: BenchFormat,
         /// When to colour diagnostics.
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
@@ -164,6 +190,29 @@ impl From<SummaryFormat> for bat::Format {
             SummaryFormat::Json => bat::Format::Json,
         }
     }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchingChoice {
+    /// Local static autobatching (host recursion for calls).
+    Local,
+    /// Program-counter autobatching (explicit stacks).
+    Pc,
+}
+
+impl From<BatchingChoice> for backend_cpu::exec::Batching {
+    fn from(b: BatchingChoice) -> backend_cpu::exec::Batching {
+        match b {
+            BatchingChoice::Local => backend_cpu::exec::Batching::Local,
+            BatchingChoice::Pc => backend_cpu::exec::Batching::ProgramCounter,
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BenchFormat {
+    Table,
+    Json,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,6 +318,28 @@ pub fn run() -> ExitCode {
             threads,
             color: color.for_stderr(),
         }),
+        Command::Bench {
+            file,
+            data,
+            chains,
+            batching,
+            threads,
+            seconds,
+            format,
+            color,
+        } => {
+            let batching: Vec<_> = batching.into_iter().map(Into::into).collect();
+            bench::run(&bench::Options {
+                file: &file,
+                data: data.as_deref(),
+                chains: &chains,
+                batching: &batching,
+                threads,
+                seconds,
+                json: format == BenchFormat::Json,
+                color: color.for_stderr(),
+            })
+        }
         Command::Summary { file, format } => summary::run(&file, format.into()),
         Command::Lsp => match lsp::run_stdio() {
             Ok(()) => ExitCode::SUCCESS,

@@ -148,6 +148,28 @@ pub fn collect(
                 report.draws_written += buffer.flush(&mut w, chain, phase == 0)?;
             }
         }
+        if report.chain_errors.iter().any(|e| e.interrupted) {
+            // Keep the draws every chain has, so that no chain is padded.
+            for (phase, groups) in [
+                [GroupKind::WarmupPosterior, GroupKind::WarmupSampleStats],
+                [GroupKind::Posterior, GroupKind::SampleStats],
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let common = buffers
+                    .iter()
+                    .map(|pair| pair[phase].start)
+                    .min()
+                    .unwrap_or(0);
+                for group in groups {
+                    if w.n_draws(group).is_some() {
+                        w.truncate_draws(group, common)?;
+                    }
+                }
+            }
+            report.draws_written = n_chains * buffers.iter().map(|p| p[1].start).min().unwrap_or(0);
+        }
         w.write_adaptation(&step_sizes, &inv_metrics)?;
         w.finish()?;
         report.wrote_file = true;

@@ -294,3 +294,45 @@ fn standard_normal_in_ten_dimensions() {
         s.n_leapfrog >= (1 << s.tree_depth) - 1 && s.n_leapfrog < (1 << (s.tree_depth + 1))
     }));
 }
+
+#[test]
+fn normal_in_one_dimension() {
+    let c = compile("parameters { real x; } model { x ~ normal(3, 2); }");
+    let (draws, stats) = run_one(&c, &settings(200, 1000, 3), 1);
+    let (mean, sd) = mean_sd(draws.iter().map(|x| x[0]));
+    // ESS of NUTS on a 1-d normal is ≳ 500 here: MC error of the mean < 0.09.
+    assert!((mean - 3.0).abs() < 0.45, "mean {mean}");
+    assert!((sd - 2.0).abs() < 0.3, "sd {sd}");
+    assert!(stats.iter().all(|s| s.tree_depth <= 3 && !s.divergent));
+}
+
+#[test]
+fn correlated_gaussian_means_sds_and_correlation() {
+    // N(0, Σ) with sds 1 and 3 and correlation 0.9, written out by hand.
+    let c = compile(
+        "parameters { vector[2] x; }
+         model {
+           real r = 0.9;
+           real a = x[1] / 1;
+           real b = x[2] / 3;
+           target += -0.5 / (1 - r^2) * (a^2 - 2 * r * a * b + b^2);
+         }",
+    );
+    let (draws, stats) = run_one(&c, &settings(400, 1500, 5), 2);
+    let (m1, s1) = mean_sd(draws.iter().map(|x| x[0]));
+    let (m2, s2) = mean_sd(draws.iter().map(|x| x[1]));
+    let cov =
+        draws.iter().map(|x| (x[0] - m1) * (x[1] - m2)).sum::<f64>() / (draws.len() as f64 - 1.0);
+    let corr = cov / (s1 * s2);
+    // With ESS ≳ 300, 5 MC errors of the mean are < 0.3 sd.
+    assert!(m1.abs() < 0.3 && m2.abs() < 0.9, "means {m1} {m2}");
+    assert!(
+        (s1 - 1.0).abs() < 0.2 && (s2 - 3.0).abs() < 0.6,
+        "sds {s1} {s2}"
+    );
+    assert!((corr - 0.9).abs() < 0.05, "correlation {corr}");
+    // The adapted diagonal metric cannot remove the correlation: trees are
+    // deeper than for independent coordinates but far below the maximum.
+    let mean_depth = stats.iter().map(|s| s.tree_depth as f64).sum::<f64>() / stats.len() as f64;
+    assert!((1.5..6.0).contains(&mean_depth), "{mean_depth}");
+}

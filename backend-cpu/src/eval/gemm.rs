@@ -74,7 +74,8 @@ fn product(
     shape: Shape,
 ) -> Dense<f64> {
     let z = v.z;
-    let mut out = vec![0.0; m * z];
+    let mut out = crate::lanes::pool::buffer(m * z);
+    out.resize(m * z, 0.0);
     if m > 0 && z > 0 {
         // SAFETY: the strides describe `a` (m×k within a.len()), `v.data`
         // (k×z row-major) and `out` (m×z row-major), all in bounds.

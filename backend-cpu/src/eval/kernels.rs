@@ -28,18 +28,18 @@ enum Src<'a> {
 
 /// Element `e` of an operand: a constant or the Z lanes.
 #[derive(Clone, Copy)]
-enum Col<'a> {
+enum ElemCol<'a> {
     Const(f64),
     Lane(&'a [f64]),
 }
 
 impl Src<'_> {
-    fn col(&self, e: usize, z: usize) -> Col<'_> {
+    fn col(&self, e: usize, z: usize) -> ElemCol<'_> {
         match self {
-            Src::Scalar(x) => Col::Const(*x),
-            Src::Elems(v) => Col::Const(v[e]),
-            Src::Lanes(d, 1) => Col::Lane(&d[..z]),
-            Src::Lanes(d, _) => Col::Lane(&d[e * z..(e + 1) * z]),
+            Src::Scalar(x) => ElemCol::Const(*x),
+            Src::Elems(v) => ElemCol::Const(v[e]),
+            Src::Lanes(d, 1) => ElemCol::Lane(&d[..z]),
+            Src::Lanes(d, _) => ElemCol::Lane(&d[e * z..(e + 1) * z]),
         }
     }
 }
@@ -110,11 +110,11 @@ fn zip_shape(ops: &[Operand]) -> Option<(Shape, usize)> {
 
 fn map1(a: &Operand, z: usize, f: impl Fn(f64) -> f64) -> Option<Slot> {
     let (shape, n) = zip_shape(std::slice::from_ref(a))?;
-    let mut out = Vec::with_capacity(n * z);
+    let mut out = crate::lanes::pool::buffer(n * z);
     for e in 0..n {
         match a.src.col(e, z) {
-            Col::Const(x) => out.extend(std::iter::repeat_n(f(x), z)),
-            Col::Lane(xs) => out.extend(xs.iter().map(|&x| f(x))),
+            ElemCol::Const(x) => out.extend(std::iter::repeat_n(f(x), z)),
+            ElemCol::Lane(xs) => out.extend(xs.iter().map(|&x| f(x))),
         }
     }
     Some(Slot::Real(Dense::new(shape, z, out)))
@@ -131,13 +131,15 @@ fn map2(a: &Operand, b: &Operand, z: usize, f: impl Fn(f64, f64) -> f64) -> Opti
             shape: b.shape.clone(),
         },
     ])?;
-    let mut out = Vec::with_capacity(n * z);
+    let mut out = crate::lanes::pool::buffer(n * z);
     for e in 0..n {
         match (a.src.col(e, z), b.src.col(e, z)) {
-            (Col::Const(x), Col::Const(y)) => out.extend(std::iter::repeat_n(f(x, y), z)),
-            (Col::Const(x), Col::Lane(ys)) => out.extend(ys.iter().map(|&y| f(x, y))),
-            (Col::Lane(xs), Col::Const(y)) => out.extend(xs.iter().map(|&x| f(x, y))),
-            (Col::Lane(xs), Col::Lane(ys)) => out.extend(xs.iter().zip(ys).map(|(&x, &y)| f(x, y))),
+            (ElemCol::Const(x), ElemCol::Const(y)) => out.extend(std::iter::repeat_n(f(x, y), z)),
+            (ElemCol::Const(x), ElemCol::Lane(ys)) => out.extend(ys.iter().map(|&y| f(x, y))),
+            (ElemCol::Lane(xs), ElemCol::Const(y)) => out.extend(xs.iter().map(|&x| f(x, y))),
+            (ElemCol::Lane(xs), ElemCol::Lane(ys)) => {
+                out.extend(xs.iter().zip(ys).map(|(&x, &y)| f(x, y)))
+            }
         }
     }
     Some(Slot::Real(Dense::new(shape, z, out)))
@@ -152,20 +154,329 @@ fn map3(ops: &[Operand; 3], z: usize, f: impl Fn(f64, f64, f64) -> f64) -> Optio
         })
         .collect();
     let (shape, n) = zip_shape(&shapes)?;
-    let mut out = Vec::with_capacity(n * z);
+    let mut out = crate::lanes::pool::buffer(n * z);
     for e in 0..n {
         let cols = [
             ops[0].src.col(e, z),
             ops[1].src.col(e, z),
             ops[2].src.col(e, z),
         ];
-        let at = |c: Col, l: usize| match c {
-            Col::Const(x) => x,
-            Col::Lane(xs) => xs[l],
+        let at = |c: ElemCol, l: usize| match c {
+            ElemCol::Const(x) => x,
+            ElemCol::Lane(xs) => xs[l],
         };
         out.extend((0..z).map(|l| f(at(cols[0], l), at(cols[1], l), at(cols[2], l))));
     }
     Some(Slot::Real(Dense::new(shape, z, out)))
+}
+
+/// `$body` with `$f` bound to the scalar function of unary elementwise
+/// primitive `$p` (the interpreter's), or `None`.
+macro_rules! unary {
+    ($p:expr, $f:ident => $body:expr) => {{
+        use Prim::*;
+        match $p {
+            Neg => {
+                let $f = |x: f64| -x;
+                $body
+            }
+            Exp => {
+                let $f = f64::exp;
+                $body
+            }
+            Exp2 => {
+                let $f = f64::exp2;
+                $body
+            }
+            Expm1 => {
+                let $f = f64::exp_m1;
+                $body
+            }
+            Log => {
+                let $f = f64::ln;
+                $body
+            }
+            Log2 => {
+                let $f = f64::log2;
+                $body
+            }
+            Log10 => {
+                let $f = f64::log10;
+                $body
+            }
+            Log1p => {
+                let $f = f64::ln_1p;
+                $body
+            }
+            Log1m => {
+                let $f = m::log1m;
+                $body
+            }
+            Log1pExp => {
+                let $f = m::log1p_exp;
+                $body
+            }
+            Log1mExp => {
+                let $f = m::log1m_exp;
+                $body
+            }
+            Sqrt => {
+                let $f = f64::sqrt;
+                $body
+            }
+            Cbrt => {
+                let $f = f64::cbrt;
+                $body
+            }
+            Square => {
+                let $f = |x: f64| x * x;
+                $body
+            }
+            Inv => {
+                let $f = |x: f64| 1.0 / x;
+                $body
+            }
+            InvSqrt => {
+                let $f = |x: f64| 1.0 / x.sqrt();
+                $body
+            }
+            InvSquare => {
+                let $f = |x: f64| 1.0 / (x * x);
+                $body
+            }
+            Abs => {
+                let $f = f64::abs;
+                $body
+            }
+            Floor => {
+                let $f = f64::floor;
+                $body
+            }
+            Ceil => {
+                let $f = f64::ceil;
+                $body
+            }
+            Round => {
+                let $f = f64::round;
+                $body
+            }
+            Trunc => {
+                let $f = f64::trunc;
+                $body
+            }
+            Sin => {
+                let $f = f64::sin;
+                $body
+            }
+            Cos => {
+                let $f = f64::cos;
+                $body
+            }
+            Tan => {
+                let $f = f64::tan;
+                $body
+            }
+            Asin => {
+                let $f = f64::asin;
+                $body
+            }
+            Acos => {
+                let $f = f64::acos;
+                $body
+            }
+            Atan => {
+                let $f = f64::atan;
+                $body
+            }
+            Sinh => {
+                let $f = f64::sinh;
+                $body
+            }
+            Cosh => {
+                let $f = f64::cosh;
+                $body
+            }
+            Tanh => {
+                let $f = f64::tanh;
+                $body
+            }
+            Asinh => {
+                let $f = f64::asinh;
+                $body
+            }
+            Acosh => {
+                let $f = f64::acosh;
+                $body
+            }
+            Atanh => {
+                let $f = f64::atanh;
+                $body
+            }
+            Logit => {
+                let $f = m::logit;
+                $body
+            }
+            InvLogit => {
+                let $f = m::inv_logit;
+                $body
+            }
+            LogInvLogit => {
+                let $f = m::log_inv_logit;
+                $body
+            }
+            Log1mInvLogit => {
+                let $f = m::log1m_inv_logit;
+                $body
+            }
+            InvCloglog => {
+                let $f = |x: f64| 1.0 - (-x.exp()).exp();
+                $body
+            }
+            Lgamma => {
+                let $f = m::lgamma;
+                $body
+            }
+            Digamma => {
+                let $f = m::digamma;
+                $body
+            }
+            Trigamma => {
+                let $f = m::trigamma;
+                $body
+            }
+            Tgamma => {
+                let $f = m::tgamma;
+                $body
+            }
+            Erf => {
+                let $f = m::erf;
+                $body
+            }
+            Erfc => {
+                let $f = m::erfc;
+                $body
+            }
+            Phi => {
+                let $f = m::Phi;
+                $body
+            }
+            PhiApprox => {
+                let $f = m::Phi_approx;
+                $body
+            }
+            InvPhi => {
+                let $f = m::inv_Phi;
+                $body
+            }
+            LogPhi => {
+                let $f = m::log_Phi;
+                $body
+            }
+            Step => {
+                let $f = m::integer::step;
+                $body
+            }
+            _ => None,
+        }
+    }};
+}
+
+/// As [`unary!`] for binary elementwise primitives.
+macro_rules! binary {
+    ($p:expr, $f:ident => $body:expr) => {{
+        use Prim::*;
+        match $p {
+            Add => {
+                let $f = |x: f64, y: f64| x + y;
+                $body
+            }
+            Sub => {
+                let $f = |x: f64, y: f64| x - y;
+                $body
+            }
+            Mul | EltMul => {
+                let $f = |x: f64, y: f64| x * y;
+                $body
+            }
+            Div | EltDiv => {
+                let $f = |x: f64, y: f64| x / y;
+                $body
+            }
+            Pow => {
+                let $f = f64::powf;
+                $body
+            }
+            Atan2 => {
+                let $f = f64::atan2;
+                $body
+            }
+            Fmax => {
+                let $f = f64::max;
+                $body
+            }
+            Fmin => {
+                let $f = f64::min;
+                $body
+            }
+            Fdim => {
+                let $f = |x: f64, y: f64| (x - y).max(0.0);
+                $body
+            }
+            Fmod => {
+                let $f = |x: f64, y: f64| x % y;
+                $body
+            }
+            Hypot => {
+                let $f = f64::hypot;
+                $body
+            }
+            LogSumExp2 => {
+                let $f = m::log_sum_exp2;
+                $body
+            }
+            LogDiffExp => {
+                let $f = m::log_diff_exp;
+                $body
+            }
+            Lbeta => {
+                let $f = m::lbeta;
+                $body
+            }
+            Lchoose => {
+                let $f = m::lchoose;
+                $body
+            }
+            LogFallingFactorial => {
+                let $f = m::log_falling_factorial;
+                $body
+            }
+            LogRisingFactorial => {
+                let $f = m::log_rising_factorial;
+                $body
+            }
+            LogInvLogitDiff => {
+                let $f = m::log_inv_logit_diff;
+                $body
+            }
+            GammaP => {
+                let $f = m::gamma_p;
+                $body
+            }
+            GammaQ => {
+                let $f = m::gamma_q;
+                $body
+            }
+            BinaryLogLoss => {
+                let $f = |y: f64, p: f64| if y != 0.0 { -p.ln() } else { -m::log1m(p) };
+                $body
+            }
+            MultiplyLog | Lmultiply => {
+                let $f = m::lmultiply;
+                $body
+            }
+            _ => None,
+        }
+    }};
 }
 
 /// A batched kernel for `p` on `args`, or `None` (see the module docs).
@@ -192,92 +503,20 @@ pub(crate) fn prim(
     }
     // From here on: real elementwise math and reductions on real operands.
     let mut ops: Vec<Operand> = args.iter().map(|a| operand(a)).collect::<Option<_>>()?;
-    macro_rules! unary {
-        ($f:expr) => {
-            map1(&ops[0], z, $f)
-        };
+    if !elementwise_applies(p, &ops) {
+        return None;
     }
-    macro_rules! binary {
-        ($f:expr) => {
-            map2(&ops[0], &ops[1], z, $f)
-        };
+    if ops.len() == 1
+        && let Some(slot) = unary!(p, f => map1(&ops[0], z, f))
+    {
+        return Some(slot);
     }
-    let scalar = |i: usize| ops[i].shape.is_none();
+    if ops.len() == 2
+        && let Some(slot) = binary!(p, f => map2(&ops[0], &ops[1], z, f))
+    {
+        return Some(slot);
+    }
     match p {
-        Add => binary!(|x, y| x + y),
-        Sub => binary!(|x, y| x - y),
-        Neg => unary!(|x| -x),
-        Mul if scalar(0) || scalar(1) => binary!(|x, y| x * y),
-        Div if scalar(1) => binary!(|x, y| x / y),
-        EltMul => binary!(|x, y| x * y),
-        EltDiv => binary!(|x, y| x / y),
-        Pow => binary!(f64::powf),
-        Exp => unary!(f64::exp),
-        Exp2 => unary!(f64::exp2),
-        Expm1 => unary!(f64::exp_m1),
-        Log => unary!(f64::ln),
-        Log2 => unary!(f64::log2),
-        Log10 => unary!(f64::log10),
-        Log1p => unary!(f64::ln_1p),
-        Log1m => unary!(m::log1m),
-        Log1pExp => unary!(m::log1p_exp),
-        Log1mExp => unary!(m::log1m_exp),
-        Sqrt => unary!(f64::sqrt),
-        Cbrt => unary!(f64::cbrt),
-        Square => unary!(|x| x * x),
-        Inv => unary!(|x| 1.0 / x),
-        InvSqrt => unary!(|x| 1.0 / x.sqrt()),
-        InvSquare => unary!(|x| 1.0 / (x * x)),
-        Abs => unary!(f64::abs),
-        Floor => unary!(f64::floor),
-        Ceil => unary!(f64::ceil),
-        Round => unary!(f64::round),
-        Trunc => unary!(f64::trunc),
-        Sin => unary!(f64::sin),
-        Cos => unary!(f64::cos),
-        Tan => unary!(f64::tan),
-        Asin => unary!(f64::asin),
-        Acos => unary!(f64::acos),
-        Atan => unary!(f64::atan),
-        Sinh => unary!(f64::sinh),
-        Cosh => unary!(f64::cosh),
-        Tanh => unary!(f64::tanh),
-        Asinh => unary!(f64::asinh),
-        Acosh => unary!(f64::acosh),
-        Atanh => unary!(f64::atanh),
-        Logit => unary!(m::logit),
-        InvLogit => unary!(m::inv_logit),
-        LogInvLogit => unary!(m::log_inv_logit),
-        Log1mInvLogit => unary!(m::log1m_inv_logit),
-        InvCloglog => unary!(|x: f64| 1.0 - (-x.exp()).exp()),
-        Lgamma => unary!(m::lgamma),
-        Digamma => unary!(m::digamma),
-        Trigamma => unary!(m::trigamma),
-        Tgamma => unary!(m::tgamma),
-        Erf => unary!(m::erf),
-        Erfc => unary!(m::erfc),
-        Phi => unary!(m::Phi),
-        PhiApprox => unary!(m::Phi_approx),
-        InvPhi => unary!(m::inv_Phi),
-        LogPhi => unary!(m::log_Phi),
-        Step => unary!(m::integer::step),
-        Atan2 => binary!(f64::atan2),
-        Fmax => binary!(f64::max),
-        Fmin => binary!(f64::min),
-        Fdim => binary!(|x: f64, y: f64| (x - y).max(0.0)),
-        Fmod => binary!(|x, y| x % y),
-        Hypot => binary!(f64::hypot),
-        LogSumExp2 => binary!(m::log_sum_exp2),
-        LogDiffExp => binary!(m::log_diff_exp),
-        Lbeta => binary!(m::lbeta),
-        Lchoose => binary!(m::lchoose),
-        LogFallingFactorial => binary!(m::log_falling_factorial),
-        LogRisingFactorial => binary!(m::log_rising_factorial),
-        LogInvLogitDiff => binary!(m::log_inv_logit_diff),
-        GammaP => binary!(m::gamma_p),
-        GammaQ => binary!(m::gamma_q),
-        BinaryLogLoss => binary!(|y: f64, p: f64| if y != 0.0 { -p.ln() } else { -m::log1m(p) }),
-        MultiplyLog | Lmultiply => binary!(m::lmultiply),
         IncBeta => map3(
             &[ops.remove(0), ops.remove(0), ops.remove(0)],
             z,
@@ -293,6 +532,80 @@ pub(crate) fn prim(
         DotProduct => dot(&ops[0], &ops[1], z),
         _ => None,
     }
+}
+
+/// `Mul` and `Div` are elementwise only with a scalar operand (else they
+/// are matrix products and solves).
+fn elementwise_applies(p: Prim, ops: &[Operand]) -> bool {
+    let scalar = |i: usize| ops.get(i).is_some_and(|o| o.shape.is_none());
+    match p {
+        Prim::Mul => scalar(0) || scalar(1),
+        Prim::Div => scalar(1),
+        _ => true,
+    }
+}
+
+/// An elementwise unary or binary primitive whose result may be written
+/// into the buffer of an operand that nothing else holds (a temporary),
+/// saving an allocation; `args` are the evaluated operands.
+pub(crate) fn prim_in_place(p: Prim, args: &mut [Arc<Slot>], z: usize) -> Option<Slot> {
+    if args.len() == 1 {
+        let Slot::Real(_) = &*args[0] else {
+            return None;
+        };
+        let d = Arc::get_mut(&mut args[0])?;
+        let Slot::Real(d) = d else { return None };
+        return unary!(p, f => {
+            let mut d = std::mem::replace(d, Dense::new(Shape::Array(0, Box::new(Shape::Real)), 0, Vec::new()));
+            d.data.iter_mut().for_each(|x| *x = f(*x));
+            Some(Slot::Real(d))
+        });
+    }
+    if args.len() != 2 {
+        return None;
+    }
+    // Reuse the operand that has the result's shape and is unique.
+    let (result_shape, _) = {
+        let ops: Vec<Operand> = args.iter().map(|a| operand(a)).collect::<Option<_>>()?;
+        if !elementwise_applies(p, &ops) {
+            return None;
+        }
+        binary!(p, _f => Some(()))?;
+        zip_shape(&ops)?
+    };
+    let k = (0..2).find(|&k| {
+        matches!(&*args[k], Slot::Real(d) if d.shape == result_shape)
+            && Arc::strong_count(&args[k]) == 1
+            && Arc::weak_count(&args[k]) == 0
+    })?;
+    let (left, right) = args.split_at_mut(1);
+    let (mine, other) = if k == 0 {
+        (&mut left[0], &right[0])
+    } else {
+        (&mut right[0], &left[0])
+    };
+    let Some(Slot::Real(d)) = Arc::get_mut(mine) else {
+        return None;
+    };
+    let other = operand(other)?;
+    let n = d.elements();
+    binary!(p, f => {
+        for e in 0..n {
+            let row = &mut d.data[e * z..(e + 1) * z];
+            match (other.src.col(if other.shape.is_none() { 0 } else { e }, z), k) {
+                (ElemCol::Const(y), 0) => row.iter_mut().for_each(|x| *x = f(*x, y)),
+                (ElemCol::Const(x), _) => row.iter_mut().for_each(|y| *y = f(x, *y)),
+                (ElemCol::Lane(ys), 0) => row.iter_mut().zip(ys).for_each(|(x, &y)| *x = f(*x, y)),
+                (ElemCol::Lane(xs), _) => row.iter_mut().zip(xs).for_each(|(y, &x)| *y = f(x, *y)),
+            }
+        }
+        Some(())
+    })?;
+    let d = std::mem::replace(
+        d,
+        Dense::new(Shape::Array(0, Box::new(Shape::Real)), 0, Vec::new()),
+    );
+    Some(Slot::Real(d))
 }
 
 /// A per-lane fold over the elements of a dense operand, from −0.0 (the
@@ -324,12 +637,12 @@ fn dot(a: &Operand, b: &Operand, z: usize) -> Option<Slot> {
     let mut acc = vec![-0.0; z];
     for e in 0..n {
         match (a.src.col(e, z), b.src.col(e, z)) {
-            (Col::Const(x), Col::Const(y)) => acc.iter_mut().for_each(|a| *a += x * y),
-            (Col::Const(x), Col::Lane(ys)) | (Col::Lane(ys), Col::Const(x)) => {
+            (ElemCol::Const(x), ElemCol::Const(y)) => acc.iter_mut().for_each(|a| *a += x * y),
+            (ElemCol::Const(x), ElemCol::Lane(ys)) | (ElemCol::Lane(ys), ElemCol::Const(x)) => {
                 // x * y and y * x are the same float.
                 acc.iter_mut().zip(ys).for_each(|(a, &y)| *a += x * y)
             }
-            (Col::Lane(xs), Col::Lane(ys)) => acc
+            (ElemCol::Lane(xs), ElemCol::Lane(ys)) => acc
                 .iter_mut()
                 .zip(xs.iter().zip(ys))
                 .for_each(|(a, (&x, &y))| *a += x * y),
@@ -369,17 +682,26 @@ fn check(p: Prim, args: &[&Slot], st: &mut State, active: &Lanes, e: &Expr) -> O
         _ => x >= 0.0,
     };
     let z = st.z;
-    let failing: Vec<usize> = match args[0] {
-        Slot::Real(d) => active
-            .iter()
-            .filter(|&l| (0..d.elements()).any(|k| !ok(d.data[k * z + l])))
-            .collect(),
-        Slot::Int(d) => active
-            .iter()
-            .filter(|&l| (0..d.elements()).any(|k| !ok(d.data[k * z + l] as f64)))
-            .collect(),
+    // Element-major: each element's lanes are contiguous.
+    let mut bad = vec![false; z];
+    match args[0] {
+        Slot::Real(d) => {
+            for k in 0..d.elements() {
+                for (b, &x) in bad.iter_mut().zip(d.element(k)) {
+                    *b |= !ok(x);
+                }
+            }
+        }
+        Slot::Int(d) => {
+            for k in 0..d.elements() {
+                for (b, &x) in bad.iter_mut().zip(d.element(k)) {
+                    *b |= !ok(x as f64);
+                }
+            }
+        }
         _ => return None,
-    };
+    }
+    let failing: Vec<usize> = active.iter().filter(|&l| bad[l]).collect();
     for l in failing {
         if !st.is_running(l) {
             continue;
@@ -414,18 +736,18 @@ pub(crate) fn partial(prim: Prim, arg: usize, args: &[&Slot], z: usize) -> Optio
         return None;
     }
     // A container of one element broadcasts like a scalar.
-    let mut out = Vec::with_capacity(n * z);
+    let mut out = crate::lanes::pool::buffer(n * z);
     let mut point = vec![0.0; ops.len()];
     for e in 0..n {
-        let cols: Vec<Col> = ops
+        let cols: Vec<ElemCol> = ops
             .iter()
             .map(|o| o.src.col(if len(o) == 1 { 0 } else { e }, z))
             .collect();
         for l in 0..z {
             for (k, c) in cols.iter().enumerate() {
                 point[k] = match c {
-                    Col::Const(x) => *x,
-                    Col::Lane(xs) => xs[l],
+                    ElemCol::Const(x) => *x,
+                    ElemCol::Lane(xs) => xs[l],
                 };
             }
             out.push(p.grad(&point)[arg]);

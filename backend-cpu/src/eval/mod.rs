@@ -154,9 +154,14 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
         });
         return Ok(Arc::new(apply(p, &[&xt, &v], st, active, e)));
     }
-    let args = eval_all(args, st, active)?;
+    let mut args = eval_all(args, st, active)?;
     if lane::is_rng(p) {
         return Ok(Arc::new(draw(p, &args, st, active, e.span)));
+    }
+    if !args.iter().all(|a| a.is_shared())
+        && let Some(slot) = kernels::prim_in_place(p, &mut args, st.z)
+    {
+        return Ok(Arc::new(slot));
     }
     let refs: Vec<&Slot> = args.iter().map(|a| &**a).collect();
     Ok(Arc::new(apply(p, &refs, st, active, e)))

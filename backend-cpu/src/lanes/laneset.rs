@@ -1,10 +1,12 @@
 //! The set of active lanes of a batch.
 
-/// Sorted, distinct lane indices out of `z` lanes.
+use std::sync::Arc;
+
+/// Sorted, distinct lane indices out of `z` lanes (cheap to clone).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lanes {
     z: usize,
-    idx: Vec<usize>,
+    idx: Arc<[usize]>,
 }
 
 impl Lanes {
@@ -17,7 +19,10 @@ impl Lanes {
     }
 
     pub fn none(z: usize) -> Lanes {
-        Lanes { z, idx: Vec::new() }
+        Lanes {
+            z,
+            idx: Arc::from([]),
+        }
     }
 
     /// The given lanes (sorted and deduplicated here).
@@ -25,7 +30,7 @@ impl Lanes {
         idx.sort_unstable();
         idx.dedup();
         assert!(idx.last().is_none_or(|&l| l < z), "lane out of range");
-        Lanes { z, idx }
+        Lanes { z, idx: idx.into() }
     }
 
     /// The lanes whose mask entry is true.
@@ -66,7 +71,7 @@ impl Lanes {
 
     pub fn mask(&self) -> Vec<bool> {
         let mut m = vec![false; self.z];
-        for &l in &self.idx {
+        for &l in self.idx.iter() {
             m[l] = true;
         }
         m
@@ -74,21 +79,34 @@ impl Lanes {
 
     /// (lanes where `pred` holds, lanes where it does not).
     pub fn split(&self, mut pred: impl FnMut(usize) -> bool) -> (Lanes, Lanes) {
-        let (yes, no) = self.idx.iter().partition(|&&l| pred(l));
+        let (yes, no): (Vec<usize>, Vec<usize>) = self.idx.iter().partition(|&&l| pred(l));
         (
             Lanes {
                 z: self.z,
-                idx: yes,
+                idx: yes.into(),
             },
-            Lanes { z: self.z, idx: no },
+            Lanes {
+                z: self.z,
+                idx: no.into(),
+            },
         )
     }
 
     /// The lanes for which `keep` holds.
     pub fn retain(&self, mut keep: impl FnMut(usize) -> bool) -> Lanes {
+        let Some(first_dropped) = self.idx.iter().position(|&l| !keep(l)) else {
+            return self.clone();
+        };
+        let mut idx = self.idx[..first_dropped].to_vec();
+        idx.extend(
+            self.idx[first_dropped + 1..]
+                .iter()
+                .copied()
+                .filter(|&l| keep(l)),
+        );
         Lanes {
             z: self.z,
-            idx: self.idx.iter().copied().filter(|&l| keep(l)).collect(),
+            idx: idx.into(),
         }
     }
 }

@@ -26,6 +26,7 @@
 //!   interpreter holds for that lane.
 
 mod laneset;
+pub mod pool;
 mod state;
 
 pub use laneset::Lanes;
@@ -36,17 +37,50 @@ use language::value::Value;
 use std::sync::Arc;
 
 /// One element shape for all lanes, `[element][lane]`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Dense<T> {
+#[derive(Debug, PartialEq)]
+pub struct Dense<T: Copy + 'static> {
     pub shape: Shape,
     pub z: usize,
     pub data: Vec<T>,
+    /// Elements per lane (`shape.num_reals()`, cached).
+    n: usize,
 }
 
-impl<T: Copy> Dense<T> {
+impl<T: Copy + 'static> Clone for Dense<T> {
+    fn clone(&self) -> Dense<T> {
+        let data = match (&self.data as &dyn std::any::Any).downcast_ref::<Vec<f64>>() {
+            Some(reals) => {
+                let mut b = pool::buffer(reals.len());
+                b.extend_from_slice(reals);
+                *(Box::new(b) as Box<dyn std::any::Any>)
+                    .downcast::<Vec<T>>()
+                    .expect("T is f64")
+            }
+            None => self.data.clone(),
+        };
+        Dense {
+            shape: self.shape.clone(),
+            z: self.z,
+            data,
+            n: self.n,
+        }
+    }
+}
+
+impl<T: Copy + 'static> Drop for Dense<T> {
+    fn drop(&mut self) {
+        let data = std::mem::take(&mut self.data);
+        if let Ok(reals) = (Box::new(data) as Box<dyn std::any::Any>).downcast::<Vec<f64>>() {
+            pool::recycle(*reals);
+        }
+    }
+}
+
+impl<T: Copy + 'static> Dense<T> {
     pub fn new(shape: Shape, z: usize, data: Vec<T>) -> Dense<T> {
-        debug_assert_eq!(data.len(), shape.num_reals() * z);
-        Dense { shape, z, data }
+        let n = shape.num_reals();
+        assert_eq!(data.len(), n * z, "dense block of the wrong size");
+        Dense { shape, z, data, n }
     }
 
     pub fn filled(shape: Shape, z: usize, x: T) -> Dense<T> {
@@ -56,7 +90,7 @@ impl<T: Copy> Dense<T> {
 
     /// Number of elements of one lane's value.
     pub fn elements(&self) -> usize {
-        self.shape.num_reals()
+        self.n
     }
 
     /// Element `e` of every lane.
@@ -165,7 +199,7 @@ impl Slot {
                 Some((shape, false)) => {
                     let mut flat = Vec::new();
                     v.flatten_reals(&mut flat);
-                    let mut data = Vec::with_capacity(flat.len() * z);
+                    let mut data = pool::buffer(flat.len() * z);
                     for x in flat {
                         data.extend(std::iter::repeat_n(x, z));
                     }
@@ -271,7 +305,7 @@ pub fn build_int(shape: &Shape, xs: &mut dyn Iterator<Item = i64>) -> Value {
     }
 }
 
-impl<T: Copy> Dense<T> {
+impl<T: Copy + 'static> Dense<T> {
     /// Lanes `lanes` of `self`, as a batch of `lanes.len()`.
     pub fn gather(&self, lanes: &[usize]) -> Dense<T> {
         let k = lanes.len();

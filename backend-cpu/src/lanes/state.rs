@@ -48,6 +48,8 @@ pub struct State<'p> {
     /// differs from the interpreter's loop); off, they run lane by lane
     /// and match it bit for bit.
     pub gemm: bool,
+    /// Number of failed lanes (0: every lane is running).
+    failures: usize,
 }
 
 impl<'p> State<'p> {
@@ -80,6 +82,7 @@ impl<'p> State<'p> {
             status: vec![LaneStatus::Running; z],
             output: vec![Vec::new(); z],
             gemm: true,
+            failures: 0,
         }
     }
 
@@ -128,11 +131,15 @@ impl<'p> State<'p> {
     pub fn fail(&mut self, l: usize, err: RuntimeError) {
         if self.is_running(l) {
             self.status[l] = LaneStatus::Failed(err);
+            self.failures += 1;
         }
     }
 
     /// `lanes` without those that have failed.
     pub fn running(&self, lanes: &Lanes) -> Lanes {
+        if self.failures == 0 {
+            return lanes.clone();
+        }
         lanes.retain(|l| self.is_running(l))
     }
 
@@ -173,6 +180,10 @@ impl<'p> State<'p> {
             status: ix.iter().map(|&l| self.status[l].clone()).collect(),
             output: ix.iter().map(|&l| self.output[l].clone()).collect(),
             gemm: self.gemm,
+            failures: ix
+                .iter()
+                .filter(|&&l| !matches!(self.status[l], LaneStatus::Running))
+                .count(),
         }
     }
 
@@ -194,6 +205,9 @@ impl<'p> State<'p> {
                 self.gradient[k * z + l] = sub.gradient[k * sub.z + i];
             }
             self.rng[l] = sub.rng[i].clone();
+            if self.is_running(l) && !matches!(sub.status[i], LaneStatus::Running) {
+                self.failures += 1;
+            }
             self.status[l] = sub.status[i].clone();
             self.output[l] = sub.output[i].clone();
         }

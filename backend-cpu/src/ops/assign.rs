@@ -258,6 +258,25 @@ pub(crate) fn add_assign(
         }
         return Ok(());
     }
+    // Shared (e.g. zero) += a temporary of the same shape on every lane:
+    // add into the temporary's buffer (x + y is commutative, bit for bit).
+    let mut r = r;
+    if idx.is_none()
+        && active.is_full()
+        && let Slot::Shared(cur) = &*current
+        && let Some((shape, false)) = dense_shape(cur)
+        && let Some(Slot::Real(d)) = Arc::get_mut(&mut r)
+        && d.shape == shape
+    {
+        let z = d.z;
+        let cur = lane::flat_reals(cur);
+        for (e, c) in cur.iter().enumerate() {
+            d.element_mut(e).iter_mut().for_each(|y| *y = c + *y);
+        }
+        debug_assert_eq!(z, st.z);
+        st.vars[lhs.var.0 as usize] = Some(r);
+        return Ok(());
+    }
     let positions = match &idx {
         None => slot_shape(&current)
             .filter(|(_, is_int)| !is_int)

@@ -1,0 +1,264 @@
+//! `cargo bench -p backend-cpu --bench exec`: log-density gradient
+//! evaluations per second through the batched executors (local static and
+//! program-counter batching; one thread and all cores) for eight schools,
+//! the N = 10,000, D = 100 logistic regression (run `scripts/setup.sh`
+//! first: it generates that data set) and a 100-dimensional correlated
+//! Gaussian, over Z ∈ {1, 16, 256, 1024} lanes at random inits. Also:
+//! this machine's float64 GEMM rate and the logistic regression's achieved
+//! GFLOP/s (4·N·D flops per gradient: Xβ and Xᵀȳ), and hand-written Rust
+//! gradients of the same models (checked against bat's) as the Z = 1
+//! baseline. Prints a table.
+
+use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
+use language::data::DataFile;
+use language::interp::{Model, Rng};
+use language::value::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const MIN_TIME: Duration = Duration::from_millis(1000);
+const SIZES: &[usize] = &[1, 16, 256, 1024];
+
+/// Calls per second of `f`, run for at least `MIN_TIME` (after one warm-up).
+fn rate(mut f: impl FnMut()) -> f64 {
+    f();
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < MIN_TIME {
+        f();
+        n += 1;
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// float64 GEMM GFLOP/s of this machine (one thread) at the logistic
+/// regression's shape: X (N×D) times a D×Z block.
+fn gemm_gflops(n: usize, d: usize, z: usize) -> f64 {
+    let a: Vec<f64> = (0..n * d).map(|i| (i % 7) as f64 * 0.1).collect();
+    let b: Vec<f64> = (0..d * z).map(|i| (i % 5) as f64 * 0.2).collect();
+    let mut c = vec![0.0; n * z];
+    let per_s = rate(|| unsafe {
+        // SAFETY: row-major n×d, d×z and n×z matrices, all in bounds.
+        matrixmultiply::dgemm(
+            n,
+            d,
+            z,
+            1.0,
+            a.as_ptr(),
+            d as isize,
+            1,
+            b.as_ptr(),
+            z as isize,
+            1,
+            0.0,
+            c.as_mut_ptr(),
+            z as isize,
+            1,
+        )
+    });
+    std::hint::black_box(&c);
+    per_s * 2.0 * (n * d * z) as f64 / 1e9
+}
+
+fn load(model: &Path, data: &Path) -> Option<(language::batch::cfg::Program, Model)> {
+    let source = std::fs::read_to_string(model).ok()?;
+    let (program, ds) = language::compile_model(&source, "bench");
+    let program = program.unwrap_or_else(|| panic!("{ds:?}"));
+    let data = DataFile::parse(&std::fs::read_to_string(data).ok()?).unwrap();
+    let m = Model::new(&program, &data).unwrap();
+    let g = language::ad::gradient(&program).unwrap();
+    Some((language::batch::lower_gradient(&g).unwrap(), m))
+}
+
+fn reals(v: &Value) -> Vec<f64> {
+    language::interp::lane::flat_reals(v)
+}
+
+/// Hand-written log density gradients (with the Jacobian, constants
+/// dropped as `~` drops them).
+fn eight_schools(y: &[f64], sigma: &[f64], th: &[f64], grad: &mut [f64]) -> f64 {
+    let (mu, u) = (th[0], th[1]);
+    let tau = u.exp();
+    let mut lp = -0.5 * (mu / 5.0) * (mu / 5.0) - (tau / 5.0 * (tau / 5.0)).ln_1p() + u;
+    grad[0] = -mu / 25.0;
+    grad[1] = -2.0 * tau * tau / (25.0 + tau * tau) + 1.0;
+    for j in 0..y.len() {
+        let t = th[2 + j];
+        let theta = mu + tau * t;
+        let z = (y[j] - theta) / sigma[j];
+        lp += -0.5 * t * t - 0.5 * z * z;
+        let dtheta = z / sigma[j];
+        grad[0] += dtheta;
+        grad[1] += dtheta * tau * t;
+        grad[2 + j] = -t + dtheta * tau;
+    }
+    lp
+}
+
+fn logistic(x: &[f64], n: usize, d: usize, y: &[f64], th: &[f64], grad: &mut [f64]) -> f64 {
+    // x is column-major N×D, as bat stores matrices.
+    let alpha = th[0];
+    let beta = &th[1..];
+    let mut eta = vec![alpha; n];
+    for (k, b) in beta.iter().enumerate() {
+        let col = &x[k * n..(k + 1) * n];
+        for i in 0..n {
+            eta[i] += col[i] * b;
+        }
+    }
+    let mut lp =
+        -0.5 * (alpha / 2.5) * (alpha / 2.5) - 0.5 * beta.iter().map(|b| b * b).sum::<f64>();
+    let mut resid = vec![0.0; n];
+    for i in 0..n {
+        let e = eta[i];
+        lp += y[i] * e
+            - if e > 0.0 {
+                e + (-e).exp().ln_1p()
+            } else {
+                e.exp().ln_1p()
+            };
+        resid[i] = y[i] - 1.0 / (1.0 + (-e).exp());
+    }
+    grad[0] = -alpha / 6.25 + resid.iter().sum::<f64>();
+    for k in 0..d {
+        let col = &x[k * n..(k + 1) * n];
+        grad[1 + k] = -beta[k] + col.iter().zip(&resid).map(|(a, r)| a * r).sum::<f64>();
+    }
+    lp
+}
+
+fn gaussian(p: &[f64], mu: &[f64], th: &[f64], grad: &mut [f64]) -> f64 {
+    let d = mu.len();
+    let r: Vec<f64> = th.iter().zip(mu).map(|(x, m)| x - m).collect();
+    let mut pr = vec![0.0; d];
+    for (k, rk) in r.iter().enumerate() {
+        for i in 0..d {
+            pr[i] += p[k * d + i] * rk;
+        }
+    }
+    for i in 0..d {
+        grad[i] = -pr[i];
+    }
+    -0.5 * r.iter().zip(&pr).map(|(a, b)| a * b).sum::<f64>()
+}
+
+type Hand = Box<dyn Fn(&[f64], &mut [f64]) -> f64>;
+
+fn hand_written(name: &str, m: &Model) -> Hand {
+    let get = |v: &str| reals(m.data_value(v).unwrap());
+    match name {
+        "eight_schools_noncentered" => {
+            let (y, sigma) = (get("y"), get("sigma"));
+            Box::new(move |th, g| eight_schools(&y, &sigma, th, g))
+        }
+        "logistic_regression" => {
+            let (x, y) = (get("X"), get("y"));
+            let n = y.len();
+            let d = x.len() / n;
+            Box::new(move |th, g| logistic(&x, n, d, &y, th, g))
+        }
+        _ => {
+            let (p, mu) = (get("P"), get("mu"));
+            Box::new(move |th, g| gaussian(&p, &mu, th, g))
+        }
+    }
+}
+
+fn thetas(n: usize, z: usize) -> Vec<Vec<f64>> {
+    (0..z)
+        .map(|l| {
+            let mut rng = Rng::new(20261122, l as u32, 0);
+            (0..n).map(|_| 4.0 * rng.uniform() - 2.0).collect()
+        })
+        .collect()
+}
+
+fn main() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for name in [
+        "eight_schools_noncentered",
+        "logistic_regression",
+        "correlated_gaussian_100",
+    ] {
+        let model = examples.join(format!("{name}.bat"));
+        let Some((cfg, m)) = load(&model, &model.with_extension("data.json")) else {
+            println!("{name}: no data (run scripts/setup.sh)\n");
+            continue;
+        };
+        let n = m.num_unconstrained();
+        let hand = hand_written(name, &m);
+        // The baseline computes the same gradient as bat.
+        let g = language::ad::gradient(m.program()).unwrap();
+        let th = &thetas(n, 1)[0];
+        let mut grad = vec![0.0; n];
+        let lp = hand(th, &mut grad);
+        let (lp0, grad0) = m.log_density_gradient(&g, th, true).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()));
+        assert!(close(lp, lp0), "{name}: hand-written lp {lp} vs {lp0}");
+        for (a, b) in grad.iter().zip(&grad0) {
+            assert!(close(*a, *b), "{name}: hand-written gradient {a} vs {b}");
+        }
+        let hand_rate = rate(|| {
+            std::hint::black_box(hand(std::hint::black_box(th), &mut grad));
+        });
+        println!("{name} (hand-written Rust gradient: {hand_rate:.0} grad/s)");
+        let gemm = (name == "logistic_regression").then(|| {
+            let x = m.data_value("X").unwrap();
+            let Value::Matrix { rows, cols, .. } = x else {
+                unreachable!()
+            };
+            (*rows, *cols, gemm_gflops(*rows, *cols, 1024))
+        });
+        if let Some((_, _, rate)) = gemm {
+            println!("  float64 GEMM (matrixmultiply, 1 thread, X·B at Z=1024): {rate:.2} GFLOP/s");
+        }
+        println!(
+            "  {:>8} {:>8} {:>7} {:>14} {:>12}",
+            "batching", "threads", "Z", "grad evals/s", "vs hand Z=1"
+        );
+        for batching in [Batching::Local, Batching::ProgramCounter] {
+            for threads in [1, cores] {
+                let config = ExecConfig {
+                    batching,
+                    threads,
+                    ..ExecConfig::default()
+                };
+                let (cfg, m) = (
+                    cfg.clone(),
+                    Model::new(m.program(), &{
+                        let data =
+                            std::fs::read_to_string(model.with_extension("data.json")).unwrap();
+                        DataFile::parse(&data).unwrap()
+                    })
+                    .unwrap(),
+                );
+                let batched = BatchedModel::new(cfg, m, config).unwrap();
+                for &z in SIZES {
+                    let th = thetas(n, z);
+                    let per_s = z as f64
+                        * rate(|| {
+                            std::hint::black_box(batched.log_density_gradient(&th, true).unwrap());
+                        });
+                    let mut line = format!(
+                        "  {:>8} {:>8} {:>7} {:>14.0} {:>12.3}",
+                        batching.name(),
+                        threads,
+                        z,
+                        per_s,
+                        per_s / hand_rate
+                    );
+                    if let Some((rows, cols, gemm_rate)) = gemm {
+                        let gflops = per_s * 4.0 * (rows * cols) as f64 / 1e9;
+                        line += &format!(
+                            "   {gflops:.2} GFLOP/s = {:.0}% of GEMM/thread",
+                            100.0 * gflops / (gemm_rate * threads as f64)
+                        );
+                    }
+                    println!("{line}");
+                }
+            }
+        }
+        println!();
+    }
+}

@@ -1,0 +1,70 @@
+//! `bat bench --format json` on eight schools with tiny counts: one object
+//! per (batching, chain count) with the documented fields, positive rates,
+//! no failed lanes at random inits of this well-behaved model.
+
+use std::process::Command;
+
+fn bench(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_bat"))
+        .arg("bench")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/eight_schools_noncentered.bat"
+        ))
+        .args(args)
+        .output()
+        .expect("bat runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn json_lists_one_measurement_per_batching_and_chain_count() {
+    let (ok, stdout, stderr) = bench(&[
+        "--chains",
+        "1,3",
+        "--batching",
+        "local,pc",
+        "--threads",
+        "2",
+        "--seconds",
+        "0",
+        "--format",
+        "json",
+    ]);
+    assert!(ok, "{stderr}");
+    let rows: serde_json::Value = serde_json::from_str(&stdout).expect(&stdout);
+    let rows = rows.as_array().expect("a JSON list");
+    let seen: Vec<(u64, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["chains"].as_u64().unwrap(),
+                r["batching"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(seen, [(1, "local"), (3, "local"), (1, "pc"), (3, "pc")]);
+    for r in rows {
+        let rate = r["grad_evals_per_s"].as_f64().expect("a number");
+        assert!(rate > 0.0 && rate.is_finite(), "{r}");
+        assert_eq!(r["failed_lanes"], 0, "{r}");
+        assert!(r["batches"].as_u64().unwrap() >= 1, "{r}");
+    }
+}
+
+#[test]
+fn the_table_names_the_columns_and_bad_models_fail() {
+    let (ok, stdout, stderr) = bench(&["--chains", "2", "--seconds", "0"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("grad evals/s"), "{stdout}");
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
+    let out = Command::new(env!("CARGO_BIN_EXE_bat"))
+        .args(["bench", "/nonexistent/model.bat"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
