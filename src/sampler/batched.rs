@@ -71,6 +71,9 @@ impl BatchedExecutor {
             batching: self.batching,
             threads,
             gemm: self.gemm,
+            // Gathering copies every variable of the sampler's state for
+            // a sub-batch; masked blocks are cheaper here.
+            gather_below: 0.0,
             ..ExecConfig::default()
         }
     }
