@@ -15,9 +15,9 @@ BAT="$CARGO_TARGET_DIR/release/bat"
 "$BAT" check examples/*.bat
 out="${BAT_MAIN_OUTPUT:-$CARGO_TARGET_DIR/eight_schools_noncentered.h5}"
 # The batched executors (--batching pc|local) give the same chains but are
-# still 10-20x slower than the reference executor on this model (measured
-# 16 chains x 100 iterations: interp 0.7 s, local 6 s, pc 13 s), so the main
-# job keeps the reference executor until they are optimized.
+# still slower than the reference executor and scale badly with chains
+# (100 iterations: 16 chains interp 0.7 s, local 1.3 s, pc 2.3 s; 256 chains
+# interp 6 s, pc 120 s), so the main job keeps the reference executor.
 BAT_EXECUTOR="${BAT_EXECUTOR:-interp}" \
 "$BAT" run examples/eight_schools_noncentered.bat --chains 1000 \
     --warmup "${BAT_MAIN_WARMUP:-150}" --samples "${BAT_MAIN_SAMPLES:-100}" \
