@@ -1,6 +1,8 @@
-//! The `bat` library: posterior summaries and HDF5 InferenceData output.
+//! The `bat` library: the sampler driver, posterior summaries and HDF5
+//! InferenceData output.
 
 pub mod output;
+pub mod sampler;
 pub mod summary;
 
 pub use output::OutputError;

@@ -12,6 +12,7 @@ mod ir;
 mod json;
 mod logdensity;
 mod model;
+mod run;
 mod source;
 mod stack;
 mod summary;
@@ -82,6 +83,60 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
     },
+    /// Sample from a model's posterior with Stan's NUTS (adaptive, diagonal
+    /// metric) over many chains; writes an HDF5 InferenceData file and
+    /// prints its summary.
+    Run {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// Data in Stan JSON (default: FILE with `.data.json` if it exists).
+        #[arg(long, value_name = "DATA.json")]
+        data: Option<PathBuf>,
+        /// Number of chains.
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+        chains: u32,
+        /// Warmup (adaptation) iterations per chain.
+        #[arg(long, default_value_t = 1000)]
+        warmup: u32,
+        /// Sampling iterations per chain.
+        #[arg(long, default_value_t = 1000)]
+        samples: u32,
+        /// Keep every THIN-th iteration.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        thin: u32,
+        /// Random seed (default: from the clock; stored in the output).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Maximum tree depth of NUTS.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=30))]
+        max_depth: u32,
+        /// Target acceptance statistic of step-size adaptation, in (0, 1).
+        #[arg(long, default_value_t = 0.8, value_parser = parse_adapt_delta)]
+        adapt_delta: f64,
+        /// Initial values: a radius R (uniform(-R, R) on the unconstrained
+        /// scale; 0 for all zeros) or a Stan JSON file of constrained values.
+        #[arg(long, value_name = "0|R|FILE.json")]
+        init: Option<String>,
+        /// Output file (default: FILE's stem with `.h5`, in the current directory).
+        #[arg(long, short = 'o', value_name = "OUT.h5")]
+        output: Option<PathBuf>,
+        /// Also write the warmup draws (groups warmup_posterior, warmup_sample_stats).
+        #[arg(long)]
+        save_warmup: bool,
+        /// Where to run.
+        #[arg(long, value_enum, default_value_t = run::Backend::Cpu)]
+        backend: run::Backend,
+        /// Batching executor: all chains as lanes of one batch, program-counter
+        /// (pc) or local static (local) autobatching.
+        #[arg(long, value_enum, default_value_t = run::Batching::Pc)]
+        batching: run::Batching,
+        /// Worker threads (0: one per core).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+        /// When to colour diagnostics.
+        #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
+    },
     /// Time batched log-density gradient evaluations per number of chains.
     Bench {
         #[arg(value_name = "FILE")]
@@ -130,6 +185,13 @@ enum Command {
     Lsp,
     /// Check for a CUDA driver and device (exit code 1 when there is none).
     CudaProbe,
+}
+
+fn parse_adapt_delta(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if x > 0.0 && x < 1.0 => Ok(x),
+        _ => Err(format!("`{text}` is not a number strictly between 0 and 1")),
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -260,6 +322,41 @@ pub fn run() -> ExitCode {
             check,
             color,
         } => fmt::run(&files, check, color.for_stderr()),
+        Command::Run {
+            file,
+            data,
+            chains,
+            warmup,
+            samples,
+            thin,
+            seed,
+            max_depth,
+            adapt_delta,
+            init,
+            output,
+            save_warmup,
+            backend,
+            batching,
+            threads,
+            color,
+        } => run::run(&run::Options {
+            file: &file,
+            data: data.as_deref(),
+            chains: chains as usize,
+            warmup: warmup as usize,
+            samples: samples as usize,
+            thin: thin as usize,
+            seed,
+            max_depth: max_depth as usize,
+            adapt_delta,
+            init: init.as_deref(),
+            output: output.as_deref(),
+            save_warmup,
+            backend,
+            batching,
+            threads,
+            color: color.for_stderr(),
+        }),
         Command::Bench {
             file,
             data,

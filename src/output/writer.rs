@@ -232,6 +232,27 @@ impl DrawWriter {
         Ok(())
     }
 
+    /// Shrinks the draw axis of `group` to its first `n_draws` draws (e.g.
+    /// after an interrupted run, to the draws every chain has), then flushes.
+    pub fn truncate_draws(&mut self, group: GroupKind, n_draws: usize) -> Result<(), OutputError> {
+        let index = self.group_index(group).ok_or_else(|| {
+            OutputError::InvalidWrite(format!("the file has no `{}` group", group.name()))
+        })?;
+        let writer = &mut self.groups[index];
+        if n_draws >= writer.n_draws {
+            return Ok(());
+        }
+        for (spec, dataset) in &writer.variables {
+            let mut shape = vec![self.n_chains, n_draws];
+            shape.extend(&spec.dims);
+            dataset.resize(shape)?;
+        }
+        writer.draw_scale.resize(n_draws)?;
+        writer.n_draws = n_draws;
+        self.file.flush()?;
+        Ok(())
+    }
+
     /// Flushes everything written so far to disk.
     pub fn flush(&self) -> Result<(), OutputError> {
         self.file.flush()?;

@@ -3,6 +3,7 @@
 //! its blocks, calls by host recursion with the lanes that took them.
 
 use super::block::{self, Returned, StmtOps};
+use super::host::BatchHost;
 use super::schedule::WaitQueue;
 use super::{ExecConfig, ExecError, Result};
 use crate::eval::eval;
@@ -18,10 +19,12 @@ pub(super) fn run(
     st: &mut State,
     lanes: &Lanes,
     config: &ExecConfig,
+    host: &mut dyn BatchHost,
 ) -> Result<Option<Slot>> {
     let mut exec = Local {
         p,
         config,
+        host,
         depth: super::base_depth(p, f),
     };
     let value = exec.blocks(f, st, lanes)?;
@@ -31,6 +34,8 @@ pub(super) fn run(
 struct Local<'a> {
     p: &'a Program,
     config: &'a ExecConfig,
+    /// Answers calls of external functions.
+    host: &'a mut dyn BatchHost,
     /// Nested user-function calls (host recursion levels).
     depth: usize,
 }
@@ -113,6 +118,18 @@ impl Local<'_> {
             return Ok(None);
         }
         let fun = self.p.function(g);
+        if fun.kind == FunctionKind::External {
+            // All lanes that took the call are served by one host call.
+            let wants_value = fun.ret.is_some();
+            return Ok(super::host::serve(
+                &mut *self.host,
+                &fun.name,
+                &args,
+                wants_value,
+                st,
+                lanes,
+            ));
+        }
         if fun.kind != FunctionKind::User {
             return self.blocks(g, st, lanes);
         }

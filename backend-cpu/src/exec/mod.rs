@@ -40,11 +40,13 @@
 //! produces: locals are declared before use) is not detected here.
 
 mod block;
+mod host;
 mod local;
 mod model;
 mod pc;
 mod schedule;
 
+pub use host::{BatchHost, NoHost};
 pub use model::{BatchedModel, LaneResult, LogDensityGradient};
 pub use schedule::{BlockChoice, EarliestFirst, MostWaiting, Waiting};
 

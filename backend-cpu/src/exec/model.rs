@@ -2,6 +2,7 @@
 //! batch of lanes — log density and gradient, generated quantities, or any
 //! function — split into sub-batches over threads.
 
+use super::host::{BatchHost, NoHost};
 use super::{ExecConfig, ExecError, Result};
 use crate::lanes::{LaneStatus, Lanes, Slot, State};
 use language::batch::cfg::{FunctionKind, Program};
@@ -132,7 +133,7 @@ impl BatchedModel {
                 }
             }
             let all = st.running(&Lanes::all(z));
-            self.invoke(entry, &mut st, &all)?;
+            self.invoke(entry, &mut st, &all, &mut NoHost)?;
             Ok((0..z)
                 .map(|l| match &st.status[l] {
                     LaneStatus::Failed(e) => Err(e.clone()),
@@ -186,7 +187,7 @@ impl BatchedModel {
             }
             for entry in [tp, gq] {
                 let running = st.running(&Lanes::all(z));
-                self.invoke(entry, &mut st, &running)?;
+                self.invoke(entry, &mut st, &running, &mut NoHost)?;
             }
             Ok((0..z).map(|l| self.draw(&st, l)).collect())
         })
@@ -200,6 +201,19 @@ impl BatchedModel {
         name: &str,
         args: &[Vec<Value>],
         rngs: Option<&[Rng]>,
+    ) -> Result<Vec<LaneResult<Option<Value>>>> {
+        self.run_function_with_host(name, args, rngs, |_| NoHost)
+    }
+
+    /// As [`BatchedModel::run_function`], external functions answered by
+    /// a host per sub-batch: `make_host(range)` for the lanes `range` of
+    /// `args` (lane `i` of the host's calls is lane `range.start + i`).
+    pub fn run_function_with_host<H: BatchHost>(
+        &self,
+        name: &str,
+        args: &[Vec<Value>],
+        rngs: Option<&[Rng]>,
+        make_host: impl Fn(std::ops::Range<usize>) -> H + Sync,
     ) -> Result<Vec<LaneResult<Option<Value>>>> {
         let f = self
             .program
@@ -220,6 +234,7 @@ impl BatchedModel {
             return Err(ExecError::Setup("one random stream per lane needed".into()));
         }
         self.split(args.len(), |range| {
+            let mut host = make_host(range.clone());
             let z = range.len();
             let mut st = self.state(z);
             if let Some(rngs) = rngs {
@@ -230,7 +245,7 @@ impl BatchedModel {
                 let values = chunk.iter().map(|a| a[k].clone()).collect();
                 st.vars[param.0 as usize] = Some(Arc::new(Slot::from_lane_values(values)));
             }
-            let value = self.invoke(f, &mut st, &Lanes::all(z))?;
+            let value = self.invoke(f, &mut st, &Lanes::all(z), &mut host)?;
             Ok((0..z)
                 .map(|l| match &st.status[l] {
                     LaneStatus::Failed(e) => Err(e.clone()),
@@ -251,11 +266,17 @@ impl BatchedModel {
 
     /// Run function `f` on `lanes` (parameters set) with the configured
     /// batching; the returned value's slot (for the lanes that returned).
-    fn invoke(&self, f: FunId, st: &mut State, lanes: &Lanes) -> Result<Option<Slot>> {
+    fn invoke(
+        &self,
+        f: FunId,
+        st: &mut State,
+        lanes: &Lanes,
+        host: &mut dyn BatchHost,
+    ) -> Result<Option<Slot>> {
         match &self.pc {
-            None => super::local::run(&self.program, f, st, lanes, &self.config),
+            None => super::local::run(&self.program, f, st, lanes, &self.config, host),
             Some(p) => {
-                super::pc::run(p, f, st, lanes, &self.config)?;
+                super::pc::run(p, f, st, lanes, &self.config, host)?;
                 Ok(p.function(f)
                     .result
                     .and_then(|r| st.vars[r.0 as usize].clone())

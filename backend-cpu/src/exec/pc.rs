@@ -8,10 +8,12 @@
 //! never looks at a stack (cached tops for every stack variable).
 
 use super::block::{self, StmtOps};
+use super::host::BatchHost;
 use super::schedule::WaitQueue;
 use super::{ExecConfig, Result};
 use crate::eval::eval;
 use crate::lanes::{Lanes, Slot, State};
+use language::batch::pc::lower::external_call;
 use language::batch::pc::{BlockId, FunctionKind, Op, Program, Terminator};
 use language::interp::RuntimeError;
 use language::mir::{FunId, VarId};
@@ -28,6 +30,7 @@ pub(super) fn run(
     st: &mut State,
     lanes: &Lanes,
     config: &ExecConfig,
+    host: &mut dyn BatchHost,
 ) -> Result<()> {
     let z = st.z;
     let base_depth = usize::from(p.function(f).kind == FunctionKind::User);
@@ -38,7 +41,7 @@ pub(super) fn run(
     queue.add(p.function(f).first_block.0 as usize, lanes.iter());
     while let Some((b, waiting)) = queue.take(&*config.choice, z) {
         let bl = p.block(BlockId(b as u32));
-        run_ops(&bl.ops, st, &waiting, config, p, &mut saved)?;
+        run_ops(&bl.ops, st, &waiting, config, p, &mut saved, host)?;
         let active = st.running(&waiting);
         if active.is_empty() {
             continue;
@@ -92,7 +95,8 @@ pub(super) fn run(
 }
 
 /// A block's ops for `lanes`: runs of MIR statements as in the CFG
-/// executor (masked or gathered), calling ops masked.
+/// executor (masked or gathered), calling ops masked, external calls by
+/// one host call for all of `lanes` that are still running.
 fn run_ops(
     ops: &[Op],
     st: &mut State,
@@ -100,6 +104,7 @@ fn run_ops(
     config: &ExecConfig,
     p: &Program,
     saved: &mut HashMap<VarId, Vec<Vec<Option<Value>>>>,
+    host: &mut dyn BatchHost,
 ) -> Result<()> {
     let mut i = 0;
     while i < ops.len() {
@@ -109,7 +114,7 @@ fn run_ops(
         }
         let run_len = ops[i..]
             .iter()
-            .take_while(|op| matches!(op, Op::Stmt(_)))
+            .take_while(|op| matches!(op, Op::Stmt(_)) && external_call(p, op).is_none())
             .count();
         if run_len > 0 {
             let stmts = StmtOps::Pc(&ops[i..i + run_len]);
@@ -118,7 +123,17 @@ fn run_ops(
             continue;
         }
         match &ops[i] {
-            Op::Stmt(_) => unreachable!("runs of statements are handled above"),
+            op @ Op::Stmt(_) => {
+                let (f, args, ret) =
+                    external_call(p, op).expect("other statements run in the runs above");
+                let args = block::eval_args(args, st, &active)?;
+                let active = st.running(&active);
+                let name = &p.function(f).name;
+                let value = super::host::serve(host, name, &args, ret.is_some(), st, &active);
+                if let (Some(var), Some(v)) = (ret, value) {
+                    block::set_masked(st, var, v, &st.running(&active));
+                }
+            }
             Op::Arg { param, value } => {
                 let v = eval(value, st, &active)?;
                 block::set_masked(st, *param, v, &st.running(&active));

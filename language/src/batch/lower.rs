@@ -24,7 +24,11 @@ pub fn lower(
     let mut functions = Vec::new();
     let mut errors = Vec::new();
     for f in &program.functions {
-        let kind = FunctionKind::User;
+        let kind = if f.external {
+            FunctionKind::External
+        } else {
+            FunctionKind::User
+        };
         let lowered = if kind == FunctionKind::External {
             Ok(Function {
                 name: f.name.clone(),

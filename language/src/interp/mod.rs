@@ -105,6 +105,7 @@ pub struct ParamLayout {
 }
 
 /// A program with its data read and transformed data computed.
+#[derive(Clone)]
 pub struct Model {
     program: Program,
     /// Values of data and transformed data (other slots empty).

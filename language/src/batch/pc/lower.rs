@@ -80,6 +80,25 @@ pub fn lower(cfg: &cfg::Program) -> Result<Program, PcError> {
     })
 }
 
+/// The external call an op makes, if it is one: (function, arguments,
+/// variable receiving the result). The PC IR keeps a call of an external
+/// function (answered by the host, [`FunctionKind::External`]) as a
+/// straight-line op `Let x = f(args)` or `Effect(f(args))`.
+pub fn external_call<'a>(p: &Program, op: &'a Op) -> Option<(FunId, &'a [Expr], Option<VarId>)> {
+    let Op::Stmt(stmt) = op else { return None };
+    let (call, var) = match &stmt.kind {
+        StmtKind::Let { var, value } => (value, Some(*var)),
+        StmtKind::Effect(value) => (value, None),
+        _ => return None,
+    };
+    match &call.kind {
+        ExprKind::Call(f, args) if p.function(*f).kind == FunctionKind::External => {
+            Some((*f, args, var))
+        }
+        _ => None,
+    }
+}
+
 /// Whether a call's return block is its CFG `next` block itself (the call
 /// is its only predecessor, and not in that block), else a new block that
 /// jumps to it.
@@ -104,7 +123,10 @@ fn layouts(cfg: &cfg::Program) -> Vec<(u32, u32)> {
                 .blocks
                 .iter()
                 .filter(|b| match b.term {
-                    cfg::Terminator::Call { next, .. } => !merges_into_next(f, next),
+                    cfg::Terminator::Call { fun, next, .. } => {
+                        cfg.function(fun).kind != FunctionKind::External
+                            && !merges_into_next(f, next)
+                    }
                     _ => false,
                 })
                 .count();
@@ -205,9 +227,34 @@ impl FnLowering<'_> {
                 next,
             } => {
                 let callee = &functions[fun.0 as usize];
-                if callee.kind == FunctionKind::External || callee.num_blocks == 0 {
+                if callee.kind == FunctionKind::External {
+                    // The host answers it within the block (no frame, no
+                    // program-counter step): one op, see [`external_call`].
+                    let span = Span::default();
+                    let ty = ret.map_or(crate::types::Type::Error, |v| {
+                        self.vars[v.0 as usize].ty.clone()
+                    });
+                    let call = Expr {
+                        kind: ExprKind::Call(*fun, args.clone()),
+                        ty,
+                        ad: AdLevel::AutoDiff,
+                        span,
+                    };
+                    let kind = match ret {
+                        Some(var) => StmtKind::Let {
+                            var: *var,
+                            value: call,
+                        },
+                        None => StmtKind::Effect(call),
+                    };
+                    return Ok((
+                        vec![Op::Stmt(Stmt { kind, span })],
+                        Terminator::Jump(self.global(*next)),
+                    ));
+                }
+                if callee.num_blocks == 0 {
                     return Err(PcError(format!(
-                        "`{}` calls external function `{}`, which the PC IR cannot run",
+                        "`{}` calls `{}`, which has no blocks",
                         me.name, callee.name
                     )));
                 }

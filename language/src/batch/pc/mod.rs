@@ -22,6 +22,9 @@
 //!   function; a PushJump's `target` is `functions[callee].first_block`.
 //! - Ops are [`Op`]s: MIR straight-line statements exactly as in the CFG
 //!   IR (no control flow, no user-function calls), plus the calling ops.
+//!   A call of an external function (answered by the host) stays one op,
+//!   `Let x = f(args)` or `Effect(f(args))` ([`lower::external_call`]):
+//!   it has no frame and needs no program-counter step.
 //! - A call site is a block ending in `PushJump { ret, .. }` whose ops end
 //!   with the saves (`Push`) then the argument writes (`Arg`, in parameter
 //!   order; an argument that reads a parameter written earlier in the same

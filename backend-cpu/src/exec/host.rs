@@ -1,0 +1,103 @@
+//! External functions (declared without a body, [`FunctionKind::External`])
+//! answered by the host for a whole batch: every lane that reaches a call
+//! of one in the same block step is served by ONE [`BatchHost`] call. This
+//! is where lanes synchronize with the host (e.g. a sampler's chains at
+//! gradient granularity).
+//!
+//! Known difference from the interpreter: an error the host returns has
+//! no source span here (the CFG's call terminator carries none); its kind
+//! and message are the host's.
+//!
+//! [`FunctionKind::External`]: language::batch::cfg::FunctionKind::External
+
+use super::LaneResult;
+use super::block;
+use crate::lanes::{Lanes, Slot, State};
+use language::interp::RuntimeError;
+use language::value::Value;
+use std::sync::Arc;
+
+/// Answers a batch's external calls.
+pub trait BatchHost {
+    /// Answer external function `name` for `lanes` of the batch; `args[k]`
+    /// is the k-th argument's slot over all lanes of the batch (read only
+    /// `lanes`). Returns one result per lane of `lanes`, in order:
+    /// `Ok(Some(v))` the value, `Ok(None)` for a `void` function, `Err`
+    /// fails that lane with the error (as the interpreter's host does).
+    fn call_external(
+        &mut self,
+        name: &str,
+        lanes: &Lanes,
+        args: &[Arc<Slot>],
+    ) -> Vec<LaneResult<Option<Value>>>;
+}
+
+/// No host: every external call fails its lanes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoHost;
+
+impl BatchHost for NoHost {
+    fn call_external(
+        &mut self,
+        name: &str,
+        lanes: &Lanes,
+        _args: &[Arc<Slot>],
+    ) -> Vec<LaneResult<Option<Value>>> {
+        let err = RuntimeError::fatal(format!("external function `{name}` has no host here"));
+        lanes.iter().map(|_| Err(err.clone())).collect()
+    }
+}
+
+/// Call external `name` for the running lanes of `lanes` with `args`
+/// through `host`. Lanes it fails are marked failed. With `wants_value`,
+/// returns the value slot (over all lanes of the batch; only the lanes
+/// still running of `lanes` are meaningful) — a lane answered without a
+/// value fails.
+pub(super) fn serve(
+    host: &mut dyn BatchHost,
+    name: &str,
+    args: &[Arc<Slot>],
+    wants_value: bool,
+    st: &mut State,
+    lanes: &Lanes,
+) -> Option<Arc<Slot>> {
+    let lanes = st.running(lanes);
+    if lanes.is_empty() {
+        return None;
+    }
+    let results = host.call_external(name, &lanes, args);
+    if results.len() != lanes.len() {
+        let err = RuntimeError::fatal(format!(
+            "the host answered `{name}` for {} lanes, asked for {}",
+            results.len(),
+            lanes.len()
+        ));
+        block::fail(st, &lanes, &err);
+        return None;
+    }
+    let mut values: Vec<(usize, Value)> = Vec::with_capacity(lanes.len());
+    for (l, result) in lanes.iter().zip(results) {
+        match result {
+            Ok(Some(v)) => values.push((l, v)),
+            Ok(None) if wants_value => {
+                st.fail(
+                    l,
+                    RuntimeError::fatal(format!("`{name}` returned no value")),
+                );
+            }
+            Ok(None) => {}
+            Err(e) => st.fail(l, e),
+        }
+    }
+    if !wants_value {
+        return None;
+    }
+    let filler = values.first()?.1.clone();
+    // One value per lane of the batch: the answered lanes' own, the
+    // filler (never read through the mask) elsewhere.
+    let mut all = vec![filler; st.z];
+    for (l, v) in values {
+        all[l] = v;
+    }
+    Some(Arc::new(Slot::from_lane_values(all)))
+}

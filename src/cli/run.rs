@@ -1,0 +1,348 @@
+//! `bat run`: sample a model with Stan's NUTS (the sampler program of
+//! `bat::sampler`) for many chains, write the draws file and print the
+//! summary table.
+
+use super::model::{self, Reported};
+use bat::output::RunMetadata;
+use bat::sampler::collect::OutputSpec;
+use bat::sampler::{
+    BatchedExecutor, ChainError, ChainJob, Init, InterpreterExecutor, Progress, ProgressState,
+    SamplerExecutor, Settings, collect,
+};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use language::LineIndex;
+use language::interp::RuntimeError;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Set by Ctrl-C: chains stop at their next draw and the file is closed cleanly.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Cpu,
+    Cuda,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Batching {
+    /// Program-counter autobatching: all chains as lanes of one batch, explicit stacks.
+    Pc,
+    /// Local static autobatching: all chains as lanes of one batch, host recursion.
+    Local,
+}
+
+pub struct Options<'a> {
+    pub file: &'a Path,
+    pub data: Option<&'a Path>,
+    pub chains: usize,
+    pub warmup: usize,
+    pub samples: usize,
+    pub thin: usize,
+    pub seed: Option<u64>,
+    pub max_depth: usize,
+    pub adapt_delta: f64,
+    pub init: Option<&'a str>,
+    pub output: Option<&'a Path>,
+    pub save_warmup: bool,
+    pub backend: Backend,
+    pub batching: Batching,
+    pub threads: usize,
+    pub color: bool,
+}
+
+/// Developer switch: `BAT_EXECUTOR=interp` runs the reference executor
+/// (the scalar interpreter, one chain per task) instead of the batched one.
+const EXECUTOR_VAR: &str = "BAT_EXECUTOR";
+
+fn interpreter_requested() -> bool {
+    std::env::var(EXECUTOR_VAR).is_ok_and(|v| v == "interp")
+}
+
+fn executor_name(batching: Batching) -> &'static str {
+    match (interpreter_requested(), batching) {
+        (true, _) => "interpreter",
+        (false, Batching::Pc) => "pc",
+        (false, Batching::Local) => "local",
+    }
+}
+
+fn executor(batching: Batching, threads: usize) -> Box<dyn SamplerExecutor + Send> {
+    if interpreter_requested() {
+        return Box::new(InterpreterExecutor { threads });
+    }
+    let batching = match batching {
+        Batching::Pc => backend_cpu::exec::Batching::ProgramCounter,
+        Batching::Local => backend_cpu::exec::Batching::Local,
+    };
+    Box::new(BatchedExecutor {
+        batching,
+        threads,
+        gemm: true,
+    })
+}
+
+pub fn run(opts: &Options) -> ExitCode {
+    match sample(opts) {
+        Ok(code) => code,
+        Err(Reported) => ExitCode::FAILURE,
+    }
+}
+
+fn sample(opts: &Options) -> Result<ExitCode, Reported> {
+    if opts.backend == Backend::Cuda {
+        eprintln!("error: CUDA backend not available yet (use --backend cpu)");
+        return Err(Reported);
+    }
+    let compiled = model::compile(opts.file, opts.color)?;
+    let grad = model::gradient(&compiled, opts.color)?;
+    let data = model::data_path(opts.file, opts.data);
+    let model = model::instantiate(&compiled, data.as_deref())?;
+    let init = parse_init(opts.init, &model)?;
+    let seed = opts.seed.unwrap_or_else(random_seed);
+    let settings = Settings {
+        num_warmup: opts.warmup,
+        num_samples: opts.samples,
+        thin: opts.thin,
+        max_depth: opts.max_depth,
+        adapt_delta: opts.adapt_delta,
+        save_warmup: opts.save_warmup,
+        seed,
+        init,
+    };
+    let output_path = opts
+        .output
+        .map_or_else(|| default_output(opts.file), Path::to_path_buf);
+    let settings_json = serde_json::json!({
+        "algorithm": "nuts",
+        "metric": "diag_e",
+        "chains": opts.chains,
+        "num_warmup": opts.warmup,
+        "num_samples": opts.samples,
+        "thin": opts.thin,
+        "max_depth": opts.max_depth,
+        "adapt_delta": opts.adapt_delta,
+        "init": opts.init.unwrap_or("2"),
+        "save_warmup": opts.save_warmup,
+        "backend": "cpu",
+        "batching": format!("{:?}", opts.batching).to_lowercase(),
+        "executor": executor_name(opts.batching),
+        "threads": opts.threads,
+    });
+    let spec = OutputSpec {
+        path: &output_path,
+        meta: RunMetadata {
+            model_name: model.program().name.clone(),
+            model_source: compiled.file.text.clone(),
+            data_path: data.as_ref().map(|p| p.display().to_string()),
+            seed,
+            settings_json: settings_json.to_string(),
+        },
+        n_chains: opts.chains,
+        dim: model.num_unconstrained(),
+        settings: &settings,
+    };
+    // A second Ctrl-C (or one before the handler is set) kills the process as usual.
+    let _ = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+    let executor = executor(opts.batching, opts.threads);
+    let job = ChainJob {
+        model: &model,
+        grad: &grad,
+        settings: &settings,
+    };
+    let chains: Vec<usize> = (0..opts.chains).collect();
+    let mut progress = Bar::new(opts.chains);
+    let started = Instant::now();
+    let (tx, rx) = mpsc::channel();
+    let collected = std::thread::scope(|scope| {
+        scope.spawn(move || executor.run(&job, &chains, &tx, &STOP));
+        collect(rx, &spec, &mut progress)
+    });
+    progress.finish(started.elapsed());
+    let report = match collected {
+        Ok(report) => report,
+        Err(error) => {
+            eprintln!("error: `{}`: {error}", output_path.display());
+            return Err(Reported);
+        }
+    };
+    let interrupted = STOP.load(Ordering::SeqCst);
+    let failures: Vec<&ChainError> = report
+        .chain_errors
+        .iter()
+        .filter(|e| !e.interrupted)
+        .collect();
+    for failure in &failures {
+        report_chain_error(failure, &compiled.file.name, &compiled.file.text);
+    }
+    if report.wrote_file {
+        match bat::summarize_file(&output_path, bat::Format::Table) {
+            Ok(text) => print!("{text}"),
+            Err(error) => eprintln!(
+                "warning: cannot summarize `{}`: {error}",
+                output_path.display()
+            ),
+        }
+        eprintln!(
+            "wrote {} draws ({} chains) to `{}`",
+            report.draws_written,
+            opts.chains,
+            output_path.display()
+        );
+    }
+    if interrupted {
+        eprintln!("interrupted: the file holds the draws made so far");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn default_output(model: &Path) -> PathBuf {
+    let stem = model
+        .file_stem()
+        .map_or_else(|| "output".into(), |s| s.to_string_lossy().into_owned());
+    PathBuf::from(format!("{stem}.h5"))
+}
+
+fn random_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 32)
+}
+
+/// `--init`: a radius (`0`, `0.5`, ...) or a Stan JSON file of constrained values.
+fn parse_init(init: Option<&str>, model: &language::interp::Model) -> Result<Init, Reported> {
+    let Some(text) = init else {
+        return Ok(Init::Radius(2.0));
+    };
+    if let Ok(radius) = text.parse::<f64>() {
+        if radius.is_finite() && radius >= 0.0 {
+            return Ok(Init::Radius(radius));
+        }
+        eprintln!("error: --init {text}: a radius must be a finite number ≥ 0");
+        return Err(Reported);
+    }
+    let path = Path::new(text);
+    let values = model::read_json(path)?;
+    let theta = model.unconstrain(&values).map_err(|e| {
+        eprintln!("error: `{}`: {e}", path.display());
+        Reported
+    })?;
+    Ok(Init::Values(theta))
+}
+
+fn report_chain_error(failure: &ChainError, file_name: &str, source: &str) {
+    let chain = failure.chain + 1;
+    eprintln!("error: chain {chain}: {}", failure.error.message);
+    if let Some(last) = &failure.last_log_density_error {
+        eprintln!("  the last log density evaluation failed: {}", last.message);
+        render_span(last, file_name, source);
+    } else {
+        render_span(&failure.error, file_name, source);
+    }
+}
+
+/// `--> file:line:col` and the source line of the statement that failed.
+fn render_span(error: &RuntimeError, file_name: &str, source: &str) {
+    let Some(span) = error.span else { return };
+    let start = span.start as usize;
+    if start > source.len() {
+        return;
+    }
+    let lines = LineIndex::new(source);
+    let (line, col) = lines.line_col(source, start);
+    let text = source.lines().nth(line - 1).unwrap_or("");
+    let width = line.to_string().len();
+    eprintln!("{:width$}--> {file_name}:{line}:{col}", "");
+    eprintln!("{:width$} |", "");
+    eprintln!("{line} | {text}");
+    eprintln!("{:width$} |", "");
+}
+
+/// The progress bar on stderr, or (when stderr is not a terminal) one
+/// final line.
+struct Bar {
+    bar: Option<ProgressBar>,
+    chains: usize,
+    last: ProgressState,
+}
+
+impl Bar {
+    fn new(chains: usize) -> Bar {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(4));
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{prefix:>8} [{bar:30}] {pos}/{len} iterations, ETA {eta} {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            bar.enable_steady_tick(Duration::from_millis(250));
+            bar
+        });
+        Bar {
+            bar,
+            chains,
+            last: ProgressState::default(),
+        }
+    }
+
+    fn finish(&mut self, elapsed: Duration) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+        let s = &self.last;
+        eprintln!(
+            "{} chains: {}/{} iterations in {:.1} s, {} divergent transitions after warmup, mean acceptance {}",
+            self.chains,
+            s.iterations_done,
+            s.iterations_total,
+            elapsed.as_secs_f64(),
+            s.divergences,
+            accept_text(s.mean_accept_stat),
+        );
+    }
+}
+
+fn accept_text(x: f64) -> String {
+    if x.is_nan() {
+        "-".into()
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+impl Progress for Bar {
+    fn update(&mut self, state: &ProgressState) {
+        self.last = state.clone();
+        if let Some(bar) = &self.bar {
+            bar.set_length(state.iterations_total as u64);
+            bar.set_position(state.iterations_done as u64);
+            let phase = if state.warmup_done < state.warmup_total {
+                "warmup"
+            } else {
+                "sampling"
+            };
+            bar.set_prefix(phase);
+            bar.set_message(format!(
+                "| divergences {} | accept {}",
+                state.divergences,
+                accept_text(state.mean_accept_stat)
+            ));
+        }
+    }
+}

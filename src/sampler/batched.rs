@@ -1,0 +1,187 @@
+//! The batched executors: ALL chains run the sampler program as the lanes
+//! of one batch (sub-batches per thread) on `backend-cpu`'s local static or
+//! program-counter executor. Chains meet the host at the program's
+//! external calls: every lane waiting at `model_log_density_gradient` is
+//! answered by ONE batched evaluation of the model's gradient program;
+//! `emit_draw` and `emit_adaptation` go lane by lane to that chain's
+//! [`ChainHost`], exactly as with the interpreter executor.
+//!
+//! Lane `i` is chain `chains[i]` with the interpreter executor's arguments
+//! and random stream, so its draws are the interpreter executor's
+//! (bit for bit without GEMM; shared-matrix products as one GEMM may round
+//! differently, ≤ 1e-12 relative) whatever the number of chains, the
+//! executor or the split over threads.
+
+use super::executor::{chain_error, chain_start};
+use super::host::ChainHost;
+use super::program::{CHAIN_FUNCTION, nuts_program};
+use super::{ChainJob, ChainTotals, Event, SamplerExecutor};
+use backend_cpu::exec::{BatchHost, BatchedModel, Batching, ExecConfig, LaneResult};
+use backend_cpu::lanes::{Lanes, Slot};
+use language::data::DataFile;
+use language::interp::{Model, RuntimeError};
+use language::value::Value;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+
+/// Runs all chains as lanes of one batch.
+pub struct BatchedExecutor {
+    pub batching: Batching,
+    /// Worker threads, each running a sub-batch of the chains (0: one per
+    /// core).
+    pub threads: usize,
+    /// Shared-matrix × per-chain-vector products as one GEMM.
+    pub gemm: bool,
+}
+
+/// The gradient's name in the sampler program.
+const GRADIENT: &str = "model_log_density_gradient";
+
+impl SamplerExecutor for BatchedExecutor {
+    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, stop: &AtomicBool) {
+        let hosts: Vec<Mutex<ChainHost>> = chains
+            .iter()
+            .map(|&chain| Mutex::new(chain_start(job, chain, events.clone(), stop).0))
+            .collect();
+        let results = self.run_lanes(job, chains, &hosts, events, stop);
+        for (i, &chain) in chains.iter().enumerate() {
+            let mut host = hosts[i].lock().unwrap_or_else(|e| e.into_inner());
+            let result = match &results {
+                Ok(lanes) => match &lanes[i] {
+                    Ok(_) => Ok(ChainTotals {
+                        gradient_evaluations: host.gradient_evaluations,
+                    }),
+                    Err(error) => Err(chain_error(chain, error.clone(), host.last_error.take())),
+                },
+                Err(message) => Err(chain_error(
+                    chain,
+                    RuntimeError::fatal(message.clone()),
+                    None,
+                )),
+            };
+            let _ = events.send(Event::Finished { chain, result });
+        }
+    }
+}
+
+impl BatchedExecutor {
+    fn config(&self, threads: usize) -> ExecConfig {
+        ExecConfig {
+            batching: self.batching,
+            threads,
+            gemm: self.gemm,
+            // Gathering copies every variable of the sampler's state for
+            // a sub-batch; masked blocks are cheaper here.
+            gather_below: 0.0,
+            ..ExecConfig::default()
+        }
+    }
+
+    /// Every chain's outcome (lane by lane), or why the batch could not run.
+    fn run_lanes(
+        &self,
+        job: &ChainJob<'_>,
+        chains: &[usize],
+        hosts: &[Mutex<ChainHost>],
+        events: &Sender<Event>,
+        stop: &AtomicBool,
+    ) -> Result<Vec<LaneResult<Option<Value>>>, String> {
+        let program = nuts_program()?;
+        let cfg = language::batch::lower(program, &[], 0)
+            .map_err(|d| format!("internal error: the sampler program does not batch: {d:?}"))?;
+        let sampler_model = Model::new(program, &DataFile::empty()).map_err(|e| e.message)?;
+        let threads = match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            t => t,
+        };
+        let sampler = BatchedModel::new(cfg, sampler_model, self.config(threads))
+            .map_err(|e| format!("internal error: the sampler program: {e}"))?;
+        let grad_cfg = language::batch::lower_gradient(job.grad).map_err(|d| {
+            let messages: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
+            format!(
+                "the model cannot run batched: {} (BAT_EXECUTOR=interp runs it with the interpreter)",
+                messages.join("; ")
+            )
+        })?;
+        // Each sub-batch evaluates its own lanes' gradients on its thread.
+        let gradient = BatchedModel::new(grad_cfg, job.model.clone(), self.config(1))
+            .map_err(|e| format!("the model's gradient program: {e}"))?;
+        let mut args = Vec::with_capacity(chains.len());
+        let mut rngs = Vec::with_capacity(chains.len());
+        for &chain in chains {
+            let (_, a, rng) = chain_start(job, chain, events.clone(), stop);
+            args.push(a);
+            rngs.push(rng);
+        }
+        let n = job.model.num_unconstrained();
+        sampler
+            .run_function_with_host(CHAIN_FUNCTION, &args, Some(&rngs), |range| SamplerHost {
+                hosts: &hosts[range],
+                gradient: &gradient,
+                n,
+            })
+            .map_err(|e| format!("internal error: the batched sampler: {e}"))
+    }
+}
+
+/// The host of one sub-batch: lane `i` is the chain of `hosts[i]`.
+struct SamplerHost<'a, 'm> {
+    hosts: &'a [Mutex<ChainHost<'m>>],
+    gradient: &'a BatchedModel,
+    /// Unconstrained coordinates of the model.
+    n: usize,
+}
+
+impl<'m> SamplerHost<'_, 'm> {
+    fn host(&self, lane: usize) -> std::sync::MutexGuard<'_, ChainHost<'m>> {
+        self.hosts[lane]
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// One batched evaluation for all `lanes`, each answered as its
+    /// chain's host answers a scalar evaluation.
+    fn gradients(&self, lanes: &Lanes, theta: &Slot) -> Vec<LaneResult<Option<Value>>> {
+        let thetas: Vec<Vec<f64>> = lanes
+            .iter()
+            .map(|l| match theta.lane_value(l) {
+                Value::Vector(v) => v,
+                _ => Vec::new(),
+            })
+            .collect();
+        match self.gradient.log_density_gradient(&thetas, true) {
+            Ok(evaluated) => lanes
+                .iter()
+                .zip(evaluated)
+                .map(|(l, e)| self.host(l).gradient_answer(e, self.n).map(Some))
+                .collect(),
+            Err(e) => {
+                let err = RuntimeError::fatal(format!("batched gradient: {e}"));
+                lanes.iter().map(|_| Err(err.clone())).collect()
+            }
+        }
+    }
+}
+
+impl BatchHost for SamplerHost<'_, '_> {
+    fn call_external(
+        &mut self,
+        name: &str,
+        lanes: &Lanes,
+        args: &[Arc<Slot>],
+    ) -> Vec<LaneResult<Option<Value>>> {
+        if name == GRADIENT
+            && let [theta] = args
+        {
+            return self.gradients(lanes, theta);
+        }
+        lanes
+            .iter()
+            .map(|l| {
+                let values = args.iter().map(|a| a.lane_value(l)).collect();
+                language::interp::Host::call_external(&mut *self.host(l), name, values)
+            })
+            .collect()
+    }
+}

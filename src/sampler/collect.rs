@@ -1,0 +1,363 @@
+//! The driver's side of a run: receives [`Event`]s from any executor,
+//! buffers each chain's draws and writes them to the draws file in
+//! per-chain blocks (flushed after each, so a killed run leaves a readable
+//! file with every block written so far).
+
+use super::{ChainError, DrawRecord, Event, SampleStats, Settings};
+use crate::output::{
+    Column, DrawWriter, GroupKind, OutputError, RunMetadata, SampleStatsBlock, VarSpec,
+    WriterOptions,
+};
+use language::value::Value;
+use std::path::Path;
+use std::sync::mpsc::Receiver;
+
+/// Draws per chain buffered before a block is written.
+const BLOCK_DRAWS: usize = 100;
+
+/// Where and how to write the draws.
+pub struct OutputSpec<'a> {
+    pub path: &'a Path,
+    pub meta: RunMetadata,
+    pub n_chains: usize,
+    /// Length of the unconstrained parameter vector (the metric's size).
+    pub dim: usize,
+    pub settings: &'a Settings,
+}
+
+/// What a progress display is told after every iteration of any chain.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProgressState {
+    pub iterations_done: usize,
+    pub iterations_total: usize,
+    pub warmup_done: usize,
+    pub warmup_total: usize,
+    /// Divergent transitions after warmup.
+    pub divergences: usize,
+    /// Mean accept_stat of the iterations after warmup (NaN before).
+    pub mean_accept_stat: f64,
+    pub chains_finished: usize,
+}
+
+pub trait Progress {
+    fn update(&mut self, state: &ProgressState);
+}
+
+/// How a run ended.
+#[derive(Debug, Default)]
+pub struct RunReport {
+    pub chain_errors: Vec<ChainError>,
+    pub divergences: usize,
+    /// Post-warmup iterations whose tree reached the maximum depth.
+    pub max_depth_hits: usize,
+    pub gradient_evaluations: u64,
+    /// Post-warmup draws written over all chains.
+    pub draws_written: usize,
+    /// The draws file exists (at least one draw was kept).
+    pub wrote_file: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    #[error("cannot write `{0}`: {1}")]
+    Value(String, String),
+}
+
+/// Receives events until every chain has finished (or every executor
+/// thread is gone), writing kept draws to `output.path`.
+pub fn collect(
+    events: Receiver<Event>,
+    output: &OutputSpec<'_>,
+    progress: &mut dyn Progress,
+) -> Result<RunReport, CollectError> {
+    let settings = output.settings;
+    let n_chains = output.n_chains;
+    let mut writer: Option<DrawWriter> = None;
+    let mut buffers: Vec<[ChainBuffer; 2]> = (0..n_chains).map(|_| Default::default()).collect();
+    let mut step_sizes = vec![f64::NAN; n_chains];
+    let mut inv_metrics = vec![f64::NAN; n_chains * output.dim];
+    let mut state = ProgressState {
+        iterations_total: n_chains * (settings.num_warmup + settings.num_samples),
+        warmup_total: n_chains * settings.num_warmup,
+        mean_accept_stat: f64::NAN,
+        ..Default::default()
+    };
+    let mut accept_sum = 0.0;
+    let mut accept_count = 0usize;
+    let mut report = RunReport::default();
+    while state.chains_finished < n_chains {
+        let Ok(event) = events.recv() else { break };
+        match event {
+            Event::Iteration { chain, record } => {
+                state.iterations_done += 1;
+                if record.warmup {
+                    state.warmup_done += 1;
+                } else {
+                    accept_sum += record.stats.accept_stat;
+                    accept_count += 1;
+                    state.mean_accept_stat = accept_sum / accept_count as f64;
+                    state.divergences += usize::from(record.stats.divergent);
+                    report.max_depth_hits +=
+                        usize::from(record.stats.tree_depth >= settings.max_depth as i64);
+                }
+                if let Some(values) = &record.values {
+                    if writer.is_none() {
+                        writer = Some(create_writer(output, values)?);
+                    }
+                    let buffer = &mut buffers[chain][usize::from(!record.warmup)];
+                    buffer.push(&record)?;
+                    if buffer.len >= BLOCK_DRAWS {
+                        let w = writer.as_mut().expect("created above");
+                        report.draws_written += buffer.flush(w, chain, record.warmup)?;
+                    }
+                }
+                progress.update(&state);
+            }
+            Event::Adaptation {
+                chain,
+                step_size,
+                inv_metric,
+            } => {
+                step_sizes[chain] = step_size;
+                if inv_metric.len() == output.dim {
+                    inv_metrics[chain * output.dim..(chain + 1) * output.dim]
+                        .copy_from_slice(&inv_metric);
+                }
+            }
+            Event::Finished { chain, result } => {
+                state.chains_finished += 1;
+                match result {
+                    Ok(totals) => report.gradient_evaluations += totals.gradient_evaluations,
+                    Err(error) => report.chain_errors.push(error),
+                }
+                if let Some(w) = writer.as_mut() {
+                    for (phase, buffer) in buffers[chain].iter_mut().enumerate() {
+                        report.draws_written += buffer.flush(w, chain, phase == 0)?;
+                    }
+                }
+                progress.update(&state);
+            }
+        }
+    }
+    report.divergences = state.divergences;
+    if let Some(mut w) = writer {
+        for (chain, pair) in buffers.iter_mut().enumerate() {
+            for (phase, buffer) in pair.iter_mut().enumerate() {
+                report.draws_written += buffer.flush(&mut w, chain, phase == 0)?;
+            }
+        }
+        if report.chain_errors.iter().any(|e| e.interrupted) {
+            // Keep the draws every chain has, so that no chain is padded.
+            for (phase, groups) in [
+                [GroupKind::WarmupPosterior, GroupKind::WarmupSampleStats],
+                [GroupKind::Posterior, GroupKind::SampleStats],
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let common = buffers
+                    .iter()
+                    .map(|pair| pair[phase].start)
+                    .min()
+                    .unwrap_or(0);
+                for group in groups {
+                    if w.n_draws(group).is_some() {
+                        w.truncate_draws(group, common)?;
+                    }
+                }
+            }
+            report.draws_written = n_chains * buffers.iter().map(|p| p[1].start).min().unwrap_or(0);
+        }
+        w.write_adaptation(&step_sizes, &inv_metrics)?;
+        w.finish()?;
+        report.wrote_file = true;
+    }
+    report.chain_errors.sort_by_key(|e| e.chain);
+    Ok(report)
+}
+
+fn create_writer(
+    output: &OutputSpec<'_>,
+    values: &[(String, Value)],
+) -> Result<DrawWriter, CollectError> {
+    let specs = values
+        .iter()
+        .map(|(name, value)| var_spec(name, value))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (warmup, sampling) = output.settings.kept_draws();
+    let options = WriterOptions {
+        n_chains: output.n_chains,
+        n_draws_planned: sampling.max(1),
+        n_warmup_planned: output.settings.save_warmup.then_some(warmup.max(1)),
+    };
+    Ok(DrawWriter::create_with(
+        output.path,
+        &output.meta,
+        &specs,
+        &options,
+    )?)
+}
+
+/// The stored shape of a value: arrays' dimensions first, then a vector's
+/// or matrix's; complex numbers get a trailing axis of 2 (re, im).
+fn var_spec(name: &str, value: &Value) -> Result<VarSpec, CollectError> {
+    let mut dims = Vec::new();
+    let mut inner = value;
+    while let Value::Array(items) = inner {
+        dims.push(items.len());
+        match items.first() {
+            Some(first) => inner = first,
+            None => return Ok(VarSpec::real(name, &dims)),
+        }
+    }
+    let is_int = matches!(inner, Value::Int(_));
+    match inner {
+        Value::Int(_) | Value::Real(_) => {}
+        Value::Complex(..) => dims.push(2),
+        Value::Vector(v) | Value::RowVector(v) => dims.push(v.len()),
+        Value::Matrix { rows, cols, .. } => dims.extend([*rows, *cols]),
+        Value::ComplexVector(v) | Value::ComplexRowVector(v) => dims.extend([v.len(), 2]),
+        Value::ComplexMatrix { rows, cols, .. } => dims.extend([*rows, *cols, 2]),
+        Value::Tuple(_) | Value::Array(_) => {
+            return Err(CollectError::Value(
+                name.to_string(),
+                "tuple-valued outputs are not supported yet".into(),
+            ));
+        }
+    }
+    Ok(if is_int {
+        VarSpec::int(name, &dims)
+    } else {
+        VarSpec::real(name, &dims)
+    })
+}
+
+/// Elements of `value` in C (row-major) order, as the file stores them;
+/// matrices are column-major in memory.
+fn flatten_row_major(value: &Value, out: &mut Vec<f64>) {
+    match value {
+        Value::Array(items) => items.iter().for_each(|v| flatten_row_major(v, out)),
+        Value::Matrix { rows, cols, data } => {
+            out.extend((0..rows * cols).map(|k| data[(k % cols) * rows + k / cols]))
+        }
+        Value::ComplexMatrix { rows, cols, data } => {
+            for k in 0..rows * cols {
+                let (re, im) = data[(k % cols) * rows + k / cols];
+                out.extend([re, im]);
+            }
+        }
+        other => other.flatten_reals(out),
+    }
+}
+
+/// Draws of one chain in one phase not yet written.
+#[derive(Default)]
+struct ChainBuffer {
+    /// Draw index (in its group) of the first buffered draw.
+    start: usize,
+    len: usize,
+    /// One flat buffer per variable, draws one after another.
+    values: Vec<Vec<f64>>,
+    is_int: Vec<bool>,
+    stats: Vec<SampleStats>,
+}
+
+impl ChainBuffer {
+    fn push(&mut self, record: &DrawRecord) -> Result<(), CollectError> {
+        let values = record.values.as_deref().unwrap_or_default();
+        if self.values.is_empty() {
+            self.values = vec![Vec::new(); values.len()];
+            self.is_int = values
+                .iter()
+                .map(|(_, v)| matches!(innermost(v), Value::Int(_)))
+                .collect();
+        }
+        for (buffer, (_, value)) in self.values.iter_mut().zip(values) {
+            flatten_row_major(value, buffer);
+        }
+        self.stats.push(record.stats);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Writes the buffered draws; returns how many post-warmup draws.
+    fn flush(
+        &mut self,
+        writer: &mut DrawWriter,
+        chain: usize,
+        warmup: bool,
+    ) -> Result<usize, CollectError> {
+        if self.len == 0 {
+            return Ok(0);
+        }
+        let draws = self.start..self.start + self.len;
+        let ints: Vec<Vec<i64>> = self
+            .values
+            .iter()
+            .zip(&self.is_int)
+            .map(|(v, &is_int)| {
+                if is_int {
+                    v.iter().map(|&x| x as i64).collect()
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        let columns: Vec<Column<'_>> = self
+            .values
+            .iter()
+            .zip(&self.is_int)
+            .zip(&ints)
+            .map(|((v, &is_int), i)| {
+                if is_int {
+                    Column::I64(i)
+                } else {
+                    Column::F64(v)
+                }
+            })
+            .collect();
+        let group = if warmup {
+            GroupKind::WarmupPosterior
+        } else {
+            GroupKind::Posterior
+        };
+        writer.write_block(group, chain..chain + 1, draws.clone(), &columns)?;
+        let s = &self.stats;
+        let lp: Vec<f64> = s.iter().map(|x| x.lp).collect();
+        let accept: Vec<f64> = s.iter().map(|x| x.accept_stat).collect();
+        let step: Vec<f64> = s.iter().map(|x| x.step_size).collect();
+        let depth: Vec<i64> = s.iter().map(|x| x.tree_depth).collect();
+        let steps: Vec<i64> = s.iter().map(|x| x.n_leapfrog).collect();
+        let divergent: Vec<bool> = s.iter().map(|x| x.divergent).collect();
+        let energy: Vec<f64> = s.iter().map(|x| x.energy).collect();
+        writer.write_sample_stats(
+            warmup,
+            chain..chain + 1,
+            draws,
+            &SampleStatsBlock {
+                lp: &lp,
+                acceptance_rate: &accept,
+                step_size: &step,
+                tree_depth: &depth,
+                n_steps: &steps,
+                diverging: &divergent,
+                energy: &energy,
+            },
+        )?;
+        let written = self.len;
+        self.start += self.len;
+        self.len = 0;
+        self.values.iter_mut().for_each(Vec::clear);
+        self.stats.clear();
+        Ok(if warmup { 0 } else { written })
+    }
+}
+
+fn innermost(value: &Value) -> &Value {
+    match value {
+        Value::Array(items) => items.first().map_or(value, innermost),
+        other => other,
+    }
+}

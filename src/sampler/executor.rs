@@ -1,0 +1,125 @@
+//! Executors run the sampler program for a set of chains. The driver only
+//! sees the [`SamplerExecutor`] trait, so a batched executor can replace
+//! the reference one without touching it.
+
+use super::host::{ChainHost, INTERRUPTED};
+use super::program::{CHAIN_FUNCTION, nuts_program};
+use super::{ChainError, ChainJob, ChainTotals, Event, Init, MAX_INIT_TRIES};
+use language::interp::{Rng, RuntimeError, run_function};
+use language::value::Value;
+use rayon::prelude::*;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::Sender;
+
+/// Runs the sampler program for chains, reporting through `events`.
+pub trait SamplerExecutor: Sync {
+    /// Run every chain in `chains`; each sends its iterations, its
+    /// adaptation and finally [`Event::Finished`]. Returns when all are done.
+    /// Chains stop early (as interrupted) once `stop` is set.
+    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, stop: &AtomicBool);
+}
+
+/// The reference executor: the scalar interpreter, one chain per rayon task.
+pub struct InterpreterExecutor {
+    /// Worker threads (0: one per core).
+    pub threads: usize,
+}
+
+/// Interpreted recursion (build_tree, nested calls) needs a deeper stack
+/// than rayon's default.
+const CHAIN_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+impl SamplerExecutor for InterpreterExecutor {
+    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, stop: &AtomicBool) {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads)
+            .stack_size(CHAIN_STACK_BYTES)
+            .build();
+        let work = || {
+            chains
+                .par_iter()
+                .for_each_with(events.clone(), |events, &chain| {
+                    let result = run_chain(job, chain, events.clone(), stop);
+                    let _ = events.send(Event::Finished { chain, result });
+                })
+        };
+        match pool {
+            Ok(pool) => pool.install(work),
+            Err(_) => work(),
+        }
+    }
+}
+
+/// Runs one chain of the sampler program with the scalar interpreter.
+pub fn run_chain(
+    job: &ChainJob<'_>,
+    chain: usize,
+    events: Sender<Event>,
+    stop: &AtomicBool,
+) -> Result<ChainTotals, ChainError> {
+    let program =
+        nuts_program().map_err(|message| chain_error(chain, RuntimeError::fatal(message), None))?;
+    let (mut host, args, rng) = chain_start(job, chain, events, stop);
+    match run_function(program, CHAIN_FUNCTION, args, rng, &mut host) {
+        Ok(_) => Ok(ChainTotals {
+            gradient_evaluations: host.gradient_evaluations,
+        }),
+        Err(error) => Err(chain_error(chain, error, host.last_error.take())),
+    }
+}
+
+/// What every executor gives chain `chain`: its host, the arguments of
+/// the chain function, and its sampler random stream (stream 0 of
+/// (seed, chain)).
+pub(super) fn chain_start<'a>(
+    job: &ChainJob<'a>,
+    chain: usize,
+    events: Sender<Event>,
+    stop: &'a AtomicBool,
+) -> (ChainHost<'a>, Vec<Value>, Rng) {
+    let settings = job.settings;
+    let n = job.model.num_unconstrained();
+    let (init, radius, tries) = match &settings.init {
+        Init::Radius(r) if *r > 0.0 => (vec![0.0; n], *r, MAX_INIT_TRIES),
+        Init::Radius(_) => (vec![0.0; n], 0.0, 1),
+        Init::Values(values) => (values.clone(), 0.0, 1),
+    };
+    let host = ChainHost {
+        model: job.model,
+        grad: job.grad,
+        seed: settings.seed,
+        chain,
+        num_warmup: settings.num_warmup,
+        thin: settings.thin.max(1),
+        save_warmup: settings.save_warmup,
+        events,
+        stop,
+        last_error: None,
+        gradient_evaluations: 0,
+    };
+    let args = vec![
+        Value::Vector(init),
+        Value::Real(radius),
+        Value::Int(tries),
+        Value::Int(settings.num_warmup as i64),
+        Value::Int(settings.num_samples as i64),
+        Value::Int(settings.max_depth as i64),
+        Value::Real(settings.adapt_delta),
+    ];
+    let rng = Rng::new(settings.seed, chain as u32, 0);
+    (host, args, rng)
+}
+
+/// Chain `chain`'s failure (interrupted when the host stopped it).
+pub(super) fn chain_error(
+    chain: usize,
+    error: RuntimeError,
+    last_log_density_error: Option<RuntimeError>,
+) -> ChainError {
+    ChainError {
+        chain,
+        interrupted: error.message == INTERRUPTED,
+        error,
+        last_log_density_error,
+    }
+}

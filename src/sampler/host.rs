@@ -1,0 +1,156 @@
+//! The host side of one chain: the sampler program's external functions,
+//! answered from the model (log density gradient, generated quantities)
+//! and turned into [`Event`]s for the driver.
+
+use super::{DrawRecord, Event, SampleStats};
+use language::ad::GradProgram;
+use language::interp::{ErrorKind, Host, Model, Rng, RuntimeError};
+use language::value::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+
+/// Message of the error the host raises to stop a chain on Ctrl-C.
+pub const INTERRUPTED: &str = "interrupted";
+
+/// Answers one chain's external calls.
+pub struct ChainHost<'a> {
+    pub model: &'a Model,
+    pub grad: &'a GradProgram,
+    pub seed: u64,
+    pub chain: usize,
+    pub num_warmup: usize,
+    pub thin: usize,
+    pub save_warmup: bool,
+    pub events: Sender<Event>,
+    pub stop: &'a AtomicBool,
+    /// The last failed log density evaluation (reported if initialization fails).
+    pub last_error: Option<RuntimeError>,
+    /// Log density gradient evaluations so far.
+    pub gradient_evaluations: u64,
+}
+
+impl ChainHost<'_> {
+    /// As Stan's Hamiltonian: a failed evaluation is log density −∞ (the
+    /// step diverges and the chain goes on), except `fatal_error` and
+    /// unsupported constructs, which stop the chain.
+    fn log_density_gradient(&mut self, theta: Vec<f64>) -> Result<Value, RuntimeError> {
+        let evaluated = self.model.log_density_gradient(self.grad, &theta, true);
+        self.gradient_answer(evaluated, theta.len())
+    }
+
+    /// What the sampler program gets for one evaluation of the model's log
+    /// density and gradient at a point of `n` coordinates (by whichever
+    /// executor evaluated it): `(lp, gradient)`, lp −∞ after a rejection,
+    /// a domain error or a non-finite lp; counts the evaluation.
+    pub fn gradient_answer(
+        &mut self,
+        evaluated: Result<(f64, Vec<f64>), RuntimeError>,
+        n: usize,
+    ) -> Result<Value, RuntimeError> {
+        self.gradient_evaluations += 1;
+        let (lp, grad) = match evaluated {
+            Ok((lp, grad)) if lp.is_finite() => (lp, grad),
+            Ok((lp, grad)) => {
+                self.last_error = Some(RuntimeError::rejection(format!("the log density is {lp}")));
+                (f64::NEG_INFINITY, grad)
+            }
+            Err(error) if matches!(error.kind, ErrorKind::Fatal | ErrorKind::Unsupported) => {
+                return Err(error);
+            }
+            Err(error) => {
+                self.last_error = Some(error);
+                (f64::NEG_INFINITY, vec![0.0; n])
+            }
+        };
+        Ok(Value::Tuple(vec![Value::Real(lp), Value::Vector(grad)]))
+    }
+
+    fn draw(&mut self, args: Vec<Value>) -> Result<(), RuntimeError> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(RuntimeError::fatal(INTERRUPTED));
+        }
+        let [
+            Value::Int(iteration),
+            Value::Vector(theta),
+            Value::Real(lp),
+            Value::Real(accept_stat),
+            Value::Real(step_size),
+            Value::Int(tree_depth),
+            Value::Int(n_leapfrog),
+            Value::Int(divergent),
+            Value::Real(energy),
+        ] = <[Value; 9]>::try_from(args).map_err(|_| bad_call("emit_draw"))?
+        else {
+            return Err(bad_call("emit_draw"));
+        };
+        let iteration = iteration as usize;
+        let warmup = iteration <= self.num_warmup;
+        let index = if warmup {
+            iteration - 1
+        } else {
+            iteration - 1 - self.num_warmup
+        };
+        let kept = (!warmup || self.save_warmup) && index.is_multiple_of(self.thin);
+        let values = if kept {
+            // Generated quantities draw from their own stream per iteration;
+            // stream 0 of the chain is the sampler's.
+            let rng = Rng::new(self.seed, self.chain as u32, iteration as u64);
+            Some(self.model.generated_quantities(&theta, rng)?.values)
+        } else {
+            None
+        };
+        let record = DrawRecord {
+            warmup,
+            values,
+            stats: SampleStats {
+                lp,
+                accept_stat,
+                step_size,
+                tree_depth,
+                n_leapfrog,
+                divergent: divergent != 0,
+                energy,
+            },
+        };
+        // A closed channel means the driver has stopped listening.
+        let _ = self.events.send(Event::Iteration {
+            chain: self.chain,
+            record,
+        });
+        Ok(())
+    }
+}
+
+fn bad_call(name: &str) -> RuntimeError {
+    RuntimeError::fatal(format!("sampler program: bad arguments to `{name}`"))
+}
+
+impl Host for ChainHost<'_> {
+    fn call_external(
+        &mut self,
+        name: &str,
+        args: Vec<Value>,
+    ) -> Result<Option<Value>, RuntimeError> {
+        match name {
+            "model_log_density_gradient" => match <[Value; 1]>::try_from(args) {
+                Ok([Value::Vector(theta)]) => self.log_density_gradient(theta).map(Some),
+                _ => Err(bad_call(name)),
+            },
+            "emit_draw" => self.draw(args).map(|()| None),
+            "emit_adaptation" => match <[Value; 2]>::try_from(args) {
+                Ok([Value::Real(step_size), Value::Vector(inv_metric)]) => {
+                    let _ = self.events.send(Event::Adaptation {
+                        chain: self.chain,
+                        step_size,
+                        inv_metric,
+                    });
+                    Ok(None)
+                }
+                _ => Err(bad_call(name)),
+            },
+            _ => Err(RuntimeError::fatal(format!(
+                "sampler program: unknown external function `{name}`"
+            ))),
+        }
+    }
+}

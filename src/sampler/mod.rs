@@ -1,0 +1,140 @@
+//! Sampling: Stan's NUTS as a program in bat's own language, and the driver
+//! that runs it for many chains and writes the draws.
+//!
+//! The sampler is not host code: `nuts.stan` ([`program`]) holds NUTS,
+//! the initial step-size search, dual averaging and windowed metric
+//! adaptation, and loops over the iterations of one chain. It talks to the
+//! host only through external functions (the model's log density gradient,
+//! `emit_draw`, `emit_adaptation`), answered per chain by [`host`].
+//!
+//! A [`SamplerExecutor`] runs the program for a set of chains: the
+//! [`BatchedExecutor`] runs all chains as the lanes of one batch on the
+//! program-counter or local static executor of `backend-cpu`; the
+//! [`InterpreterExecutor`] (the reference) runs one chain per task with the
+//! scalar interpreter. The driver ([`collect`]) is
+//! independent of the executor: it receives [`Event`]s, buffers per chain
+//! and writes blocks with [`crate::output::DrawWriter`].
+//!
+//! Chain `i` draws all its random numbers from the counter-based streams
+//! keyed by (seed, i): stream 0 for the sampler, stream `k` for the
+//! generated quantities of iteration `k`. Its draws therefore never depend
+//! on the number of chains, threads or the executor.
+
+mod batched;
+pub mod collect;
+mod executor;
+pub mod host;
+pub mod program;
+
+pub use batched::BatchedExecutor;
+pub use collect::{CollectError, Progress, ProgressState, RunReport, collect};
+pub use executor::{InterpreterExecutor, SamplerExecutor, run_chain};
+
+use language::ad::GradProgram;
+use language::interp::{Model, RuntimeError};
+use language::value::Value;
+
+/// Initial values on the unconstrained scale.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Init {
+    /// Uniform(−R, R) per coordinate, up to 100 attempts (R = 0: zeros, once).
+    Radius(f64),
+    /// These unconstrained values (one attempt).
+    Values(Vec<f64>),
+}
+
+/// Attempts at a random initial point before a chain gives up (as Stan).
+pub const MAX_INIT_TRIES: i64 = 100;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    pub num_warmup: usize,
+    pub num_samples: usize,
+    pub thin: usize,
+    pub max_depth: usize,
+    pub adapt_delta: f64,
+    pub save_warmup: bool,
+    pub seed: u64,
+    pub init: Init,
+}
+
+impl Settings {
+    /// Kept draws per chain: (warmup, sampling).
+    pub fn kept_draws(&self) -> (usize, usize) {
+        let warmup = if self.save_warmup {
+            self.num_warmup.div_ceil(self.thin)
+        } else {
+            0
+        };
+        (warmup, self.num_samples.div_ceil(self.thin))
+    }
+}
+
+/// What one chain needs besides its id.
+pub struct ChainJob<'a> {
+    pub model: &'a Model,
+    pub grad: &'a GradProgram,
+    pub settings: &'a Settings,
+}
+
+/// Stan's per-iteration NUTS statistics.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SampleStats {
+    pub lp: f64,
+    pub accept_stat: f64,
+    pub step_size: f64,
+    pub tree_depth: i64,
+    pub n_leapfrog: i64,
+    pub divergent: bool,
+    pub energy: f64,
+}
+
+/// One iteration of one chain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DrawRecord {
+    pub warmup: bool,
+    pub stats: SampleStats,
+    /// Parameters, transformed parameters and generated quantities
+    /// (constrained, by name, in declaration order); `None` when the
+    /// iteration is not kept (thinning, warmup not saved).
+    pub values: Option<Vec<(String, Value)>>,
+}
+
+/// How a chain failed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChainError {
+    pub chain: usize,
+    pub error: RuntimeError,
+    /// The last failed log density evaluation of the chain, which explains
+    /// a failed initialization.
+    pub last_log_density_error: Option<RuntimeError>,
+    /// Stopped by Ctrl-C rather than by an error.
+    pub interrupted: bool,
+}
+
+/// What executors report to the driver, in order per chain.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    Iteration {
+        chain: usize,
+        record: DrawRecord,
+    },
+    Adaptation {
+        chain: usize,
+        step_size: f64,
+        inv_metric: Vec<f64>,
+    },
+    Finished {
+        chain: usize,
+        result: Result<ChainTotals, ChainError>,
+    },
+}
+
+/// Work done by a finished chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainTotals {
+    pub gradient_evaluations: u64,
+}
+
+#[cfg(test)]
+mod tests;

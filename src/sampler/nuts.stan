@@ -1,0 +1,510 @@
+// Stan's NUTS with windowed adaptation, as a program in bat's own language.
+//
+// One call of `sample_chain_rng` runs one chain from initialization to its
+// last draw. It follows Stan's base_nuts / adapt_diag_e_nuts /
+// stepsize_adaptation / windowed_adaptation / welford_var_estimator
+// line by line (multinomial sampling, biased progressive sampling at the
+// top, generalized U-turn criterion with the two extra sub-tree checks,
+// divergence when H - H0 > 1000, max depth, dual averaging, windowed
+// diagonal metric adaptation, initial step-size heuristic), so that the
+// batched executors can later run it for every chain at once and
+// synchronize chains at gradient granularity.
+//
+// The program talks to the host only through the external functions
+// declared below without a body. Random numbers come from the chain's own
+// counter-based stream (`uniform_rng`, `std_normal_rng`).
+//
+// Stan's functions pass arguments by value, so `build_tree` returns the
+// state it changes as a tuple; the caller merges the sub-tree's weights,
+// momentum sums and counters into its own (equivalent to Stan's in/out
+// references, which always start from fresh accumulators).
+
+functions {
+  // lp and gradient at unconstrained theta; a rejection, a domain error or
+  // a non-finite lp gives lp = -inf (so the step counts as divergent).
+  tuple(real, vector) model_log_density_gradient(vector theta);
+
+  // Records one iteration (warmup or sampling) of the chain.
+  void emit_draw(int iteration, vector theta, real lp, real accept_stat,
+                 real step_size, int tree_depth, int n_leapfrog,
+                 int divergent, real energy);
+
+  // The adapted step size and inverse metric, once at the end of warmup.
+  void emit_adaptation(real step_size, vector inv_metric);
+
+  // -------------------------------------------------------------- dynamics
+
+  // H(q, p) = -lp(q) + p' M^-1 p / 2 (diagonal M^-1); NaN counts as +inf.
+  real hamiltonian(real lp, vector p, vector inv_metric) {
+    real h = -lp + 0.5 * dot_product(p, inv_metric .* p);
+    if (is_nan(h)) {
+      return positive_infinity();
+    }
+    return h;
+  }
+
+  // p ~ N(0, M): p_i = z_i / sqrt(M^-1_ii).
+  vector sample_momentum_rng(vector inv_metric) {
+    int n = rows(inv_metric);
+    vector[n] p;
+    for (i in 1:n) {
+      p[i] = normal_rng(0, 1) / sqrt(inv_metric[i]);
+    }
+    return p;
+  }
+
+  // One leapfrog step of size eps: returns (q, p, lp, grad lp).
+  tuple(vector, vector, real, vector) leapfrog(vector q, vector p, vector g,
+                                               real eps, vector inv_metric) {
+    int n = rows(q);
+    vector[n] p_half = p + (0.5 * eps) * g;
+    vector[n] q_new = q + eps * (inv_metric .* p_half);
+    tuple(real, vector[n]) lp_grad = model_log_density_gradient(q_new);
+    vector[n] p_new = p_half + (0.5 * eps) * lp_grad.2;
+    return (q_new, p_new, lp_grad.1, lp_grad.2);
+  }
+
+  // Generalized no-U-turn criterion between two momenta (sharp = M^-1 p).
+  int no_u_turn(vector p_sharp_minus, vector p_sharp_plus, vector rho) {
+    return dot_product(p_sharp_plus, rho) > 0
+           && dot_product(p_sharp_minus, rho) > 0;
+  }
+
+  // --------------------------------------------------------------- the tree
+
+  // Builds a sub-tree of 2^depth leapfrog steps from (q0, p0) in the
+  // direction of the sign of eps. Returns, in order:
+  //  1 valid (no U-turn, no divergence), 2 divergent,
+  //  3-6 the last point reached (q, p, lp, g),
+  //  7-10 the multinomial proposal of the sub-tree (q, p, lp, g),
+  //  11 p_sharp at the sub-tree's first step, 12 at its last step,
+  //  13 p at its first step, 14 at its last step,
+  //  15 rho (sum of the momenta), 16 log sum of the weights exp(H0 - H),
+  //  17 leapfrog steps taken, 18 sum of the Metropolis acceptance probabilities.
+  tuple(int, int, vector, vector, real, vector, vector, vector, real, vector,
+        vector, vector, vector, vector, vector, real, int, real)
+  build_tree_rng(int depth, vector q0, vector p0, real lp0, vector g0,
+                 real H0, real eps, vector inv_metric, real max_delta_h) {
+    int n = rows(q0);
+    vector[n] q;
+    vector[n] p;
+    real lp;
+    vector[n] g;
+    if (depth == 0) {
+      (q, p, lp, g) = leapfrog(q0, p0, g0, eps, inv_metric);
+      real h = hamiltonian(lp, p, inv_metric);
+      int divergent = (h - H0) > max_delta_h;
+      real metro_prob = H0 - h > 0 ? 1.0 : exp(H0 - h);
+      vector[n] p_sharp = inv_metric .* p;
+      return (!divergent, divergent, q, p, lp, g, q, p, lp, g,
+              p_sharp, p_sharp, p, p, p, H0 - h, 1, metro_prob);
+    }
+    // The initial sub-tree.
+    int valid_init;
+    int divergent_init;
+    vector[n] q_prop;
+    vector[n] p_prop;
+    real lp_prop;
+    vector[n] g_prop;
+    vector[n] p_sharp_beg;
+    vector[n] p_sharp_init_end;
+    vector[n] p_beg;
+    vector[n] p_init_end;
+    vector[n] rho_init;
+    real log_sum_weight_init;
+    int n_init;
+    real metro_init;
+    (valid_init, divergent_init, q, p, lp, g, q_prop, p_prop, lp_prop, g_prop,
+     p_sharp_beg, p_sharp_init_end, p_beg, p_init_end, rho_init,
+     log_sum_weight_init, n_init, metro_init)
+        = build_tree_rng(depth - 1, q0, p0, lp0, g0, H0, eps, inv_metric,
+                         max_delta_h);
+    if (!valid_init) {
+      return (0, divergent_init, q, p, lp, g, q_prop, p_prop, lp_prop, g_prop,
+              p_sharp_beg, p_sharp_init_end, p_beg, p_init_end, rho_init,
+              log_sum_weight_init, n_init, metro_init);
+    }
+    // The final sub-tree, continuing from where the initial one ended.
+    int valid_final;
+    int divergent_final;
+    vector[n] q_final;
+    vector[n] p_final;
+    real lp_final;
+    vector[n] g_final;
+    vector[n] p_sharp_final_beg;
+    vector[n] p_sharp_end;
+    vector[n] p_final_beg;
+    vector[n] p_end;
+    vector[n] rho_final;
+    real log_sum_weight_final;
+    int n_final;
+    real metro_final;
+    (valid_final, divergent_final, q, p, lp, g, q_final, p_final, lp_final,
+     g_final, p_sharp_final_beg, p_sharp_end, p_final_beg, p_end, rho_final,
+     log_sum_weight_final, n_final, metro_final)
+        = build_tree_rng(depth - 1, q, p, lp, g, H0, eps, inv_metric,
+                         max_delta_h);
+    int n_leapfrog = n_init + n_final;
+    real metro_prob = metro_init + metro_final;
+    if (!valid_final) {
+      return (0, divergent_final, q, p, lp, g, q_prop, p_prop, lp_prop, g_prop,
+              p_sharp_beg, p_sharp_end, p_beg, p_end, rho_init,
+              log_sum_weight_init, n_leapfrog, metro_prob);
+    }
+    // Multinomial sample from the final sub-tree.
+    real log_sum_weight = log_sum_exp(log_sum_weight_init, log_sum_weight_final);
+    int take_final = 0;
+    if (log_sum_weight_final > log_sum_weight) {
+      take_final = 1;
+    } else {
+      real accept_prob = exp(log_sum_weight_final - log_sum_weight);
+      take_final = uniform_rng(0, 1) < accept_prob;
+    }
+    if (take_final) {
+      q_prop = q_final;
+      p_prop = p_final;
+      lp_prop = lp_final;
+      g_prop = g_final;
+    }
+    vector[n] rho = rho_init + rho_final;
+    // Across the merged sub-tree, then between the two sub-trees.
+    int persist = no_u_turn(p_sharp_beg, p_sharp_end, rho);
+    persist = persist
+              && no_u_turn(p_sharp_beg, p_sharp_final_beg, rho_init + p_final_beg);
+    persist = persist
+              && no_u_turn(p_sharp_init_end, p_sharp_end, rho_final + p_init_end);
+    return (persist, 0, q, p, lp, g, q_prop, p_prop, lp_prop, g_prop,
+            p_sharp_beg, p_sharp_end, p_beg, p_end, rho, log_sum_weight,
+            n_leapfrog, metro_prob);
+  }
+
+  // One NUTS transition from (q0, lp0, g0). Returns the new point
+  // (q, lp, g) and the iteration's statistics: accept_stat, tree_depth,
+  // n_leapfrog, divergent, energy.
+  tuple(vector, real, vector, real, int, int, int, real)
+  transition_rng(vector q0, real lp0, vector g0, real eps, vector inv_metric,
+                 int max_depth) {
+    int n = rows(q0);
+    real max_delta_h = 1000;
+    vector[n] p0 = sample_momentum_rng(inv_metric);
+    real H0 = hamiltonian(lp0, p0, inv_metric);
+    vector[n] p_sharp0 = inv_metric .* p0;
+
+    // The two ends of the trajectory.
+    vector[n] q_fwd = q0;
+    vector[n] p_fwd = p0;
+    real lp_fwd = lp0;
+    vector[n] g_fwd = g0;
+    vector[n] q_bck = q0;
+    vector[n] p_bck = p0;
+    real lp_bck = lp0;
+    vector[n] g_bck = g0;
+    // Momenta at the ends of the forward and backward sub-trees.
+    vector[n] p_sharp_fwd_bck = p_sharp0;
+    vector[n] p_sharp_fwd_fwd = p_sharp0;
+    vector[n] p_sharp_bck_fwd = p_sharp0;
+    vector[n] p_sharp_bck_bck = p_sharp0;
+    vector[n] p_fwd_bck = p0;
+    vector[n] p_fwd_fwd = p0;
+    vector[n] p_bck_fwd = p0;
+    vector[n] p_bck_bck = p0;
+    vector[n] rho = p0;
+
+    vector[n] q_sample = q0;
+    vector[n] p_sample = p0;
+    real lp_sample = lp0;
+    vector[n] g_sample = g0;
+
+    real log_sum_weight = 0;
+    int n_leapfrog = 0;
+    real sum_metro_prob = 0;
+    int depth = 0;
+    int divergent = 0;
+
+    while (depth < max_depth) {
+      vector[n] rho_fwd = rep_vector(0, n);
+      vector[n] rho_bck = rep_vector(0, n);
+      int valid;
+      vector[n] q_prop;
+      vector[n] p_prop;
+      real lp_prop;
+      vector[n] g_prop;
+      real log_sum_weight_subtree;
+      int n_subtree;
+      real metro_subtree;
+      if (uniform_rng(0, 1) > 0.5) {
+        rho_bck = rho;
+        p_bck_fwd = p_fwd_bck;
+        p_sharp_bck_fwd = p_sharp_fwd_bck;
+        (valid, divergent, q_fwd, p_fwd, lp_fwd, g_fwd, q_prop, p_prop, lp_prop,
+         g_prop, p_sharp_fwd_bck, p_sharp_fwd_fwd, p_fwd_bck, p_fwd_fwd, rho_fwd,
+         log_sum_weight_subtree, n_subtree, metro_subtree)
+            = build_tree_rng(depth, q_fwd, p_fwd, lp_fwd, g_fwd, H0, eps,
+                             inv_metric, max_delta_h);
+      } else {
+        rho_fwd = rho;
+        p_fwd_bck = p_bck_fwd;
+        p_sharp_fwd_bck = p_sharp_bck_fwd;
+        (valid, divergent, q_bck, p_bck, lp_bck, g_bck, q_prop, p_prop, lp_prop,
+         g_prop, p_sharp_bck_fwd, p_sharp_bck_bck, p_bck_fwd, p_bck_bck, rho_bck,
+         log_sum_weight_subtree, n_subtree, metro_subtree)
+            = build_tree_rng(depth, q_bck, p_bck, lp_bck, g_bck, H0, -eps,
+                             inv_metric, max_delta_h);
+      }
+      n_leapfrog += n_subtree;
+      sum_metro_prob += metro_subtree;
+      if (!valid) {
+        break;
+      }
+      depth += 1;
+      // Biased progressive sampling: prefer the new sub-tree.
+      if (log_sum_weight_subtree > log_sum_weight) {
+        q_sample = q_prop;
+        p_sample = p_prop;
+        lp_sample = lp_prop;
+        g_sample = g_prop;
+      } else {
+        real accept_prob = exp(log_sum_weight_subtree - log_sum_weight);
+        if (uniform_rng(0, 1) < accept_prob) {
+          q_sample = q_prop;
+          p_sample = p_prop;
+          lp_sample = lp_prop;
+          g_sample = g_prop;
+        }
+      }
+      log_sum_weight = log_sum_exp(log_sum_weight, log_sum_weight_subtree);
+      rho = rho_bck + rho_fwd;
+      // Across the whole trajectory, then between its two sub-trees.
+      int persist = no_u_turn(p_sharp_bck_bck, p_sharp_fwd_fwd, rho);
+      persist = persist
+                && no_u_turn(p_sharp_bck_bck, p_sharp_fwd_bck, rho_bck + p_fwd_bck);
+      persist = persist
+                && no_u_turn(p_sharp_bck_fwd, p_sharp_fwd_fwd, rho_fwd + p_bck_fwd);
+      if (!persist) {
+        break;
+      }
+    }
+    real accept_stat = sum_metro_prob / n_leapfrog;
+    real energy = hamiltonian(lp_sample, p_sample, inv_metric);
+    return (q_sample, lp_sample, g_sample, accept_stat, depth, n_leapfrog,
+            divergent, energy);
+  }
+
+  // ------------------------------------------------------------ adaptation
+
+  // Stan's initial step-size heuristic: double or halve eps until the
+  // acceptance of one leapfrog step crosses 0.8.
+  real init_stepsize_rng(vector q, real lp, vector g, real eps0,
+                         vector inv_metric) {
+    real eps = eps0;
+    if (eps == 0 || eps > 1e7) {
+      return eps;
+    }
+    int n = rows(q);
+    vector[n] p = sample_momentum_rng(inv_metric);
+    real H0 = hamiltonian(lp, p, inv_metric);
+    tuple(vector[n], vector[n], real, vector[n]) z = leapfrog(q, p, g, eps, inv_metric);
+    real delta_h = H0 - hamiltonian(z.3, z.2, inv_metric);
+    int direction = delta_h > log(0.8) ? 1 : -1;
+    while (1) {
+      p = sample_momentum_rng(inv_metric);
+      H0 = hamiltonian(lp, p, inv_metric);
+      z = leapfrog(q, p, g, eps, inv_metric);
+      delta_h = H0 - hamiltonian(z.3, z.2, inv_metric);
+      if (direction == 1 && !(delta_h > log(0.8))) {
+        break;
+      } else if (direction == -1 && !(delta_h < log(0.8))) {
+        break;
+      } else {
+        eps = direction == 1 ? 2 * eps : 0.5 * eps;
+      }
+      if (eps > 1e7) {
+        fatal_error("Posterior is improper. Please check your model.");
+      }
+      if (eps == 0) {
+        fatal_error("No acceptable small step size could be found. ",
+                    "Perhaps the posterior is not continuous?");
+      }
+    }
+    return eps;
+  }
+
+  // Dual averaging of log step size towards acceptance `delta`
+  // (gamma 0.05, kappa 0.75, t0 10). Takes the state (counter, s_bar,
+  // x_bar) before the update and returns (step size, counter, s_bar, x_bar).
+  tuple(real, int, real, real) dual_averaging_update(real accept_stat,
+                                                      real delta, real mu,
+                                                      int counter, real s_bar,
+                                                      real x_bar) {
+    real gamma = 0.05;
+    real kappa = 0.75;
+    real t0 = 10;
+    int t = counter + 1;
+    real adapt_stat = accept_stat > 1 ? 1 : accept_stat;
+    real eta = 1.0 / (t + t0);
+    real s_bar_new = (1 - eta) * s_bar + eta * (delta - adapt_stat);
+    real x = mu - s_bar_new * sqrt(t) / gamma;
+    real x_eta = pow(t, -kappa);
+    real x_bar_new = (1 - x_eta) * x_bar + x_eta * x;
+    return (exp(x), t, s_bar_new, x_bar_new);
+  }
+
+  // Stan's windowed adaptation: (init_buffer, term_buffer, base_window)
+  // for num_warmup iterations. Too short a warmup for the requested stages
+  // gets 15% / 75% / 10% of it.
+  tuple(int, int, int) window_params(int num_warmup, int init_buffer,
+                                     int term_buffer, int base_window) {
+    if (init_buffer + base_window + term_buffer > num_warmup) {
+      int init = to_int(floor(0.15 * num_warmup));
+      int term = to_int(floor(0.1 * num_warmup));
+      return (init, term, num_warmup - (init + term));
+    }
+    return (init_buffer, term_buffer, base_window);
+  }
+
+  // After the window ending at `counter`: (next window end, window size).
+  tuple(int, int) next_window(int counter, int next_end, int window_size,
+                              int num_warmup, int term_buffer) {
+    int last = num_warmup - term_buffer - 1;
+    if (next_end == last) {
+      return (next_end, window_size);
+    }
+    int size = 2 * window_size;
+    int end = counter + size;
+    if (end != last) {
+      // Stretch this window to the end if the following one would not fit.
+      if (end + 2 * size >= num_warmup - term_buffer) {
+        end = last;
+      }
+    }
+    return (end, size);
+  }
+
+  // Welford's running mean and sum of squared deviations: (n, mean, m2).
+  tuple(int, vector, vector) welford_add(int n, vector mean, vector m2,
+                                         vector q) {
+    int k = n + 1;
+    vector[rows(q)] delta = q - mean;
+    vector[rows(q)] mean_new = mean + delta / k;
+    vector[rows(q)] m2_new = m2 + (q - mean_new) .* delta;
+    return (k, mean_new, m2_new);
+  }
+
+  // The new inverse metric: the window's sample variance shrunk towards
+  // 1e-3 as Stan does, (n / (n + 5)) var + 1e-3 (5 / (n + 5)).
+  vector regularized_variance(int n, vector m2, vector previous) {
+    vector[rows(m2)] variance = previous;
+    if (n > 1) {
+      variance = m2 / (n - 1.0);
+    }
+    return (n / (n + 5.0)) * variance + 1e-3 * (5.0 / (n + 5.0));
+  }
+
+  // ----------------------------------------------------------------- chain
+
+  // Finds a starting point with finite lp and gradient: `init` itself when
+  // `radius` is 0, else uniform(-radius, radius) coordinates, up to
+  // `max_tries` attempts. Returns (q, lp, g).
+  tuple(vector, real, vector) initialize_rng(vector init, real radius,
+                                             int max_tries) {
+    int n = rows(init);
+    for (attempt in 1:max_tries) {
+      vector[n] q = init;
+      if (radius > 0) {
+        for (i in 1:n) {
+          q[i] = uniform_rng(-radius, radius);
+        }
+      }
+      tuple(real, vector[n]) lp_grad = model_log_density_gradient(q);
+      int ok = !is_inf(lp_grad.1) && !is_nan(lp_grad.1);
+      for (i in 1:n) {
+        ok = ok && !is_inf(lp_grad.2[i]) && !is_nan(lp_grad.2[i]);
+      }
+      if (ok) {
+        return (q, lp_grad.1, lp_grad.2);
+      }
+    }
+    fatal_error("Initialization failed after ", max_tries, " attempts.");
+    return (init, negative_infinity(), init);
+  }
+
+  // One chain: initialization, num_warmup adaptive iterations, num_samples
+  // sampling iterations; every iteration is reported with emit_draw.
+  void sample_chain_rng(vector init, real init_radius, int max_init_tries,
+                        int num_warmup, int num_samples, int max_depth,
+                        real delta) {
+    int n = rows(init);
+    vector[n] q;
+    real lp;
+    vector[n] g;
+    (q, lp, g) = initialize_rng(init, init_radius, max_init_tries);
+
+    vector[n] inv_metric = rep_vector(1, n);
+    real eps = init_stepsize_rng(q, lp, g, 1, inv_metric);
+
+    // Dual averaging state.
+    real mu = log(10 * eps);
+    int da_counter = 0;
+    real s_bar = 0;
+    real x_bar = 0;
+
+    // Windowed metric adaptation (none for fewer than 20 warmup iterations).
+    int adapt_metric = num_warmup >= 20;
+    int init_buffer;
+    int term_buffer;
+    int base_window;
+    (init_buffer, term_buffer, base_window) = window_params(num_warmup, 75, 50, 25);
+    int window_counter = 0;
+    int window_size = base_window;
+    int window_end = init_buffer + window_size - 1;
+    int w_n = 0;
+    vector[n] w_mean = rep_vector(0, n);
+    vector[n] w_m2 = rep_vector(0, n);
+
+    for (iteration in 1:(num_warmup + num_samples)) {
+      real accept_stat;
+      int depth;
+      int n_leapfrog;
+      int divergent;
+      real energy;
+      (q, lp, g, accept_stat, depth, n_leapfrog, divergent, energy)
+          = transition_rng(q, lp, g, eps, inv_metric, max_depth);
+      if (iteration <= num_warmup) {
+        (eps, da_counter, s_bar, x_bar)
+            = dual_averaging_update(accept_stat, delta, mu, da_counter, s_bar, x_bar);
+        if (adapt_metric) {
+          if (window_counter >= init_buffer
+              && window_counter < num_warmup - term_buffer) {
+            (w_n, w_mean, w_m2) = welford_add(w_n, w_mean, w_m2, q);
+          }
+          if (window_counter == window_end && window_counter != num_warmup) {
+            (window_end, window_size)
+                = next_window(window_counter, window_end, window_size,
+                              num_warmup, term_buffer);
+            inv_metric = regularized_variance(w_n, w_m2, inv_metric);
+            w_n = 0;
+            w_mean = rep_vector(0, n);
+            w_m2 = rep_vector(0, n);
+            eps = init_stepsize_rng(q, lp, g, eps, inv_metric);
+            mu = log(10 * eps);
+            da_counter = 0;
+            s_bar = 0;
+            x_bar = 0;
+          }
+          window_counter += 1;
+        }
+      }
+      // As Stan, a warmup draw reports the step size after this
+      // iteration's adaptation.
+      emit_draw(iteration, q, lp, accept_stat, eps, depth, n_leapfrog,
+                divergent, energy);
+      if (iteration == num_warmup) {
+        eps = exp(x_bar);
+        emit_adaptation(eps, inv_metric);
+      }
+    }
+    if (num_warmup == 0) {
+      emit_adaptation(eps, inv_metric);
+    }
+  }
+}

@@ -1,0 +1,347 @@
+//! `bat run` end to end: errors and exit codes, reproducibility across
+//! `--chains` and `--threads`, and a run killed with SIGKILL leaving a file
+//! that `bat summary` (and ArviZ, when its venv exists) opens.
+
+use bat::output::read_draws;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bat(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bat"))
+        .args(args)
+        .output()
+        .expect("run bat")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, content).unwrap();
+    path
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+const NORMAL_MEAN: &str = r#"
+data { int<lower=0> N; vector[N] y; }
+parameters { real mu; real<lower=0> sigma; }
+model { mu ~ normal(0, 10); sigma ~ lognormal(0, 1); y ~ normal(mu, sigma); }
+generated quantities { real y_new = normal_rng(mu, sigma); }
+"#;
+const NORMAL_DATA: &str = r#"{"N": 5, "y": [1.2, 0.4, 2.2, 1.0, 1.7]}"#;
+
+#[test]
+fn missing_data_is_an_error_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    let out = bat(&["run", s(&model), "-o", s(&dir.path().join("o.h5"))]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("`N`"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn bad_init_file_is_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let init = write(dir.path(), "init.json", r#"{"mu": 1, "sigma": -2}"#);
+    let out = bat(&[
+        "run",
+        s(&model),
+        "--init",
+        s(&init),
+        "-o",
+        s(&dir.path().join("o.h5")),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("init.json") && err.contains("sigma"), "{err}");
+    let missing = dir.path().join("nope.json");
+    let out = bat(&["run", s(&model), "--init", s(&missing)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("nope.json"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn cuda_backend_is_not_available_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    let out = bat(&["run", s(&model), "--backend", "cuda"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("CUDA backend not available yet"));
+}
+
+#[test]
+fn usage_errors_exit_two() {
+    for args in [
+        &["run"][..],
+        &["run", "m.bat", "--chains", "0"],
+        &["run", "m.bat", "--adapt-delta", "1.5"],
+        &["run", "m.bat", "--batching", "warp"],
+    ] {
+        assert_eq!(bat(args).status.code(), Some(2), "{args:?}");
+    }
+}
+
+#[test]
+fn initialization_failure_names_the_failing_statement() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(
+        dir.path(),
+        "reject.bat",
+        "parameters { real x; }\nmodel {\n  reject(\"never valid\");\n}\n",
+    );
+    let out = bat(&[
+        "run",
+        s(&model),
+        "--chains",
+        "1",
+        "-o",
+        s(&dir.path().join("o.h5")),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("Initialization failed after 100 attempts"),
+        "{err}"
+    );
+    assert!(
+        err.contains("never valid") && err.contains("reject.bat:3:3"),
+        "{err}"
+    );
+}
+
+fn run_chains(dir: &Path, name: &str, chains: &str, threads: &str) -> bat::output::DrawFile {
+    let model = write(dir, "m.bat", NORMAL_MEAN);
+    write(dir, "m.data.json", NORMAL_DATA);
+    let output = dir.join(name);
+    let out = bat(&[
+        "run",
+        s(&model),
+        "--chains",
+        chains,
+        "--threads",
+        threads,
+        "--warmup",
+        "60",
+        "--samples",
+        "40",
+        "--seed",
+        "11",
+        "-o",
+        s(&output),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    read_draws(&output).unwrap()
+}
+
+#[test]
+fn chain_draws_do_not_depend_on_chains_or_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let two = run_chains(dir.path(), "two.h5", "2", "1");
+    let four = run_chains(dir.path(), "four.h5", "4", "2");
+    for (a, b) in two.posterior.iter().zip(&four.posterior) {
+        assert_eq!(a.name, b.name);
+        assert_eq!((a.n_chains, b.n_chains), (2, 4));
+        let per_chain = a.n_draws * a.elements_per_draw();
+        assert_eq!(
+            a.values[..2 * per_chain],
+            b.values[..2 * per_chain],
+            "{}",
+            a.name
+        );
+        // Different chains are different streams.
+        assert_ne!(b.values[..per_chain], b.values[per_chain..2 * per_chain]);
+    }
+    let stats = |f: &bat::output::DrawFile| f.sample_stats.clone().unwrap();
+    for (a, b) in stats(&two).iter().zip(&stats(&four)) {
+        let per_chain = a.n_draws;
+        assert_eq!(
+            a.values[..2 * per_chain],
+            b.values[..2 * per_chain],
+            "{}",
+            a.name
+        );
+    }
+}
+
+#[test]
+fn sigkill_mid_run_leaves_a_readable_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let output = dir.path().join("killed.h5");
+    let mut child = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_bat"))
+            .args([
+                "run",
+                s(&model),
+                "--chains",
+                "2",
+                "--threads",
+                "1",
+                "--warmup",
+                "100",
+                "--samples",
+                "100000",
+                "--seed",
+                "3",
+                "-o",
+                s(&output),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_draws(&output, 200);
+    child.0.kill().unwrap(); // SIGKILL
+    child.0.wait().unwrap();
+    let out = bat(&["summary", s(&output)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("mu"));
+    let file = read_draws(&output).unwrap();
+    let mu = file.posterior.iter().find(|v| v.name == "mu").unwrap();
+    let first_block = &mu.values[..100];
+    assert!(first_block.iter().all(|x| x.is_finite()));
+    if let Some(python) = venv_python() {
+        let code = format!(
+            "import arviz; d = arviz.from_netcdf({:?}); print(d.posterior['mu'].shape)",
+            s(&output)
+        );
+        let out = Command::new(python).args(["-c", &code]).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+}
+
+/// Waits until `output` holds at least `draws` draws per chain (read
+/// without HDF5's file lock, which the writer holds).
+fn wait_for_draws(output: &Path, draws: u64) {
+    let started = Instant::now();
+    loop {
+        let out = Command::new(env!("CARGO_BIN_EXE_bat"))
+            .args(["summary", "--format", "json", s(output)])
+            .env("HDF5_USE_FILE_LOCKING", "FALSE")
+            .output()
+            .unwrap();
+        let written = serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v["n_draws"].as_u64());
+        if out.status.success() && written.is_some_and(|n| n >= draws) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "no draws written"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn spawn_long_run(model: &Path, output: &Path) -> KillOnDrop {
+    KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_bat"))
+            .args([
+                "run",
+                s(model),
+                "--chains",
+                "2",
+                "--threads",
+                "2",
+                "--warmup",
+                "100",
+                "--samples",
+                "100000",
+                "--seed",
+                "3",
+                "-o",
+                s(output),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_with_the_draws_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let output = dir.path().join("interrupted.h5");
+    let mut child = spawn_long_run(&model, &output);
+    wait_for_draws(&output, 300);
+    let pid = child.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let started = Instant::now();
+    while child.0.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "Ctrl-C did not stop the run"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output_ref();
+    assert_eq!(out.0.code(), Some(1));
+    assert!(out.2.contains("interrupted"), "{}", out.2);
+    // The summary of the draws so far was printed; every chain has the
+    // same number of draws, none of them padding.
+    assert!(out.1.contains("mu"), "{}", out.1);
+    let file = read_draws(&output).unwrap();
+    let mu = file.posterior.iter().find(|v| v.name == "mu").unwrap();
+    // (Chains run on their own threads and may be far apart.)
+    assert!(mu.n_draws >= 1);
+    assert!(mu.values.iter().all(|x| x.is_finite()));
+}
+
+/// Kills the child process also when the test fails.
+struct KillOnDrop(std::process::Child);
+
+impl KillOnDrop {
+    /// (status, stdout, stderr) of the exited child.
+    fn wait_with_output_ref(&mut self) -> (std::process::ExitStatus, String, String) {
+        use std::io::Read;
+        let status = self.0.wait().unwrap();
+        let (mut out, mut err) = (String::new(), String::new());
+        if let Some(mut o) = self.0.stdout.take() {
+            o.read_to_string(&mut out).unwrap();
+        }
+        if let Some(mut e) = self.0.stderr.take() {
+            e.read_to_string(&mut err).unwrap();
+        }
+        (status, out, err)
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The ArviZ venv of scripts/setup.sh, if it exists.
+fn venv_python() -> Option<PathBuf> {
+    let venv = std::env::var_os("BAT_VENV")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/bat-venv")))?;
+    let python = venv.join("bin/python");
+    python.exists().then_some(python)
+}
