@@ -345,3 +345,73 @@ fn venv_python() -> Option<PathBuf> {
     let python = venv.join("bin/python");
     python.exists().then_some(python)
 }
+
+#[test]
+fn save_warmup_and_thin_shape_the_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let output = dir.path().join("w.h5");
+    let out = bat(&[
+        "run",
+        s(&model),
+        "--chains",
+        "2",
+        "--warmup",
+        "61",
+        "--samples",
+        "40",
+        "--thin",
+        "3",
+        "--save-warmup",
+        "--seed",
+        "5",
+        "-o",
+        s(&output),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let reader = bat::output::DrawReader::open(&output).unwrap();
+    let draws = |group: &str, name: &str| {
+        let vars = reader.variables(group).unwrap();
+        let v = vars
+            .iter()
+            .find(|v| v.name == name)
+            .unwrap_or_else(|| panic!("{group}/{name}"));
+        (v.n_chains, v.n_draws)
+    };
+    // Iterations 1, 4, 7, ... are kept: ceil(61 / 3) = 21 and ceil(40 / 3) = 14.
+    assert_eq!(draws("warmup_posterior", "mu"), (2, 21));
+    assert_eq!(draws("warmup_sample_stats", "step_size"), (2, 21));
+    assert_eq!(draws("posterior", "y_new"), (2, 14));
+    assert_eq!(draws("sample_stats", "diverging"), (2, 14));
+    let attributes = reader.attributes();
+    assert_eq!(attributes.get("seed").map(String::as_str), Some("5"));
+    assert!(
+        attributes["settings"].contains("\"thin\":3"),
+        "{attributes:?}"
+    );
+    // The adapted step size is the one every post-warmup draw reports.
+    let file = read_draws(&output).unwrap();
+    let stats = file.sample_stats.unwrap();
+    let step = stats.iter().find(|v| v.name == "step_size").unwrap();
+    let h5 = bat::output::open_hdf5(&output).unwrap();
+    let adapted: Vec<f64> = h5
+        .dataset("sample_stats/adapted_step_size")
+        .unwrap()
+        .read_raw()
+        .unwrap();
+    let metric: Vec<f64> = h5
+        .dataset("sample_stats/inv_metric")
+        .unwrap()
+        .read_raw()
+        .unwrap();
+    assert_eq!(metric.len(), 2 * 2);
+    assert!(metric.iter().all(|&m| m > 0.0 && m.is_finite()));
+    for chain in 0..2 {
+        let per_chain = &step.values[chain * 14..(chain + 1) * 14];
+        assert!(
+            per_chain.iter().all(|&x| x == adapted[chain]),
+            "{per_chain:?} vs {adapted:?}"
+        );
+    }
+}

@@ -218,7 +218,7 @@ pub(crate) fn compile(source: &str) -> Compiled {
     Compiled { model, grad }
 }
 
-/// Post-warmup unconstrained... constrained draws of chain `chain`, flattened, and their stats.
+/// Post-warmup draws of chain `chain` (constrained values, flattened) and their statistics.
 pub(crate) fn run_one(
     c: &Compiled,
     settings: &Settings,
