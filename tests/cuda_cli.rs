@@ -85,10 +85,11 @@ fn emit_cuda_prints_kernels_that_nvrtc_compiles() {
 
 #[test]
 fn emit_cuda_without_data_for_sizes_is_an_error() {
-    let out = bat(
-        &["ir", &example("logistic_regression.bat"), "--emit", "cuda"],
-        None,
-    );
+    // A copy without the data file the setup generates beside the example.
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("logistic_regression.bat");
+    std::fs::copy(example("logistic_regression.bat"), &model).unwrap();
+    let out = bat(&["ir", model.to_str().unwrap(), "--emit", "cuda"], None);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("`N` is missing from the data"), "{stderr}");
