@@ -107,16 +107,26 @@ fn domain(p: Primitive) -> Option<Vec<Arg>> {
 fn finite_difference(p: Primitive, args: &[f64], i: usize, bounds: (f64, f64)) -> (f64, f64) {
     let x = args[i];
     let room = (x - bounds.0).min(bounds.1 - x) * 0.9;
-    let mut h = (0.01 * x.abs().max(0.1)).min(room.max(1e-9));
+    let h0 = (0.01 * x.abs().max(0.1)).min(room.max(1e-9));
     let at = |dx: f64| {
         let mut a = args.to_vec();
         a[i] = x + dx;
         p.eval(&a)
     };
-    ridders(at, &mut h)
+    // Ridders' extrapolation is only as good as its first step: a function
+    // that changes over a scale much smaller than `h0` (e.g. inc_beta with
+    // a ≈ 3000, whose slope in x peaks within ±0.002) fools the first
+    // tableau rows, which then stop early with a wrong estimate and a small
+    // error. Start from several steps and keep the estimate with the
+    // smallest error.
+    [1.0, 0.1, 0.01, 0.001]
+        .iter()
+        .map(|scale| ridders(at, &mut (h0 * scale)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("several starting steps")
 }
 
-fn ridders(f: impl Fn(f64) -> f64, h: &mut f64) -> (f64, f64) {
+fn ridders(f: impl Fn(f64) -> f64 + Copy, h: &mut f64) -> (f64, f64) {
     const CON: f64 = 1.4;
     const CON2: f64 = CON * CON;
     const N: usize = 12;

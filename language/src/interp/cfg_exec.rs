@@ -6,7 +6,6 @@
 use super::Model;
 use super::error::{Result, RuntimeError};
 use super::exec::{Flow, MAX_CALL_DEPTH, Machine, promote, truthy};
-use super::grad::GradState;
 use crate::batch::cfg::{BlockId, FunctionKind, Program, Terminator};
 use crate::mir::FunId;
 use crate::value::Value;
@@ -21,27 +20,12 @@ impl Model {
         theta: &[f64],
         jacobian: bool,
     ) -> std::result::Result<(f64, Vec<f64>), RuntimeError> {
-        let n = self.num_unconstrained();
-        if theta.len() != n {
-            return Err(RuntimeError::fatal(format!(
-                "expected {n} unconstrained parameters, found {}",
-                theta.len()
-            )));
-        }
         let entry = p.entry(crate::batch::GRADIENT_ENTRY).ok_or_else(|| {
             RuntimeError::fatal("the CFG program has no log_density_gradient entry")
         })?;
-        let mut m = Machine::with_base(&p.mir, &self.globals);
-        m.jacobian = jacobian;
-        m.grad = Some(GradState {
-            theta: theta.to_vec(),
-            gradient: vec![0.0; n],
-            stacks: vec![Vec::new(); p.num_ad_stacks as usize],
-            layout: self.params.clone(),
-        });
+        let mut m = self.gradient_machine(&p.mir, p.num_ad_stacks, theta, jacobian)?;
         run(&mut m, p, entry, Vec::new())?;
-        let state = m.grad.take().expect("set above");
-        Ok((m.target, state.gradient))
+        Ok(super::grad::finish_gradient(m))
     }
 }
 

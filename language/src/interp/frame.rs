@@ -48,18 +48,10 @@ impl Model {
         theta: &[f64],
         jacobian: bool,
     ) -> Result<GradFrame, RuntimeError> {
-        self.check_len(theta)?;
         let entry = p.entry(crate::batch::GRADIENT_ENTRY).ok_or_else(|| {
             RuntimeError::fatal("the CFG program has no log_density_gradient entry")
         })?;
-        let mut m = Machine::with_base(&p.mir, &self.globals);
-        m.jacobian = jacobian;
-        m.grad = Some(GradState {
-            theta: theta.to_vec(),
-            gradient: vec![0.0; self.num_unconstrained()],
-            stacks: vec![Vec::new(); p.num_ad_stacks as usize],
-            layout: self.params.clone(),
-        });
+        let mut m = self.gradient_machine(&p.mir, p.num_ad_stacks, theta, jacobian)?;
         super::cfg_exec::run(&mut m, p, entry, Vec::new())?;
         Ok(self.frame_of(m))
     }

@@ -31,25 +31,39 @@ impl Model {
         theta: &[f64],
         jacobian: bool,
     ) -> std::result::Result<(f64, Vec<f64>), RuntimeError> {
-        let n = self.num_unconstrained();
-        if theta.len() != n {
-            return Err(RuntimeError::fatal(format!(
-                "expected {n} unconstrained parameters, found {}",
-                theta.len()
-            )));
-        }
-        let mut m = Machine::with_base(&g.program, &self.globals);
+        let mut m = self.gradient_machine(&g.program, g.num_stacks, theta, jacobian)?;
+        m.block(&g.body)?;
+        Ok(finish_gradient(m))
+    }
+
+    /// A machine over `program` — a gradient program's MIR, or a batching
+    /// IR's copy of it with more variables — set to run with unconstrained
+    /// input `theta`, `num_stacks` empty AD stacks and a zero gradient.
+    /// Every runner of gradient programs (structured, CFG, PC) starts here.
+    pub(crate) fn gradient_machine<'a>(
+        &'a self,
+        program: &'a crate::mir::Program,
+        num_stacks: u32,
+        theta: &[f64],
+        jacobian: bool,
+    ) -> Result<Machine<'a>> {
+        self.check_len(theta)?;
+        let mut m = Machine::with_base(program, &self.globals);
         m.jacobian = jacobian;
         m.grad = Some(GradState {
             theta: theta.to_vec(),
-            gradient: vec![0.0; n],
-            stacks: vec![Vec::new(); g.num_stacks as usize],
+            gradient: vec![0.0; self.num_unconstrained()],
+            stacks: vec![Vec::new(); num_stacks as usize],
             layout: self.params.clone(),
         });
-        m.block(&g.body)?;
-        let state = m.grad.take().expect("set above");
-        Ok((m.target, state.gradient))
+        Ok(m)
     }
+}
+
+/// The log density and gradient a finished gradient run left in `m`.
+pub(crate) fn finish_gradient(mut m: Machine) -> (f64, Vec<f64>) {
+    let state = m.grad.take().expect("set by gradient_machine");
+    (m.target, state.gradient)
 }
 
 fn state<'a>(m: &'a mut Machine) -> Result<&'a mut GradState> {

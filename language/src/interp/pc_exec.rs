@@ -8,7 +8,6 @@
 use super::Model;
 use super::error::{Result, RuntimeError};
 use super::exec::{Flow, MAX_CALL_DEPTH, Machine, promote, truthy};
-use super::grad::GradState;
 use crate::batch::pc::sharing::Share;
 use crate::batch::pc::{BlockId, Op, Program, Terminator, effects};
 use crate::mir::{FunId, VarId};
@@ -23,27 +22,12 @@ impl Model {
         theta: &[f64],
         jacobian: bool,
     ) -> std::result::Result<(f64, Vec<f64>), RuntimeError> {
-        let n = self.num_unconstrained();
-        if theta.len() != n {
-            return Err(RuntimeError::fatal(format!(
-                "expected {n} unconstrained parameters, found {}",
-                theta.len()
-            )));
-        }
         let entry = p.entry(crate::batch::GRADIENT_ENTRY).ok_or_else(|| {
             RuntimeError::fatal("the PC program has no log_density_gradient entry")
         })?;
-        let mut m = Machine::with_base(&p.mir, &self.globals);
-        m.jacobian = jacobian;
-        m.grad = Some(GradState {
-            theta: theta.to_vec(),
-            gradient: vec![0.0; n],
-            stacks: vec![Vec::new(); p.num_ad_stacks as usize],
-            layout: self.params.clone(),
-        });
+        let mut m = self.gradient_machine(&p.mir, p.num_ad_stacks, theta, jacobian)?;
         run(&mut m, p, entry, None)?;
-        let state = m.grad.take().expect("set above");
-        Ok((m.target, state.gradient))
+        Ok(super::grad::finish_gradient(m))
     }
 
     /// [`Model::log_density_gradient_pc`] that also returns every value
@@ -58,19 +42,11 @@ impl Model {
         let entry = p.entry(crate::batch::GRADIENT_ENTRY).ok_or_else(|| {
             RuntimeError::fatal("the PC program has no log_density_gradient entry")
         })?;
-        let n = self.num_unconstrained();
-        let mut m = Machine::with_base(&p.mir, &self.globals);
-        m.jacobian = jacobian;
-        m.grad = Some(GradState {
-            theta: theta.to_vec(),
-            gradient: vec![0.0; n],
-            stacks: vec![Vec::new(); p.num_ad_stacks as usize],
-            layout: self.params.clone(),
-        });
+        let mut m = self.gradient_machine(&p.mir, p.num_ad_stacks, theta, jacobian)?;
         let mut trace = Vec::new();
         run(&mut m, p, entry, Some(&mut trace))?;
-        let state = m.grad.take().expect("set above");
-        Ok((m.target, state.gradient, trace))
+        let (lp, gradient) = super::grad::finish_gradient(m);
+        Ok((lp, gradient, trace))
     }
 
     /// [`Model::generated_quantities`] by running the PC program `p` (built
