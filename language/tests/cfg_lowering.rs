@@ -67,30 +67,12 @@ fn check_generated_quantities(loaded: &common::Loaded) -> Result<(), String> {
     }
 }
 
-/// Models the AD cannot differentiate yet (the same reasons as in
-/// ad_gradients_exceptions.txt).
-fn ad_exceptions() -> Vec<String> {
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ad_gradients_exceptions.txt"),
-    )
-    .expect("exceptions file");
-    text.lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| l.split(':').next().unwrap().trim().to_string())
-        .collect()
-}
-
 #[test]
 fn cfg_runs_like_the_structured_interpreter() {
-    let exceptions = ad_exceptions();
+    let exceptions = common::ad_exceptions();
     let mut failures = Vec::new();
     let mut checked = 0;
-    let mut dirs: Vec<_> = std::fs::read_dir(common::posteriordb())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("model.stan").is_file())
-        .collect();
-    dirs.sort();
+    let dirs = common::posteriordb_dirs();
     for dir in dirs {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
         if exceptions.iter().any(|e| *e == name) {

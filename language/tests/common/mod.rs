@@ -73,3 +73,27 @@ pub fn numbers(v: &serde_json::Value) -> Vec<f64> {
         .map(|x| x.as_f64().expect("number"))
         .collect()
 }
+
+/// Names of the models `ad_gradients_exceptions.txt` lists as not yet
+/// differentiable (`NAME: reason` lines).
+pub fn ad_exceptions() -> Vec<String> {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ad_gradients_exceptions.txt"),
+    )
+    .expect("exceptions file");
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| l.split(':').next().unwrap().trim().to_string())
+        .collect()
+}
+
+/// The posteriordb model directories, sorted.
+pub fn posteriordb_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<_> = std::fs::read_dir(posteriordb())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("model.stan").is_file())
+        .collect();
+    dirs.sort();
+    dirs
+}
