@@ -76,6 +76,8 @@ fn events(
             Event::Iteration { chain, .. }
             | Event::Adaptation { chain, .. }
             | Event::Finished { chain, .. } => *chain,
+            // Executor statistics, not a chain's.
+            Event::Batches(_) => continue,
         };
         out.entry(chain).or_default().push(format!("{event:?}"));
     }
@@ -151,6 +153,69 @@ fn a_chain_does_not_depend_on_chains_executor_or_threads() {
     }
 }
 
+/// Linear regression: the gradient multiplies a data matrix by every
+/// lane's vector in one lane-parallel product (backend-cpu's GEMM path).
+fn regression() -> (Model, GradProgram) {
+    let source = "data { int N; int D; matrix[N, D] X; vector[N] y; }\n\
+                  parameters { vector[D] beta; real<lower=0> sigma; }\n\
+                  model {\n  beta ~ normal(0, 2);\n  sigma ~ exponential(1);\n  \
+                  y ~ normal(X * beta, sigma);\n}\n";
+    let (program, diagnostics) = language::compile_model(source, "regression");
+    let program = program.unwrap_or_else(|| panic!("{diagnostics:?}"));
+    let grad = language::ad::gradient(&program).unwrap();
+    let (n, d) = (37, 6);
+    let x: Vec<Vec<f64>> = (0..n)
+        .map(|i| (0..d).map(|j| ((7 * i + 3 * j) as f64).sin()).collect())
+        .collect();
+    let y: Vec<f64> = x
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let mean: f64 = row
+                .iter()
+                .enumerate()
+                .map(|(j, v)| v / (j + 1) as f64)
+                .sum();
+            mean + 0.3 * ((11 * i) as f64).cos()
+        })
+        .collect();
+    let json = serde_json::json!({"N": n, "D": d, "X": x, "y": y}).to_string();
+    let data = DataFile::parse(&json).unwrap();
+    (Model::new(&program, &data).unwrap(), grad)
+}
+
+/// The matrix product is summed in the interpreter's order for every lane,
+/// so a chain's draws equal the interpreter's bit for bit and do not depend
+/// on how many chains share the batch or on the threads (a BLAS GEMM's
+/// blocking would make them depend on the lane's position).
+#[test]
+fn a_regression_chain_is_the_interpreters_whatever_the_batch() {
+    let (model, grad) = regression();
+    let s = settings(30, 10);
+    let truth = events(
+        &InterpreterExecutor { threads: 1 },
+        &model,
+        &grad,
+        &s,
+        &[0, 1],
+    );
+    for (batching, threads, chains) in [
+        (Batching::ProgramCounter, 1, vec![0, 1]),
+        (Batching::ProgramCounter, 2, (0..13).collect()),
+        (Batching::Local, 1, (0..5).collect()),
+    ] {
+        let ours = events(&batched(batching, threads), &model, &grad, &s, &chains);
+        for chain in [0, 1] {
+            assert_eq!(
+                ours[&chain],
+                truth[&chain],
+                "chain {chain}, {batching:?}, {threads} threads, {} chains",
+                chains.len()
+            );
+        }
+    }
+}
+
 /// Slow in a debug build on a shared machine: `cargo test --release --test
 /// run_batched -- --ignored`.
 #[test]
@@ -173,8 +238,11 @@ fn sixty_four_batched_chains_recover_the_reference_posterior() {
     // chain means) and all draws (for the sd).
     let mut draws: BTreeMap<String, Vec<Vec<f64>>> = BTreeMap::new();
     let mut finished = 0;
+    let mut gradient_evaluations = 0;
+    let mut batches = bat::sampler::BatchTotals::default();
     for event in rx {
         match event {
+            Event::Batches(totals) => batches.add(totals),
             Event::Iteration { chain, record } => {
                 for (name, value) in record.values.expect("kept") {
                     let mut flat = Vec::new();
@@ -191,13 +259,24 @@ fn sixty_four_batched_chains_recover_the_reference_posterior() {
                 }
             }
             Event::Finished { result, .. } => {
-                result.expect("chain finishes");
+                gradient_evaluations += result.expect("chain finishes").gradient_evaluations;
                 finished += 1;
             }
             Event::Adaptation { .. } => {}
         }
     }
     assert_eq!(finished, 64);
+    // Every gradient was evaluated in a batched call, and the chains met
+    // at the gradient: 64 chains on 2 threads are two sub-batches of 32;
+    // the gradient barrier keeps the calls well filled.
+    assert_eq!(batches.lanes, gradient_evaluations);
+    assert_eq!(batches.slots, 32 * batches.calls);
+    let utilization = batches.utilization().expect("batched calls");
+    assert!(
+        utilization > 0.5,
+        "gradient calls were {:.0}% full on average ({batches:?})",
+        100.0 * utilization
+    );
     let reference: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
             posteriordb().join("eight_schools-eight_schools_noncentered/reference.json"),

@@ -7,9 +7,9 @@
 //! result (value, error, printed output, target, gradient, stacks,
 //! random stream) is exactly what the scalar reference interpreter
 //! (`language::interp`) gives for that lane alone; inactive lanes are
-//! untouched. Sums over a shared matrix times per-lane vectors (GEMM) may
-//! differ from the interpreter's summation order by rounding (≤ 1e-12
-//! relative).
+//! untouched. Shared-matrix × per-lane-vector products run as one
+//! lane-parallel matrix product that sums in the interpreter's order, so
+//! they are bit-identical too.
 
 pub mod eval;
 pub mod exec;

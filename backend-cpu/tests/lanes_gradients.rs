@@ -3,10 +3,8 @@
 //! gradient program runs on a batch of Z lanes (Z = 1, 7, 64), each with
 //! its own random θ, through the batched ops and the structured test
 //! driver; each lane's log density and gradient (or error) must equal
-//! `Model::log_density_gradient` on that lane's θ — exactly, or when
-//! products with shared matrices run as GEMM within 1e-12 relative (the
-//! log density) and 1e-12 relative to the gradient's max norm (each
-//! component).
+//! `Model::log_density_gradient` on that lane's θ exactly (bit for bit,
+//! also when products with shared matrices run as one batched product).
 //! Models that cannot run are listed with the reason in
 //! `lanes_gradients_exceptions.txt`; a listed model that runs fails the test.
 
@@ -131,7 +129,7 @@ fn check(case: &Case, sizes: &[usize]) -> Result<(), String> {
                         branching: Branching::Mask,
                         gemm: true,
                     },
-                    1e-12,
+                    0.0,
                 ),
             ] {
                 let ours = structured::log_density_gradient(&model, &g, &thetas, jacobian, options)

@@ -174,6 +174,14 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
             return Err(Reported);
         }
     };
+    if let Some(utilization) = report.batches.utilization() {
+        eprintln!(
+            "{} gradient evaluations in {} batched calls ({:.0}% of the lanes of each call on average)",
+            report.gradient_evaluations,
+            report.batches.calls,
+            100.0 * utilization
+        );
+    }
     let interrupted = STOP.load(Ordering::SeqCst);
     let failures: Vec<&ChainError> = report
         .chain_errors

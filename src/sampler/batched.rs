@@ -8,20 +8,19 @@
 //!
 //! Lane `i` is chain `chains[i]` with the interpreter executor's arguments
 //! and random stream, so its draws are the interpreter executor's
-//! (bit for bit without GEMM; shared-matrix products as one GEMM may round
-//! differently, ≤ 1e-12 relative) whatever the number of chains, the
+//! (bit for bit, shared-matrix products included) whatever the number of chains, the
 //! executor or the split over threads.
 
 use super::executor::{chain_error, chain_start};
 use super::host::ChainHost;
 use super::program::{CHAIN_FUNCTION, nuts_program};
-use super::{ChainJob, ChainTotals, Event, SamplerExecutor};
+use super::{BatchTotals, ChainJob, ChainTotals, Event, SamplerExecutor};
 use backend_cpu::exec::{BatchHost, BatchedModel, Batching, ExecConfig, LaneResult};
 use backend_cpu::lanes::{Lanes, Slot};
 use language::data::DataFile;
 use language::interp::{Model, RuntimeError};
 use language::value::Value;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
@@ -44,7 +43,9 @@ impl SamplerExecutor for BatchedExecutor {
             .iter()
             .map(|&chain| Mutex::new(chain_start(job, chain, events.clone(), stop).0))
             .collect();
-        let results = self.run_lanes(job, chains, &hosts, events, stop);
+        let counters = BatchCounters::default();
+        let results = self.run_lanes(job, chains, &hosts, &counters, events, stop);
+        let _ = events.send(Event::Batches(counters.totals()));
         for (i, &chain) in chains.iter().enumerate() {
             let mut host = hosts[i].lock().unwrap_or_else(|e| e.into_inner());
             let result = match &results {
@@ -93,6 +94,7 @@ impl BatchedExecutor {
         job: &ChainJob<'_>,
         chains: &[usize],
         hosts: &[Mutex<ChainHost>],
+        counters: &BatchCounters,
         events: &Sender<Event>,
         stop: &AtomicBool,
     ) -> Result<Vec<LaneResult<Option<Value>>>, String> {
@@ -129,8 +131,27 @@ impl BatchedExecutor {
                 hosts: &hosts[range],
                 gradient: &gradient,
                 n,
+                counters,
             })
             .map_err(|e| format!("internal error: the batched sampler: {e}"))
+    }
+}
+
+/// Counts of the batched gradient evaluations of all sub-batches.
+#[derive(Default)]
+struct BatchCounters {
+    calls: AtomicU64,
+    lanes: AtomicU64,
+    slots: AtomicU64,
+}
+
+impl BatchCounters {
+    fn totals(&self) -> BatchTotals {
+        BatchTotals {
+            calls: self.calls.load(Ordering::Relaxed),
+            lanes: self.lanes.load(Ordering::Relaxed),
+            slots: self.slots.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -140,6 +161,7 @@ struct SamplerHost<'a, 'm> {
     gradient: &'a BatchedModel,
     /// Unconstrained coordinates of the model.
     n: usize,
+    counters: &'a BatchCounters,
 }
 
 impl<'m> SamplerHost<'_, 'm> {
@@ -152,6 +174,13 @@ impl<'m> SamplerHost<'_, 'm> {
     /// One batched evaluation for all `lanes`, each answered as its
     /// chain's host answers a scalar evaluation.
     fn gradients(&self, lanes: &Lanes, theta: &Slot) -> Vec<LaneResult<Option<Value>>> {
+        self.counters.calls.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .lanes
+            .fetch_add(lanes.len() as u64, Ordering::Relaxed);
+        self.counters
+            .slots
+            .fetch_add(self.hosts.len() as u64, Ordering::Relaxed);
         let thetas: Vec<Vec<f64>> = lanes
             .iter()
             .map(|l| match theta.lane_value(l) {

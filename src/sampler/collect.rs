@@ -51,6 +51,8 @@ pub struct RunReport {
     /// Post-warmup iterations whose tree reached the maximum depth.
     pub max_depth_hits: usize,
     pub gradient_evaluations: u64,
+    /// How full the batched gradient evaluations were (batched executors).
+    pub batches: super::BatchTotals,
     /// Post-warmup draws written over all chains.
     pub draws_written: usize,
     /// The draws file exists (at least one draw was kept).
@@ -126,6 +128,7 @@ pub fn collect(
                         .copy_from_slice(&inv_metric);
                 }
             }
+            Event::Batches(totals) => report.batches.add(totals),
             Event::Finished { chain, result } => {
                 state.chains_finished += 1;
                 match result {

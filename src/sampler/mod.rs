@@ -128,6 +128,33 @@ pub enum Event {
         chain: usize,
         result: Result<ChainTotals, ChainError>,
     },
+    /// How a batched executor evaluated gradients (once per sub-batch).
+    Batches(BatchTotals),
+}
+
+/// Batched gradient evaluations of one batch of chains: how full they were.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchTotals {
+    /// Batched gradient evaluations (calls of the model's gradient).
+    pub calls: u64,
+    /// Lanes evaluated over all calls (useful gradient evaluations).
+    pub lanes: u64,
+    /// Lane slots offered: calls × lanes in the batch. `lanes / slots` is
+    /// the gradient utilization.
+    pub slots: u64,
+}
+
+impl BatchTotals {
+    pub fn add(&mut self, other: BatchTotals) {
+        self.calls += other.calls;
+        self.lanes += other.lanes;
+        self.slots += other.slots;
+    }
+
+    /// Useful gradient evaluations per lane slot of the batched calls.
+    pub fn utilization(&self) -> Option<f64> {
+        (self.slots > 0).then(|| self.lanes as f64 / self.slots as f64)
+    }
 }
 
 /// Work done by a finished chain.

@@ -1,13 +1,12 @@
 //! Shared matrix × per-lane vectors as one matrix-matrix product: a dense
 //! vector slot `[D][Z]` is a row-major D×Z matrix, so `X v` for all lanes
-//! is X (N×D, column-major) · V (D×Z) → `[N][Z]`.
+//! is X (N×D, column-major) · V (D×Z) → `[N][Z]`, computed by bat's own
+//! lane-parallel kernel ([`lane_product`]) so that every lane's result is
+//! the interpreter's, bit for bit.
 
 use crate::lanes::{Dense, Slot};
 use language::data::Shape;
 use language::value::Value;
-
-/// Batches smaller than this multiply lane by lane (see [`product`]).
-const SMALL_BATCH: usize = 8;
 
 /// `a * b` with `a` a shared matrix (`transposed`: its transpose) and `b`
 /// a dense vector, or `a` a dense row vector and `b` a shared matrix.
@@ -79,44 +78,185 @@ fn product(
     let z = v.z;
     let mut out = crate::lanes::pool::buffer(m * z);
     out.resize(m * z, 0.0);
-    if z < SMALL_BATCH {
-        // Few lanes: packing the shared matrix for GEMM costs more than
-        // the product. Each output sums over p in ascending order from 0,
-        // as the interpreter's loop does, so results are bit-identical;
-        // the loop nest follows the matrix's contiguous direction.
-        let mut add = |i: usize, p: usize| {
-            let aip = a[i * rsa + p * csa];
-            let vp = &v.data[p * z..(p + 1) * z];
-            for (o, &x) in out[i * z..(i + 1) * z].iter_mut().zip(vp) {
-                *o += aip * x;
-            }
-        };
-        if rsa == 1 {
-            (0..k).for_each(|p| (0..m).for_each(|i| add(i, p)));
-        } else {
-            (0..m).for_each(|i| (0..k).for_each(|p| add(i, p)));
-        }
-    } else if m > 0 {
-        // SAFETY: the strides describe `a` (m×k within a.len()), `v.data`
-        // (k×z row-major) and `out` (m×z row-major), all in bounds.
-        unsafe {
-            matrixmultiply::dgemm(
+    if m > 0 && k > 0 {
+        lane_product(
+            Strided {
+                data: a,
                 m,
                 k,
-                z,
-                1.0,
-                a.as_ptr(),
-                rsa as isize,
-                csa as isize,
-                v.data.as_ptr(),
-                z as isize,
-                1,
-                0.0,
-                out.as_mut_ptr(),
-                z as isize,
-                1,
-            );
-        }
+                rsa,
+                csa,
+            },
+            &v.data,
+            z,
+            &mut out,
+        );
     }
     Dense::new(shape, z, out)
+}
+
+/// A shared matrix A (m×k): element (i, p) is `data[i * rsa + p * csa]`.
+#[derive(Clone, Copy)]
+struct Strided<'a> {
+    data: &'a [f64],
+    m: usize,
+    k: usize,
+    rsa: usize,
+    csa: usize,
+}
+
+/// `out[i][l] = Σ_p A[i, p] · V[p][l]` for all lanes `l < z` (V and out
+/// row-major `[row][lane]`).
+///
+/// Every output element is summed over p = 0, 1, ..., k−1 in that order,
+/// from 0.0, with a separate multiply and add: exactly the scalar
+/// interpreter's loop. So each lane's result is bit-identical to the
+/// interpreter's and never depends on how many lanes share the batch or
+/// where the lane sits in it — a chain's draws are the same whatever
+/// `--chains`, `--threads` or `--batching` (a BLAS GEMM blocks the sum
+/// differently by position and would break that). Speed comes from
+/// running 8 lanes × 4 rows at once (lanes are contiguous, so the inner
+/// loop is SIMD over lanes), blocks of rows that stay in cache while the
+/// lanes stream past, and AVX2 where the CPU has it.
+fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
+    assert!(a.m == 0 || a.k == 0 || (a.m - 1) * a.rsa + (a.k - 1) * a.csa < a.data.len());
+    assert!(v.len() >= a.k * z && out.len() >= a.m * z);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked above).
+        return unsafe { lane_product_avx2(a, v, z, out) };
+    }
+    lane_product_any(a, v, z, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn lane_product_avx2(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
+    lane_product_any(a, v, z, out)
+}
+
+/// Lanes per register block.
+const LANES: usize = 8;
+/// Rows per register block.
+const ROWS: usize = 4;
+/// Rows whose part of A stays in cache while every lane block passes.
+const ROW_BLOCK: usize = 64;
+
+#[inline(always)]
+fn lane_product_any(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
+    let at = |i: usize, p: usize| a.data[i * a.rsa + p * a.csa];
+    for i_block in (0..a.m).step_by(ROW_BLOCK) {
+        let i_end = (i_block + ROW_BLOCK).min(a.m);
+        let mut l0 = 0;
+        while l0 + LANES <= z {
+            let mut i0 = i_block;
+            while i0 + ROWS <= i_end {
+                let mut acc = [[0.0f64; LANES]; ROWS];
+                for p in 0..a.k {
+                    let vp: &[f64; LANES] = v[p * z + l0..p * z + l0 + LANES]
+                        .try_into()
+                        .expect("a block of lanes");
+                    for (r, acc) in acc.iter_mut().enumerate() {
+                        let x = at(i0 + r, p);
+                        for (o, &y) in acc.iter_mut().zip(vp) {
+                            *o += x * y;
+                        }
+                    }
+                }
+                for (r, acc) in acc.iter().enumerate() {
+                    out[(i0 + r) * z + l0..(i0 + r) * z + l0 + LANES].copy_from_slice(acc);
+                }
+                i0 += ROWS;
+            }
+            for i in i0..i_end {
+                let mut acc = [0.0f64; LANES];
+                for p in 0..a.k {
+                    let x = at(i, p);
+                    for (o, &y) in acc.iter_mut().zip(&v[p * z + l0..p * z + l0 + LANES]) {
+                        *o += x * y;
+                    }
+                }
+                out[i * z + l0..i * z + l0 + LANES].copy_from_slice(&acc);
+            }
+            l0 += LANES;
+        }
+        // The last lanes (fewer than a block), one at a time.
+        for i in i_block..i_end {
+            for l in l0..z {
+                let mut sum = 0.0;
+                for p in 0..a.k {
+                    sum += at(i, p) * v[p * z + l];
+                }
+                out[i * z + l] = sum;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The interpreter's loop for one lane: Σ_p in ascending order from 0.
+    fn reference(a: Strided, v: &[f64], z: usize, l: usize) -> Vec<f64> {
+        (0..a.m)
+            .map(|i| {
+                let mut s = 0.0;
+                for p in 0..a.k {
+                    s += a.data[i * a.rsa + p * a.csa] * v[p * z + l];
+                }
+                s
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_lane_equals_the_scalar_loop_bit_for_bit_whatever_the_batch() {
+        // Odd sizes exercise the row and lane remainders; both layouts of A.
+        let (m, k) = (70, 13);
+        let data: Vec<f64> = (0..m * k)
+            .map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.3)
+            .collect();
+        let lane = |l: usize| -> Vec<f64> {
+            (0..k)
+                .map(|p| ((p * 13 + l * 7) % 29) as f64 / 3.1 - 4.0)
+                .collect()
+        };
+        for (rsa, csa) in [(1, m), (k, 1)] {
+            let a = Strided {
+                data: &data,
+                m,
+                k,
+                rsa,
+                csa,
+            };
+            let mut seen: Option<Vec<f64>> = None;
+            for z in [1, 7, 8, 19, 64] {
+                // Lane 0 holds the same vector in every batch size.
+                let mut v = vec![0.0; k * z];
+                for l in 0..z {
+                    for (p, x) in lane(l).into_iter().enumerate() {
+                        v[p * z + l] = x;
+                    }
+                }
+                let mut out = vec![f64::NAN; m * z];
+                lane_product(a, &v, z, &mut out);
+                for l in 0..z {
+                    let got: Vec<f64> = (0..m).map(|i| out[i * z + l]).collect();
+                    let want = reference(a, &v, z, l);
+                    assert!(
+                        got.iter()
+                            .zip(&want)
+                            .all(|(g, w)| g.to_bits() == w.to_bits()),
+                        "lane {l} of {z} differs"
+                    );
+                }
+                let lane0: Vec<f64> = (0..m).map(|i| out[i * z]).collect();
+                if let Some(prev) = &seen {
+                    assert_eq!(prev, &lane0);
+                }
+                seen = Some(lane0);
+            }
+        }
+    }
 }

@@ -90,8 +90,9 @@ pub struct ExecConfig {
     pub max_sub_batch: usize,
     /// Nested user-function calls allowed per lane.
     pub max_depth: usize,
-    /// Shared-matrix × per-lane-vector products as one GEMM (rounding may
-    /// differ from the interpreter's loop by ≤ 1e-12 relative).
+    /// Shared-matrix × per-lane-vector products as one lane-parallel
+    /// matrix product (bit-identical to the lane-by-lane loop; off: lane
+    /// by lane).
     pub gemm: bool,
     /// External functions the host synchronizes lanes at: a block that
     /// calls one runs only when no other block has waiting lanes, so one

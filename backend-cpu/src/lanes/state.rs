@@ -54,9 +54,9 @@ pub struct State<'p> {
     pub status: Vec<LaneStatus>,
     /// Lines printed, per lane.
     pub output: Vec<Vec<String>>,
-    /// Run shared-matrix × per-lane-vector products as one GEMM (rounding
-    /// differs from the interpreter's loop); off, they run lane by lane
-    /// and match it bit for bit.
+    /// Run shared-matrix × per-lane-vector products as one lane-parallel
+    /// matrix product (bit-identical to the lane-by-lane loop; off: lane
+    /// by lane).
     pub gemm: bool,
     /// Number of failed lanes (0: every lane is running).
     failures: usize,

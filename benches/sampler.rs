@@ -1,0 +1,240 @@
+//! `cargo bench --bench sampler`: `bat run`'s sampler end to end (NUTS as
+//! a batched program, the model's batched gradient, the HDF5 draws file),
+//! for the three benchmark problems of issue 5 — eight schools
+//! (non-centered), a 100-dimensional correlated Gaussian and the N = 10,000,
+//! D = 100 logistic regression (run `scripts/setup.sh` first: it generates
+//! that data set) — over several chain counts, with program-counter (`pc`)
+//! and local static (`local`) batching. Prints a table:
+//!
+//! - wall: seconds for the whole run (warmup + sampling + writing);
+//! - grads: gradient evaluations of all chains (all useful: every batched
+//!   call evaluates exactly the chains waiting for a gradient);
+//! - grad/s: grads ÷ wall;
+//! - util: gradient utilization, grads ÷ (batched calls × chains per
+//!   sub-batch): how full the batched gradient calls were on average
+//!   (chains that finished early or wait elsewhere leave slots empty);
+//! - min ESS_bulk and min ESS_bulk ÷ wall over the posterior quantities.
+//!
+//! Settings (environment): `BAT_BENCH_WARMUP` / `BAT_BENCH_SAMPLES`
+//! (default 200 each; Stan's 1000 each takes much longer here),
+//! `BAT_BENCH_CHAINS` (default `1,4,64,1024`), `BAT_BENCH_PROBLEMS`
+//! (default `eight_schools,gaussian_100,logistic`), `BAT_BENCH_BATCHING`
+//! (default `pc,local`), `BAT_BENCH_THREADS` (default 0: all cores). The
+//! logistic regression runs at most 64 chains unless `BAT_BENCH_FULL=1`
+//! (1024 of its chains take hours on a 2-core machine).
+
+use bat::output::RunMetadata;
+use bat::sampler::collect::OutputSpec;
+use bat::sampler::{
+    BatchedExecutor, ChainJob, Init, Progress, ProgressState, RunReport, SamplerExecutor, Settings,
+    collect,
+};
+use language::data::DataFile;
+use language::interp::Model;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::time::Instant;
+
+struct Problem {
+    name: &'static str,
+    model: &'static str,
+    data: &'static str,
+    /// Chain counts above this need `BAT_BENCH_FULL=1`.
+    max_chains: usize,
+}
+
+const PROBLEMS: &[Problem] = &[
+    Problem {
+        name: "eight_schools",
+        model: "eight_schools_noncentered.bat",
+        data: "eight_schools_noncentered.data.json",
+        max_chains: usize::MAX,
+    },
+    Problem {
+        name: "gaussian_100",
+        model: "correlated_gaussian_100.bat",
+        data: "correlated_gaussian_100.data.json",
+        max_chains: usize::MAX,
+    },
+    Problem {
+        name: "logistic",
+        model: "logistic_regression.bat",
+        data: "logistic_regression.data.json",
+        max_chains: 64,
+    },
+];
+
+struct Quiet;
+
+impl Progress for Quiet {
+    fn update(&mut self, _: &ProgressState) {}
+}
+
+fn env_or(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_string())
+}
+
+fn list(name: &str, default: &str) -> Vec<String> {
+    env_or(name, default)
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+struct Measured {
+    wall: f64,
+    report: RunReport,
+    min_ess_bulk: f64,
+}
+
+fn run(
+    model: &Model,
+    grad: &language::ad::GradProgram,
+    settings: &Settings,
+    executor: &BatchedExecutor,
+    chains: usize,
+    output: &Path,
+) -> Measured {
+    let spec = OutputSpec {
+        path: output,
+        meta: RunMetadata {
+            model_name: model.program().name.clone(),
+            model_source: String::new(),
+            data_path: None,
+            seed: settings.seed,
+            settings_json: "{}".into(),
+        },
+        n_chains: chains,
+        dim: model.num_unconstrained(),
+        settings,
+    };
+    let job = ChainJob {
+        model,
+        grad,
+        settings,
+    };
+    let ids: Vec<usize> = (0..chains).collect();
+    let stop = AtomicBool::new(false);
+    let started = Instant::now();
+    let (tx, rx) = mpsc::channel();
+    let report = std::thread::scope(|scope| {
+        let (job, ids, stop) = (&job, &ids, &stop);
+        scope.spawn(move || executor.run(job, ids, &tx, stop));
+        collect(rx, &spec, &mut Quiet)
+    })
+    .expect("the draws file is written");
+    let wall = started.elapsed().as_secs_f64();
+    assert!(
+        report.chain_errors.is_empty(),
+        "chains failed: {:?}",
+        report.chain_errors
+    );
+    let summary = bat::summary::report_for_file(output).expect("the draws file reads back");
+    let min_ess_bulk = summary
+        .quantities
+        .iter()
+        .filter(|q| q.name != "lp__")
+        .map(|q| q.ess_bulk)
+        .fold(f64::INFINITY, f64::min);
+    Measured {
+        wall,
+        report,
+        min_ess_bulk,
+    }
+}
+
+fn main() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let warmup = number("BAT_BENCH_WARMUP", 200);
+    let samples = number("BAT_BENCH_SAMPLES", 200);
+    let threads = number("BAT_BENCH_THREADS", 0);
+    let full = env_or("BAT_BENCH_FULL", "0") == "1";
+    let chain_counts: Vec<usize> = list("BAT_BENCH_CHAINS", "1,4,64,1024")
+        .iter()
+        .filter_map(|c| c.parse().ok())
+        .collect();
+    let problems = list("BAT_BENCH_PROBLEMS", "eight_schools,gaussian_100,logistic");
+    let batchings = list("BAT_BENCH_BATCHING", "pc,local");
+    let dir = std::env::temp_dir().join(format!("bat-bench-sampler-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    println!(
+        "bat run, NUTS: {warmup} warmup + {samples} sampling iterations per chain, threads {}",
+        if threads == 0 {
+            "all cores".to_string()
+        } else {
+            threads.to_string()
+        }
+    );
+    println!(
+        "{:<14} {:>5} {:>6} {:>9} {:>11} {:>11} {:>6} {:>10} {:>10}",
+        "problem", "batch", "chains", "wall s", "grads", "grad/s", "util", "min ESS", "ESS/s"
+    );
+    for problem in PROBLEMS
+        .iter()
+        .filter(|p| problems.iter().any(|n| n == p.name))
+    {
+        let source = std::fs::read_to_string(examples.join(problem.model)).expect("example model");
+        let Ok(data_text) = std::fs::read_to_string(examples.join(problem.data)) else {
+            println!("{:<14} missing data (run scripts/setup.sh)", problem.name);
+            continue;
+        };
+        let (program, diagnostics) = language::compile_model(&source, problem.name);
+        let program = program.unwrap_or_else(|| panic!("{}: {diagnostics:?}", problem.model));
+        let data = DataFile::parse(&data_text).expect("example data");
+        let model = Model::new(&program, &data).expect("the data fit the model");
+        let grad = language::ad::gradient(&program).expect("the model differentiates");
+        for batching in &batchings {
+            let batching = match batching.as_str() {
+                "pc" => backend_cpu::exec::Batching::ProgramCounter,
+                "local" => backend_cpu::exec::Batching::Local,
+                other => panic!("BAT_BENCH_BATCHING: unknown `{other}`"),
+            };
+            let executor = BatchedExecutor {
+                batching,
+                threads,
+                gemm: true,
+            };
+            for &chains in &chain_counts {
+                if chains > problem.max_chains && !full {
+                    continue;
+                }
+                let settings = Settings {
+                    num_warmup: warmup,
+                    num_samples: samples,
+                    thin: 1,
+                    max_depth: 10,
+                    adapt_delta: 0.8,
+                    save_warmup: false,
+                    seed: 20240601,
+                    init: Init::Radius(2.0),
+                };
+                let output = dir.join(format!("{}-{}-{chains}.h5", problem.name, batching.name()));
+                let m = run(&model, &grad, &settings, &executor, chains, &output);
+                let _ = std::fs::remove_file(&output);
+                let grads = m.report.gradient_evaluations;
+                println!(
+                    "{:<14} {:>5} {:>6} {:>9.2} {:>11} {:>11.0} {:>5.0}% {:>10.0} {:>10.1}",
+                    problem.name,
+                    batching.name(),
+                    chains,
+                    m.wall,
+                    grads,
+                    grads as f64 / m.wall,
+                    100.0 * m.report.batches.utilization().unwrap_or(f64::NAN),
+                    m.min_ess_bulk,
+                    m.min_ess_bulk / m.wall,
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
