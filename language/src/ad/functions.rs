@@ -440,25 +440,3 @@ fn collect_calls(stmts: &[Stmt], out: &mut Vec<FunId>) {
         }
     });
 }
-
-/// Number of AD stacks the program's functions use (one past the
-/// largest stack they push or pop).
-pub(super) fn stacks_in_use(program: &crate::mir::Program) -> u32 {
-    let mut bodies: Vec<Stmt> = program
-        .functions
-        .iter()
-        .flat_map(|f| f.body.iter().cloned())
-        .collect();
-    let mut used = 0;
-    walk_stmts(&bodies, &mut |s| {
-        if let StmtKind::Push { stack, .. } = &s.kind {
-            used = used.max(stack.0 + 1);
-        }
-    });
-    for_each_expr(&mut bodies, &mut |e| {
-        if let ExprKind::Pop(stack) = &e.kind {
-            used = used.max(stack.0 + 1);
-        }
-    });
-    used
-}

@@ -66,7 +66,7 @@ impl Transformer {
             cond_temps: HashSet::new(),
             // Functions generated earlier (the reverse functions of ODE
             // right-hand sides, made at lowering) keep their own stacks.
-            stacks: super::functions::stacks_in_use(program),
+            stacks: crate::mir::visit::stacks_in_use(program),
             target_adj: VarId(0),
             diags: Vec::new(),
             no_save: HashSet::new(),

@@ -21,6 +21,9 @@ pub fn lower(
     num_ad_stacks: u32,
 ) -> Result<Program, Vec<Diagnostic>> {
     let mut mir = program.clone();
+    // Functions generated at lowering (reverse functions of ODE systems)
+    // have stacks of their own, even in programs that are not gradients.
+    let num_ad_stacks = num_ad_stacks.max(crate::mir::visit::stacks_in_use(program));
     let mut functions = Vec::new();
     let mut errors = Vec::new();
     for f in &program.functions {

@@ -18,6 +18,48 @@ pub fn for_each_program_expr(program: &mut Program, f: &mut dyn FnMut(&mut Expr)
     }
 }
 
+/// Number of AD stacks the program's functions use (one past the
+/// largest stack they push or pop).
+pub fn stacks_in_use(program: &Program) -> u32 {
+    let mut bodies: Vec<Stmt> = program
+        .functions
+        .iter()
+        .flat_map(|f| f.body.iter().cloned())
+        .collect();
+    let mut used = 0;
+    for_each_stmt(&bodies, &mut |s| {
+        if let StmtKind::Push { stack, .. } = &s.kind {
+            used = used.max(stack.0 + 1);
+        }
+    });
+    for_each_expr(&mut bodies, &mut |e| {
+        if let ExprKind::Pop(stack) = &e.kind {
+            used = used.max(stack.0 + 1);
+        }
+    });
+    used
+}
+
+/// Visit every statement of `stmts`, nested ones included.
+pub fn for_each_stmt(stmts: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+    for s in stmts {
+        f(s);
+        match &s.kind {
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                for_each_stmt(then, f);
+                for_each_stmt(otherwise, f);
+            }
+            StmtKind::While { body, .. }
+            | StmtKind::For { body, .. }
+            | StmtKind::ForDown { body, .. }
+            | StmtKind::Block(body) => for_each_stmt(body, f),
+            _ => {}
+        }
+    }
+}
+
 /// Visit every expression (and subexpression) of `stmts`.
 pub fn for_each_expr(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
     for s in stmts {
