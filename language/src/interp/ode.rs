@@ -116,15 +116,16 @@ impl<'v> Problem<'v> {
                     "{name}: times is not a valid sorted vector. The element at {} is {}, but \
                      should be greater than or equal to the previous element, {}",
                     i + 1,
-                    ts[i],
-                    ts[i - 1]
+                    stan_number(ts[i]),
+                    stan_number(ts[i - 1])
                 )));
             }
         }
         if !(t0 < ts[0]) {
             return Err(RuntimeError::rejection(format!(
-                "{name}: initial time is {t0}, but must be less than {}",
-                ts[0]
+                "{name}: initial time is {}, but must be less than {}",
+                stan_number(t0),
+                stan_number(ts[0])
             )));
         }
         let (mut rtol, mut atol, mut max_steps) = call.method.default_control();
@@ -140,7 +141,8 @@ impl<'v> Problem<'v> {
         for (what, x) in [("relative_tolerance", rtol), ("absolute_tolerance", atol)] {
             if !(x > 0.0 && x.is_finite()) {
                 return Err(RuntimeError::rejection(format!(
-                    "{name}: {what} is {x}, but must be positive finite!"
+                    "{name}: {what} is {}, but must be positive finite!",
+                    stan_number(x)
                 )));
             }
         }
@@ -163,6 +165,17 @@ impl<'v> Problem<'v> {
     }
 }
 
+/// A number as Stan's messages print it (`nan`, `inf`).
+fn stan_number(x: f64) -> String {
+    if x.is_nan() {
+        "nan".into()
+    } else if x.is_infinite() {
+        if x > 0.0 { "inf".into() } else { "-inf".into() }
+    } else {
+        x.to_string()
+    }
+}
+
 fn is_scalar(v: &Value) -> bool {
     matches!(v, Value::Int(_) | Value::Real(_))
 }
@@ -179,7 +192,7 @@ fn check_finite(name: &str, what: &str, xs: &[f64], indexed: bool) -> Result<()>
             };
             Err(RuntimeError::rejection(format!(
                 "{name}: {what}{at} is {}, but must be finite!",
-                xs[i]
+                stan_number(xs[i])
             )))
         }
     }
