@@ -236,6 +236,17 @@ fn log_densities_at_stan_constrained_points() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// Models whose log density Stan evaluates too coarsely for its finite
+/// differences to approximate its gradient to 1e-5.
+const FINITE_DIFFERENCES_NOT_APPLICABLE: &[(&str, &str)] = &[(
+    "hudson_lynx_hare-lotka_volterra",
+    "its ODE is solved at rtol 1e-5, atol 1e-3, so the log density (Stan's to 1e-13 here, \
+     see log_densities_match_stan) moves by the solver's error as a parameter moves: its \
+     finite differences differ from Stan's own gradient by up to 4e-4 relative (Stan's oracle \
+     note says 6e-4). bat's gradient equals Stan's to 1e-6 and finite differences at \
+     tightened tolerances (tests/ad_gradients.rs).",
+)];
+
 /// Central finite differences of our log density (with Jacobian) against
 /// Stan's gradient at each oracle point: checks every coordinate's
 /// dependence, which the lp differences alone might miss.
@@ -253,6 +264,13 @@ fn finite_difference_gradients_match_stan() {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
         if name.starts_with("hmm_example") {
             continue; // different simplex parameterisation, see the exceptions
+        }
+        if let Some((_, why)) = FINITE_DIFFERENCES_NOT_APPLICABLE
+            .iter()
+            .find(|(n, _)| *n == name)
+        {
+            println!("{name}: not compared with finite differences: {why}");
+            continue;
         }
         let Ok(loaded) = load_posteriordb(dir) else {
             continue;

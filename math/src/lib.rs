@@ -51,6 +51,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod dual;
+pub mod ode;
 pub mod primitive;
 pub mod scalar;
 pub mod transforms;

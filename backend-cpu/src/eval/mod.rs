@@ -20,7 +20,8 @@
 //!   GEMM, derivative rules, argument checks): a batched kernel
 //!   ([`kernels`], [`gemm`]) using the same scalar functions as the
 //!   interpreter, so results are bit-identical (GEMM: rounding only);
-//! - anything else: the interpreter's code lane by lane ([`per_lane`]).
+//! - anything else (e.g. ODE solves): the interpreter's code lane by lane
+//!   ([`per_lane`]).
 
 mod gemm;
 pub(crate) mod index;
@@ -138,6 +139,20 @@ pub fn eval(e: &Expr, st: &mut State, active: &Lanes) -> Result<Arc<Slot>> {
         ExprKind::ZerosLike(inner) => {
             let inner = eval(inner, st, active)?;
             Arc::new(zeros_like(&inner, st, active, e.span))
+        }
+        // An ODE solve runs the interpreter's solver lane by lane (its
+        // system function is MIR, run by the interpreter).
+        ExprKind::Ode(call) => {
+            let operands: Vec<Arc<Slot>> = call
+                .operands()
+                .into_iter()
+                .map(|a| eval(a, st, active))
+                .collect::<Result<_>>()?;
+            let refs: Vec<&Slot> = operands.iter().map(|a| &**a).collect();
+            let program = st.program;
+            Arc::new(per_lane(st, active, e.span, &refs, |vals| {
+                lane::ode(program, call, vals)
+            }))
         }
     })
 }

@@ -49,6 +49,17 @@ impl Transformer {
                 let atoms = args.iter().map(|a| self.anf_into(a, stmts)).collect();
                 self.bind(rebuild(ExprKind::Call(*f, atoms)), stmts)
             }
+            ExprKind::Ode(call) => {
+                let atoms = call
+                    .operands()
+                    .into_iter()
+                    .map(|a| self.anf_into(a, stmts))
+                    .collect();
+                self.bind(
+                    rebuild(ExprKind::Ode(Box::new(call.with_operands(atoms)))),
+                    stmts,
+                )
+            }
             ExprKind::Index(base, idx) => {
                 let base = self.anf_into(base, stmts);
                 let base = self.as_var_atom(base, stmts);

@@ -27,9 +27,8 @@ use std::collections::{HashMap, HashSet};
 
 use super::normalize::Returns;
 use super::sweep::{Ctx, Transformer};
-use crate::mir::{
-    Expr, ExprKind, FunId, Index, LValue, Origin, Printable, Stmt, StmtKind, VarId, VarInfo,
-};
+use crate::mir::visit::for_each_expr;
+use crate::mir::{Expr, ExprKind, FunId, LValue, Origin, Stmt, StmtKind, VarId, VarInfo};
 use crate::span::Span;
 use crate::types::{AdLevel, Type};
 
@@ -440,113 +439,4 @@ fn collect_calls(stmts: &[Stmt], out: &mut Vec<FunId>) {
             out.push(f);
         }
     });
-}
-
-/// Visit every expression (and subexpression) of `stmts`.
-fn for_each_expr(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
-    for s in stmts {
-        match &mut s.kind {
-            StmtKind::Decl { init, .. } => init.iter_mut().for_each(|e| expr(e, f)),
-            StmtKind::Assign { lhs, rhs } | StmtKind::AddAssign { lhs, rhs } => {
-                lvalue(lhs, f);
-                expr(rhs, f);
-            }
-            StmtKind::Unpack { lhs, rhs } => {
-                lhs.iter_mut().for_each(|l| lvalue(l, f));
-                expr(rhs, f);
-            }
-            StmtKind::TargetAdd(e)
-            | StmtKind::JacobianAdd(e)
-            | StmtKind::Effect(e)
-            | StmtKind::Let { value: e, .. }
-            | StmtKind::Push { value: e, .. } => expr(e, f),
-            StmtKind::Return(e) => e.iter_mut().for_each(|e| expr(e, f)),
-            StmtKind::If {
-                cond,
-                then,
-                otherwise,
-            } => {
-                expr(cond, f);
-                for_each_expr(then, f);
-                for_each_expr(otherwise, f);
-            }
-            StmtKind::While { cond, body } => {
-                expr(cond, f);
-                for_each_expr(body, f);
-            }
-            StmtKind::For {
-                lower, upper, body, ..
-            }
-            | StmtKind::ForDown {
-                lower, upper, body, ..
-            } => {
-                expr(lower, f);
-                expr(upper, f);
-                for_each_expr(body, f);
-            }
-            StmtKind::Block(b) => for_each_expr(b, f),
-            StmtKind::Print(ps) | StmtKind::Reject(ps) | StmtKind::FatalError(ps) => {
-                for p in ps {
-                    if let Printable::Expr(e) = p {
-                        expr(e, f);
-                    }
-                }
-            }
-            StmtKind::CheckConstraint { .. }
-            | StmtKind::Break
-            | StmtKind::Continue
-            | StmtKind::ReadParam { .. }
-            | StmtKind::ParamAdjoint { .. } => {}
-        }
-    }
-}
-
-fn lvalue(lv: &mut LValue, f: &mut dyn FnMut(&mut Expr)) {
-    for step in &mut lv.path {
-        if let crate::mir::LValueStep::Index(idx) = step {
-            indexes(idx, f);
-        }
-    }
-}
-
-fn indexes(idx: &mut [Index], f: &mut dyn FnMut(&mut Expr)) {
-    for i in idx {
-        match i {
-            Index::All => {}
-            Index::Single(e) | Index::Multi(e) | Index::Upfrom(e) | Index::Downto(e) => expr(e, f),
-            Index::Between(a, b) => {
-                expr(a, f);
-                expr(b, f);
-            }
-        }
-    }
-}
-
-fn expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
-    f(e);
-    match &mut e.kind {
-        ExprKind::Prim(_, args)
-        | ExprKind::Call(_, args)
-        | ExprKind::ArrayLit(args)
-        | ExprKind::RowVectorLit(args)
-        | ExprKind::TupleLit(args)
-        | ExprKind::Partial { args, .. } => args.iter_mut().for_each(|a| expr(a, f)),
-        ExprKind::Index(base, idx) => {
-            expr(base, f);
-            indexes(idx, f);
-        }
-        ExprKind::TupleProj(base, _) | ExprKind::ZerosLike(base) => expr(base, f),
-        ExprKind::Cond(a, b, c) => {
-            expr(a, f);
-            expr(b, f);
-            expr(c, f);
-        }
-        ExprKind::Int(_)
-        | ExprKind::Real(_)
-        | ExprKind::Imag(_)
-        | ExprKind::Var(_)
-        | ExprKind::Target
-        | ExprKind::JacobianOn
-        | ExprKind::Pop(_) => {}
-    }
 }

@@ -55,6 +55,17 @@
 //! Recomputations call *quiet* copies (`f__quiet`) of functions that add to
 //! the target or print.
 //!
+//! # ODE solvers (`ode.rs`)
+//! `ode_rk45`, `ode_bdf`, … and `integrate_ode_*` are differentiated with
+//! forward sensitivities, as Stan: a solve with autodiff inputs integrates
+//! the state together with ∂y/∂y₀ and ∂y/∂θ under the solver's error
+//! control, the right-hand side's Jacobians coming from its reverse
+//! function (generated at lowering by [`attach_ode_sensitivities`], one
+//! vector-Jacobian product per state). The reverse sweep evaluates the
+//! solve again in reverse mode, which contracts the solution's adjoint
+//! with the sensitivities (and with f at the output and initial times for
+//! autodiff times).
+//!
 //! # Node kinds only gradient programs use
 //! `Push`, `Pop`, `AddAssign`, `ForDown`, `ReadParam`, `ParamAdjoint`,
 //! `Partial`, `ZerosLike`, and `JacobianOn` (1 when the Jacobian is on:
@@ -64,8 +75,8 @@
 //!
 //! # Not yet supported (a clear error, never a wrong gradient)
 //! `target()` read inside a loop, a branch or a differentiated user
-//! function (its forward value is not saved); complex parameters; ODE
-//! solvers; and
+//! function (its forward value is not saved); complex parameters; tuple
+//! or complex arguments of an ODE solver that depend on parameters; and
 //! primitives without a derivative rule in `vjp.rs` / `vjp_linalg.rs` (e.g.
 //! `sort_asc`, row-major `to_matrix`).
 
@@ -73,6 +84,7 @@ mod anf;
 mod control;
 mod functions;
 mod normalize;
+mod ode;
 mod sweep;
 mod vjp;
 mod vjp_linalg;
@@ -116,3 +128,4 @@ pub(crate) fn unsupported(what: impl std::fmt::Display, span: Span) -> Diagnosti
 }
 
 pub use crate::mir::print::print_grad_program;
+pub use ode::attach_ode_sensitivities;

@@ -64,7 +64,9 @@ impl Transformer {
             program: program.clone(),
             adj: HashMap::new(),
             cond_temps: HashSet::new(),
-            stacks: 0,
+            // Functions generated earlier (the reverse functions of ODE
+            // right-hand sides, made at lowering) keep their own stacks.
+            stacks: crate::mir::visit::stacks_in_use(program),
             target_adj: VarId(0),
             diags: Vec::new(),
             no_save: HashSet::new(),
@@ -213,6 +215,16 @@ impl Transformer {
             kind: StmtKind::Let { var, value },
             span,
         }
+    }
+
+    /// Number of stacks allocated so far.
+    pub(super) fn num_stacks(&self) -> u32 {
+        self.stacks
+    }
+
+    /// The diagnostics reported so far, taken out.
+    pub(super) fn take_diagnostics(&mut self) -> Vec<Diagnostic> {
+        std::mem::take(&mut self.diags)
     }
 
     pub(super) fn new_stack(&mut self) -> StackId {

@@ -57,6 +57,7 @@ impl Transformer {
                 });
             }
             ExprKind::Call(f, args) => self.call_vjp(*f, args, Some(tb), span, &mut out)?,
+            ExprKind::Ode(call) => self.ode_vjp(call, tb, span, &mut out)?,
             ExprKind::TupleLit(items) => {
                 for (k, item) in items.iter().enumerate() {
                     if !Self::is_real_valued(&item.ty) {

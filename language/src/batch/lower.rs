@@ -21,6 +21,9 @@ pub fn lower(
     num_ad_stacks: u32,
 ) -> Result<Program, Vec<Diagnostic>> {
     let mut mir = program.clone();
+    // Functions generated at lowering (reverse functions of ODE systems)
+    // have stacks of their own, even in programs that are not gradients.
+    let num_ad_stacks = num_ad_stacks.max(crate::mir::visit::stacks_in_use(program));
     let mut functions = Vec::new();
     let mut errors = Vec::new();
     for f in &program.functions {
@@ -506,6 +509,14 @@ impl<'a> FnBuilder<'a> {
                 var_expr(tmp, e.ty.clone(), span)
             }
             ExprKind::Prim(p, args) => rebuilt(ExprKind::Prim(*p, self.exprs_in_order(args)?)),
+            // A higher-order op: its system function is run by the
+            // executors' per-lane fallback, not by a call terminator; only
+            // calls inside its operands are hoisted.
+            ExprKind::Ode(call) => {
+                let operands: Vec<Expr> = call.operands().into_iter().cloned().collect();
+                let operands = self.exprs_in_order(&operands)?;
+                rebuilt(ExprKind::Ode(Box::new(call.with_operands(operands))))
+            }
             ExprKind::ArrayLit(items) => rebuilt(ExprKind::ArrayLit(self.exprs_in_order(items)?)),
             ExprKind::RowVectorLit(items) => {
                 rebuilt(ExprKind::RowVectorLit(self.exprs_in_order(items)?))
@@ -704,6 +715,7 @@ fn any_node(e: &Expr, pred: &dyn Fn(&Expr) -> bool) -> bool {
             any_node(base, pred) || index_exprs(idx).into_iter().any(|x| any_node(x, pred))
         }
         ExprKind::TupleProj(base, _) | ExprKind::ZerosLike(base) => any_node(base, pred),
+        ExprKind::Ode(call) => call.operands().into_iter().any(|x| any_node(x, pred)),
         ExprKind::Cond(c, t, f) => any_node(c, pred) || any_node(t, pred) || any_node(f, pred),
         ExprKind::Int(_)
         | ExprKind::Real(_)

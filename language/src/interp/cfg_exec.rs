@@ -9,7 +9,6 @@ use super::exec::{Flow, MAX_CALL_DEPTH, Machine, promote, truthy};
 use crate::batch::cfg::{BlockId, FunctionKind, Program, Terminator};
 use crate::mir::FunId;
 use crate::value::Value;
-use std::collections::HashMap;
 
 impl Model {
     /// [`Model::log_density_gradient`] by running the CFG `p` (lowered from
@@ -72,7 +71,7 @@ pub(super) fn run(
                     fun.name
                 )));
             }
-            let frame: HashMap<_, _> = fun.params.iter().copied().zip(args).collect();
+            let frame: super::exec::Frame = fun.params.iter().copied().zip(args).collect();
             let saved = m.locals.replace(frame);
             m.depth += 1;
             let result = run_blocks(m, p, f);

@@ -12,10 +12,34 @@ use crate::mir::{
 use crate::types::Type;
 use crate::value::Value;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Deepest user-function recursion before the run is stopped (kept low so
 /// an unoptimised build on a 2 MiB thread stack never overflows).
 pub const MAX_CALL_DEPTH: usize = 100;
+
+/// The variables of one user-function call. Keyed by small integers and
+/// built on every call: hashed by a multiplication, not SipHash (function
+/// calls dominate the cost of running ODE systems and the sampler).
+pub(crate) type Frame = HashMap<VarId, Value, BuildHasherDefault<VarIdHasher>>;
+
+/// Fibonacci hashing of a [`VarId`].
+#[derive(Default)]
+pub(crate) struct VarIdHasher(u64);
+
+impl Hasher for VarIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (self.0 ^ u64::from(i)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 /// How a statement finished.
 pub(crate) enum Flow {
@@ -35,7 +59,7 @@ pub(crate) struct Machine<'p> {
     pub globals: Vec<Option<Value>>,
     /// Variables of the user-function call being run (functions see only
     /// their own arguments and locals).
-    pub(crate) locals: Option<HashMap<VarId, Value>>,
+    pub(crate) locals: Option<Frame>,
     pub target: f64,
     pub jacobian: bool,
     pub output: Vec<String>,
@@ -105,7 +129,7 @@ impl<'p> Machine<'p> {
     }
 
     fn slot(&mut self, var: VarId) -> Result<&mut Value> {
-        let name = self.program.vars[var.0 as usize].name.clone();
+        let program = self.program;
         let i = var.0 as usize;
         if self.locals.is_none() && self.globals[i].is_none() {
             self.globals[i] = self.base.get(i).cloned().flatten();
@@ -115,7 +139,10 @@ impl<'p> Machine<'p> {
             None => self.globals[var.0 as usize].as_mut(),
         };
         found.ok_or_else(|| {
-            RuntimeError::fatal(format!("variable `{name}` assigned before declared"))
+            RuntimeError::fatal(format!(
+                "variable `{}` assigned before declared",
+                program.vars[i].name
+            ))
         })
     }
 
@@ -183,6 +210,14 @@ impl<'p> Machine<'p> {
             ExprKind::Pop(stack) => self.pop_stack(*stack)?,
             ExprKind::Partial { prim, arg, args } => self.partial(*prim, *arg, args)?,
             ExprKind::ZerosLike(inner) => super::grad::zeros_like(&self.eval(inner)?),
+            ExprKind::Ode(call) => {
+                let operands = call
+                    .operands()
+                    .into_iter()
+                    .map(|a| self.eval(a))
+                    .collect::<Result<Vec<_>>>()?;
+                super::ode::solve(self.program, call, &operands)?
+            }
         })
     }
 
@@ -227,7 +262,7 @@ impl<'p> Machine<'p> {
                 fun.name
             )));
         }
-        let mut frame = HashMap::new();
+        let mut frame = Frame::default();
         for (&var, value) in fun.args.iter().zip(args) {
             frame.insert(var, value);
         }

@@ -59,6 +59,16 @@ pub fn int_of(v: &Value) -> Result<i64> {
     super::values::int(v)
 }
 
+/// [`crate::mir::ExprKind::Ode`] of `program` at its evaluated operands
+/// (in [`crate::mir::OdeSolve::operands`] order).
+pub fn ode(
+    program: &crate::mir::Program,
+    call: &crate::mir::OdeSolve,
+    operands: &[Value],
+) -> Result<Value> {
+    super::ode::solve(program, call, operands)
+}
+
 /// [`crate::mir::ExprKind::ZerosLike`].
 pub fn zeros_like(v: &Value) -> Value {
     super::grad::zeros_like(v)

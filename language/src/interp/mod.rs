@@ -22,6 +22,7 @@ mod grad;
 mod index;
 pub mod lane;
 mod linalg;
+mod ode;
 mod pc_exec;
 mod prims;
 mod prims_matrix;

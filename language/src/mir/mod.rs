@@ -34,6 +34,10 @@
 //! - `_rng` primitives appear only where Stan allows random numbers
 //!   (transformed data, generated quantities, `_rng` functions); they have
 //!   no derivative rule.
+//! - ODE solver calls are [`ExprKind::Ode`] nodes; one with autodiff inputs
+//!   names the reverse function of its right-hand side, which lowering has
+//!   the AD generate ([`crate::ad`]), so the program's functions may include
+//!   such generated reverse functions (with `Push`/`Pop`) from the start.
 //!
 //! The reference semantics of every primitive and statement is the scalar
 //! interpreter, [`crate::interp`].
@@ -45,10 +49,13 @@ use crate::types::{AdLevel, Type};
 
 pub mod library;
 mod lower;
+pub mod ode;
 mod prim;
 pub mod print;
+pub mod visit;
 
 pub use lower::{NOT_YET_SUPPORTED, lower};
+pub use ode::{OdeMethod, OdeSolve, SystemVjp};
 pub use prim::Prim;
 
 /// Index into [`Program::vars`].
@@ -333,6 +340,9 @@ pub enum ExprKind {
     TupleLit(Vec<Expr>),
     /// The current value of the target (`target()`).
     Target,
+    /// A call of an ODE solver: the solution at the output times, or (in
+    /// gradient programs) the adjoints of its inputs ([`OdeSolve`]).
+    Ode(Box<OdeSolve>),
 
     // ---- produced by the gradient transformation (`crate::ad`) only
     /// Take the most recently pushed value off a stack.

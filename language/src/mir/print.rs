@@ -401,6 +401,32 @@ impl Printer<'_> {
             .join(", ")
     }
 
+    /// `ode_rk45(f, y0, t0, ts, args…)`, with the control arguments as
+    /// `control=(…)`, the sensitivity function as `vjp=f__rev…`, and in
+    /// reverse mode the solution's adjoint as `adjoint=…`.
+    fn ode(&self, call: &crate::mir::OdeSolve) -> String {
+        let mut parts = vec![self.p.functions[call.system.0 as usize].name.clone()];
+        parts.extend(
+            [&call.initial_state, &call.initial_time, &call.times]
+                .into_iter()
+                .chain(&call.args)
+                .map(|e| self.expr(e)),
+        );
+        if !call.control.is_empty() {
+            parts.push(format!("control=({})", self.list(&call.control)));
+        }
+        if let Some(s) = &call.sensitivity {
+            parts.push(format!(
+                "vjp={}",
+                self.p.functions[s.function.0 as usize].name
+            ));
+        }
+        if let Some(a) = &call.solution_adjoint {
+            parts.push(format!("adjoint={}", self.expr(a)));
+        }
+        format!("{}({})", call.name, parts.join(", "))
+    }
+
     fn expr(&self, e: &Expr) -> String {
         match &e.kind {
             ExprKind::Int(i) => i.to_string(),
@@ -428,6 +454,7 @@ impl Printer<'_> {
                 format!("d{}_{prim}({})", arg + 1, self.list(args))
             }
             ExprKind::ZerosLike(e) => format!("zeros_like({})", self.expr(e)),
+            ExprKind::Ode(call) => self.ode(call),
         }
     }
 }

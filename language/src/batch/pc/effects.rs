@@ -52,6 +52,9 @@ impl Effects {
             }
             ExprKind::Target => self.per_lane_source = true,
             ExprKind::Pop(stack) => self.pops.push(*stack),
+            // Runs user functions, which see only their arguments: a
+            // function of the operands.
+            ExprKind::Ode(call) => call.operands().into_iter().for_each(|a| self.expr(a)),
         }
     }
 

@@ -97,6 +97,12 @@ impl Lowerer<'_> {
                 Box::new(self.expr(t)),
                 Box::new(self.expr(f)),
             ),
+            ast::ExprKind::Call { name, args, .. }
+                if crate::mir::ode::method_of(&name.name).is_some() =>
+            {
+                let shape = crate::mir::ode::method_of(&name.name).expect("checked");
+                self.ode_call(&name.name, args, shape, span)
+            }
             ast::ExprKind::Call { name, args, .. } => {
                 let args: Vec<Expr> = args.iter().map(|a| self.expr(a)).collect();
                 match self.checked.calls.get(&span) {

@@ -5,6 +5,7 @@
 //! diagnostic at the construct, never a wrong program.
 
 mod expr;
+mod ode;
 mod stmt;
 
 use std::collections::HashMap;
@@ -31,7 +32,9 @@ pub fn lower(
     let mut lowerer = Lowerer::new(checked, name);
     lowerer.program(program);
     if lowerer.diags.is_empty() {
-        Ok(lowerer.out)
+        // ODE solves with autodiff inputs integrate their sensitivities,
+        // which need the reverse function of their right-hand side.
+        crate::ad::attach_ode_sensitivities(lowerer.out)
     } else {
         Err(lowerer.diags)
     }

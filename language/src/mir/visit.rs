@@ -1,0 +1,171 @@
+//! Visiting every expression of MIR statements, mutably.
+
+use super::{Expr, ExprKind, Index, LValue, Printable, Program, Stmt, StmtKind};
+
+/// Visit every expression (and subexpression) of a program's blocks and
+/// function bodies (not declared sizes or transform arguments).
+pub fn for_each_program_expr(program: &mut Program, f: &mut dyn FnMut(&mut Expr)) {
+    for block in [
+        &mut program.transformed_data,
+        &mut program.transformed_parameters,
+        &mut program.model,
+        &mut program.generated_quantities,
+    ] {
+        for_each_expr(block, f);
+    }
+    for fun in &mut program.functions {
+        for_each_expr(&mut fun.body, f);
+    }
+}
+
+/// Number of AD stacks the program's functions use (one past the
+/// largest stack they push or pop).
+pub fn stacks_in_use(program: &Program) -> u32 {
+    let mut bodies: Vec<Stmt> = program
+        .functions
+        .iter()
+        .flat_map(|f| f.body.iter().cloned())
+        .collect();
+    let mut used = 0;
+    for_each_stmt(&bodies, &mut |s| {
+        if let StmtKind::Push { stack, .. } = &s.kind {
+            used = used.max(stack.0 + 1);
+        }
+    });
+    for_each_expr(&mut bodies, &mut |e| {
+        if let ExprKind::Pop(stack) = &e.kind {
+            used = used.max(stack.0 + 1);
+        }
+    });
+    used
+}
+
+/// Visit every statement of `stmts`, nested ones included.
+pub fn for_each_stmt(stmts: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+    for s in stmts {
+        f(s);
+        match &s.kind {
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                for_each_stmt(then, f);
+                for_each_stmt(otherwise, f);
+            }
+            StmtKind::While { body, .. }
+            | StmtKind::For { body, .. }
+            | StmtKind::ForDown { body, .. }
+            | StmtKind::Block(body) => for_each_stmt(body, f),
+            _ => {}
+        }
+    }
+}
+
+/// Visit every expression (and subexpression) of `stmts`.
+pub fn for_each_expr(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
+    for s in stmts {
+        match &mut s.kind {
+            StmtKind::Decl { init, .. } => init.iter_mut().for_each(|e| expr(e, f)),
+            StmtKind::Assign { lhs, rhs } | StmtKind::AddAssign { lhs, rhs } => {
+                lvalue(lhs, f);
+                expr(rhs, f);
+            }
+            StmtKind::Unpack { lhs, rhs } => {
+                lhs.iter_mut().for_each(|l| lvalue(l, f));
+                expr(rhs, f);
+            }
+            StmtKind::TargetAdd(e)
+            | StmtKind::JacobianAdd(e)
+            | StmtKind::Effect(e)
+            | StmtKind::Let { value: e, .. }
+            | StmtKind::Push { value: e, .. } => expr(e, f),
+            StmtKind::Return(e) => e.iter_mut().for_each(|e| expr(e, f)),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                expr(cond, f);
+                for_each_expr(then, f);
+                for_each_expr(otherwise, f);
+            }
+            StmtKind::While { cond, body } => {
+                expr(cond, f);
+                for_each_expr(body, f);
+            }
+            StmtKind::For {
+                lower, upper, body, ..
+            }
+            | StmtKind::ForDown {
+                lower, upper, body, ..
+            } => {
+                expr(lower, f);
+                expr(upper, f);
+                for_each_expr(body, f);
+            }
+            StmtKind::Block(b) => for_each_expr(b, f),
+            StmtKind::Print(ps) | StmtKind::Reject(ps) | StmtKind::FatalError(ps) => {
+                for p in ps {
+                    if let Printable::Expr(e) = p {
+                        expr(e, f);
+                    }
+                }
+            }
+            StmtKind::CheckConstraint { .. }
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::ReadParam { .. }
+            | StmtKind::ParamAdjoint { .. } => {}
+        }
+    }
+}
+
+fn lvalue(lv: &mut LValue, f: &mut dyn FnMut(&mut Expr)) {
+    for step in &mut lv.path {
+        if let super::LValueStep::Index(idx) = step {
+            indexes(idx, f);
+        }
+    }
+}
+
+fn indexes(idx: &mut [Index], f: &mut dyn FnMut(&mut Expr)) {
+    for i in idx {
+        match i {
+            Index::All => {}
+            Index::Single(e) | Index::Multi(e) | Index::Upfrom(e) | Index::Downto(e) => expr(e, f),
+            Index::Between(a, b) => {
+                expr(a, f);
+                expr(b, f);
+            }
+        }
+    }
+}
+
+fn expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+    f(e);
+    match &mut e.kind {
+        ExprKind::Prim(_, args)
+        | ExprKind::Call(_, args)
+        | ExprKind::ArrayLit(args)
+        | ExprKind::RowVectorLit(args)
+        | ExprKind::TupleLit(args)
+        | ExprKind::Partial { args, .. } => args.iter_mut().for_each(|a| expr(a, f)),
+        ExprKind::Index(base, idx) => {
+            expr(base, f);
+            indexes(idx, f);
+        }
+        ExprKind::TupleProj(base, _) | ExprKind::ZerosLike(base) => expr(base, f),
+        ExprKind::Ode(call) => call.operands_mut().into_iter().for_each(|a| expr(a, f)),
+        ExprKind::Cond(a, b, c) => {
+            expr(a, f);
+            expr(b, f);
+            expr(c, f);
+        }
+        ExprKind::Int(_)
+        | ExprKind::Real(_)
+        | ExprKind::Imag(_)
+        | ExprKind::Var(_)
+        | ExprKind::Target
+        | ExprKind::JacobianOn
+        | ExprKind::Pop(_) => {}
+    }
+}
