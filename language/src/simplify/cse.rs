@@ -1,19 +1,26 @@
-//! Common-subexpression elimination: `let u = e; ... let t = e;` in one
-//! statement list becomes `let u = e; ... let t = u;` (which copy
-//! propagation then removes) — e.g. `log(sigma)` of two density terms, or
-//! the same partial derivative in two adjoints.
+//! Common-subexpression elimination: after `let u = e;` in a statement
+//! list, a later `e` in the same list (a whole `let` value or any part of
+//! an expression) becomes `u` — e.g. `log(sigma)` of two density terms,
+//! or `exp(x)` of a derivative rule where the forward sweep computed
+//! `let t = exp(x)`. (`let t = u;` is then removed by copy propagation.)
 //!
 //! # Invariants
 //! - `e` is pure (no pop, call or random draw) and does not read the
 //!   target (which `target +=` changes).
-//! - `u` is written only by its `let`, and nothing between the two `let`s
-//!   (nested statements included) writes `u` or a variable `e` reads: both
-//!   evaluate `e` on the same values, so they give the same value, and the
-//!   second cannot fail where the first succeeded.
+//! - `u` is written only by its `let`, and nothing between the `let` and
+//!   the reuse (nested statements included) writes `u` or a variable `e`
+//!   reads: both evaluate `e` on the same values, so they give the same
+//!   value, and the second cannot fail where the first succeeded. A
+//!   statement's own expressions are evaluated before it writes anything,
+//!   except a `while` condition (evaluated again after the body): those
+//!   are left alone. Nested lists start with nothing available.
 
 use std::collections::{HashMap, HashSet};
 
-use super::visit::{any_node, bodies_mut, deep_writes, has_effect, key, walk, write_counts};
+use super::visit::{
+    any_node, bodies_mut, children_mut, deep_writes, has_effect, key, own_exprs_mut, walk,
+    write_counts,
+};
 use crate::mir::{Expr, ExprKind, Program, Stmt, StmtKind, VarId};
 
 /// Replace repeated `let` values by the first one's variable. Returns
@@ -40,17 +47,13 @@ fn list(program: &Program, writes: &[u32], stmts: &mut [Stmt], changed: &mut boo
         deep_writes(s, &mut |v| {
             written.insert(v);
         });
-        if let StmtKind::Let { var, value } = &mut s.kind
-            && candidate(value)
-        {
-            let k = key(value);
-            if let Some(a) = available.get(&k)
-                && a.var != *var
-                && program.vars[a.var.0 as usize].ty == value.ty
-            {
-                value.kind = ExprKind::Var(a.var);
-                *changed = true;
-            }
+        // A `while` condition is evaluated again after its body.
+        if !available.is_empty() && !matches!(s.kind, StmtKind::While { .. }) {
+            let own = match &s.kind {
+                StmtKind::Let { var, .. } => Some(*var),
+                _ => None,
+            };
+            own_exprs_mut(s, &mut |e| reuse(program, &available, own, e, changed));
         }
         available.retain(|_, a| !written.contains(&a.var) && a.reads.is_disjoint(&written));
         if let StmtKind::Let { var, value } = &s.kind
@@ -71,6 +74,27 @@ fn list(program: &Program, writes: &[u32], stmts: &mut [Stmt], changed: &mut boo
             }
         }
     }
+}
+
+/// Replace the largest subexpressions of `e` that are available by the
+/// variables holding them (not the variable `own` being defined).
+fn reuse(
+    program: &Program,
+    available: &HashMap<String, Available>,
+    own: Option<VarId>,
+    e: &mut Expr,
+    changed: &mut bool,
+) {
+    if candidate(e)
+        && let Some(a) = available.get(&key(e))
+        && Some(a.var) != own
+        && program.vars[a.var.0 as usize].ty == e.ty
+    {
+        e.kind = ExprKind::Var(a.var);
+        *changed = true;
+        return;
+    }
+    children_mut(e, &mut |c| reuse(program, available, own, c, changed));
 }
 
 /// Worth sharing and safe to: an operation (not a variable or literal)

@@ -15,9 +15,12 @@
 //! | zero initialisation | `zero_init` | `let a = zeros_like(x); a += e;` → `let a = e;` |
 //! | copy propagation | `copy_prop` | `let a = b; … a …` → `… b …` (also literals) |
 //! | peephole | `peephole` | `x - 0`, `x * 1`, `x / 1`, `-(-x)` → `x`; literal arithmetic |
-//! | common subexpressions | `cse` | a repeated `let` value reuses the first |
+//! | derivative rules | `partials` | `d1_square(x)` → `2 .* x`, `d1_log(x)` → `inv(x)`, … (once, first) |
+//! | uniform adjoints | `uniform` | `zeros_like(x) + 1.0` scaled elementwise → the literal, where it meets `x`'s shape |
+//! | common subexpressions | `cse` | a repeated value reuses the first `let` of it |
 //! | hoisting | `hoist` | data-only expressions → computed once per model ([`crate::mir::Hoisted`]) |
 //! | dead code | `dce` | statements whose results nobody reads go |
+//! | inlining | `inline` | a temporary read once, by the next statement, moves into it (once, last) |
 //!
 //! Each pass documents its invariants; together they keep the program's
 //! meaning exactly: the same log density and gradient (up to the sign of
@@ -40,9 +43,12 @@ mod copy_prop;
 mod cse;
 mod dce;
 mod hoist;
+mod inline;
+mod partials;
 mod peephole;
 #[cfg(test)]
 mod testing;
+mod uniform;
 pub(crate) mod visit;
 mod zero_init;
 
@@ -55,12 +61,15 @@ const MAX_ROUNDS: usize = 16;
 
 /// Simplify `g` in place (see the module docs).
 pub fn simplify(g: &mut GradProgram) {
+    partials::run(&mut g.body);
     peephole::run(&mut g.body);
     hoist::run(&mut g.program, &mut g.body);
     for _ in 0..MAX_ROUNDS {
         let mut changed = zero_init::run(&g.program, &mut g.body);
         changed |= copy_prop::run(&g.program, &mut g.body);
         changed |= peephole::run(&mut g.body);
+        let start = reverse_start(g);
+        changed |= uniform::run(&g.program, &mut g.body, start);
         changed |= cse::run(&g.program, &mut g.body);
         changed |= hoist::run(&mut g.program, &mut g.body);
         let reverse_start = reverse_start(g);
@@ -69,6 +78,8 @@ pub fn simplify(g: &mut GradProgram) {
             break;
         }
     }
+    let start = reverse_start(g);
+    inline::run(&g.program, &mut g.body, start);
     hoist::prune(&mut g.program, &g.body);
 }
 

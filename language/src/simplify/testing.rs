@@ -130,6 +130,10 @@ impl TestProgram {
         self.binary(Prim::Mul, a, b)
     }
 
+    pub fn elt_mul(&self, a: Expr, b: Expr) -> Expr {
+        self.binary(Prim::EltMul, a, b)
+    }
+
     pub fn div(&self, a: Expr, b: Expr) -> Expr {
         self.binary(Prim::Div, a, b)
     }
