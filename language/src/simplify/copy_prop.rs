@@ -12,7 +12,8 @@
 //!   more contributions later) the copy is *coalesced* when `b` is a
 //!   temporary defined by `let b = e` earlier in the same list and read
 //!   only by the copy: `let b = e` becomes `let a = e` and the copy goes,
-//!   provided nothing between them mentions `a` and `e` does not read it.
+//!   provided nothing between them mentions `a` or jumps (`break`,
+//!   `continue`, `return` in function bodies), and `e` does not read `a`.
 //! - `b` is not written between the `let` and the last statement reading
 //!   `a`; the last one may write `b` only if it is a plain statement
 //!   (`let`, `=`, `+=`), which evaluates everything it reads before
@@ -192,7 +193,9 @@ fn coalesce(list: &mut Vec<Stmt>, i: usize, a: VarId, b: VarId, counts: &mut Cou
     };
     if *var != b
         || super::visit::reads_var(value, a)
-        || list[d + 1..i].iter().any(|s| super::visit::mentions(s, a))
+        || list[d + 1..i]
+            .iter()
+            .any(|s| super::visit::mentions(s, a) || super::visit::has_jump(s))
     {
         return Outcome::Unchanged;
     }

@@ -7,7 +7,8 @@
 //!   `param_adjoint` (it writes the gradient output), prints, rejects,
 //!   fatal errors, constraint checks, void calls, declarations (they
 //!   check sizes), `while` loops (they may not terminate), and any
-//!   statement calling a user function or drawing random numbers.
+//!   statement drawing random numbers or calling a user function that has
+//!   effects (or, in the forward sweep, any user function: it may fail).
 //! - A statement writing a variable is removed only when no statement
 //!   left reads that variable (anywhere: liveness is flow-insensitive,
 //!   so loops need no special care). Accumulating into a variable
@@ -25,14 +26,21 @@
 //!   fail) and its loop variable is not read elsewhere.
 
 use super::visit::{
-    add_reads, bodies, bodies_mut, cannot_fail, has_effect, own_exprs, read_counts,
+    add_reads, bodies, bodies_mut, cannot_fail, has_effect, has_effect_given, own_exprs,
+    read_counts,
 };
 use crate::mir::{Stmt, StmtKind};
 
 /// Remove dead statements from `body`, whose top-level statements from
-/// `reverse_start` on are the reverse sweep. Returns whether anything
-/// changed.
-pub(crate) fn run(body: &mut Vec<Stmt>, num_vars: usize, reverse_start: usize) -> bool {
+/// `reverse_start` on are the reverse sweep; `pure[f]`: calls of function
+/// `f` have no effect (see [`super::visit::pure_functions`]). Returns
+/// whether anything changed.
+pub(crate) fn run(
+    body: &mut Vec<Stmt>,
+    num_vars: usize,
+    reverse_start: usize,
+    pure: &[bool],
+) -> bool {
     let mut changed = false;
     loop {
         let mut counts = read_counts(body, num_vars);
@@ -41,8 +49,8 @@ pub(crate) fn run(body: &mut Vec<Stmt>, num_vars: usize, reverse_start: usize) -
         for i in (0..body.len()).rev() {
             let reverse = i >= reverse_start;
             let s = &mut body[i];
-            sweep_nested(s, &mut counts, reverse, &mut removed);
-            if removable(s, &counts, reverse) {
+            sweep_nested(s, &mut counts, reverse, pure, &mut removed);
+            if removable(s, &counts, reverse, pure) {
                 forget_reads(s, &mut counts);
                 body.remove(i);
                 removed = true;
@@ -55,11 +63,17 @@ pub(crate) fn run(body: &mut Vec<Stmt>, num_vars: usize, reverse_start: usize) -
     }
 }
 
-fn sweep_list(list: &mut Vec<Stmt>, counts: &mut [u32], reverse: bool, removed: &mut bool) {
+fn sweep_list(
+    list: &mut Vec<Stmt>,
+    counts: &mut [u32],
+    reverse: bool,
+    pure: &[bool],
+    removed: &mut bool,
+) {
     for i in (0..list.len()).rev() {
         let s = &mut list[i];
-        sweep_nested(s, counts, reverse, removed);
-        if removable(s, counts, reverse) {
+        sweep_nested(s, counts, reverse, pure, removed);
+        if removable(s, counts, reverse, pure) {
             forget_reads(s, counts);
             list.remove(i);
             *removed = true;
@@ -67,9 +81,15 @@ fn sweep_list(list: &mut Vec<Stmt>, counts: &mut [u32], reverse: bool, removed: 
     }
 }
 
-fn sweep_nested(s: &mut Stmt, counts: &mut [u32], reverse: bool, removed: &mut bool) {
+fn sweep_nested(
+    s: &mut Stmt,
+    counts: &mut [u32],
+    reverse: bool,
+    pure: &[bool],
+    removed: &mut bool,
+) {
     for body in bodies_mut(s) {
-        sweep_list(body, counts, reverse, removed);
+        sweep_list(body, counts, reverse, pure, removed);
     }
 }
 
@@ -83,11 +103,17 @@ fn forget_reads(s: &Stmt, counts: &mut [u32]) {
 
 /// `s` may go: it has no effect, writes only variables nobody reads, and
 /// (in the forward sweep) cannot fail.
-fn removable(s: &Stmt, counts: &[u32], reverse: bool) -> bool {
+fn removable(s: &Stmt, counts: &[u32], reverse: bool, pure_funs: &[bool]) -> bool {
     let mut pure = true;
     let mut safe = true;
     own_exprs(s, &mut |e| {
-        pure &= !has_effect(e);
+        // A call recomputed by the reverse sweep returns what it returned
+        // in the forward sweep; in the forward sweep it may fail.
+        pure &= if reverse {
+            !has_effect_given(e, pure_funs)
+        } else {
+            !has_effect(e)
+        };
         safe &= reverse || cannot_fail(e);
     });
     if !pure || !safe {
@@ -136,7 +162,7 @@ mod tests {
         ];
         let after = t.run(body, |g| {
             let n = g.program.vars.len();
-            super::run(&mut g.body, n, 4);
+            super::run(&mut g.body, n, 4, &[]);
         });
         assert_eq!(
             after,
@@ -167,7 +193,7 @@ mod tests {
         ];
         let after = t.run(body, |g| {
             let n = g.program.vars.len();
-            super::run(&mut g.body, n, 3);
+            super::run(&mut g.body, n, 3, &[]);
         });
         assert_eq!(
             after,

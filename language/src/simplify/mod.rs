@@ -26,8 +26,9 @@
 //! meaning exactly: the same log density and gradient (up to the sign of
 //! a zero), and the same error with the same span at the same point
 //! wherever the program failed before. They never reorder statements, so
-//! stack pushes and pops keep their order. Only the log density's body is
-//! simplified, not the reverse functions of user functions.
+//! stack pushes and pops keep their order. Function bodies (user
+//! functions, their reverse functions) get the passes that need no
+//! knowledge of the sweeps; the log density's body gets all of them.
 //!
 //! # Effect
 //! Statements and operations (expression nodes that compute: primitives,
@@ -61,19 +62,30 @@ const MAX_ROUNDS: usize = 16;
 
 /// Simplify `g` in place (see the module docs).
 pub fn simplify(g: &mut GradProgram) {
+    let pure = visit::pure_functions(&g.program);
+    simplify_body(g, &pure);
+    for f in 0..g.program.functions.len() {
+        let mut body = std::mem::take(&mut g.program.functions[f].body);
+        simplify_function(&g.program, &mut body, &pure);
+        g.program.functions[f].body = body;
+    }
+}
+
+/// The log density's body: everything, with the reverse sweep's freedoms.
+fn simplify_body(g: &mut GradProgram, pure: &[bool]) {
     partials::run(&mut g.body);
-    peephole::run(&mut g.body);
+    peephole::run(&mut g.body, true);
     hoist::run(&mut g.program, &mut g.body);
     for _ in 0..MAX_ROUNDS {
         let mut changed = zero_init::run(&g.program, &mut g.body);
         changed |= copy_prop::run(&g.program, &mut g.body);
-        changed |= peephole::run(&mut g.body);
+        changed |= peephole::run(&mut g.body, true);
         let start = reverse_start(g);
         changed |= uniform::run(&g.program, &mut g.body, start);
         changed |= cse::run(&g.program, &mut g.body);
         changed |= hoist::run(&mut g.program, &mut g.body);
-        let reverse_start = reverse_start(g);
-        changed |= dce::run(&mut g.body, g.program.vars.len(), reverse_start);
+        let start = reverse_start(g);
+        changed |= dce::run(&mut g.body, g.program.vars.len(), start, pure);
         if !changed {
             break;
         }
@@ -81,6 +93,27 @@ pub fn simplify(g: &mut GradProgram) {
     let start = reverse_start(g);
     inline::run(&g.program, &mut g.body, start);
     hoist::prune(&mut g.program, &g.body);
+}
+
+/// A function's body (the user's functions, their reverse functions and
+/// quiet copies), each a frame of its own: no hoisting (functions do not
+/// see data), every statement treated as a forward one (the reverse
+/// functions' recomputations are not told apart), and none of the
+/// rewrites that rely on a `real` holding a real (an argument may hold
+/// the int it was called with): zero-initialisation folding, identities.
+fn simplify_function(program: &crate::mir::Program, body: &mut Vec<Stmt>, pure: &[bool]) {
+    partials::run(body);
+    peephole::run(body, false);
+    for _ in 0..MAX_ROUNDS {
+        let mut changed = copy_prop::run(program, body);
+        changed |= peephole::run(body, false);
+        changed |= cse::run(program, body);
+        changed |= dce::run(body, program.vars.len(), usize::MAX, pure);
+        if !changed {
+            break;
+        }
+    }
+    inline::run(program, body, usize::MAX);
 }
 
 /// Index of the first top-level statement of the reverse sweep (`let

@@ -18,18 +18,23 @@ use super::visit::{deep_exprs_mut, rewrite};
 use crate::mir::{Expr, ExprKind, Prim, Stmt};
 use crate::types::{AdLevel, Type};
 
-/// Simplify every expression of `body`. Returns whether anything changed.
-pub(crate) fn run(body: &mut [Stmt]) -> bool {
+/// Simplify every expression of `body`; identities only when
+/// `identities` (values of a real static type are reals: not so for a
+/// function's `real` argument called with an int, which `x * 1.0` would
+/// turn into a real). Returns whether anything changed.
+pub(crate) fn run(body: &mut [Stmt], identities: bool) -> bool {
     let mut changed = false;
     for s in body.iter_mut() {
-        deep_exprs_mut(s, &mut |e| rewrite(e, &mut |x| changed |= simplify(x)));
+        deep_exprs_mut(s, &mut |e| {
+            rewrite(e, &mut |x| changed |= simplify(x, identities))
+        });
     }
     changed
 }
 
 /// Simplify the node `e` (its operands already are). Returns whether it
 /// changed.
-pub(crate) fn simplify(e: &mut Expr) -> bool {
+pub(crate) fn simplify(e: &mut Expr, identities: bool) -> bool {
     let ExprKind::Prim(p, args) = &e.kind else {
         return false;
     };
@@ -41,6 +46,9 @@ pub(crate) fn simplify(e: &mut Expr) -> bool {
             span: e.span,
         };
         return true;
+    }
+    if !identities {
+        return false;
     }
     if let Some(x) = double_negation(*p, args, &e.ty) {
         *e = x;
@@ -149,7 +157,7 @@ mod tests {
             t.target_add(t.add(t.var(x), t.lit(0.0))),
         ];
         let after = t.run(body, |g| {
-            super::run(&mut g.body);
+            super::run(&mut g.body, true);
         });
         assert_eq!(
             after,

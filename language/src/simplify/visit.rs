@@ -125,6 +125,60 @@ pub(crate) fn has_effect(e: &Expr) -> bool {
     })
 }
 
+/// [`has_effect`] counting calls of the functions `pure` marks as
+/// without effects.
+pub(crate) fn has_effect_given(e: &Expr, pure: &[bool]) -> bool {
+    any_node(e, &|x| match &x.kind {
+        ExprKind::Pop(_) => true,
+        ExprKind::Call(f, _) => !pure[f.0 as usize],
+        ExprKind::Prim(p, _) => crate::interp::is_rng_prim(*p),
+        _ => false,
+    })
+}
+
+/// Functions whose calls have no effect besides their value (or an
+/// error): not external, no target, print, random draw or stack, and
+/// calling only such functions.
+pub(crate) fn pure_functions(program: &crate::mir::Program) -> Vec<bool> {
+    let funs = &program.functions;
+    let mut pure: Vec<bool> = funs
+        .iter()
+        .map(|f| !f.external && !f.uses_target && !f.uses_rng)
+        .collect();
+    loop {
+        let mut changed = false;
+        for (i, f) in funs.iter().enumerate() {
+            if pure[i] && !f.body.iter().all(|s| stmt_is_quiet(s, &pure)) {
+                pure[i] = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            return pure;
+        }
+    }
+}
+
+fn stmt_is_quiet(s: &Stmt, pure: &[bool]) -> bool {
+    let mut quiet = !matches!(
+        s.kind,
+        StmtKind::Print(_)
+            | StmtKind::TargetAdd(_)
+            | StmtKind::JacobianAdd(_)
+            | StmtKind::Push { .. }
+            | StmtKind::ReadParam { .. }
+            | StmtKind::ParamAdjoint { .. }
+    );
+    own_exprs(s, &mut |e| {
+        quiet &=
+            !has_effect_given(e, pure) && !any_node(e, &|x| matches!(x.kind, ExprKind::Target));
+    });
+    quiet
+        && bodies(s)
+            .iter()
+            .all(|b| b.iter().all(|t| stmt_is_quiet(t, pure)))
+}
+
 /// `e` certainly evaluates without error on well-typed operands (given
 /// that the variables it reads are set). Conservative: anything not known
 /// to be total — indexing, argument checks, integer arithmetic (overflow,
@@ -157,7 +211,7 @@ pub(crate) fn is_real_typed(ty: &Type) -> bool {
 
 fn total_prim(p: Prim, args: &[Expr], ty: &Type) -> bool {
     use Prim::*;
-    let one_scalar = args.iter().filter(|a| a.ty.is_scalar()).count() >= args.len() - 1;
+    let one_scalar = args.iter().filter(|a| a.ty.is_scalar()).count() + 1 >= args.len();
     let real_result = is_real_typed(ty);
     match p {
         // Elementwise real functions give NaN or ±inf outside their domain.
@@ -547,6 +601,15 @@ pub(crate) fn mentions(s: &Stmt, v: VarId) -> bool {
     field_reads(s, &mut |w| found |= w == v);
     own_writes(s, &mut |w| found |= w == v);
     found || bodies(s).iter().any(|b| b.iter().any(|t| mentions(t, v)))
+}
+
+/// `s` is or contains `break`, `continue` or `return` (only function
+/// bodies have them: the log density's jumps became flags).
+pub(crate) fn has_jump(s: &Stmt) -> bool {
+    matches!(
+        s.kind,
+        StmtKind::Break | StmtKind::Continue | StmtKind::Return(_)
+    ) || bodies(s).iter().any(|b| b.iter().any(has_jump))
 }
 
 /// `s` or a nested statement writes `v`.

@@ -4,8 +4,9 @@
 //! # Invariants
 //! - Only within one statement list: the `+=` is the first statement
 //!   after the `let` (in the same list) that mentions `a` at all, so no
-//!   read or write of `a` is skipped, and the `+=` runs exactly when the
-//!   `let` did.
+//!   read or write of `a` is skipped, and no `break`, `continue` or
+//!   `return` (in function bodies) lies between, so the `+=` runs exactly
+//!   when the `let` did.
 //! - `zeros(x) + e` equals `e` exactly (up to the sign of a zero: 0 + (−0)
 //!   is +0) when `e` has `a`'s shape. The static types must be equal and
 //!   made of reals (no ints, whose zeros would turn `e` into an int, no
@@ -16,7 +17,7 @@
 //!   interpreter checks it in debug builds).
 //! - `e` must not read `a` (it would read the zeros).
 
-use super::visit::{bodies_mut, is_real_typed, mentions, reads_var};
+use super::visit::{bodies_mut, has_jump, is_real_typed, mentions, reads_var};
 use crate::mir::{ExprKind, Program, Stmt, StmtKind};
 
 /// Fold every zero initialisation into the first accumulation that
@@ -70,6 +71,10 @@ fn first_accumulation(program: &Program, list: &[Stmt], i: usize) -> Option<usiz
         return None;
     }
     let j = (i + 1..list.len()).find(|&j| mentions(&list[j], *var))?;
+    // A jump in between would skip the new `let` but not the old one.
+    if list[i + 1..j].iter().any(has_jump) {
+        return None;
+    }
     match &list[j].kind {
         StmtKind::AddAssign { lhs, rhs }
             if lhs.var == *var && lhs.path.is_empty() && rhs.ty == *ty && !reads_var(rhs, *var) =>
