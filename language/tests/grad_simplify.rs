@@ -214,8 +214,9 @@ fn gradient_programs_shrink() {
     let ratio = |a: usize, b: usize| a as f64 / b as f64;
     let statements = ratio(total_after.statements, total_before.statements);
     let operations = ratio(total_after.operations, total_before.operations);
+    // Measured: 0.35 and 0.60 (see `language::simplify` docs).
     assert!(
-        statements <= 0.6 && operations <= 0.8,
+        statements <= 0.45 && operations <= 0.7,
         "statements at {statements:.2}, operations at {operations:.2} of before"
     );
 }

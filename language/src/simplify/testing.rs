@@ -98,22 +98,11 @@ impl TestProgram {
     }
 
     fn binary(&self, p: Prim, a: Expr, b: Expr) -> Expr {
-        let ty = if a.ty.is_scalar() && b.ty == Type::Int && a.ty == Type::Int {
-            Type::Int
-        } else if a.ty.is_scalar() && a.ty != Type::Int {
-            if b.ty.is_scalar() {
-                Type::Real
-            } else {
-                b.ty.clone()
-            }
-        } else if a.ty == Type::Int {
-            if b.ty.is_scalar() {
-                Type::Real
-            } else {
-                b.ty.clone()
-            }
-        } else {
-            a.ty.clone()
+        let ty = match (a.ty.is_scalar(), b.ty.is_scalar()) {
+            (true, true) if a.ty == Type::Int && b.ty == Type::Int => Type::Int,
+            (true, true) => Type::Real,
+            (true, false) => b.ty.clone(),
+            (false, _) => a.ty.clone(),
         };
         prim(p, vec![a, b], ty)
     }
