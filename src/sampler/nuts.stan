@@ -18,6 +18,14 @@
 // state it changes as a tuple; the caller merges the sub-tree's weights,
 // momentum sums and counters into its own (equivalent to Stan's in/out
 // references, which always start from fresh accumulators).
+//
+// Written for batched execution (program-counter autobatching runs every
+// chain as a lane, block by block): the hot path has few basic blocks and
+// few calls (the leaf step and the U-turn checks are written inline, and
+// choices are `?:` expressions where the draws allow), and `build_tree`
+// keeps each sub-tree's result in one tuple declared with its value, so a
+// recursive call saves only what is live across it. These choices do not
+// change any chain's draws.
 
 functions {
   // lp and gradient at unconstrained theta; a rejection, a domain error or
@@ -43,14 +51,10 @@ functions {
     return h;
   }
 
-  // p ~ N(0, M): p_i = z_i / sqrt(M^-1_ii).
+  // p ~ N(0, M): p_i = z_i / sqrt(M^-1_ii), drawn in element order.
   vector sample_momentum_rng(vector inv_metric) {
     int n = rows(inv_metric);
-    vector[n] p;
-    for (i in 1:n) {
-      p[i] = normal_rng(0, 1) / sqrt(inv_metric[i]);
-    }
-    return p;
+    return to_vector(normal_rng(rep_vector(0, n), 1)) ./ sqrt(inv_metric);
   }
 
   // One leapfrog step of size eps: returns (q, p, lp, grad lp).
@@ -62,12 +66,6 @@ functions {
     tuple(real, vector[n]) lp_grad = model_log_density_gradient(q_new);
     vector[n] p_new = p_half + (0.5 * eps) * lp_grad.2;
     return (q_new, p_new, lp_grad.1, lp_grad.2);
-  }
-
-  // Generalized no-U-turn criterion between two momenta (sharp = M^-1 p).
-  int no_u_turn(vector p_sharp_minus, vector p_sharp_plus, vector rho) {
-    return dot_product(p_sharp_plus, rho) > 0
-           && dot_product(p_sharp_minus, rho) > 0;
   }
 
   // --------------------------------------------------------------- the tree
@@ -86,95 +84,62 @@ functions {
   build_tree_rng(int depth, vector q0, vector p0, real lp0, vector g0,
                  real H0, real eps, vector inv_metric, real max_delta_h) {
     int n = rows(q0);
-    vector[n] q;
-    vector[n] p;
-    real lp;
-    vector[n] g;
     if (depth == 0) {
-      (q, p, lp, g) = leapfrog(q0, p0, g0, eps, inv_metric);
-      real h = hamiltonian(lp, p, inv_metric);
+      // One leapfrog step, its energy H = -lp + p' M^-1 p / 2 (NaN counts
+      // as +inf), divergence and Metropolis acceptance probability.
+      tuple(vector[n], vector[n], real, vector[n]) z
+          = leapfrog(q0, p0, g0, eps, inv_metric);
+      vector[n] p_sharp = inv_metric .* z.2;
+      real h_raw = -z.3 + 0.5 * dot_product(z.2, p_sharp);
+      real h = is_nan(h_raw) ? positive_infinity() : h_raw;
       int divergent = (h - H0) > max_delta_h;
       real metro_prob = H0 - h > 0 ? 1.0 : exp(H0 - h);
-      vector[n] p_sharp = inv_metric .* p;
-      return (!divergent, divergent, q, p, lp, g, q, p, lp, g,
-              p_sharp, p_sharp, p, p, p, H0 - h, 1, metro_prob);
+      return (!divergent, divergent, z.1, z.2, z.3, z.4, z.1, z.2, z.3, z.4,
+              p_sharp, p_sharp, z.2, z.2, z.2, H0 - h, 1, metro_prob);
     }
     // The initial sub-tree.
-    int valid_init;
-    int divergent_init;
-    vector[n] q_prop;
-    vector[n] p_prop;
-    real lp_prop;
-    vector[n] g_prop;
-    vector[n] p_sharp_beg;
-    vector[n] p_sharp_init_end;
-    vector[n] p_beg;
-    vector[n] p_init_end;
-    vector[n] rho_init;
-    real log_sum_weight_init;
-    int n_init;
-    real metro_init;
-    (valid_init, divergent_init, q, p, lp, g, q_prop, p_prop, lp_prop, g_prop,
-     p_sharp_beg, p_sharp_init_end, p_beg, p_init_end, rho_init,
-     log_sum_weight_init, n_init, metro_init)
+    tuple(int, int, vector[n], vector[n], real, vector[n], vector[n],
+          vector[n], real, vector[n], vector[n], vector[n], vector[n],
+          vector[n], vector[n], real, int, real) init
         = build_tree_rng(depth - 1, q0, p0, lp0, g0, H0, eps, inv_metric,
                          max_delta_h);
-    if (!valid_init) {
-      return (0, divergent_init, q, p, lp, g, q_prop, p_prop, lp_prop, g_prop,
-              p_sharp_beg, p_sharp_init_end, p_beg, p_init_end, rho_init,
-              log_sum_weight_init, n_init, metro_init);
+    if (!init.1) {
+      return init;
     }
     // The final sub-tree, continuing from where the initial one ended.
-    int valid_final;
-    int divergent_final;
-    vector[n] q_final;
-    vector[n] p_final;
-    real lp_final;
-    vector[n] g_final;
-    vector[n] p_sharp_final_beg;
-    vector[n] p_sharp_end;
-    vector[n] p_final_beg;
-    vector[n] p_end;
-    vector[n] rho_final;
-    real log_sum_weight_final;
-    int n_final;
-    real metro_final;
-    (valid_final, divergent_final, q, p, lp, g, q_final, p_final, lp_final,
-     g_final, p_sharp_final_beg, p_sharp_end, p_final_beg, p_end, rho_final,
-     log_sum_weight_final, n_final, metro_final)
-        = build_tree_rng(depth - 1, q, p, lp, g, H0, eps, inv_metric,
-                         max_delta_h);
-    int n_leapfrog = n_init + n_final;
-    real metro_prob = metro_init + metro_final;
-    if (!valid_final) {
-      return (0, divergent_final, q, p, lp, g, q_prop, p_prop, lp_prop, g_prop,
-              p_sharp_beg, p_sharp_end, p_beg, p_end, rho_init,
-              log_sum_weight_init, n_leapfrog, metro_prob);
+    tuple(int, int, vector[n], vector[n], real, vector[n], vector[n],
+          vector[n], real, vector[n], vector[n], vector[n], vector[n],
+          vector[n], vector[n], real, int, real) final
+        = build_tree_rng(depth - 1, init.3, init.4, init.5, init.6, H0, eps,
+                         inv_metric, max_delta_h);
+    int n_leapfrog = init.17 + final.17;
+    real metro_prob = init.18 + final.18;
+    if (!final.1) {
+      return (0, final.2, final.3, final.4, final.5, final.6, init.7, init.8,
+              init.9, init.10, init.11, final.12, init.13, final.14, init.15,
+              init.16, n_leapfrog, metro_prob);
     }
-    // Multinomial sample from the final sub-tree.
-    real log_sum_weight = log_sum_exp(log_sum_weight_init, log_sum_weight_final);
-    int take_final = 0;
-    if (log_sum_weight_final > log_sum_weight) {
-      take_final = 1;
-    } else {
-      real accept_prob = exp(log_sum_weight_final - log_sum_weight);
-      take_final = uniform_rng(0, 1) < accept_prob;
-    }
-    if (take_final) {
-      q_prop = q_final;
-      p_prop = p_final;
-      lp_prop = lp_final;
-      g_prop = g_final;
-    }
-    vector[n] rho = rho_init + rho_final;
-    // Across the merged sub-tree, then between the two sub-trees.
-    int persist = no_u_turn(p_sharp_beg, p_sharp_end, rho);
-    persist = persist
-              && no_u_turn(p_sharp_beg, p_sharp_final_beg, rho_init + p_final_beg);
-    persist = persist
-              && no_u_turn(p_sharp_init_end, p_sharp_end, rho_final + p_init_end);
-    return (persist, 0, q, p, lp, g, q_prop, p_prop, lp_prop, g_prop,
-            p_sharp_beg, p_sharp_end, p_beg, p_end, rho, log_sum_weight,
+    // Multinomial sample from the final sub-tree (a uniform is drawn only
+    // when its weight is below the merged one).
+    real log_sum_weight = log_sum_exp(init.16, final.16);
+    int take_final = final.16 > log_sum_weight
+                     ? 1
+                     : uniform_rng(0, 1) < exp(final.16 - log_sum_weight);
+    vector[n] rho = init.15 + final.15;
+    // Generalized no-U-turn criterion across the merged sub-tree, then
+    // between the two sub-trees.
+    int persist = dot_product(final.12, rho) > 0
+                  && dot_product(init.11, rho) > 0;
+    vector[n] rho_left = init.15 + final.13;
+    persist = persist && dot_product(final.11, rho_left) > 0
+              && dot_product(init.11, rho_left) > 0;
+    vector[n] rho_right = final.15 + init.14;
+    persist = persist && dot_product(final.12, rho_right) > 0
+              && dot_product(init.12, rho_right) > 0;
+    return (persist, 0, final.3, final.4, final.5, final.6,
+            take_final ? final.7 : init.7, take_final ? final.8 : init.8,
+            take_final ? final.9 : init.9, take_final ? final.10 : init.10,
+            init.11, final.12, init.13, final.14, rho, log_sum_weight,
             n_leapfrog, metro_prob);
   }
 
@@ -275,11 +240,14 @@ functions {
       log_sum_weight = log_sum_exp(log_sum_weight, log_sum_weight_subtree);
       rho = rho_bck + rho_fwd;
       // Across the whole trajectory, then between its two sub-trees.
-      int persist = no_u_turn(p_sharp_bck_bck, p_sharp_fwd_fwd, rho);
-      persist = persist
-                && no_u_turn(p_sharp_bck_bck, p_sharp_fwd_bck, rho_bck + p_fwd_bck);
-      persist = persist
-                && no_u_turn(p_sharp_bck_fwd, p_sharp_fwd_fwd, rho_fwd + p_bck_fwd);
+      int persist = dot_product(p_sharp_fwd_fwd, rho) > 0
+                    && dot_product(p_sharp_bck_bck, rho) > 0;
+      vector[n] rho_left = rho_bck + p_fwd_bck;
+      persist = persist && dot_product(p_sharp_fwd_bck, rho_left) > 0
+                && dot_product(p_sharp_bck_bck, rho_left) > 0;
+      vector[n] rho_right = rho_fwd + p_bck_fwd;
+      persist = persist && dot_product(p_sharp_fwd_fwd, rho_right) > 0
+                && dot_product(p_sharp_bck_fwd, rho_right) > 0;
       if (!persist) {
         break;
       }

@@ -88,6 +88,30 @@ fn operand(slot: &Slot) -> Option<Operand<'_>> {
     }
 }
 
+/// A real-valued operand (dense reals or a shared real scalar/container).
+fn is_real_valued(slot: &Slot) -> bool {
+    match slot {
+        Slot::Real(_) => true,
+        Slot::Shared(v) => matches!(
+            **v,
+            Value::Real(_) | Value::Vector(_) | Value::RowVector(_) | Value::Matrix { .. }
+        ),
+        _ => false,
+    }
+}
+
+/// A dense int operand as dense reals (same shape, each int converted).
+fn ints_as_reals(slot: &Slot) -> Option<Slot> {
+    match slot {
+        Slot::Int(d) => Some(Slot::Real(Dense::new(
+            super::index::real_shape(&d.shape),
+            d.z,
+            d.data.iter().map(|&i| i as f64).collect(),
+        ))),
+        _ => None,
+    }
+}
+
 /// The shape and element count of an elementwise result (the
 /// interpreter's `zip_n`: the highest-ranked operand, the last of equal
 /// rank); `None` when container sizes differ (an error).
@@ -192,8 +216,19 @@ pub(crate) fn prim(
     {
         return Some(slot);
     }
-    // From here on: real elementwise math and reductions on real operands.
-    let mut ops: Vec<Operand> = args.iter().map(|a| operand(a)).collect::<Option<_>>()?;
+    // From here on: real elementwise math and reductions on real operands
+    // (ints mixed with reals count as reals, as the interpreter converts
+    // them; ints alone keep their integer rules).
+    let mixed = args.iter().any(|a| is_real_valued(a));
+    let int_reals: Vec<Option<Slot>> = args
+        .iter()
+        .map(|a| if mixed { ints_as_reals(a) } else { None })
+        .collect();
+    let mut ops: Vec<Operand> = args
+        .iter()
+        .zip(&int_reals)
+        .map(|(a, r)| operand(r.as_ref().unwrap_or(a)))
+        .collect::<Option<_>>()?;
     if !elementwise_applies(p, &ops) {
         return None;
     }
@@ -521,6 +556,17 @@ pub(crate) fn promote(slot: &Arc<Slot>, ty: &Type) -> Option<Arc<Slot>> {
         // Promotion only turns ints into reals or complex numbers.
         Slot::Real(_) if !mentions_complex(ty) => Some(slot.clone()),
         Slot::Int(_) if is_int_type(ty) => Some(slot.clone()),
+        Slot::Tuple(items) => match ty {
+            Type::Tuple(types) if types.len() == items.len() => {
+                let items = items
+                    .iter()
+                    .zip(types)
+                    .map(|(i, t)| promote(i, t))
+                    .collect::<Option<Vec<_>>>()?;
+                Some(Arc::new(Slot::Tuple(items)))
+            }
+            _ => None,
+        },
         Slot::Int(d) if is_real_type(ty) => Some(Arc::new(Slot::Real(Dense::new(
             super::index::real_shape(&d.shape),
             d.z,

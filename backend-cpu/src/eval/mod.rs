@@ -27,6 +27,7 @@ pub(crate) mod index;
 #[macro_use]
 mod scalar_fns;
 mod kernels;
+mod scalars;
 
 use crate::lanes::{Lanes, Slot, State};
 use language::interp::{RuntimeError, lane};
@@ -84,9 +85,12 @@ pub fn eval(e: &Expr, st: &mut State, active: &Lanes) -> Result<Arc<Slot>> {
         }
         ExprKind::TupleProj(base, k) => {
             let base = eval(base, st, active)?;
-            Arc::new(per_lane(st, active, e.span, &[&base], |vals| {
-                lane::tuple_proj(vals[0].clone(), *k)
-            }))
+            match &*base {
+                Slot::Tuple(items) if (1..=items.len()).contains(k) => items[*k - 1].clone(),
+                _ => Arc::new(per_lane(st, active, e.span, &[&base], |vals| {
+                    lane::tuple_proj(vals[0].clone(), *k)
+                })),
+            }
         }
         ExprKind::Cond(c, t, f) => cond(e, c, t, f, st, active)?,
         ExprKind::ArrayLit(items) => {
@@ -113,10 +117,7 @@ pub fn eval(e: &Expr, st: &mut State, active: &Lanes) -> Result<Arc<Slot>> {
         }
         ExprKind::TupleLit(items) => {
             let items = eval_all(items, st, active)?;
-            let refs: Vec<&Slot> = items.iter().map(|a| &**a).collect();
-            Arc::new(per_lane(st, active, e.span, &refs, |vals| {
-                Ok(lane::promote(Value::Tuple(vals.to_vec()), &e.ty))
-            }))
+            tuple_literal(items, e, st, active)
         }
         ExprKind::Target => Arc::new(Slot::Real(crate::lanes::Dense::new(
             language::data::Shape::Real,
@@ -159,6 +160,9 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
         return Ok(Arc::new(apply(p, &[&xt, &v], st, active, e)));
     }
     let mut args = eval_all(args, st, active)?;
+    if let Some(slot) = shape_query(p, &args, st, active, e) {
+        return Ok(slot);
+    }
     if lane::is_rng(p) {
         return Ok(Arc::new(draw(p, &args, st, active, e.span)));
     }
@@ -171,8 +175,39 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
     Ok(Arc::new(apply(p, &refs, st, active, e)))
 }
 
+/// `rows(x)`, `size(x)`, ... of a dense slot: every lane has the same
+/// shape, so the answer is shared (sizes then stay shared downstream, and
+/// declarations sized by them are laid out once).
+fn shape_query(
+    p: Prim,
+    args: &[Arc<Slot>],
+    st: &mut State,
+    active: &Lanes,
+    e: &Expr,
+) -> Option<Arc<Slot>> {
+    use Prim::*;
+    if !matches!(p, Size | Rows | Cols | NumElements | Dims) {
+        return None;
+    }
+    let [arg] = args else { return None };
+    let representative = match &**arg {
+        Slot::Real(d) => crate::lanes::build_real(&d.shape, &mut std::iter::repeat(0.0)),
+        Slot::Int(d) => crate::lanes::build_int(&d.shape, &mut std::iter::repeat(0)),
+        _ => return None,
+    };
+    let rep = Slot::shared(representative);
+    Some(Arc::new(per_lane(st, active, e.span, &[&rep], |vals| {
+        lane::eval_prim(p, vals)
+    })))
+}
+
 /// Primitive `p` on evaluated operands: a batched kernel or lane by lane.
 fn apply(p: Prim, args: &[&Slot], st: &mut State, active: &Lanes, e: &Expr) -> Slot {
+    if !args.iter().all(|a| a.is_shared())
+        && let Some(slot) = scalars::prim(p, args, st, active, e)
+    {
+        return slot;
+    }
     match kernels::prim(p, args, st, active, e) {
         Some(slot) => slot,
         None => per_lane(st, active, e.span, args, |vals| lane::eval_prim(p, vals)),
@@ -323,8 +358,38 @@ fn zeros_like(inner: &Slot, st: &mut State, active: &Lanes, span: Span) -> Slot 
             &d.shape,
             &mut std::iter::repeat(0),
         ))),
+        Slot::Tuple(items) => Slot::tuple(
+            items
+                .iter()
+                .map(|i| Arc::new(zeros_like(i, st, active, span)))
+                .collect(),
+        ),
         Slot::PerLane(_) => per_lane(st, active, span, &[inner], |v| Ok(lane::zeros_like(&v[0]))),
     }
+}
+
+/// `(a, b, ...)`: each component promoted to its declared type (as the
+/// interpreter promotes the tuple), kept as its own slot.
+fn tuple_literal(items: Vec<Arc<Slot>>, e: &Expr, st: &mut State, active: &Lanes) -> Arc<Slot> {
+    let types = match &e.ty {
+        language::types::Type::Tuple(types) if types.len() == items.len() => types,
+        _ => {
+            let refs: Vec<&Slot> = items.iter().map(|a| &**a).collect();
+            return Arc::new(per_lane(st, active, e.span, &refs, |vals| {
+                Ok(lane::promote(Value::Tuple(vals.to_vec()), &e.ty))
+            }));
+        }
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (item, ty) in items.into_iter().zip(types) {
+        out.push(match kernels::promote(&item, ty) {
+            Some(p) => p,
+            None => Arc::new(per_lane(st, active, e.span, &[&item], |v| {
+                Ok(lane::promote(v[0].clone(), ty))
+            })),
+        });
+    }
+    Arc::new(Slot::tuple(out))
 }
 
 /// `c ? t : f`, each branch evaluated only on the lanes that take it.

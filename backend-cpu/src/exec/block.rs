@@ -4,31 +4,73 @@
 
 use super::{ExecConfig, Result};
 use crate::eval::eval;
-use crate::lanes::{Dense, Lanes, Slot, State, dense_shape};
+use crate::lanes::{Dense, Footprint, Lanes, Slot, State, dense_shape};
 use crate::ops::exec_op;
 use language::batch::pc::Op;
+use language::batch::pc::effects;
 use language::interp::{RuntimeError, lane};
 use language::mir::{Expr, Stmt, VarId};
 use language::types::Type;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Run `ops` for `lanes`: on the whole batch with masked writes, or — when
 /// the lanes are fewer than [`ExecConfig::gather_below`] of the batch — on
 /// a gathered sub-batch written back afterwards. A lane that fails stops
 /// running further ops.
-pub fn run_ops(ops: StmtOps, st: &mut State, lanes: &Lanes, config: &ExecConfig) -> Result<()> {
+pub fn run_ops(
+    ops: StmtOps,
+    st: &mut State,
+    lanes: &Lanes,
+    config: &ExecConfig,
+    footprints: &mut Footprints,
+) -> Result<()> {
     if ops.len() == 0 || lanes.is_empty() {
         return Ok(());
     }
     let gather = !lanes.is_full() && (lanes.len() as f64) < config.gather_below * st.z as f64;
     if gather {
-        let mut sub = st.gather(lanes);
+        // Only what the ops use goes to the sub-batch and back.
+        let footprint = footprints.of(ops);
+        let mut sub = st.gather_footprint(lanes, footprint);
         let all = Lanes::all(sub.z);
         let r = masked(ops, &mut sub, &all);
-        st.scatter(sub, lanes);
+        st.scatter_footprint(sub, lanes, footprint);
         r
     } else {
         masked(ops, st, lanes)
+    }
+}
+
+/// The [`Footprint`] of each run of ops an executor gathers, computed once
+/// per run (keyed by the ops' place in the program).
+#[derive(Default)]
+pub struct Footprints {
+    known: HashMap<(usize, usize), Footprint>,
+}
+
+impl Footprints {
+    fn of(&mut self, ops: StmtOps) -> &Footprint {
+        self.known.entry(ops.key()).or_insert_with(|| {
+            let mut vars = Vec::new();
+            let mut written = Vec::new();
+            let mut ad_stacks = false;
+            for s in ops.iter() {
+                let e = effects::of_stmt(s);
+                vars.extend(e.reads.iter().chain(&e.writes).copied());
+                written.extend(e.writes.iter().copied());
+                ad_stacks |= !e.pops.is_empty() || e.pushes.is_some();
+            }
+            vars.sort_unstable();
+            vars.dedup();
+            written.sort_unstable();
+            written.dedup();
+            Footprint {
+                vars,
+                written,
+                ad_stacks,
+            }
+        })
     }
 }
 
@@ -56,6 +98,14 @@ pub enum StmtOps<'a> {
 }
 
 impl<'a> StmtOps<'a> {
+    /// Where the ops are in the program (their address and number).
+    fn key(self) -> (usize, usize) {
+        match self {
+            StmtOps::Cfg(s) => (s.as_ptr() as usize, s.len()),
+            StmtOps::Pc(s) => (s.as_ptr() as usize, s.len()),
+        }
+    }
+
     fn len(self) -> usize {
         match self {
             StmtOps::Cfg(s) => s.len(),
@@ -119,14 +169,7 @@ pub fn eval_args(args: &[Expr], st: &mut State, lanes: &Lanes) -> Result<Vec<Arc
 /// Set variable `var` to `value` on `lanes` (the CFG's `Let`: whole
 /// variable, no shape check); other lanes keep theirs.
 pub fn set_masked(st: &mut State, var: VarId, value: Arc<Slot>, lanes: &Lanes) {
-    let slot = &mut st.vars[var.0 as usize];
-    match slot {
-        Some(old) if !lanes.is_full() => {
-            let new = Arc::unwrap_or_clone(value).broadcast_if_shared_differs(old);
-            Arc::make_mut(old).merge(new, lanes);
-        }
-        _ => *slot = Some(value),
-    }
+    crate::ops::set_var(st, var, value, lanes)
 }
 
 /// Record `err` as the failure of every running lane of `lanes`.
@@ -165,6 +208,16 @@ pub fn promote(value: Arc<Slot>, ty: &Type, st: &State, lanes: &Lanes) -> Arc<Sl
                 Arc::new(per_lane_promote(&value, ty, st.z))
             }
         }
+        Slot::Tuple(items) => match ty {
+            Type::Tuple(types) if types.len() == items.len() => Arc::new(Slot::Tuple(
+                items
+                    .iter()
+                    .zip(types)
+                    .map(|(item, ty)| promote(item.clone(), ty, st, lanes))
+                    .collect(),
+            )),
+            _ => Arc::new(per_lane_promote(&value, ty, st.z)),
+        },
         Slot::PerLane(_) => Arc::new(per_lane_promote(&value, ty, st.z)),
     }
 }
@@ -192,26 +245,7 @@ impl Returned {
         }
         match &mut self.value {
             None => self.value = Some(value),
-            Some(old) => {
-                let new = Arc::unwrap_or_clone(value).broadcast_if_shared_differs(old);
-                Arc::make_mut(old).merge(new, lanes);
-            }
-        }
-    }
-}
-
-impl Slot {
-    /// `self` ready to be merged into `old`: a shared value merged into a
-    /// non-shared slot (or a different shared one) is first spread over
-    /// the lanes so that the merge stays dense when shapes agree.
-    fn broadcast_if_shared_differs(self, old: &Slot) -> Slot {
-        match (&self, old) {
-            (Slot::Shared(a), Slot::Shared(b)) if a == b => self,
-            (Slot::Shared(_), Slot::Real(d)) => self.broadcast(d.z),
-            (Slot::Shared(_), Slot::Int(d)) => self.broadcast(d.z),
-            (Slot::Shared(_), Slot::PerLane(v)) => self.broadcast(v.len()),
-            (Slot::Shared(_), Slot::Shared(_)) => self,
-            _ => self,
+            Some(old) => Arc::make_mut(old).copy_lanes_from(&value, lanes),
         }
     }
 }

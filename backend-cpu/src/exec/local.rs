@@ -26,6 +26,7 @@ pub(super) fn run(
         config,
         host,
         depth: super::base_depth(p, f),
+        footprints: block::Footprints::default(),
     };
     let value = exec.blocks(f, st, lanes)?;
     Ok(value.map(Arc::unwrap_or_clone))
@@ -38,6 +39,7 @@ struct Local<'a> {
     host: &'a mut dyn BatchHost,
     /// Nested user-function calls (host recursion levels).
     depth: usize,
+    footprints: block::Footprints,
 }
 
 impl Local<'_> {
@@ -50,12 +52,31 @@ impl Local<'_> {
             block::fail(st, lanes, &RuntimeError::fatal(msg));
             return Ok(None);
         }
-        let mut queue = WaitQueue::default();
+        // Blocks whose call terminator calls a synchronizing external.
+        let barriers = fun
+            .blocks
+            .iter()
+            .map(|b| match &b.term {
+                Terminator::Call { fun: g, .. } => {
+                    let callee = self.p.function(*g);
+                    callee.kind == FunctionKind::External
+                        && self.config.synchronize_at.contains(&callee.name)
+                }
+                _ => false,
+            })
+            .collect();
+        let mut queue = WaitQueue::with_barriers(barriers, Vec::new());
         queue.add(0, lanes.iter());
         let mut returned = Returned::default();
         while let Some((b, waiting)) = queue.take(&*self.config.choice, st.z) {
             let bl = &fun.blocks[b];
-            block::run_ops(StmtOps::Cfg(&bl.ops), st, &waiting, self.config)?;
+            block::run_ops(
+                StmtOps::Cfg(&bl.ops),
+                st,
+                &waiting,
+                self.config,
+                &mut self.footprints,
+            )?;
             let active = st.running(&waiting);
             if active.is_empty() {
                 continue;

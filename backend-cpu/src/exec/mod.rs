@@ -48,7 +48,7 @@ mod schedule;
 
 pub use host::{BatchHost, NoHost};
 pub use model::{BatchedModel, LaneResult, LogDensityGradient};
-pub use schedule::{BlockChoice, EarliestFirst, MostWaiting, Waiting};
+pub use schedule::{BlockChoice, EarliestFirst, FurthestFromBarrier, MostWaiting, Waiting};
 
 use crate::eval::BatchError;
 use language::batch::cfg::Program;
@@ -93,6 +93,10 @@ pub struct ExecConfig {
     /// Shared-matrix × per-lane-vector products as one GEMM (rounding may
     /// differ from the interpreter's loop by ≤ 1e-12 relative).
     pub gemm: bool,
+    /// External functions the host synchronizes lanes at: a block that
+    /// calls one runs only when no other block has waiting lanes, so one
+    /// host call serves every lane headed there (a sampler's gradient).
+    pub synchronize_at: Vec<String>,
 }
 
 impl Default for ExecConfig {
@@ -105,6 +109,7 @@ impl Default for ExecConfig {
             max_sub_batch: 0,
             max_depth: language::interp::MAX_CALL_DEPTH,
             gemm: true,
+            synchronize_at: Vec::new(),
         }
     }
 }

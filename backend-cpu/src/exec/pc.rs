@@ -17,7 +17,6 @@ use language::batch::pc::lower::external_call;
 use language::batch::pc::{BlockId, FunctionKind, Op, Program, Terminator};
 use language::interp::RuntimeError;
 use language::mir::{FunId, VarId};
-use language::value::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -35,13 +34,14 @@ pub(super) fn run(
     let z = st.z;
     let base_depth = usize::from(p.function(f).kind == FunctionKind::User);
     let mut calls: Vec<Vec<BlockId>> = vec![Vec::new(); z];
-    // saved[var][lane]: values set aside by `Push` (None: was unset).
-    let mut saved: HashMap<VarId, Vec<Vec<Option<Value>>>> = HashMap::new();
-    let mut queue = WaitQueue::default();
+    let mut scratch = Scratch::default();
+    let barrier = barriers(p, config);
+    let to_barrier = distances_to(p, &barrier);
+    let mut queue = WaitQueue::with_barriers(barrier, to_barrier);
     queue.add(p.function(f).first_block.0 as usize, lanes.iter());
     while let Some((b, waiting)) = queue.take(&*config.choice, z) {
         let bl = p.block(BlockId(b as u32));
-        run_ops(&bl.ops, st, &waiting, config, p, &mut saved, host)?;
+        run_ops(&bl.ops, st, &waiting, config, p, &mut scratch, host)?;
         let active = st.running(&waiting);
         if active.is_empty() {
             continue;
@@ -94,6 +94,76 @@ pub(super) fn run(
     Ok(())
 }
 
+/// `barrier[block]`: the block calls an external function of
+/// [`ExecConfig::synchronize_at`].
+fn barriers(p: &Program, config: &ExecConfig) -> Vec<bool> {
+    if config.synchronize_at.is_empty() {
+        return Vec::new();
+    }
+    p.blocks
+        .iter()
+        .map(|b| {
+            b.ops.iter().any(|op| {
+                external_call(p, op).is_some_and(|(f, _, _)| {
+                    config
+                        .synchronize_at
+                        .iter()
+                        .any(|name| *name == p.function(f).name)
+                })
+            })
+        })
+        .collect()
+}
+
+/// Fewest blocks from each block to a barrier block (0 at a barrier,
+/// `u32::MAX` if none is reachable), following jumps, branches, calls into
+/// the callee and returns to every return block of the function's call
+/// sites.
+fn distances_to(p: &Program, barrier: &[bool]) -> Vec<u32> {
+    if !barrier.contains(&true) {
+        return Vec::new();
+    }
+    let n = p.blocks.len();
+    // Predecessors of each block.
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut returns_to: Vec<Vec<usize>> = vec![Vec::new(); p.functions.len()];
+    for bl in &p.blocks {
+        if let Terminator::PushJump { ret, callee, .. } = bl.term {
+            returns_to[callee.0 as usize].push(ret.0 as usize);
+        }
+    }
+    for (b, bl) in p.blocks.iter().enumerate() {
+        let succs: Vec<usize> = match &bl.term {
+            Terminator::Jump(t) => vec![t.0 as usize],
+            Terminator::Branch {
+                then, otherwise, ..
+            } => vec![then.0 as usize, otherwise.0 as usize],
+            Terminator::PushJump { target, .. } => vec![target.0 as usize],
+            Terminator::Return => returns_to[bl.function.0 as usize].clone(),
+        };
+        for s in succs {
+            preds[s].push(b);
+        }
+    }
+    let mut dist = vec![u32::MAX; n];
+    let mut work = std::collections::VecDeque::new();
+    for (b, &is) in barrier.iter().enumerate() {
+        if is {
+            dist[b] = 0;
+            work.push_back(b);
+        }
+    }
+    while let Some(b) = work.pop_front() {
+        for &q in &preds[b] {
+            if dist[q] == u32::MAX {
+                dist[q] = dist[b] + 1;
+                work.push_back(q);
+            }
+        }
+    }
+    dist
+}
+
 /// A block's ops for `lanes`: runs of MIR statements as in the CFG
 /// executor (masked or gathered), calling ops masked, external calls by
 /// one host call for all of `lanes` that are still running.
@@ -103,7 +173,7 @@ fn run_ops(
     lanes: &Lanes,
     config: &ExecConfig,
     p: &Program,
-    saved: &mut HashMap<VarId, Vec<Vec<Option<Value>>>>,
+    scratch: &mut Scratch,
     host: &mut dyn BatchHost,
 ) -> Result<()> {
     let mut i = 0;
@@ -118,7 +188,7 @@ fn run_ops(
             .count();
         if run_len > 0 {
             let stmts = StmtOps::Pc(&ops[i..i + run_len]);
-            block::run_ops(stmts, st, &active, config)?;
+            block::run_ops(stmts, st, &active, config, &mut scratch.footprints)?;
             i += run_len;
             continue;
         }
@@ -147,20 +217,99 @@ fn run_ops(
             }
             Op::Push(v) => {
                 let z = st.z;
-                let stacks = saved.entry(*v).or_insert_with(|| vec![Vec::new(); z]);
-                let slot = &st.vars[v.0 as usize];
-                for l in active.iter() {
-                    stacks[l].push(slot.as_ref().map(|s| s.lane_value(l)));
-                }
+                let stack = scratch.saved.entry(*v).or_insert_with(|| VarStack::new(z));
+                stack.push(st.vars[v.0 as usize].as_deref(), &active);
             }
             Op::Pop(v) | Op::Peek(v) => {
                 let keep = matches!(ops[i], Op::Peek(_));
-                restore(st, p, *v, saved.get_mut(v), &active, keep);
+                restore(st, p, *v, scratch.saved.get_mut(v), &active, keep);
             }
         }
         i += 1;
     }
     Ok(())
+}
+
+/// What a run keeps besides the state: the saved values of the variable
+/// stacks, and the footprints of the blocks it gathers.
+#[derive(Default)]
+pub(super) struct Scratch {
+    saved: HashMap<VarId, VarStack>,
+    footprints: block::Footprints,
+}
+
+/// The values `Push` set aside for one variable, for every lane: level
+/// `d` holds, at lane `l`, what lane `l` saved when its stack was `d`
+/// deep. Levels are whole slots, so saving and restoring a dense variable
+/// copies only the lanes concerned, element by element.
+pub(super) struct VarStack {
+    levels: Vec<Level>,
+    /// Saved values per lane.
+    depth: Vec<u32>,
+}
+
+struct Level {
+    /// `None` until some lane saved a value at this level.
+    values: Option<Slot>,
+    /// The lane saved "no value" (the variable was unset).
+    unset: Vec<bool>,
+}
+
+impl VarStack {
+    fn new(z: usize) -> VarStack {
+        VarStack {
+            levels: Vec::new(),
+            depth: vec![0; z],
+        }
+    }
+
+    /// Save `current` (the variable's slot, `None` if unset) for `lanes`.
+    fn push(&mut self, current: Option<&Slot>, lanes: &Lanes) {
+        let z = lanes.z();
+        for (d, group) in by_depth(lanes, &self.depth, 0) {
+            while self.levels.len() <= d {
+                self.levels.push(Level {
+                    values: None,
+                    unset: vec![false; z],
+                });
+            }
+            let level = &mut self.levels[d];
+            for l in group.iter() {
+                level.unset[l] = current.is_none();
+            }
+            if let Some(slot) = current {
+                match &mut level.values {
+                    Some(values) => values.copy_lanes_from(slot, &group),
+                    None => level.values = Some(slot.clone()),
+                }
+            }
+        }
+        for l in lanes.iter() {
+            self.depth[l] += 1;
+        }
+    }
+}
+
+/// `lanes` grouped by `depth[l] - below` (lanes whose depth is not above
+/// `below` are left out).
+fn by_depth(lanes: &Lanes, depth: &[u32], below: u32) -> Vec<(usize, Lanes)> {
+    let first = match lanes.first() {
+        Some(l) => depth[l],
+        None => return Vec::new(),
+    };
+    if first >= below && lanes.iter().all(|l| depth[l] == first) {
+        return vec![((first - below) as usize, lanes.clone())];
+    }
+    let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for l in lanes.iter() {
+        if depth[l] >= below {
+            groups.entry(depth[l] - below).or_default().push(l);
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(d, ls)| (d as usize, Lanes::from_indices(lanes.z(), ls)))
+        .collect()
 }
 
 /// Set variable `var` of `lanes` to the top of its stack (popped unless
@@ -169,30 +318,14 @@ fn restore(
     st: &mut State,
     p: &Program,
     var: VarId,
-    stacks: Option<&mut Vec<Vec<Option<Value>>>>,
+    stack: Option<&mut VarStack>,
     lanes: &Lanes,
     keep: bool,
 ) {
-    let mut empty = Vec::new();
-    let mut tops: Vec<(usize, Value)> = Vec::new();
-    match stacks {
-        None => empty.extend(lanes.iter()),
-        Some(stacks) => {
-            for l in lanes.iter() {
-                let top = if keep {
-                    stacks[l].last().cloned()
-                } else {
-                    stacks[l].pop()
-                };
-                match top {
-                    None => empty.push(l),
-                    // A saved "unset" leaves the lane's storage as it is.
-                    Some(None) => {}
-                    Some(Some(v)) => tops.push((l, v)),
-                }
-            }
-        }
-    }
+    let empty: Vec<usize> = match &stack {
+        None => lanes.indices().to_vec(),
+        Some(stack) => lanes.iter().filter(|&l| stack.depth[l] == 0).collect(),
+    };
     if !empty.is_empty() {
         let err = RuntimeError::fatal(format!(
             "the stack of `{}` is empty (PC lowering bug)",
@@ -200,17 +333,25 @@ fn restore(
         ));
         block::fail(st, &Lanes::from_indices(st.z, empty), &err);
     }
-    if tops.is_empty() {
-        return;
+    let Some(stack) = stack else { return };
+    for (d, group) in by_depth(lanes, &stack.depth, 1) {
+        let level = &stack.levels[d];
+        // A saved "unset" leaves the lane's storage as it is.
+        let group = group.retain(|l| !level.unset[l]);
+        if let Some(values) = &level.values
+            && !group.is_empty()
+        {
+            match &mut st.vars[var.0 as usize] {
+                Some(slot) => Arc::make_mut(slot).copy_lanes_from(values, &group),
+                empty => *empty = Some(Arc::new(values.clone())),
+            }
+        }
     }
-    let z = st.z;
-    let slot = &mut st.vars[var.0 as usize];
-    let mut values = match slot {
-        Some(s) => s.to_lane_values(z),
-        None => vec![tops[0].1.clone(); z],
-    };
-    for (l, v) in tops {
-        values[l] = v;
+    if !keep {
+        for l in lanes.iter() {
+            if stack.depth[l] > 0 {
+                stack.depth[l] -= 1;
+            }
+        }
     }
-    *slot = Some(Arc::new(Slot::from_lane_values(values)));
 }

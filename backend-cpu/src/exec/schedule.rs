@@ -13,6 +13,9 @@ pub struct Waiting {
     pub point: usize,
     /// How many lanes wait there.
     pub lanes: usize,
+    /// Fewest blocks from here to a synchronizing block (a barrier, see
+    /// [`WaitQueue`]); `u32::MAX` when none is reachable or none is set.
+    pub to_barrier: u32,
 }
 
 /// The block-choice heuristic: which of the waiting points runs next.
@@ -49,14 +52,57 @@ impl BlockChoice for MostWaiting {
     }
 }
 
+/// The point whose lanes are furthest from the next synchronizing block
+/// (ties: the earliest). Lanes close to the barrier wait while the ones
+/// behind catch up, so each stretch of blocks between two barriers runs
+/// with as many lanes at once as possible — e.g. chains that unwind
+/// several levels of NUTS's recursion join the ones that unwound fewer
+/// before they all descend to the next leapfrog step together.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FurthestFromBarrier;
+
+impl BlockChoice for FurthestFromBarrier {
+    fn choose(&self, waiting: &[Waiting]) -> usize {
+        let mut best = 0;
+        for (i, w) in waiting.iter().enumerate() {
+            if w.to_barrier > waiting[best].to_barrier {
+                best = i;
+            }
+        }
+        best
+    }
+}
+
 /// Lanes waiting at program points.
+///
+/// Points marked as *barriers* (blocks that call an external function the
+/// host synchronizes lanes at, e.g. the sampler's gradient) run only when
+/// no other point has waiting lanes: every lane that is going to call the
+/// host next gets there first, so the host sees them in one call (Radul
+/// et al. §4.2: synchronizing at gradient granularity).
 #[derive(Debug, Default)]
 pub(crate) struct WaitQueue {
     at: BTreeMap<usize, Vec<usize>>,
     scratch: Vec<Waiting>,
+    /// `barrier[point]` (points beyond its end are not barriers).
+    barrier: Vec<bool>,
+    /// `to_barrier[point]` ([`Waiting::to_barrier`]; beyond its end: none).
+    to_barrier: Vec<u32>,
 }
 
 impl WaitQueue {
+    pub fn with_barriers(barrier: Vec<bool>, to_barrier: Vec<u32>) -> WaitQueue {
+        WaitQueue {
+            barrier,
+            to_barrier,
+            ..WaitQueue::default()
+        }
+    }
+
+    fn is_barrier(&self, point: usize) -> bool {
+        self.barrier.get(point).copied().unwrap_or(false)
+    }
+
     pub fn add(&mut self, point: usize, lanes: impl IntoIterator<Item = usize>) {
         let mut lanes = lanes.into_iter().peekable();
         if lanes.peek().is_some() {
@@ -70,11 +116,17 @@ impl WaitQueue {
         let point = if self.at.len() == 1 {
             *self.at.keys().next()?
         } else {
+            let free = self.at.keys().any(|&p| !self.is_barrier(p));
             self.scratch.clear();
-            self.scratch.extend(self.at.iter().map(|(p, l)| Waiting {
-                point: *p,
-                lanes: l.len(),
-            }));
+            for (p, l) in &self.at {
+                if !free || !self.is_barrier(*p) {
+                    self.scratch.push(Waiting {
+                        point: *p,
+                        lanes: l.len(),
+                        to_barrier: self.to_barrier.get(*p).copied().unwrap_or(u32::MAX),
+                    });
+                }
+            }
             let i = choice.choose(&self.scratch);
             self.scratch.get(i)?.point
         };
@@ -101,5 +153,35 @@ mod tests {
         let (p, lanes) = q.take(&EarliestFirst, 8).unwrap();
         assert_eq!((p, lanes.indices()), (5, &[0, 1, 2, 7][..]));
         assert!(q.take(&EarliestFirst, 8).is_none());
+    }
+
+    #[test]
+    fn barriers_wait_until_nothing_else_waits() {
+        let mut q = WaitQueue::with_barriers(vec![false, true, false, false], Vec::new());
+        q.add(1, [0, 1]);
+        q.add(3, [2]);
+        q.add(0, [3]);
+        // The barrier (point 1) is earliest but runs last.
+        let (p, _) = q.take(&EarliestFirst, 4).unwrap();
+        assert_eq!(p, 0);
+        q.add(1, [3]);
+        let (p, _) = q.take(&MostWaiting, 4).unwrap();
+        assert_eq!(p, 3);
+        q.add(1, [2]);
+        let (p, lanes) = q.take(&EarliestFirst, 4).unwrap();
+        assert_eq!((p, lanes.indices()), (1, &[0, 1, 2, 3][..]));
+    }
+
+    #[test]
+    fn the_lanes_furthest_from_the_barrier_go_first() {
+        let mut q = WaitQueue::with_barriers(vec![true, false, false, false], vec![0, 1, 3, 2]);
+        q.add(0, [0]);
+        q.add(1, [1]);
+        q.add(2, [2]);
+        q.add(3, [3]);
+        let order: Vec<usize> = (0..4)
+            .map(|_| q.take(&FurthestFromBarrier, 4).unwrap().0)
+            .collect();
+        assert_eq!(order, [2, 3, 1, 0]);
     }
 }

@@ -10,8 +10,11 @@
 //!   Elementwise kernels are loops over contiguous lanes, and a vector
 //!   `[D][Z]` is a column-major D×Z matrix — shared X (N×D) times it is one
 //!   GEMM giving `[N][Z]`;
-//! - [`Slot::PerLane`]: one [`Value`] per lane, for what is ragged (tuples,
-//!   complex values, shapes that differ between lanes).
+//! - [`Slot::Tuple`]: a tuple whose components are slots of their own, so
+//!   a tuple of dense values (the sampler's tree state, a gradient's
+//!   `(lp, grad)`) stays dense and a projection is free;
+//! - [`Slot::PerLane`]: one [`Value`] per lane, for what is ragged
+//!   (complex values, shapes that differ between lanes, arrays of tuples).
 //!
 //! # Invariants
 //! - A non-shared slot always holds all Z lanes of its batch. Lanes that
@@ -30,7 +33,7 @@ pub mod pool;
 mod state;
 
 pub use laneset::Lanes;
-pub use state::{LaneStatus, State};
+pub use state::{Footprint, LaneStatus, State};
 
 use language::data::Shape;
 use language::value::Value;
@@ -107,6 +110,18 @@ impl<T: Copy + 'static> Dense<T> {
         self.data.iter().skip(l).step_by(self.z).copied()
     }
 
+    /// Copy lanes `lanes` of `src` (same shape and Z) into `self`.
+    pub fn copy_lanes(&mut self, src: &Dense<T>, lanes: &[usize]) {
+        let z = self.z;
+        for e in 0..self.elements() {
+            let dst = &mut self.data[e * z..(e + 1) * z];
+            let from = &src.data[e * z..(e + 1) * z];
+            for &l in lanes {
+                dst[l] = from[l];
+            }
+        }
+    }
+
     /// Copy lane `from` of `src` (same shape) into lane `to` of `self`.
     pub fn copy_lane(&mut self, to: usize, src: &Dense<T>, from: usize) {
         for e in 0..self.elements() {
@@ -121,6 +136,8 @@ pub enum Slot {
     Shared(Arc<Value>),
     Real(Dense<f64>),
     Int(Dense<i64>),
+    /// Components in order (never all shared: that is a shared tuple).
+    Tuple(Vec<Arc<Slot>>),
     PerLane(Vec<Value>),
 }
 
@@ -133,12 +150,23 @@ impl Slot {
         matches!(self, Slot::Shared(_))
     }
 
+    /// A tuple of component slots: shared when every component is.
+    pub fn tuple(items: Vec<Arc<Slot>>) -> Slot {
+        if items.iter().all(|i| i.is_shared()) {
+            return Slot::shared(Value::Tuple(
+                items.iter().map(|i| i.lane_value(0)).collect(),
+            ));
+        }
+        Slot::Tuple(items)
+    }
+
     /// The value of lane `l`, as the interpreter holds it.
     pub fn lane_value(&self, l: usize) -> Value {
         match self {
             Slot::Shared(v) => (**v).clone(),
             Slot::Real(d) => build_real(&d.shape, &mut d.lane(l)),
             Slot::Int(d) => build_int(&d.shape, &mut d.lane(l)),
+            Slot::Tuple(items) => Value::Tuple(items.iter().map(|i| i.lane_value(l)).collect()),
             Slot::PerLane(vs) => vs[l].clone(),
         }
     }
@@ -150,6 +178,16 @@ impl Slot {
         let Some(first) = values.first() else {
             return Slot::PerLane(values);
         };
+        if let Value::Tuple(items) = first {
+            let k = items.len();
+            if values
+                .iter()
+                .all(|v| matches!(v, Value::Tuple(items) if items.len() == k))
+            {
+                return tuple_from_lane_values(values, k);
+            }
+            return Slot::PerLane(values);
+        }
         let Some((shape, is_int)) = dense_shape(first) else {
             return Slot::PerLane(values);
         };
@@ -210,7 +248,7 @@ impl Slot {
                     for_each_int(v, &mut |i| data.extend(std::iter::repeat_n(i, z)));
                     Slot::Int(Dense::new(shape, z, data))
                 }
-                None => Slot::PerLane(vec![(**v).clone(); z]),
+                None => Slot::from_lane_values(vec![(**v).clone(); z]),
             },
             other => other.clone(),
         }
@@ -221,34 +259,88 @@ impl Slot {
     pub fn merge(&mut self, new: Slot, active: &Lanes) {
         if active.is_full() {
             *self = new;
+        } else {
+            self.copy_lanes_from(&new, active);
+        }
+    }
+
+    /// Copy lanes `lanes` of `src` (a slot over the same Z lanes) into
+    /// `self`; the other lanes keep their values. Dense storage of one
+    /// shape stays dense (element by element over the lanes).
+    pub fn copy_lanes_from(&mut self, src: &Slot, lanes: &Lanes) {
+        if lanes.is_empty() {
             return;
         }
-        if active.is_empty() {
+        if lanes.is_full() {
+            *self = src.clone();
             return;
         }
-        let z = active.z();
-        match (&mut *self, &new) {
+        let z = lanes.z();
+        match (&mut *self, src) {
             (Slot::Real(a), Slot::Real(b)) if a.shape == b.shape => {
-                for l in active.iter() {
-                    a.copy_lane(l, b, l);
-                }
-                return;
+                return a.copy_lanes(b, lanes.indices());
             }
             (Slot::Int(a), Slot::Int(b)) if a.shape == b.shape => {
-                for l in active.iter() {
-                    a.copy_lane(l, b, l);
+                return a.copy_lanes(b, lanes.indices());
+            }
+            (Slot::Shared(a), Slot::Shared(b)) if a == b => return,
+            (Slot::Tuple(a), Slot::Tuple(b)) if a.len() == b.len() => {
+                for (a, b) in a.iter_mut().zip(b) {
+                    Arc::make_mut(a).copy_lanes_from(b, lanes);
                 }
                 return;
             }
-            (Slot::Shared(a), Slot::Shared(b)) if a == b => return,
+            (Slot::Real(_) | Slot::Int(_) | Slot::Tuple(_), Slot::Shared(_)) => {
+                let spread = src.broadcast(z);
+                if !matches!(spread, Slot::PerLane(_)) {
+                    return self.copy_lanes_from(&spread, lanes);
+                }
+            }
+            (Slot::Shared(_), Slot::Real(_) | Slot::Int(_) | Slot::Tuple(_)) => {
+                let spread = self.broadcast(z);
+                if !matches!(spread, Slot::PerLane(_)) {
+                    *self = spread;
+                    return self.copy_lanes_from(src, lanes);
+                }
+            }
             _ => {}
         }
         let mut values = self.to_lane_values(z);
-        for l in active.iter() {
-            values[l] = new.lane_value(l);
+        for l in lanes.iter() {
+            values[l] = src.lane_value(l);
         }
         *self = Slot::from_lane_values(values);
     }
+
+    /// Number of lanes of a non-shared slot.
+    pub fn z(&self) -> Option<usize> {
+        match self {
+            Slot::Shared(_) => None,
+            Slot::Real(d) => Some(d.z),
+            Slot::Int(d) => Some(d.z),
+            Slot::Tuple(items) => items.iter().find_map(|i| i.z()),
+            Slot::PerLane(vs) => Some(vs.len()),
+        }
+    }
+}
+
+/// A dense tuple slot from per-lane tuples of `k` components each.
+fn tuple_from_lane_values(values: Vec<Value>, k: usize) -> Slot {
+    let z = values.len();
+    let mut columns: Vec<Vec<Value>> = (0..k).map(|_| Vec::with_capacity(z)).collect();
+    for v in values {
+        if let Value::Tuple(items) = v {
+            for (col, item) in columns.iter_mut().zip(items) {
+                col.push(item);
+            }
+        }
+    }
+    Slot::Tuple(
+        columns
+            .into_iter()
+            .map(|col| Arc::new(Slot::from_lane_values(col)))
+            .collect(),
+    )
 }
 
 /// The element shape and kind (true: ints) of a value that can be dense.
@@ -332,6 +424,9 @@ impl Slot {
             Slot::Shared(v) => Slot::Shared(v.clone()),
             Slot::Real(d) => Slot::Real(d.gather(lanes)),
             Slot::Int(d) => Slot::Int(d.gather(lanes)),
+            Slot::Tuple(items) => {
+                Slot::Tuple(items.iter().map(|i| Arc::new(i.gather(lanes))).collect())
+            }
             Slot::PerLane(vs) => Slot::PerLane(lanes.iter().map(|&l| vs[l].clone()).collect()),
         }
     }
@@ -343,6 +438,26 @@ impl Slot {
             (Slot::Real(a), Slot::Real(b)) if a.shape == b.shape => return a.scatter(b, lanes),
             (Slot::Int(a), Slot::Int(b)) if a.shape == b.shape => return a.scatter(b, lanes),
             (Slot::Shared(a), Slot::Shared(b)) if a == b => return,
+            (Slot::Tuple(a), Slot::Tuple(b)) if a.len() == b.len() => {
+                for (a, b) in a.iter_mut().zip(b) {
+                    Arc::make_mut(a).scatter(b, lanes, z);
+                }
+                return;
+            }
+            // Spread a shared side over its lanes so dense stays dense.
+            (Slot::Real(_) | Slot::Int(_) | Slot::Tuple(_), Slot::Shared(_)) => {
+                let spread = sub.broadcast(lanes.len());
+                if !matches!(spread, Slot::PerLane(_)) {
+                    return self.scatter(&spread, lanes, z);
+                }
+            }
+            (Slot::Shared(_), Slot::Real(_) | Slot::Int(_) | Slot::Tuple(_)) => {
+                let spread = self.broadcast(z);
+                if !matches!(spread, Slot::PerLane(_)) {
+                    *self = spread;
+                    return self.scatter(sub, lanes, z);
+                }
+            }
             _ => {}
         }
         if lanes.len() == z {

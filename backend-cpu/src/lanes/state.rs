@@ -7,6 +7,16 @@ use language::mir::{Program, VarId};
 use language::value::Value;
 use std::sync::Arc;
 
+/// The variables a run of straight-line ops reads or writes (sorted), the
+/// ones it writes, and whether it uses the AD stacks: what running it on
+/// a gathered sub-batch must carry there and back.
+#[derive(Clone, Debug, Default)]
+pub struct Footprint {
+    pub vars: Vec<VarId>,
+    pub written: Vec<VarId>,
+    pub ad_stacks: bool,
+}
+
 /// How a lane's evaluation stands.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LaneStatus {
@@ -146,6 +156,17 @@ impl<'p> State<'p> {
     /// A batch of lanes `lanes` of this one (to run a block on fewer lanes
     /// without masking); [`State::scatter`] writes it back.
     pub fn gather(&self, lanes: &Lanes) -> State<'p> {
+        self.gather_part(lanes, None, true)
+    }
+
+    /// As [`State::gather`] for a block that uses only the variables of
+    /// `footprint`: the others are left unset (shared ones are kept, they
+    /// cost nothing), and the AD stacks are gathered only if it uses them.
+    pub fn gather_footprint(&self, lanes: &Lanes, footprint: &Footprint) -> State<'p> {
+        self.gather_part(lanes, Some(&footprint.vars), footprint.ad_stacks)
+    }
+
+    fn gather_part(&self, lanes: &Lanes, only: Option<&[VarId]>, ad_stacks: bool) -> State<'p> {
         let ix = lanes.indices();
         let pick_cols = |v: &[f64]| -> Vec<f64> {
             if self.z == 0 {
@@ -164,15 +185,30 @@ impl<'p> State<'p> {
             vars: self
                 .vars
                 .iter()
-                .map(|s| s.as_ref().map(|s| Arc::new(s.gather(ix))))
+                .enumerate()
+                .map(|(v, s)| {
+                    let s = s.as_ref()?;
+                    let wanted =
+                        only.is_none_or(|vars| vars.binary_search(&VarId(v as u32)).is_ok());
+                    if s.is_shared() {
+                        Some(s.clone())
+                    } else if wanted {
+                        Some(Arc::new(s.gather(ix)))
+                    } else {
+                        None
+                    }
+                })
                 .collect(),
             target: ix.iter().map(|&l| self.target[l]).collect(),
             jacobian: self.jacobian,
-            stacks: self
-                .stacks
-                .iter()
-                .map(|st| ix.iter().map(|&l| st[l].clone()).collect())
-                .collect(),
+            stacks: if ad_stacks {
+                self.stacks
+                    .iter()
+                    .map(|st| ix.iter().map(|&l| st[l].clone()).collect())
+                    .collect()
+            } else {
+                Vec::new()
+            },
             rng: ix.iter().map(|&l| self.rng[l].clone()).collect(),
             layout: self.layout.clone(),
             theta: pick_cols(&self.theta),
@@ -189,12 +225,41 @@ impl<'p> State<'p> {
 
     /// Write back a batch made by [`State::gather`] with the same `lanes`.
     pub fn scatter(&mut self, sub: State<'p>, lanes: &Lanes) {
+        self.scatter_part(sub, lanes, None, true)
+    }
+
+    /// Write back a batch made by [`State::gather_footprint`] with the same
+    /// `lanes` and `footprint`: only the variables it writes.
+    pub fn scatter_footprint(&mut self, sub: State<'p>, lanes: &Lanes, footprint: &Footprint) {
+        self.scatter_part(sub, lanes, Some(&footprint.written), footprint.ad_stacks)
+    }
+
+    fn scatter_part(
+        &mut self,
+        mut sub: State<'p>,
+        lanes: &Lanes,
+        only: Option<&[VarId]>,
+        ad_stacks: bool,
+    ) {
         let ix = lanes.indices();
-        for (slot, new) in self.vars.iter_mut().zip(sub.vars) {
-            match (slot.as_mut(), new) {
+        let z = self.z;
+        let write_back =
+            |slot: &mut Option<Arc<Slot>>, new: Option<Arc<Slot>>| match (slot.as_mut(), new) {
                 (_, None) => {}
-                (None, Some(new)) => *slot = Some(Arc::new(new.gather_back(ix, self.z))),
-                (Some(old), Some(new)) => Arc::make_mut(old).scatter(&new, ix, self.z),
+                (None, Some(new)) => *slot = Some(Arc::new(new.gather_back(ix, z))),
+                (Some(old), Some(new)) => Arc::make_mut(old).scatter(&new, ix, z),
+            };
+        match only {
+            None => {
+                for (slot, new) in self.vars.iter_mut().zip(sub.vars) {
+                    write_back(slot, new);
+                }
+            }
+            Some(written) => {
+                for v in written {
+                    let v = v.0 as usize;
+                    write_back(&mut self.vars[v], sub.vars[v].take());
+                }
             }
         }
         let z = self.z;
@@ -211,9 +276,11 @@ impl<'p> State<'p> {
             self.status[l] = sub.status[i].clone();
             self.output[l] = sub.output[i].clone();
         }
-        for (st, sub_st) in self.stacks.iter_mut().zip(sub.stacks) {
-            for (i, lane_stack) in sub_st.into_iter().enumerate() {
-                st[ix[i]] = lane_stack;
+        if ad_stacks {
+            for (st, sub_st) in self.stacks.iter_mut().zip(sub.stacks) {
+                for (i, lane_stack) in sub_st.into_iter().enumerate() {
+                    st[ix[i]] = lane_stack;
+                }
             }
         }
     }

@@ -16,6 +16,10 @@ fn values() -> Vec<Value> {
         ]),
         Value::Array(vec![Value::Int(3), Value::Int(-4)]),
         Value::Tuple(vec![Value::Real(1.0), Value::Int(2)]),
+        Value::Tuple(vec![
+            Value::Vector(vec![1.0, 2.0]),
+            Value::Tuple(vec![Value::Real(3.0), Value::Int(1)]),
+        ]),
     ]
 }
 
@@ -39,8 +43,20 @@ fn lane_values_round_trip_through_every_slot_kind() {
     for v in values() {
         let lanes: Vec<Value> = (0..5).map(|l| shifted(&v, l)).collect();
         let slot = Slot::from_lane_values(lanes.clone());
-        let dense = matches!(slot, Slot::Real(_) | Slot::Int(_));
-        assert_eq!(dense, !matches!(v, Value::Tuple(_)), "{v:?}");
+        let dense = match &slot {
+            Slot::Real(_) | Slot::Int(_) => true,
+            // A tuple of dense values: its components are dense.
+            Slot::Tuple(items) => items
+                .iter()
+                .all(|i| matches!(&**i, Slot::Real(_) | Slot::Int(_) | Slot::Tuple(_))),
+            _ => false,
+        };
+        assert!(dense, "{v:?} is not stored densely: {slot:?}");
+        assert_eq!(
+            matches!(slot, Slot::Tuple(_)),
+            matches!(v, Value::Tuple(_)),
+            "{v:?}"
+        );
         for (l, want) in lanes.iter().enumerate() {
             assert_eq!(&slot.lane_value(l), want);
         }
@@ -73,6 +89,37 @@ fn merge_writes_only_the_active_lanes() {
             let want = if l == 1 || l == 4 { &new[l] } else { &old[l] };
             assert_eq!(&slot.lane_value(l), want, "lane {l} of {v:?}");
         }
+    }
+}
+
+#[test]
+fn copying_lanes_from_shared_or_dense_sources_keeps_the_others() {
+    for v in values() {
+        let old: Vec<Value> = (0..6).map(|l| shifted(&v, l)).collect();
+        let lanes = Lanes::from_indices(6, vec![0, 3, 5]);
+        // From a shared value: every chosen lane gets it.
+        let mut slot = Slot::from_lane_values(old.clone());
+        let constant = shifted(&v, 7);
+        slot.copy_lanes_from(&Slot::shared(constant.clone()), &lanes);
+        // Into a shared slot: it becomes per lane where needed.
+        let mut from_shared = Slot::shared(v.clone());
+        let src = Slot::from_lane_values((0..6).map(|l| shifted(&v, 30 + l)).collect());
+        from_shared.copy_lanes_from(&src, &lanes);
+        for l in 0..6 {
+            let chosen = lanes.indices().contains(&l);
+            let want = if chosen { &constant } else { &old[l] };
+            assert_eq!(&slot.lane_value(l), want, "lane {l} of {v:?}");
+            let want = if chosen {
+                shifted(&v, 30 + l)
+            } else {
+                v.clone()
+            };
+            assert_eq!(from_shared.lane_value(l), want, "lane {l} of {v:?}");
+        }
+        assert!(
+            !matches!(slot, Slot::PerLane(_)),
+            "{v:?} lost its dense storage"
+        );
     }
 }
 

@@ -117,7 +117,7 @@ fn slot_shape(s: &Slot) -> Option<(Shape, bool)> {
         Slot::Real(d) => Some((d.shape.clone(), false)),
         Slot::Int(d) => Some((d.shape.clone(), true)),
         Slot::Shared(v) => dense_shape(v),
-        Slot::PerLane(_) => None,
+        Slot::Tuple(_) | Slot::PerLane(_) => None,
     }
 }
 
@@ -184,6 +184,19 @@ pub(crate) fn unpack(
     active: &Lanes,
 ) -> Result<()> {
     let value = eval(rhs, st, active)?;
+    // A dense tuple: each component is assigned like `lhs_k = rhs.k`.
+    if let Slot::Tuple(items) = &*value
+        && items.len() == lhs.len()
+    {
+        for (lv, item) in lhs.iter().zip(items) {
+            let active = &st.running(active);
+            if active.is_empty() {
+                break;
+            }
+            assign(s, lv, item, st, active)?;
+        }
+        return Ok(());
+    }
     for l in st.running(active).iter() {
         match value.lane_value(l) {
             Value::Tuple(items) if items.len() == lhs.len() => {}

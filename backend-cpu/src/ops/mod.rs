@@ -126,10 +126,10 @@ pub fn exec_op(s: &Stmt, st: &mut State, active: &Lanes) -> Result<()> {
 pub fn set_var(st: &mut State, var: VarId, value: Arc<Slot>, active: &Lanes) {
     let slot = &mut st.vars[var.0 as usize];
     match slot {
-        Some(old) if !active.is_full() => {
-            let new = Arc::try_unwrap(value).unwrap_or_else(|a| (*a).clone());
-            Arc::make_mut(old).merge(new, active);
-        }
+        // `x = x` (e.g. an argument passed on unchanged): nothing to do.
+        Some(old) if Arc::ptr_eq(old, &value) => {}
+        // Only the active lanes are copied; the value is not cloned whole.
+        Some(old) if !active.is_full() => Arc::make_mut(old).copy_lanes_from(&value, active),
         _ => *slot = Some(value),
     }
 }
@@ -181,17 +181,19 @@ fn declare(
             }
         };
         match &init {
-            None => Arc::new(per_lane(st, active, s.span, &[], |_| {
-                lane::declared_value(&name, &shape, None)
-            })),
-            Some(init) => match &**init {
-                // Same shape and element kind: the value as it is.
-                Slot::Real(d) if d.shape == shape => init.clone(),
-                Slot::Int(d) if d.shape == shape => init.clone(),
-                _ => Arc::new(per_lane(st, active, s.span, &[init], |v| {
-                    lane::declared_value(&name, &shape, Some(v[0].clone()))
-                })),
+            // The same declared value for every lane, once.
+            None => match lane::declared_value(&name, &shape, None) {
+                Ok(v) => Arc::new(Slot::shared(v)),
+                Err(err) => {
+                    crate::eval::fail_all(st, active, err.at(s.span));
+                    return Ok(());
+                }
             },
+            // Same shape and element kinds: the value as it is.
+            Some(init) if conforms(init, &shape, &name) => init.clone(),
+            Some(init) => Arc::new(per_lane(st, active, s.span, &[init], |v| {
+                lane::declared_value(&name, &shape, Some(v[0].clone()))
+            })),
         }
     } else {
         let mut out: Vec<Option<Value>> = vec![None; st.z];
@@ -211,6 +213,26 @@ fn declare(
     };
     set_var(st, var, value, &st.running(active));
     Ok(())
+}
+
+/// Every lane's value of `slot` is already what declaring `name` of
+/// `shape` with it gives (no size error, nothing to promote).
+fn conforms(slot: &Slot, shape: &language::data::Shape, name: &str) -> bool {
+    match slot {
+        Slot::Real(d) => d.shape == *shape,
+        Slot::Int(d) => d.shape == *shape,
+        Slot::Tuple(items) => match shape {
+            language::data::Shape::Tuple(shapes) => {
+                shapes.len() == items.len()
+                    && items.iter().zip(shapes).all(|(i, s)| conforms(i, s, name))
+            }
+            _ => false,
+        },
+        Slot::Shared(v) => {
+            lane::declared_value(name, shape, Some((**v).clone())).is_ok_and(|d| d == **v)
+        }
+        Slot::PerLane(_) => false,
+    }
 }
 
 /// The size expressions of a declared type, in evaluation order.

@@ -263,6 +263,13 @@ pub fn of_op(op: &Op) -> Effects {
     e
 }
 
+/// What a straight-line statement reads and writes.
+pub fn of_stmt(s: &Stmt) -> Effects {
+    let mut e = Effects::default();
+    e.stmt(s);
+    e
+}
+
 /// What a block's terminator reads.
 pub fn of_terminator(t: &Terminator) -> Effects {
     let mut e = Effects::default();
