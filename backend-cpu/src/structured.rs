@@ -242,7 +242,8 @@ pub struct GradientRunner<'m> {
 impl<'m> GradientRunner<'m> {
     pub fn new(model: &'m Model, g: &'m language::ad::GradProgram) -> GradientRunner<'m> {
         let mut globals = vec![None; g.program.vars.len()];
-        for (i, v) in model.globals().iter().enumerate() {
+        // Data, transformed data and the program's hoisted values.
+        for (i, v) in model.globals_for(&g.program).iter().enumerate() {
             if let Some(v) = v {
                 globals[i] = Some(Arc::new(Slot::shared(v.clone())));
             }

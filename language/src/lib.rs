@@ -7,7 +7,7 @@
 //! | lex + parse | [`syntax::parse`] | [`syntax::ast::Program`] + syntax diagnostics |
 //! | check | [`check::check_program`] | [`check::CheckedProgram`] + semantic diagnostics |
 //! | lower | [`mir::lower`] | [`mir::Program`] (model IR) |
-//! | differentiate | [`ad::gradient`] | [`ad::GradProgram`] (forward + reverse sweep) |
+//! | differentiate | [`ad::gradient`] | [`ad::GradProgram`] (forward + reverse sweep, simplified by [`simplify`]) |
 //! | run (reference) | [`interp::Model`] | log density, gradient, generated quantities |
 //!
 //! The batching IRs (later) consume the gradient program.
@@ -23,6 +23,7 @@ pub mod diagnostic;
 pub mod format;
 pub mod interp;
 pub mod mir;
+pub mod simplify;
 pub mod span;
 pub mod syntax;
 pub mod types;

@@ -60,9 +60,20 @@ pub fn compile(path: &Path, color: bool) -> Result<Compiled, Reported> {
     }
 }
 
+/// Set to run the gradient program as the AD writes it, before
+/// simplification (`language::simplify`): for measuring what the
+/// simplification gains (`bat bench`) and for looking at the raw program
+/// (`bat ir --emit grad`).
+pub const UNSIMPLIFIED_ENV: &str = "BAT_UNSIMPLIFIED";
+
 /// The gradient program of a compiled model.
 pub fn gradient(compiled: &Compiled, color: bool) -> Result<GradProgram, Reported> {
-    language::ad::gradient(&compiled.mir).map_err(|diagnostics| {
+    let differentiate = if std::env::var_os(UNSIMPLIFIED_ENV).is_some() {
+        language::ad::gradient_unsimplified
+    } else {
+        language::ad::gradient
+    };
+    differentiate(&compiled.mir).map_err(|diagnostics| {
         report(&compiled.file, &diagnostics, MessageFormat::Human, color);
         Reported
     })

@@ -53,7 +53,8 @@ impl BatchedModel {
             .as_ref()
             .map_or(program.mir.vars.len(), |p| p.mir.vars.len());
         let mut globals: Vec<Option<Arc<Slot>>> = vec![None; num_vars];
-        for (i, g) in model.globals().iter().enumerate() {
+        // Data, transformed data and the program's hoisted values.
+        for (i, g) in model.globals_for(&program.mir).iter().enumerate() {
             if let Some(v) = g {
                 globals[i] = Some(Arc::new(Slot::shared(v.clone())));
             }

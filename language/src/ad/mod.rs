@@ -66,6 +66,14 @@
 //! with the sensitivities (and with f at the output and initial times for
 //! autodiff times).
 //!
+//! # Shapes of accumulations
+//! `a += s` into a whole adjoint `a` adds a share `s` of `a`'s shape
+//! whenever `s`'s static type is `a`'s; a share of another shape always
+//! has another static type (a scalar added to every element, or the same
+//! elements in another container, e.g. a vector into a matrix's adjoint).
+//! The simplification relies on it (`let a = zeros_like(x); a += s` is
+//! `let a = s`); the interpreter checks it in debug builds.
+//!
 //! # Node kinds only gradient programs use
 //! `Push`, `Pop`, `AddAssign`, `ForDown`, `ReadParam`, `ParamAdjoint`,
 //! `Partial`, `ZerosLike`, and `JacobianOn` (1 when the Jacobian is on:
@@ -112,8 +120,18 @@ pub struct GradProgram {
     pub target_adjoint: VarId,
 }
 
-/// Differentiate the log density of `program`.
+/// Differentiate the log density of `program`, and simplify the result
+/// ([`crate::simplify`]): the gradient program every runner uses.
 pub fn gradient(program: &Program) -> Result<GradProgram, Vec<Diagnostic>> {
+    let mut g = gradient_unsimplified(program)?;
+    crate::simplify::simplify(&mut g);
+    Ok(g)
+}
+
+/// The gradient program as the transformation writes it, statement by
+/// statement, before [`crate::simplify`] (for measuring and testing the
+/// simplification).
+pub fn gradient_unsimplified(program: &Program) -> Result<GradProgram, Vec<Diagnostic>> {
     sweep::Transformer::new(program).run()
 }
 

@@ -542,6 +542,11 @@ fn index(e: &Expr, k: usize, ty: Type, span: Span) -> Expr {
     }
 }
 
+/// Type of a share `a op b` (reals: an int operand is a size or a literal).
 fn elementwise_type(a: &Type, b: &Type) -> Type {
-    if a.is_scalar() { b.clone() } else { a.clone() }
+    match (a.is_scalar(), b.is_scalar()) {
+        (true, true) => Type::Real,
+        (true, false) => b.clone(),
+        _ => a.clone(),
+    }
 }

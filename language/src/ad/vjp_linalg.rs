@@ -220,7 +220,16 @@ impl Transformer {
                         "to_matrix of arrays of arrays or row vectors, or row-major".into(),
                     ));
                 }
-                self.accumulate_broadcast(a, tb.clone(), out);
+                // A matrix reshaped: the share gets the matrix's own shape
+                // back (a share of another shape must have another type,
+                // see the module docs on accumulations).
+                let share = if a.ty == Type::Matrix && args.len() == 3 {
+                    let dim = |p: Prim| prim(p, vec![a.clone()], Type::Int, span);
+                    mat(ToMatrix, vec![tb.clone(), dim(Rows), dim(Cols)])
+                } else {
+                    tb.clone()
+                };
+                self.accumulate_broadcast(a, share, out);
             }
             QuadForm if args[1].ty == Type::Vector => {
                 // t = bᵀAb:  Ā += t̄ b bᵀ,  b̄ += t̄ (A + Aᵀ) b

@@ -54,7 +54,7 @@ pub(crate) struct Machine<'p> {
     pub program: &'p Program,
     /// Data and transformed data, shared by every evaluation of a model
     /// (read-only here; a write copies the value into `globals`).
-    base: &'p [Option<Value>],
+    pub(crate) base: &'p [Option<Value>],
     /// Values set during this evaluation; they shadow `base`.
     pub globals: Vec<Option<Value>>,
     /// Variables of the user-function call being run (functions see only

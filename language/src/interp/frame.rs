@@ -82,7 +82,7 @@ impl Model {
         stmts: &[Stmt],
         jacobian: bool,
     ) -> Result<GradFrame, RuntimeError> {
-        let mut m = Machine::with_base(program, &self.globals);
+        let mut m = self.machine_for(program);
         m.jacobian = jacobian;
         m.target = frame.target;
         for (i, value) in frame.values.iter().enumerate() {
@@ -102,11 +102,12 @@ impl Model {
 
     fn frame_of(&self, mut m: Machine) -> GradFrame {
         let state = m.grad.take().expect("a gradient machine");
+        let base = m.base;
         let values = m
             .globals
             .into_iter()
             .enumerate()
-            .map(|(i, v)| v.or_else(|| self.globals.get(i).cloned().flatten()))
+            .map(|(i, v)| v.or_else(|| base.get(i).cloned().flatten()))
             .collect();
         GradFrame {
             values,

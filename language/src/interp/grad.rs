@@ -48,7 +48,7 @@ impl Model {
         jacobian: bool,
     ) -> Result<Machine<'a>> {
         self.check_len(theta)?;
-        let mut m = Machine::with_base(program, &self.globals);
+        let mut m = self.machine_for(program);
         m.jacobian = jacobian;
         m.grad = Some(GradState {
             theta: theta.to_vec(),
@@ -92,6 +92,9 @@ impl Machine<'_> {
     /// container shape); a multi-index accumulates repeated positions.
     pub(crate) fn add_assign(&mut self, lhs: &LValue, rhs: &Expr) -> Result<()> {
         let r = self.eval(rhs)?;
+        if cfg!(debug_assertions) && lhs.path.is_empty() {
+            self.check_share_shape(lhs.var, rhs, &r);
+        }
         let idx = match lhs.path.as_slice() {
             [] => None,
             [LValueStep::Index(idx)] => Some(self.eval_indexes(idx)?),
@@ -176,6 +179,36 @@ impl Machine<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The AD's promise on accumulations (`crate::ad` docs): a share of
+    /// the adjoint's own static type has the adjoint's shape.
+    fn check_share_shape(&self, var: VarId, rhs: &Expr, r: &Value) {
+        let ty = &self.program.vars[var.0 as usize].ty;
+        if rhs.ty != *ty || !crate::simplify::visit::is_real_typed(ty) {
+            return;
+        }
+        // Ints stand for reals here (a function's `real` argument may hold
+        // the int it was called with).
+        fn dims(v: &Value) -> crate::data::Shape {
+            use crate::data::Shape;
+            fn real(s: Shape) -> Shape {
+                match s {
+                    Shape::Int => Shape::Real,
+                    Shape::Array(n, e) => Shape::Array(n, Box::new(real(*e))),
+                    other => other,
+                }
+            }
+            real(super::constrain::shape_of(v))
+        }
+        if let Ok(current) = self.get(var) {
+            assert_eq!(
+                dims(current),
+                dims(r),
+                "`{} += ...` adds a share of another shape but the same type {ty}",
+                self.program.vars[var.0 as usize].name
+            );
+        }
     }
 
     fn eval_indexes(&mut self, idx: &[Index]) -> Result<Vec<Ix>> {

@@ -111,9 +111,19 @@ pub struct Model {
     program: Program,
     /// Values of data and transformed data (other slots empty).
     globals: Vec<Option<Value>>,
+    /// [`Model::globals_for`] of the first program with hoisted values it
+    /// was asked for (in practice the model's gradient program), kept.
+    hoisted: std::sync::OnceLock<HoistedGlobals>,
     params: Vec<ParamLayout>,
     /// Output printed while reading data and running transformed data.
     pub startup_output: Vec<String>,
+}
+
+/// Hoisted values of one program on top of a model's globals.
+#[derive(Clone)]
+struct HoistedGlobals {
+    hoisted: Vec<mir::Hoisted>,
+    globals: Vec<Option<Value>>,
 }
 
 /// Constrained values, transformed parameters and generated quantities of
@@ -173,6 +183,7 @@ impl Model {
         }
         Ok(Model {
             globals: m.globals,
+            hoisted: std::sync::OnceLock::new(),
             startup_output: m.output,
             program: program.clone(),
             params,
@@ -183,6 +194,79 @@ impl Model {
     /// variables `None`): the invariant inputs of a batched executor.
     pub fn globals(&self) -> &[Option<Value>] {
         &self.globals
+    }
+
+    /// What a run of `program` — this model's program, its gradient
+    /// program, or a lowering of either — reads without computing it:
+    /// [`Model::globals`] plus the values of `program`'s hoisted
+    /// expressions ([`mir::Hoisted`]), computed once and kept for the
+    /// first such program (and computed afresh for another one).
+    ///
+    /// A hoisted value that fails to evaluate is left unset, with its `ok`
+    /// variable 0: the program then evaluates the expression in place,
+    /// failing as it did before hoisting.
+    pub fn globals_for(&self, program: &Program) -> std::borrow::Cow<'_, [Option<Value>]> {
+        use std::borrow::Cow;
+        if program.hoisted.is_empty() {
+            return Cow::Borrowed(&self.globals);
+        }
+        if let Some(cached) = self.hoisted.get() {
+            if cached.hoisted == program.hoisted {
+                return Cow::Borrowed(&cached.globals);
+            }
+            return Cow::Owned(self.compute_hoisted(program));
+        }
+        let cached = self.hoisted.get_or_init(|| HoistedGlobals {
+            hoisted: program.hoisted.clone(),
+            globals: self.compute_hoisted(program),
+        });
+        if cached.hoisted == program.hoisted {
+            Cow::Borrowed(&cached.globals)
+        } else {
+            Cow::Owned(self.compute_hoisted(program))
+        }
+    }
+
+    fn compute_hoisted(&self, program: &Program) -> Vec<Option<Value>> {
+        let mut m = Machine::with_base(program, &self.globals);
+        for h in &program.hoisted {
+            let ok = match m.eval(&h.value) {
+                Ok(v) => {
+                    m.set(h.var, v);
+                    1
+                }
+                Err(_) => 0,
+            };
+            if let Some(flag) = h.ok {
+                m.set(flag, Value::Int(ok));
+            }
+        }
+        let mut all = m.globals;
+        for (slot, base) in all.iter_mut().zip(&self.globals) {
+            if slot.is_none() {
+                slot.clone_from(base);
+            }
+        }
+        all
+    }
+
+    /// A machine over `program` reading this model's globals and
+    /// `program`'s hoisted values.
+    pub(crate) fn machine_for<'a>(&'a self, program: &'a Program) -> Machine<'a> {
+        match self.globals_for(program) {
+            std::borrow::Cow::Borrowed(base) => Machine::with_base(program, base),
+            std::borrow::Cow::Owned(all) => {
+                // Another program than the one cached: its hoisted values
+                // as this evaluation's own.
+                let mut m = Machine::with_base(program, &self.globals);
+                for (i, v) in all.into_iter().enumerate() {
+                    if self.globals.get(i).is_none_or(Option::is_none) && v.is_some() {
+                        m.globals[i] = v;
+                    }
+                }
+                m
+            }
+        }
     }
 
     pub fn params(&self) -> &[ParamLayout] {

@@ -10,7 +10,11 @@
 //!   Jacobian is on) its log |J| added to the target ([`Stmt::Constrain`]);
 //! - `transformed_parameters` then `model`: together with the transform, the
 //!   log density;
-//! - `generated_quantities`: run once per draw with constrained values.
+//! - `generated_quantities`: run once per draw with constrained values;
+//! - `hoisted`: only in gradient programs ([`crate::ad::GradProgram`]):
+//!   values computed from data, transformed data and constants alone,
+//!   moved out of the per-evaluation body by [`crate::simplify`] and
+//!   computed once per model ([`crate::interp::Model::globals_for`]).
 //!
 //! # Invariants
 //! - Every variable is a [`VarId`] into [`Program::vars`]; names are only
@@ -77,6 +81,26 @@ pub struct Program {
     pub transformed_parameters: Vec<Stmt>,
     pub model: Vec<Stmt>,
     pub generated_quantities: Vec<Stmt>,
+    /// Values computed once per model, in order, after transformed data
+    /// (empty except in gradient programs; see [`Hoisted`]).
+    pub hoisted: Vec<Hoisted>,
+}
+
+/// A value computed once per model instead of at every evaluation: `var`
+/// (origin [`Origin::TransformedData`]) holds `value`, an expression over
+/// data, transformed data, literals and earlier hoisted variables without
+/// effects.
+///
+/// When `value` may fail (an argument check, a size mismatch, ...), `ok`
+/// is an int variable set to 1 if it evaluated and 0 if not, and every use
+/// reads `ok ? var : value`: a failure happens at the same place, with
+/// the same error, at every evaluation that reaches it, exactly as before
+/// hoisting. When `value` cannot fail, `ok` is `None` and uses read `var`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hoisted {
+    pub var: VarId,
+    pub value: Expr,
+    pub ok: Option<VarId>,
 }
 
 /// Where a variable was declared; decides who may read it and whether it is

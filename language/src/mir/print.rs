@@ -22,6 +22,7 @@ pub fn print_grad_program(g: &crate::ad::GradProgram) -> String {
     for f in &g.program.functions {
         pr.function(f);
     }
+    pr.hoisted();
     pr.section("log_density_gradient", |pr| pr.stmts(&g.body));
     pr.out
 }
@@ -123,6 +124,24 @@ impl Printer<'_> {
         self.section("model", |pr| pr.stmts(&pr.p.model));
         self.section("generated_quantities", |pr| {
             pr.stmts(&pr.p.generated_quantities)
+        });
+        self.hoisted();
+    }
+
+    /// `hoisted { ... }`, when there is something hoisted.
+    fn hoisted(&mut self) {
+        if self.p.hoisted.is_empty() {
+            return;
+        }
+        self.section("hoisted", |pr| {
+            for h in &pr.p.hoisted {
+                let value = pr.expr(&h.value);
+                let text = match h.ok {
+                    Some(ok) => format!("{} = {value} (else {} = 0);", pr.name(h.var), pr.name(ok)),
+                    None => format!("{} = {value};", pr.name(h.var)),
+                };
+                pr.line(text);
+            }
         });
     }
 

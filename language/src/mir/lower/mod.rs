@@ -85,6 +85,7 @@ impl<'c> Lowerer<'c> {
                 transformed_parameters: Vec::new(),
                 model: Vec::new(),
                 generated_quantities: Vec::new(),
+                hoisted: Vec::new(),
             },
             diags: Vec::new(),
             block: None,
