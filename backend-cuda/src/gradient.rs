@@ -127,9 +127,13 @@ impl Compiler {
                 let names = program.kernel_names();
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
                 let k = SHIM_MODULES.fetch_add(1, Ordering::Relaxed);
-                let library: PathBuf =
-                    shim::build_module_serial(&program.source, &names, dir.path(), &format!("gradient{k}"))
-                        .map_err(|e| failed(e.to_string()))?;
+                let library: PathBuf = shim::build_module_serial(
+                    &program.source,
+                    &names,
+                    dir.path(),
+                    &format!("gradient{k}"),
+                )
+                .map_err(|e| failed(e.to_string()))?;
                 Ok(shim::module_image(&library))
             }
         }
@@ -163,8 +167,9 @@ pub struct GradientDevice {
 }
 
 /// The PC program of a gradient CFG and its device code for `model`'s
-/// data, or the ops the generator lacks.
-pub fn device_program(
+/// data (ops the generator lacks are listed in the program's
+/// `not_generated`), with the AD stack capacities it was sized for.
+pub fn generate(
     grad_cfg: &cfg::Program,
     model: &Model,
 ) -> Result<(pc::Program, DeviceProgram, Vec<usize>), GradientDeviceError> {
@@ -174,36 +179,53 @@ pub fn device_program(
         Ok(lanes) if !lanes.is_empty() => frames::stack_capacities(&pc, &lanes),
         _ => vec![64; pc.num_ad_stacks as usize],
     };
-    let program = build_program(&pc, model, &capacities)?;
-    Ok((pc, program, capacities))
-}
-
-fn build_program(
-    pc: &pc::Program,
-    model: &Model,
-    capacities: &[usize],
-) -> Result<DeviceProgram, GradientDeviceError> {
-    let layout = program::layout(pc, model, capacities).map_err(|reason| {
+    let layout = program::layout(&pc, model, &capacities).map_err(|reason| {
         GradientDeviceError::Refused(vec![RefusedOp {
             at: "layout".to_string(),
             reason,
             span: None,
         }])
     })?;
-    let program = program::generate(pc, layout);
-    if !program.not_generated.is_empty() {
-        return Err(GradientDeviceError::Refused(
-            program
-                .not_generated
-                .iter()
-                .map(|n| RefusedOp {
-                    at: n.at.clone(),
-                    reason: n.reason.clone(),
-                    span: n.span,
-                })
-                .collect(),
-        ));
+    let program = program::generate(&pc, layout);
+    Ok((pc, program, capacities))
+}
+
+/// [`generate`], refusing a program with any op the generator lacks.
+pub fn device_program(
+    grad_cfg: &cfg::Program,
+    model: &Model,
+) -> Result<(pc::Program, DeviceProgram, Vec<usize>), GradientDeviceError> {
+    let (pc, program, capacities) = generate(grad_cfg, model)?;
+    refuse_missing(&program)?;
+    Ok((pc, program, capacities))
+}
+
+fn refuse_missing(program: &DeviceProgram) -> Result<(), GradientDeviceError> {
+    if program.not_generated.is_empty() {
+        return Ok(());
     }
+    Err(GradientDeviceError::Refused(
+        program
+            .not_generated
+            .iter()
+            .map(|n| RefusedOp {
+                at: n.at.clone(),
+                reason: n.reason.clone(),
+                span: n.span,
+            })
+            .collect(),
+    ))
+}
+
+/// The device code for other AD stack capacities (after an overflow).
+fn regenerate(
+    pc: &pc::Program,
+    model: &Model,
+    capacities: &[usize],
+) -> Result<DeviceProgram, GradientDeviceError> {
+    let layout = program::layout(pc, model, capacities).map_err(GradientDeviceError::Setup)?;
+    let program = program::generate(pc, layout);
+    refuse_missing(&program)?;
     Ok(program)
 }
 
@@ -329,7 +351,10 @@ impl GradientDevice {
             self.grow_stacks()?;
             pending = overflowed;
         }
-        Ok(results.into_iter().map(|r| r.expect("every lane ran")).collect())
+        Ok(results
+            .into_iter()
+            .map(|r| r.expect("every lane ran"))
+            .collect())
     }
 
     /// Twice the AD stack capacity, recompiled and reloaded.
@@ -337,7 +362,7 @@ impl GradientDevice {
         for c in &mut self.stack_capacities {
             *c *= 2;
         }
-        let program = build_program(&self.pc, &self.model, &self.stack_capacities)?;
+        let program = regenerate(&self.pc, &self.model, &self.stack_capacities)?;
         self.loaded = load(&self.device, &self.compiler, program, self.n_lanes)?;
         Ok(())
     }
@@ -371,9 +396,13 @@ impl GradientDevice {
                 GradientDeviceError::Setup(format!("kernel {name} missing from the module"))
             })
         };
-        let (n_active, jac, entry) = (k as i32, if jacobian { 1.0f64 } else { 0.0 }, l.program.entry as i32);
+        let (n_active, jac, entry) = (
+            k as i32,
+            if jacobian { 1.0f64 } else { 0.0 },
+            l.program.entry as i32,
+        );
         {
-            let start = kernel(START_KERNEL)?;
+            let start = kernel(&l.program.helper(START_KERNEL))?;
             let mut launch = stream.launch_builder(start);
             launch
                 .arg(&mut l.state)
@@ -394,7 +423,7 @@ impl GradientDevice {
         loop {
             stream.memset_zeros(&mut l.counts).map_err(driver)?;
             {
-                let schedule = kernel(SCHEDULE_KERNEL)?;
+                let schedule = kernel(&l.program.helper(SCHEDULE_KERNEL))?;
                 let mut launch = stream.launch_builder(schedule);
                 launch
                     .arg(&l.state)
@@ -416,9 +445,7 @@ impl GradientDevice {
                     "lanes wait at block {b}, which has no kernels"
                 )));
             }
-            let lists = l
-                .lists
-                .slice(b * self.n_lanes..(b + 1) * self.n_lanes);
+            let lists = l.lists.slice(b * self.n_lanes..(b + 1) * self.n_lanes);
             for step in &l.program.blocks[b] {
                 let f = l.module.kernel(step.kernel()).ok_or_else(|| {
                     GradientDeviceError::Setup(format!("kernel {} missing", step.kernel()))
@@ -443,7 +470,7 @@ impl GradientDevice {
         }
         self.last_steps = steps;
         {
-            let gather = kernel(GATHER_KERNEL)?;
+            let gather = kernel(&l.program.helper(GATHER_KERNEL))?;
             let mut launch = stream.launch_builder(gather);
             launch
                 .arg(&l.state)

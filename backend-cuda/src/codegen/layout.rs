@@ -146,7 +146,10 @@ impl LayoutBuilder {
     pub fn parameters(&mut self, params: &[ParamLayout]) -> Result<(), Unsupported> {
         for p in params {
             let shape = param_shape(&p.shape).ok_or_else(|| {
-                format!("parameter `{}` of type {} (not held by kernels)", p.name, p.shape)
+                format!(
+                    "parameter `{}` of type {} (not held by kernels)",
+                    p.name, p.shape
+                )
             })?;
             self.define(p.var, shape)?;
         }
@@ -279,11 +282,7 @@ impl ShapeEnv for LayoutBuilder {
     }
 }
 
-fn data_int(
-    places: &HashMap<VarId, (Place, Shape)>,
-    data: &[f64],
-    var: VarId,
-) -> Option<i64> {
+fn data_int(places: &HashMap<VarId, (Place, Shape)>, data: &[f64], var: VarId) -> Option<i64> {
     match places.get(&var)? {
         (Place::Data { base, len: 1 }, shape) if *shape == Shape::INT => Some(data[*base] as i64),
         _ => None,

@@ -30,8 +30,8 @@ use language::span::Span;
 
 pub use emit::{FailKind, LOCAL_LIMIT, Site, real_literal};
 pub use layout::{
-    ERROR_STATUS, FATAL_STATUS, JACOBIAN_SLOT, Layout, PC_SLOT, Place, REJECTED_STATUS,
-    SITE_SLOT, STATUS_SLOT, TARGET_SLOT,
+    ERROR_STATUS, FATAL_STATUS, JACOBIAN_SLOT, Layout, PC_SLOT, Place, REJECTED_STATUS, SITE_SLOT,
+    STATUS_SLOT, TARGET_SLOT,
 };
 pub use program::{DeviceProgram, Launch};
 

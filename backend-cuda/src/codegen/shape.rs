@@ -124,7 +124,10 @@ impl Shape {
             Value::Array(items) => {
                 let first = items.first()?;
                 let inner = Shape::of_value(first)?;
-                if items.iter().any(|i| Shape::of_value(i).as_ref() != Some(&inner)) {
+                if items
+                    .iter()
+                    .any(|i| Shape::of_value(i).as_ref() != Some(&inner))
+                {
                     return None;
                 }
                 let mut arrays = vec![items.len()];

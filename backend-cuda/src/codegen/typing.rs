@@ -106,7 +106,10 @@ pub fn index_shape(
 ) -> Result<Shape, Unsupported> {
     let axes = base.axes();
     if indexes.len() > axes.len() {
-        return Err(format!("{} indexes into a value of type {base}", indexes.len()));
+        return Err(format!(
+            "{} indexes into a value of type {base}",
+            indexes.len()
+        ));
     }
     let mut kept = Vec::new();
     for (k, axis) in axes.iter().enumerate() {
@@ -139,7 +142,8 @@ pub fn index_shape(
 /// Number of positions a slice or multi-index selects from `n`.
 pub fn slice_len(env: &dyn ShapeEnv, ix: &Index, n: usize) -> Result<usize, Unsupported> {
     let bound = |e: &Expr| {
-        const_int(env, e).ok_or_else(|| "a slice whose bounds are not fixed by the data".to_string())
+        const_int(env, e)
+            .ok_or_else(|| "a slice whose bounds are not fixed by the data".to_string())
     };
     let n = n as i64;
     let (lo, hi) = match ix {
@@ -208,7 +212,10 @@ pub fn shape_of(env: &dyn ShapeEnv, e: &Expr) -> Result<Shape, Unsupported> {
                 return Err("an empty array literal".to_string());
             };
             let int = shapes.iter().all(|s| s.int);
-            if shapes.iter().any(|s| s.clone().real() != first.clone().real()) {
+            if shapes
+                .iter()
+                .any(|s| s.clone().real() != first.clone().real())
+            {
                 return Err("an array literal of differently sized items".to_string());
             }
             let mut arrays = vec![items.len()];
@@ -229,7 +236,9 @@ pub fn shape_of(env: &dyn ShapeEnv, e: &Expr) -> Result<Shape, Unsupported> {
             }
             match shapes.first().map(|s| s.inner) {
                 Some(Inner::RowVector(c))
-                    if shapes.iter().all(|s| s.arrays.is_empty() && s.inner == Inner::RowVector(c)) =>
+                    if shapes
+                        .iter()
+                        .all(|s| s.arrays.is_empty() && s.inner == Inner::RowVector(c)) =>
                 {
                     Ok(Shape::of(Inner::Matrix(items.len(), c)))
                 }
@@ -250,12 +259,7 @@ pub fn shape_of(env: &dyn ShapeEnv, e: &Expr) -> Result<Shape, Unsupported> {
     }
 }
 
-fn prim_shape(
-    env: &dyn ShapeEnv,
-    p: Prim,
-    args: &[Expr],
-    ty: &Type,
-) -> Result<Shape, Unsupported> {
+fn prim_shape(env: &dyn ShapeEnv, p: Prim, args: &[Expr], ty: &Type) -> Result<Shape, Unsupported> {
     let shapes = args
         .iter()
         .map(|a| shape_of(env, a))
@@ -405,7 +409,11 @@ fn prim_shape(
             _ => Err("diagonal of a non-matrix".to_string()),
         },
         DiagPreMultiply | DiagPostMultiply => {
-            let m = if p == DiagPreMultiply { arg(1)? } else { arg(0)? };
+            let m = if p == DiagPreMultiply {
+                arg(1)?
+            } else {
+                arg(0)?
+            };
             match m.inner {
                 Inner::Matrix(..) if m.arrays.is_empty() => Ok(m.clone().real()),
                 _ => Err(format!("{} of a non-matrix", p.name())),

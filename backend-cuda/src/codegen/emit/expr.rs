@@ -7,7 +7,7 @@ use language::mir::{Expr, ExprKind, Prim};
 use super::super::layout::{JACOBIAN_SLOT, Place, TARGET_SLOT};
 use super::super::scalar::{c_name, scalar_fn};
 use super::super::shape::{Inner, Shape};
-use super::super::typing::{const_int, is_check, is_reduction, Unsupported};
+use super::super::typing::{Unsupported, const_int, is_check, is_reduction};
 use super::{Dest, Emitter, FailKind, LOCAL_LIMIT, for_each, real_literal};
 
 impl Emitter<'_> {
@@ -203,7 +203,11 @@ impl Emitter<'_> {
                 format!(
                     "double {acc} = {};\n{}",
                     self.elem(x, "0")?,
-                    for_each(&j, n, &format!("const double v = {v}; if (v {op} {acc}) {acc} = v;"))
+                    for_each(
+                        &j,
+                        n,
+                        &format!("const double v = {v}; if (v {op} {acc}) {acc} = v;")
+                    )
                 )
             }
             (Prim::Max, 1) => fold("-BAT_INF", &format!("{acc} = fmax({acc}, v);")),
@@ -419,7 +423,8 @@ impl Emitter<'_> {
                 Ok(format!("(({m}) * ({v}))"))
             }
             _ => {
-                let f = scalar_fn(p, args.len()).ok_or_else(|| format!("primitive {}", p.name()))?;
+                let f =
+                    scalar_fn(p, args.len()).ok_or_else(|| format!("primitive {}", p.name()))?;
                 let operands = self.operands(args, idx)?;
                 Ok(format!("{}({operands})", c_name(f, None)))
             }

@@ -121,10 +121,7 @@ impl<'a> Emitter<'a> {
         self.lines.push(format!("// {}", self.text));
         let outcome = self.stmt(stmt).and_then(|()| {
             if self.inline_checks {
-                let fail = self.fail(
-                    FailKind::IndexOutOfRange,
-                    "index out of range".to_string(),
-                );
+                let fail = self.fail(FailKind::IndexOutOfRange, "index out of range".to_string());
                 self.lines.push(format!("if (bat_err) {fail}"));
             }
             Ok(())
@@ -186,7 +183,10 @@ impl<'a> Emitter<'a> {
             (Some(Place::Data { .. }), _) => {
                 Err(format!("assignment to data `{}`", self.var_name(var)))
             }
-            _ => Err(format!("`{}` has no value of known size", self.var_name(var))),
+            _ => Err(format!(
+                "`{}` has no value of known size",
+                self.var_name(var)
+            )),
         }
     }
 

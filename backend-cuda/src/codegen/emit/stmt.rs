@@ -1,13 +1,11 @@
 //! Statements: assignments (whole variables and indexed places), `target
 //! +=`, declarations, stack pushes and pops, `reject`.
 
-use language::mir::{
-    Expr, ExprKind, Index, LValue, LValueStep, Prim, Printable, StmtKind, VarId,
-};
+use language::mir::{Expr, ExprKind, Index, LValue, LValueStep, Prim, Printable, StmtKind, VarId};
 
 use super::super::layout::{JACOBIAN_SLOT, TARGET_SLOT};
 use super::super::shape::{Inner, Shape};
-use super::super::typing::{is_check, is_reduction, Unsupported};
+use super::super::typing::{Unsupported, is_check, is_reduction};
 use super::{Dest, Emitter, FailKind, for_each};
 
 impl Emitter<'_> {
@@ -24,7 +22,11 @@ impl Emitter<'_> {
             } => {
                 let (base, shape) = self.state_place(*var)?;
                 // Stan's uninitialised values: NaN, or the smallest int.
-                let fill = if shape.int { "-2147483648.0" } else { "BAT_NAN" };
+                let fill = if shape.int {
+                    "-2147483648.0"
+                } else {
+                    "BAT_NAN"
+                };
                 let e = self.fresh("e");
                 self.lines.push(for_each(
                     &e,
@@ -197,7 +199,8 @@ impl Emitter<'_> {
             } else {
                 format!("{name}[{i}]")
             };
-            self.lines.push(for_each(&i, len, &format!("{to} {op} {from};")));
+            self.lines
+                .push(for_each(&i, len, &format!("{to} {op} {from};")));
             return Ok(());
         }
         if self.direct_into(dest, len, e, op)? {
@@ -207,12 +210,11 @@ impl Emitter<'_> {
         let value = self.elem(e, &i)?;
         let to = self.dest_elem(dest, &i)?;
         if len == 1 {
-            self.lines.push(format!(
-                "{{ const int {i} = 0; {} {op} {value}; }}",
-                to
-            ));
+            self.lines
+                .push(format!("{{ const int {i} = 0; {} {op} {value}; }}", to));
         } else {
-            self.lines.push(for_each(&i, len, &format!("{to} {op} {value};")));
+            self.lines
+                .push(for_each(&i, len, &format!("{to} {op} {value};")));
         }
         Ok(())
     }
@@ -322,7 +324,9 @@ fn is_random_access(em: &Emitter, e: &Expr) -> Result<bool, Unsupported> {
         ExprKind::Prim(Prim::Mul, args) if args.len() == 2 => {
             let scalar = |a: &Expr| em.shape(a).map(|s| s.is_scalar());
             (scalar(&args[0])? || scalar(&args[1])?)
-                && args.iter().all(|a| is_random_access(em, a).unwrap_or(false))
+                && args
+                    .iter()
+                    .all(|a| is_random_access(em, a).unwrap_or(false))
         }
         ExprKind::Prim(p, _) if is_check(*p) || is_reduction(*p) => true,
         ExprKind::Prim(_, args) | ExprKind::Partial { args, .. } => args

@@ -1,0 +1,219 @@
+//! The device code generated for the examples and the posteriordb models:
+//! every program compiles with NVRTC (PTX for compute_80 and compute_90,
+//! an sm_90 cubin), including the blocks of programs not fully generated;
+//! ops without code are reported with their source position and a
+//! `// not generated` comment, never as code that computes something else.
+//! (That the code computes what backend-cpu computes is
+//! `tests/gradient_device.rs`.)
+//!
+//! To keep the cost small, the models' kernels go into one translation
+//! unit (one NVRTC compile per target), and by default only those of
+//! [`DEFAULT_MODELS`] (all models with `BAT_FULL_SWEEP=1`: NVRTC then takes
+//! minutes).
+
+use std::path::{Path, PathBuf};
+
+use backend_cuda::codegen::{self, DeviceProgram, program};
+use backend_cuda::gradient;
+use backend_cuda::nvrtc::{CHECKED_TARGETS, compile};
+use language::batch::pc;
+use language::data::DataFile;
+use language::interp::Model;
+
+/// Compiled by default: loops, AD stacks, GEMM and per-lane matrix
+/// products, every bound transform, and a partly generated program.
+const DEFAULT_MODELS: &[&str] = &[
+    "eight_schools_noncentered",
+    "loop_jumps",
+    "correlated_gaussian_100",
+    "arK-arK",
+    "sblrc-blr",
+    "recursive_functions",
+];
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn corpus() -> PathBuf {
+    let dir = std::env::var_os("BAT_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("../shared/corpus"))
+        .join("posteriordb");
+    assert!(dir.is_dir(), "test corpus missing at {}", dir.display());
+    dir
+}
+
+/// (name, model file, data file) of every example and posteriordb model.
+fn model_files() -> Vec<(String, PathBuf, PathBuf)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(repo_root().join("examples")).unwrap() {
+        let path = entry.unwrap().path();
+        let data = path.with_extension("data.json");
+        if path.extension().is_some_and(|x| x == "bat") && data.is_file() {
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            out.push((name, path, data));
+        }
+    }
+    for entry in std::fs::read_dir(corpus()).unwrap() {
+        let dir = entry.unwrap().path();
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        out.push((name, dir.join("model.stan"), dir.join("data.json")));
+    }
+    out.sort();
+    out
+}
+
+struct Case {
+    name: String,
+    source: String,
+    pc: pc::Program,
+    program: DeviceProgram,
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+fn load(name: &str, model_path: &Path, data_path: &Path) -> Result<Case, String> {
+    let source = std::fs::read_to_string(model_path).map_err(|e| e.to_string())?;
+    let mir = match language::compile_model(&source, name) {
+        (Some(p), _) => p,
+        (None, d) => return Err(format!("does not compile: {}", d[0].message)),
+    };
+    let g = language::ad::gradient(&mir).map_err(|d| format!("no gradient: {}", d[0].message))?;
+    let cfg =
+        language::batch::lower_gradient(&g).map_err(|d| format!("no CFG: {}", d[0].message))?;
+    let data = DataFile::parse(&std::fs::read_to_string(data_path).unwrap_or("{}".into()))
+        .map_err(|e| e.to_string())?;
+    let model = Model::new(&mir, &data).map_err(|e| format!("data: {e}"))?;
+    let (pc, generated, capacities) =
+        gradient::generate(&cfg, &model).map_err(|e| e.to_string())?;
+    // The same program, named for a shared translation unit.
+    let layout = program::layout(&pc, &model, &capacities).unwrap();
+    let named = program::generate_named(&pc, layout, &format!("m{}", sanitize(name)));
+    assert_eq!(named.not_generated, generated.not_generated);
+    Ok(Case {
+        name: name.to_string(),
+        source,
+        pc,
+        program: named,
+    })
+}
+
+#[test]
+fn every_program_compiles_with_nvrtc_for_every_checked_target() {
+    let mut cases = Vec::new();
+    let mut skipped = Vec::new();
+    for (name, model, data) in model_files() {
+        match load(&name, &model, &data) {
+            Ok(case) => cases.push(case),
+            Err(why) => skipped.push(format!("{name}: {why}")),
+        }
+    }
+    let (mut total, mut with_code, mut complete) = (0, 0, 0);
+    for case in &cases {
+        let (t, w) = case.program.op_counts(&case.pc);
+        total += t;
+        with_code += w;
+        complete += usize::from(case.program.not_generated.is_empty());
+    }
+    eprintln!(
+        "{} programs ({complete} complete) with code for {with_code} of {total} ops; {} without a program:\n  {}",
+        cases.len(),
+        skipped.len(),
+        skipped.join("\n  ")
+    );
+    assert!(cases.len() >= 25, "too few models reach code generation");
+    assert!(complete >= 24, "only {complete} programs are complete");
+
+    let full = std::env::var_os("BAT_FULL_SWEEP").is_some();
+    let mut source = codegen::prelude();
+    let mut compiled = Vec::new();
+    for case in &cases {
+        if full || DEFAULT_MODELS.contains(&case.name.as_str()) {
+            source.push_str(&case.program.kernels_source);
+            compiled.push(case.name.as_str());
+        }
+    }
+    assert!(
+        full || compiled.len() == DEFAULT_MODELS.len(),
+        "{compiled:?}"
+    );
+    if let Some(path) = std::env::var_os("BAT_CUDA_DUMP") {
+        std::fs::write(path, &source).unwrap();
+    }
+    let started = std::time::Instant::now();
+    std::thread::scope(|scope| {
+        let compiles: Vec<_> = CHECKED_TARGETS
+            .into_iter()
+            .map(|target| {
+                let source = &source;
+                scope.spawn(move || (target, compile(source, target)))
+            })
+            .collect();
+        for handle in compiles {
+            let (target, result) = handle.join().unwrap();
+            if let Err(e) = result {
+                panic!("{target:?}: {e}");
+            }
+        }
+    });
+    eprintln!(
+        "NVRTC, {} models in {} lines for compute_80, compute_90 and sm_90: {:.1} s",
+        compiled.len(),
+        source.lines().count(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// What the generator lacks is reported with where it is, and the source
+/// says so; every other op has code.
+#[test]
+fn ops_without_code_are_reported_with_their_source_position() {
+    let root = repo_root().join("examples");
+    let case = load(
+        "recursive_functions",
+        &root.join("recursive_functions.bat"),
+        &root.join("recursive_functions.data.json"),
+    )
+    .unwrap();
+    let missing = &case.program.not_generated;
+    assert!(!missing.is_empty());
+    // User functions are not generated yet: named in the report and source.
+    assert!(
+        missing
+            .iter()
+            .any(|n| n.reason.contains("user functions") && n.at == "horner"),
+        "{missing:?}"
+    );
+    assert!(
+        case.program
+            .kernels_source
+            .contains("// not generated: function horner (calls of user functions")
+    );
+    // Ops in blocks have spans inside the source.
+    for n in missing.iter().filter(|n| n.span.is_some()) {
+        let span = n.span.unwrap();
+        assert!((span.end as usize) <= case.source.len(), "{n:?}");
+        let (line, _) = program::position(&case.source, span);
+        assert!(line >= 1 && line <= case.source.lines().count());
+    }
+    let (total, with_code) = case.program.op_counts(&case.pc);
+    assert_eq!(
+        total - with_code,
+        missing.iter().filter(|n| n.at.contains("/op")).count()
+    );
+
+    // A complete program has no such comment.
+    let complete = load(
+        "eight_schools_noncentered",
+        &root.join("eight_schools_noncentered.bat"),
+        &root.join("eight_schools_noncentered.data.json"),
+    )
+    .unwrap();
+    assert!(complete.program.not_generated.is_empty());
+    assert!(!complete.program.kernels_source.contains("not generated"));
+}
