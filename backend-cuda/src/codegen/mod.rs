@@ -10,6 +10,7 @@
 //! - `emit`: CUDA C for straight-line statements, element by element.
 //! - [`scalar`]: the elementwise primitives and their derivatives, as
 //!   bat-math computes them.
+//! - [`rng`]: per-lane Philox-4x32-10 streams, the CPU's bit for bit.
 //!
 //! Every op the generator cannot translate is listed in
 //! [`program::DeviceProgram::not_generated`] with the reason and gets a
@@ -20,6 +21,7 @@ mod emit;
 pub mod frames;
 pub mod layout;
 pub mod program;
+pub mod rng;
 mod scalar;
 pub mod shape;
 pub mod typing;
@@ -45,9 +47,10 @@ pub struct NotGenerated {
     pub span: Option<Span>,
 }
 
-/// The helpers and primitive functions every kernel file starts with.
+/// The helpers, primitive functions and random streams every kernel file
+/// starts with.
 pub fn prelude() -> String {
-    scalar::prelude()
+    format!("{}{}", scalar::prelude(), rng::RNG_SOURCE)
 }
 
 pub(crate) fn first_line(program: &Program, stmt: &Stmt) -> String {
