@@ -71,13 +71,17 @@ fn describe(ops: &[RefusedOp]) -> String {
 }
 
 impl GradientDeviceError {
-    /// The refused ops as `line:column: reason` lines of `source`.
+    /// The refused ops as `line L, column C: `text`: reason` lines of
+    /// `source` (the same op and reason once; at most `MAX_LINES`, then a
+    /// count of the rest).
     pub fn refused_lines(&self, source: &str) -> Vec<String> {
+        const MAX_LINES: usize = 12;
         let GradientDeviceError::Refused(ops) = self else {
             return Vec::new();
         };
-        ops.iter()
-            .map(|op| match op.span {
+        let mut lines: Vec<String> = Vec::new();
+        for op in ops {
+            let line = match op.span.filter(|s| s.end > s.start) {
                 Some(span) => {
                     let (line, column) = program::position(source, span);
                     let text = source
@@ -89,8 +93,17 @@ impl GradientDeviceError {
                     format!("line {line}, column {column}: `{text}`: {}", op.reason)
                 }
                 None => format!("{}: {}", op.at, op.reason),
-            })
-            .collect()
+            };
+            if !lines.contains(&line) {
+                lines.push(line);
+            }
+        }
+        if lines.len() > MAX_LINES {
+            let more = lines.len() - MAX_LINES;
+            lines.truncate(MAX_LINES);
+            lines.push(format!("... and {more} more"));
+        }
+        lines
     }
 }
 

@@ -129,8 +129,9 @@ impl Emitter<'_> {
         rhs: &Expr,
         op: &str,
     ) -> Result<(), Unsupported> {
-        let (base, shape) = self.state_place(var)?;
+        // The value's shape first: why it is unknown is the real reason.
         let rhs_shape = self.shape(rhs)?;
+        let (base, shape) = self.state_place(var)?;
         let len = shape.len();
         // Assignment replaces the value (shape included): a scalar is not
         // broadcast into a container. `+=` broadcasts a scalar.
