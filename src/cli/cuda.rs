@@ -48,7 +48,7 @@ pub fn emit(path: &Path, data: Option<&Path>, color: bool) -> ExitCode {
         generated.not_generated.len(),
     );
     for n in &generated.not_generated {
-        let at = match n.span {
+        let at = match n.span.filter(|s| s.end > s.start) {
             Some(span) => {
                 let (line, column) = program::position(&compiled.file.text, span);
                 format!("line {line}, column {column}")
