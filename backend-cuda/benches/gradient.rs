@@ -30,7 +30,10 @@ fn main() {
         }
     };
     if info.name == STUB_DEVICE_NAME {
-        println!("skipped: `{}` is the stub driver of the tests, not a GPU", info.name);
+        println!(
+            "skipped: `{}` is the stub driver of the tests, not a GPU",
+            info.name
+        );
         return;
     }
     println!(
@@ -54,7 +57,10 @@ fn main() {
         let path = examples().join(format!("{name}.bat"));
         let data = path.with_extension("data.json");
         let Ok(data_text) = std::fs::read_to_string(&data) else {
-            println!("{name:<28} skipped: no {} (run scripts/setup.sh)", data.display());
+            println!(
+                "{name:<28} skipped: no {} (run scripts/setup.sh)",
+                data.display()
+            );
             continue;
         };
         let source = std::fs::read_to_string(&path).unwrap();

@@ -288,6 +288,11 @@ impl GradientDevice {
         &self.model
     }
 
+    /// Room on each AD stack per lane (grown when a lane overflows it).
+    pub fn stack_capacities(&self) -> &[usize] {
+        &self.stack_capacities
+    }
+
     /// The device code being run.
     pub fn program(&self) -> &DeviceProgram {
         &self.loaded.program
@@ -516,6 +521,7 @@ impl GradientDevice {
                     Some(site) => Outcome::Done(Err(RuntimeError {
                         kind: match site.kind {
                             FailKind::Rejection => ErrorKind::Rejection,
+                            FailKind::Constraint => ErrorKind::Constraint,
                             FailKind::IndexOutOfRange => ErrorKind::IndexOutOfRange,
                             FailKind::Fatal | FailKind::StackOverflow => ErrorKind::Fatal,
                         },

@@ -281,3 +281,131 @@ fn child_compares_every_generated_model() {
         );
     }
 }
+
+/// Write a model and its data into `dir`; load it.
+fn case_from(dir: &Path, name: &str, model: &str, data: &str) -> Case {
+    let path = dir.join(format!("{name}.stan"));
+    std::fs::write(&path, model).unwrap();
+    let data_path = dir.join(format!("{name}.json"));
+    std::fs::write(&data_path, data).unwrap();
+    load(name, &path, &data_path).unwrap()
+}
+
+/// Evaluate `points` (one per lane, lanes 0..) on the device and on
+/// backend-cpu; return the device's results after checking them.
+fn compare_points(name: &str, case: &Case, points: &[Vec<f64>]) -> Vec<LaneGradient> {
+    compare_points_with(name, case, points).0
+}
+
+/// [`compare_points`], with the device's AD stack capacities afterwards.
+fn compare_points_with(
+    name: &str,
+    case: &Case,
+    points: &[Vec<f64>],
+) -> (Vec<LaneGradient>, Vec<usize>) {
+    let cpu = BatchedModel::new(
+        case.cfg.clone(),
+        case.model.clone(),
+        ExecConfig {
+            batching: Batching::ProgramCounter,
+            gemm: false,
+            ..ExecConfig::default()
+        },
+    )
+    .unwrap();
+    let mut device = GradientDevice::new(&case.cfg, case.model.clone(), points.len()).unwrap();
+    let got = device.log_density_gradient(points, true).unwrap();
+    let want = cpu.log_density_gradient(points, true).unwrap();
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        check_lane(&format!("{name}: lane {i}"), g, w).unwrap_or_else(|e| panic!("{e}"));
+    }
+    (got, device.stack_capacities().to_vec())
+}
+
+#[test]
+fn lanes_fail_like_backend_cpu_through_the_stub_driver() {
+    let dir = tempfile::tempdir().unwrap();
+    backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    run_child("child_lanes_fail_like_backend_cpu", dir.path());
+}
+
+/// A negative scale rejects the lane (an argument check); an index
+/// computed from a parameter is out of range for some lanes; the other
+/// lanes go on. Errors have the same kind as backend-cpu's.
+#[test]
+#[ignore = "child process of lanes_fail_like_backend_cpu_through_the_stub_driver"]
+fn child_lanes_fail_like_backend_cpu() {
+    use language::interp::ErrorKind;
+    let dir = tempfile::tempdir().unwrap();
+    let case = case_from(
+        dir.path(),
+        "failing",
+        "data { int N; vector[N] y; }\nparameters { real mu; real s; real k; }\n\
+         model { y ~ normal(mu, s); target += y[1 + (k > 1)]; }\n",
+        r#"{"N": 1, "y": [0.5]}"#,
+    );
+    // (mu, s, k): fine; rejected (s < 0); index 2 out of range (k > 1).
+    let points = [
+        vec![0.1, 1.5, 0.0],
+        vec![0.1, -1.0, 0.0],
+        vec![0.2, 2.0, 3.0],
+        vec![0.3, 0.5, -2.0],
+    ];
+    let got = compare_points("failing", &case, &points);
+    let kinds: Vec<Option<ErrorKind>> = got
+        .iter()
+        .map(|r| r.as_ref().err().map(|e| e.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            None,
+            Some(ErrorKind::Rejection),
+            Some(ErrorKind::IndexOutOfRange),
+            None
+        ]
+    );
+    // The failure names the statement.
+    let err = got[2].as_ref().unwrap_err();
+    assert!(
+        err.message.contains("index out of range"),
+        "{}",
+        err.message
+    );
+    assert!(err.span.is_some());
+}
+
+#[test]
+fn stacks_grow_when_a_lane_overflows_them_through_the_stub_driver() {
+    let dir = tempfile::tempdir().unwrap();
+    backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    run_child("child_stacks_grow_when_a_lane_overflows_them", dir.path());
+}
+
+/// The AD stacks are sized from the interpreter at points in (−2, 2); a
+/// lane far outside runs its loop many more times, overflows them, and is
+/// run again with larger stacks, giving backend-cpu's result.
+#[test]
+#[ignore = "child process of stacks_grow_when_a_lane_overflows_them_through_the_stub_driver"]
+fn child_stacks_grow_when_a_lane_overflows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let case = case_from(
+        dir.path(),
+        "looping",
+        "parameters { real<lower=0> a; }\nmodel {\n  real x = 0;\n  while (x < 10 * a) {\n    x = x + 1 + 0.001 * a;\n  }\n  target += -square(x) / 100 - a;\n}\n",
+        "{}",
+    );
+    let (pc, _, capacities) = device_program(&case.cfg, &case.model).unwrap();
+    assert!(
+        pc.num_ad_stacks > 0 && capacities.iter().all(|&c| c < 200),
+        "{capacities:?}"
+    );
+    // a = exp(4.5): about 900 trips; exp(0.5): 17.
+    let points = [vec![0.5], vec![4.5], vec![-1.0]];
+    let (got, grown) = compare_points_with("looping", &case, &points);
+    assert!(got.iter().all(Result::is_ok), "{got:?}");
+    assert!(
+        grown.iter().zip(&capacities).any(|(g, c)| g > c),
+        "the stacks did not grow: {capacities:?} -> {grown:?}"
+    );
+}

@@ -342,6 +342,15 @@ fn prim_shape(env: &dyn ShapeEnv, p: Prim, args: &[Expr], ty: &Type) -> Result<S
                 Inner::RowVector(n)
             }))
         }
+        RepMatrix if args.len() == 2 && arg(0)?.arrays.is_empty() => {
+            let n = size_arg(env, &args[1], "size")?;
+            match arg(0)?.inner {
+                Inner::Vector(r) => Ok(Shape::of(Inner::Matrix(r, n))),
+                Inner::RowVector(c) => Ok(Shape::of(Inner::Matrix(n, c))),
+                _ => Err("rep_matrix of a scalar with one size".to_string()),
+            }
+        }
+        Linspaced => Ok(Shape::of(Inner::Vector(size_arg(env, &args[0], "size")?))),
         RepMatrix if args.len() == 3 && arg(0)?.is_scalar() => {
             let r = size_arg(env, &args[1], "size")?;
             let c = size_arg(env, &args[2], "size")?;

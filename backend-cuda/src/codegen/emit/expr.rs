@@ -344,7 +344,29 @@ impl Emitter<'_> {
                 _ => self.elem(a, idx),
             },
             (Prim::ToVector | Prim::ToRowVector | Prim::ToArray1d, [a]) => self.elem(a, idx),
+            (Prim::RepMatrix, [v, _]) => match (arg_shape(0)?.inner, shape.inner) {
+                // Every column is the vector, or every row the row vector.
+                (Inner::Vector(r), _) => self.elem(v, &format!("(({idx}) % {r})")),
+                (Inner::RowVector(_), Inner::Matrix(r, _)) => {
+                    self.elem(v, &format!("(({idx}) / {r})"))
+                }
+                _ => Err("rep_matrix shape".to_string()),
+            },
             (Prim::RepVector | Prim::RepRowVector | Prim::RepMatrix, [x, ..]) => self.elem(x, "0"),
+            (Prim::Linspaced, [_, lo, hi]) => {
+                let n = shape.len();
+                let (lo, hi) = (self.elem(lo, "0")?, self.elem(hi, "0")?);
+                if n <= 1 {
+                    // One element: `hi`, as the interpreter.
+                    return Ok(format!("({hi})"));
+                }
+                // bat's: the last element is exactly `hi`.
+                Ok(format!(
+                    "(({idx}) == {} ? ({hi}) : ({lo}) + ((({hi}) - ({lo})) / {}.0) * (double)({idx}))",
+                    n - 1,
+                    n - 1
+                ))
+            }
             (Prim::RepArray, [x, ..]) => {
                 let n = arg_shape(0)?.len();
                 self.elem(x, &format!("(({idx}) % {n})"))

@@ -38,6 +38,8 @@ pub const LOCAL_LIMIT: usize = 1024;
 pub enum FailKind {
     /// A domain error or `reject`: the proposal is rejected.
     Rejection,
+    /// A declared constraint of a computed value violated (rejected too).
+    Constraint,
     IndexOutOfRange,
     /// Stops the run: integer overflow, division by zero, `fatal_error`,
     /// an AD stack that overflowed its capacity.
@@ -50,7 +52,7 @@ impl FailKind {
     /// The value of the lane's status slot.
     pub fn status(self) -> f64 {
         match self {
-            FailKind::Rejection => super::layout::REJECTED_STATUS,
+            FailKind::Rejection | FailKind::Constraint => super::layout::REJECTED_STATUS,
             FailKind::IndexOutOfRange => super::layout::ERROR_STATUS,
             FailKind::Fatal | FailKind::StackOverflow => super::layout::FATAL_STATUS,
         }

@@ -8,6 +8,7 @@
 use language::mir::{Expr, Transform, VarId};
 
 use super::super::layout::{JACOBIAN_SLOT, Place, TARGET_SLOT};
+use super::super::shape::{Inner, Shape};
 use super::super::typing::Unsupported;
 use super::{Emitter, FailKind, for_each};
 
@@ -77,6 +78,9 @@ impl Emitter<'_> {
         var: VarId,
         transform: &Transform,
     ) -> Result<(), Unsupported> {
+        if self.read_structured(param, var, transform)? {
+            return Ok(());
+        }
         let (theta, _, n_free, n) = self.param_slots(param)?;
         let (kind, args) = scalarwise(transform)?;
         if n_free != n {
@@ -134,6 +138,15 @@ impl Emitter<'_> {
         transform: &Transform,
         arg_adjs: &[Option<VarId>],
     ) -> Result<(), Unsupported> {
+        let lp = match self.layout.place(lp_adj) {
+            Some(Place::State { base, len: 1 }) => format!("S({base})"),
+            Some(Place::Data { base, len: 1 }) => format!("D({base})"),
+            _ => return Err("the log-Jacobian's adjoint is not a real".to_string()),
+        };
+        let lp = format!("(S({JACOBIAN_SLOT}) != 0.0 ? {lp} : 0.0)");
+        if self.adjoint_structured(param, var_adj, &lp, transform)? {
+            return Ok(());
+        }
         let (theta, gradient, n_free, n) = self.param_slots(param)?;
         let (kind, args) = scalarwise(transform)?;
         if n_free != n {
@@ -143,12 +156,6 @@ impl Emitter<'_> {
         if y_shape.len() != n {
             return Err(format!("`{}` has the wrong size", self.var_name(var_adj)));
         }
-        let lp = match self.layout.place(lp_adj) {
-            Some(Place::State { base, len: 1 }) => format!("S({base})"),
-            Some(Place::Data { base, len: 1 }) => format!("D({base})"),
-            _ => return Err("the log-Jacobian's adjoint is not a real".to_string()),
-        };
-        let lp = format!("(S({JACOBIAN_SLOT}) != 0.0 ? {lp} : 0.0)");
         let e = self.fresh("e");
         let a = self.transform_args(kind, &args, n, &e)?;
         // (x̄, first argument's adjoint, second's) of each element.
@@ -208,6 +215,250 @@ impl Emitter<'_> {
         }
         code.push_str("\n}");
         self.lines.push(code);
+        Ok(())
+    }
+}
+
+/// The structured transforms of vectors (each vector leaf of an array on
+/// its own, in Stan's order), with bat-math's formulas.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Structured {
+    Ordered,
+    PositiveOrdered,
+    Simplex,
+}
+
+impl Structured {
+    fn of(t: &Transform) -> Option<Structured> {
+        match t {
+            Transform::Ordered => Some(Structured::Ordered),
+            Transform::PositiveOrdered => Some(Structured::PositiveOrdered),
+            Transform::Simplex => Some(Structured::Simplex),
+            _ => None,
+        }
+    }
+
+    /// Unconstrained values of a leaf of `k` values.
+    fn free_len(self, k: usize) -> usize {
+        match self {
+            Structured::Simplex => k.saturating_sub(1),
+            _ => k,
+        }
+    }
+}
+
+/// (leaves, values per leaf) of a parameter of `shape`: arrays of vectors.
+fn vector_leaves(shape: &Shape) -> Result<(usize, usize), Unsupported> {
+    match shape.inner {
+        Inner::Vector(k) => Ok((shape.arrays.iter().product(), k)),
+        _ => Err(format!("a structured transform of a {shape}")),
+    }
+}
+
+/// `sum_to_zero_constrain` of the `k - 1` values at `x(i)` into the `k`
+/// slots `y(i)` (bat-math's loop, `y` zeroed first).
+fn sum_to_zero_code(k: usize, x: &dyn Fn(&str) -> String, y: &dyn Fn(&str) -> String) -> String {
+    format!(
+        "for (int i = 0; i < {k}; ++i) {y0} = 0.0;
+double sum_w = 0.0;
+for (int i = {last}; i >= 1; --i) {{ const double nf = (double)i; const double w = {xi} / sqrt(nf * (nf + 1.0)); sum_w += w; {yim1} += sum_w; {yi} -= w * nf; }}",
+        y0 = y("i"),
+        last = k as i64 - 1,
+        xi = x("(i - 1)"),
+        yim1 = y("(i - 1)"),
+        yi = y("i"),
+    )
+}
+
+/// `y(i) = softmax(y)` in place with bat-math's `log_sum_exp`; declares
+/// `lse`.
+fn softmax_in_place_code(k: usize, y: &dyn Fn(&str) -> String) -> String {
+    format!(
+        "double mx = -BAT_INF;
+for (int i = 0; i < {k}; ++i) mx = fmax(mx, {yi});
+double lse = mx;
+if (!isinf(mx)) {{ double total = 0.0; for (int i = 0; i < {k}; ++i) total += exp({yi} - mx); lse = mx + log(total); }}
+for (int i = 0; i < {k}; ++i) {yi} = exp({yi} - lse);",
+        yi = y("i"),
+    )
+}
+
+impl Emitter<'_> {
+    pub(super) fn read_structured(
+        &mut self,
+        param: usize,
+        var: VarId,
+        transform: &Transform,
+    ) -> Result<bool, Unsupported> {
+        let Some(kind) = Structured::of(transform) else {
+            return Ok(false);
+        };
+        let (theta, _, n_free, _) = self.param_slots(param)?;
+        let (base, shape) = self.state_place(var)?;
+        let (leaves, k) = vector_leaves(&shape)?;
+        let kf = kind.free_len(k);
+        if n_free != leaves * kf {
+            return Err("a parameter of an unexpected unconstrained size".to_string());
+        }
+        let x = |i: &str| format!("S({theta} + l * {kf} + {i})");
+        let y = |i: &str| format!("S({base} + l * {k} + {i})");
+        let leaf = match kind {
+            Structured::Ordered => format!(
+                "double prev = 0.0;
+for (int i = 0; i < {k}; ++i) {{ const double x = {xi}; double v; if (i == 0) v = x; else {{ v = prev + exp(x); lj += x; }} {yi} = v; prev = v; }}",
+                xi = x("i"),
+                yi = y("i")
+            ),
+            Structured::PositiveOrdered => format!(
+                "double running = 0.0;
+for (int i = 0; i < {k}; ++i) {{ const double x = {xi}; running += exp(x); {yi} = running; lj += x; }}",
+                xi = x("i"),
+                yi = y("i")
+            ),
+            Structured::Simplex if k == 0 => String::new(),
+            Structured::Simplex => format!(
+                "{}\n{}\nlj = -{k}.0 * lse + 0.5 * log({k}.0);",
+                sum_to_zero_code(k, &x, &y),
+                softmax_in_place_code(k, &y)
+            ),
+        };
+        self.lines.push(format!(
+            "{{ double logj = 0.0;
+#pragma unroll 1
+for (int l = 0; l < {leaves}; ++l) {{ double lj = 0.0;
+{leaf}
+logj += lj; }}
+if (S({JACOBIAN_SLOT}) != 0.0) S({TARGET_SLOT}) += logj; }}"
+        ));
+        Ok(true)
+    }
+
+    pub(super) fn adjoint_structured(
+        &mut self,
+        param: usize,
+        var_adj: VarId,
+        lp: &str,
+        transform: &Transform,
+    ) -> Result<bool, Unsupported> {
+        let Some(kind) = Structured::of(transform) else {
+            return Ok(false);
+        };
+        let (theta, gradient, n_free, _) = self.param_slots(param)?;
+        let (y_bar, shape) = self.state_place(var_adj)?;
+        let (leaves, k) = vector_leaves(&shape)?;
+        let kf = kind.free_len(k);
+        if n_free != leaves * kf {
+            return Err("a parameter of an unexpected unconstrained size".to_string());
+        }
+        let x = |i: &str| format!("S({theta} + l * {kf} + {i})");
+        let yb = |i: &str| format!("S({y_bar} + l * {k} + {i})");
+        let g = |i: &str| format!("S({gradient} + l * {kf} + {i})");
+        let leaf = match kind {
+            Structured::Ordered | Structured::PositiveOrdered => format!(
+                "double suffix = 0.0;
+for (int i = {last}; i >= 0; --i) {{ suffix += {ybi}; {gi} += {xb}; }}",
+                last = k as i64 - 1,
+                ybi = yb("i"),
+                gi = g("i"),
+                xb = if kind == Structured::Ordered {
+                    format!("(i == 0 ? suffix : suffix * exp({}) + lp)", x("i"))
+                } else {
+                    format!("suffix * exp({}) + lp", x("i"))
+                }
+            ),
+            Structured::Simplex if k == 0 => String::new(),
+            Structured::Simplex => {
+                if 2 * k > super::LOCAL_LIMIT {
+                    return Err(format!("the adjoint of a simplex of {k} values"));
+                }
+                let local = |i: &str| format!("yv[{i}]");
+                format!(
+                    "double yv[{k}]; double zb[{k}];
+{}
+{}
+double dot = 0.0;
+for (int i = 0; i < {k}; ++i) dot += yv[i] * {ybi};
+for (int i = 0; i < {k}; ++i) zb[i] = yv[i] * ({ybi} - dot) - lp * {k}.0 * yv[i];
+double prefix = 0.0;
+for (int j = 1; j < {k}; ++j) {{ prefix += zb[j - 1]; const double jf = (double)j; {gj} += (prefix - jf * zb[j]) / sqrt(jf * (jf + 1.0)); }}",
+                    sum_to_zero_code(k, &x, &local),
+                    softmax_in_place_code(k, &local),
+                    ybi = yb("i"),
+                    gj = g("(j - 1)"),
+                )
+            }
+        };
+        self.lines.push(format!(
+            "{{ const double lp = {lp};
+#pragma unroll 1
+for (int l = 0; l < {leaves}; ++l) {{
+{leaf}
+}} }}"
+        ));
+        Ok(true)
+    }
+
+    /// Stan's check of a declared constraint on a value the program
+    /// computed (a transformed parameter): a violation rejects the lane.
+    pub(super) fn check_constraint(
+        &mut self,
+        var: VarId,
+        transform: &Transform,
+    ) -> Result<(), Unsupported> {
+        let (base, shape) = self.state_place(var)?;
+        let n = shape.len();
+        let name = self.var_name(var);
+        if let Some(kind) = Structured::of(transform) {
+            let (leaves, k) = vector_leaves(&shape)?;
+            let y = |i: &str| format!("S({base} + l * {k} + {i})");
+            let fail = self.fail(
+                FailKind::Constraint,
+                format!("`{name}` is not a valid {transform:?}"),
+            );
+            let test = match kind {
+                Structured::Simplex => format!(
+                    "if ({k} == 0) {fail}
+double total = 0.0;
+for (int i = 0; i < {k}; ++i) {{ if (!isfinite({yi})) {fail} total += {yi}; }}
+if (fabs(total - 1.0) > 1e-8) {fail}
+for (int i = 0; i < {k}; ++i) if ({yi} < 0.0) {fail}",
+                    yi = y("i")
+                ),
+                Structured::Ordered | Structured::PositiveOrdered => format!(
+                    "for (int i = 0; i < {k}; ++i) if (!isfinite({yi})) {fail}
+{first}for (int i = 1; i < {k}; ++i) if (!({yi} > {yprev})) {fail}",
+                    yi = y("i"),
+                    yprev = y("(i - 1)"),
+                    first = if kind == Structured::PositiveOrdered && k > 0 {
+                        format!("if ({} < 0.0) {fail}\n", y("0"))
+                    } else {
+                        String::new()
+                    }
+                ),
+            };
+            self.lines.push(format!(
+                "#pragma unroll 1\nfor (int l = 0; l < {leaves}; ++l) {{\n{test}\n}}"
+            ));
+            return Ok(());
+        }
+        let (kind, args) = scalarwise(transform)?;
+        let e = self.fresh("e");
+        let a = self.transform_args(kind, &args, n, &e)?;
+        let (lb, ub) = match kind {
+            "lb" => (a[0].clone(), "BAT_INF".to_string()),
+            "ub" => ("(-BAT_INF)".to_string(), a[0].clone()),
+            "lub" => (a[0].clone(), a[1].clone()),
+            _ => return Ok(()),
+        };
+        let fail = self.fail(
+            FailKind::Constraint,
+            format!("`{name}` violates its declared bounds"),
+        );
+        self.lines.push(for_each(
+            &e,
+            n,
+            &format!("const double y = S({base} + {e}); if (!(y >= {lb} && y <= {ub})) {fail}"),
+        ));
         Ok(())
     }
 }

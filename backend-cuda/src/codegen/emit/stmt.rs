@@ -118,6 +118,7 @@ impl Emitter<'_> {
                 arg_adjs,
                 ..
             } => self.param_adjoint(*param, *var_adj, *lp_adj, transform, arg_adjs),
+            StmtKind::CheckConstraint { var, transform } => self.check_constraint(*var, transform),
             other => Err(format!("statement {}", statement_name(other))),
         }
     }
