@@ -18,6 +18,10 @@ pub enum Inner {
 }
 
 impl Inner {
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
     pub fn len(self) -> usize {
         match self {
             Inner::Scalar => 1,

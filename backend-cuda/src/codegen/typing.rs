@@ -187,10 +187,8 @@ pub fn shape_of(env: &dyn ShapeEnv, e: &Expr) -> Result<Shape, Unsupported> {
             let base = shape_of(env, base)?;
             for ix in indexes {
                 match ix {
-                    Index::Single(i) => {
-                        if shape_of(env, i)? != Shape::INT {
-                            return Err("an index that is not an int".to_string());
-                        }
+                    Index::Single(i) if shape_of(env, i)? != Shape::INT => {
+                        return Err("an index that is not an int".to_string());
                     }
                     Index::Multi(m) => {
                         let s = shape_of(env, m)?;

@@ -26,9 +26,9 @@ impl Emitter<'_> {
             ExprKind::Target => Ok(format!("S({TARGET_SLOT})")),
             ExprKind::JacobianOn => Ok(format!("S({JACOBIAN_SLOT})")),
             ExprKind::Var(var) => match self.layout.place(*var) {
-                Some(Place::State { base, len }) if len == 1 => Ok(format!("S({base})")),
+                Some(Place::State { base, len: 1 }) => Ok(format!("S({base})")),
                 Some(Place::State { base, .. }) => Ok(format!("S({base} + {idx})")),
-                Some(Place::Data { base, len }) if len == 1 => Ok(format!("D({base})")),
+                Some(Place::Data { base, len: 1 }) => Ok(format!("D({base})")),
                 Some(Place::Data { base, .. }) => Ok(format!("D({base} + {idx})")),
                 None => Err(format!(
                     "`{}` has no value of known size",

@@ -121,12 +121,11 @@ impl<'a> Emitter<'a> {
         self.inline_checks = false;
         self.materialized.clear();
         self.lines.push(format!("// {}", self.text));
-        let outcome = self.stmt(stmt).and_then(|()| {
+        let outcome = self.stmt(stmt).map(|()| {
             if self.inline_checks {
                 let fail = self.fail(FailKind::IndexOutOfRange, "index out of range".to_string());
                 self.lines.push(format!("if (bat_err) {fail}"));
             }
-            Ok(())
         });
         if outcome.is_err() {
             self.lines.truncate(lines);

@@ -111,7 +111,7 @@ impl Emitter<'_> {
         }
         let lj = self.fresh("logj");
         let call = match kind {
-            "identity" => format!("y = x;"),
+            "identity" => "y = x;".to_string(),
             "lb" => format!("y = bat_lb_constrain(x, {}, &l);", a[0]),
             "ub" => format!("y = bat_ub_constrain(x, {}, &l);", a[0]),
             "lub" => format!("y = bat_lub_constrain(x, {}, {}, &l);", a[0], a[1]),
