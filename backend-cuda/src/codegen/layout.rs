@@ -10,7 +10,9 @@
 //! For gradient programs the gradient output then the unconstrained input
 //! follow ([`ParamSlots`]), then every non-data variable's elements in
 //! Stan's order (arrays row-major, matrices column-major), then the AD
-//! stacks ([`StackSlots`]). Data and transformed data are shared by all
+//! stacks ([`StackSlots`]), the stacks of variables saved around calls of
+//! user functions, and the program-counter stack of return blocks (each
+//! [`MAX_CALL_DEPTH`] deep, the interpreter's limit of nested calls). Data and transformed data are shared by all
 //! lanes: `data[k]`.
 //!
 //! Sizes are fixed when the kernels are generated: a layout is made for
@@ -19,7 +21,7 @@
 use std::collections::HashMap;
 
 use language::data::Shape as DataShape;
-use language::interp::{GradFrame, ParamLayout};
+use language::interp::{GradFrame, MAX_CALL_DEPTH, ParamLayout};
 use language::mir::{Origin, Program, StackId, VarId};
 use language::value::Value;
 
@@ -85,6 +87,9 @@ pub struct Layout {
     pub data: Vec<f64>,
     pub params: Option<ParamSlots>,
     stacks: HashMap<StackId, StackSlots>,
+    var_stacks: HashMap<VarId, StackSlots>,
+    /// The program-counter stack: depth slot and the return blocks.
+    pub call_stack: Option<StackSlots>,
 }
 
 fn is_data(origin: Origin) -> bool {
@@ -105,6 +110,8 @@ pub struct LayoutBuilder {
     data: Vec<f64>,
     params: Option<Vec<ParamLayout>>,
     stacks: HashMap<StackId, (Shape, usize)>,
+    saved: Vec<VarId>,
+    calls: bool,
 }
 
 impl LayoutBuilder {
@@ -138,7 +145,22 @@ impl LayoutBuilder {
             data,
             params: None,
             stacks: HashMap::new(),
+            saved: Vec::new(),
+            calls: false,
         }
+    }
+
+    /// `var` is saved around calls (its stack holds up to
+    /// [`MAX_CALL_DEPTH`] values).
+    pub fn saved(&mut self, var: VarId) {
+        if !self.saved.contains(&var) {
+            self.saved.push(var);
+        }
+    }
+
+    /// The program calls user functions (it needs a program-counter stack).
+    pub fn calls(&mut self) {
+        self.calls = true;
     }
 
     /// The gradient program's parameters (read by `read_param`, whose
@@ -246,6 +268,36 @@ impl LayoutBuilder {
                 },
             );
         }
+        let mut saved = self.saved;
+        saved.sort();
+        let mut var_stacks = HashMap::new();
+        for var in saved {
+            let Some((_, elem)) = vars.get(&var).cloned() else {
+                continue;
+            };
+            let depth = n_slots;
+            let base = depth + 1;
+            n_slots = base + MAX_CALL_DEPTH * elem.len();
+            var_stacks.insert(
+                var,
+                StackSlots {
+                    depth,
+                    base,
+                    elem,
+                    capacity: MAX_CALL_DEPTH,
+                },
+            );
+        }
+        let call_stack = self.calls.then(|| {
+            let depth = n_slots;
+            n_slots = depth + 1 + MAX_CALL_DEPTH;
+            StackSlots {
+                depth,
+                base: depth + 1,
+                elem: Shape::INT,
+                capacity: MAX_CALL_DEPTH,
+            }
+        });
         Layout {
             vars,
             names: self.names,
@@ -253,6 +305,8 @@ impl LayoutBuilder {
             data: self.data,
             params,
             stacks,
+            var_stacks,
+            call_stack,
         }
     }
 }
@@ -321,6 +375,19 @@ impl Layout {
         self.stacks.iter().map(|(id, s)| (*id, s))
     }
 
+    /// The stack of a variable saved around calls.
+    pub fn var_stack(&self, var: VarId) -> Option<&StackSlots> {
+        self.var_stacks.get(&var)
+    }
+
+    /// Every stack whose depth an evaluation starts at 0.
+    pub fn all_stacks(&self) -> impl Iterator<Item = &StackSlots> {
+        self.stacks
+            .values()
+            .chain(self.var_stacks.values())
+            .chain(self.call_stack.iter())
+    }
+
     /// This lane's slot values for `frame` (`n_slots` values: status 0,
     /// target from the frame, gradient from the frame and `theta` when the
     /// layout has parameter slots, variables without a value NaN, empty
@@ -348,7 +415,7 @@ impl Layout {
                 }
             }
         }
-        for stack in self.stacks.values() {
+        for stack in self.all_stacks() {
             slots[stack.depth] = 0.0;
         }
         slots

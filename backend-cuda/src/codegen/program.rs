@@ -35,7 +35,7 @@ use language::interp::Model;
 use language::mir::{Expr, ExprKind, Prim, Stmt, StmtKind, VarId};
 use language::span::Span;
 
-use super::emit::{Emitter, Site};
+use super::emit::{Emitter, Restore, Site};
 use super::layout::{
     JACOBIAN_SLOT, Layout, LayoutBuilder, PC_SLOT, Place, SITE_SLOT, STATUS_SLOT, TARGET_SLOT,
 };
@@ -146,16 +146,45 @@ pub fn layout(
 ) -> Result<Layout, Unsupported> {
     let mut builder = LayoutBuilder::new(&p.mir, model.globals());
     builder.parameters(model.params())?;
+    // The declared return type of each function's result variable.
+    let returns_int = |var: VarId| {
+        p.functions
+            .iter()
+            .find(|f| f.result == Some(var))
+            .and_then(|f| f.ret.as_ref())
+            .is_some_and(|t| t.array_dims().1 == &language::types::Type::Int)
+    };
     loop {
         let mut changed = false;
         for block in &p.blocks {
             for op in &block.ops {
-                let Op::Stmt(s) = op else { continue };
-                changed |= define(&mut builder, s)?;
+                changed |= match op {
+                    Op::Stmt(s) => define(&mut builder, s)?,
+                    Op::Arg { param, value } => match typing::shape_of(&builder, value) {
+                        Ok(shape) => builder.define(*param, shape)?,
+                        Err(_) => false,
+                    },
+                    Op::SetResult { var, value } => match typing::shape_of(&builder, value) {
+                        Ok(shape) if returns_int(*var) => builder.define(*var, shape)?,
+                        Ok(shape) => builder.define(*var, shape.real())?,
+                        Err(_) => false,
+                    },
+                    Op::Push(_) | Op::Pop(_) | Op::Peek(_) => false,
+                };
             }
         }
         if !changed {
             break;
+        }
+    }
+    for block in &p.blocks {
+        for op in &block.ops {
+            if let Op::Push(v) | Op::Pop(v) | Op::Peek(v) = op {
+                builder.saved(*v);
+            }
+        }
+        if matches!(block.term, Terminator::PushJump { .. }) {
+            builder.calls();
         }
     }
     for (s, &depth) in stack_depths.iter().enumerate() {
@@ -207,6 +236,7 @@ fn declared_shape(b: &LayoutBuilder, ty: &language::mir::SizedType) -> Option<Sh
                 arrays,
                 inner: inner.inner,
                 int: inner.int,
+                tuple: Vec::new(),
             }
         }
         _ => return None,
@@ -232,37 +262,28 @@ pub fn generate_named(p: &pc::Program, layout: Layout, prefix: &str) -> DevicePr
             span: None,
         }),
         Some(entry) => {
-            for (fi, f) in p.functions.iter().enumerate() {
-                if fi != entry.0 as usize && f.kind == pc::FunctionKind::User {
-                    let reason = "calls of user functions are not generated yet".to_string();
-                    kernels.push_str(&format!(
-                        "\n// not generated: function {} ({reason})\n",
-                        f.name
-                    ));
-                    not_generated.push(NotGenerated {
-                        at: f.name.clone(),
-                        reason,
-                        span: None,
-                    });
+            entry_block = p.function(entry).first_block.0 as usize;
+            // The gradient entry and every user function it may call.
+            for (fi, function) in p.functions.iter().enumerate() {
+                if fi != entry.0 as usize && function.kind != pc::FunctionKind::User {
+                    continue;
                 }
-            }
-            let function = p.function(entry);
-            entry_block = function.first_block.0 as usize;
-            let range = entry_block..entry_block + function.num_blocks as usize;
-            for b in range {
-                let mut block = BlockCode {
-                    p,
-                    prefix,
-                    layout: &layout,
-                    b,
-                    function: &function.name,
-                    kernels: &mut kernels,
-                    sites: &mut sites,
-                    not_generated: &mut not_generated,
-                    launches: Vec::new(),
-                };
-                block.generate();
-                blocks[b] = block.launches;
+                let first = function.first_block.0 as usize;
+                for b in first..first + function.num_blocks as usize {
+                    let mut block = BlockCode {
+                        p,
+                        prefix,
+                        layout: &layout,
+                        b,
+                        function: &function.name,
+                        kernels: &mut kernels,
+                        sites: &mut sites,
+                        not_generated: &mut not_generated,
+                        launches: Vec::new(),
+                    };
+                    block.generate();
+                    blocks[b] = block.launches;
+                }
             }
         }
     }
@@ -307,11 +328,29 @@ impl BlockCode<'_> {
         let mut emitter = Emitter::new(&p.mir, layout, self.sites.len());
         for (i, op) in block.ops.iter().enumerate() {
             let at = format!("{}/b{b}/op{i}", self.function);
-            let Op::Stmt(s) = op else {
-                let reason = "calls of user functions are not generated yet".to_string();
-                self.not_generated(at, "a calling op".to_string(), reason, None);
-                continue;
+            let name = |v: &VarId| p.var_name(*v).to_string();
+            let outcome = match op {
+                Op::Stmt(_) => Ok(()),
+                Op::Arg { param, value } => {
+                    emitter.write_var(*param, value, &format!("arg {}", name(param)))
+                }
+                Op::SetResult { var, value } => {
+                    emitter.write_var(*var, value, &format!("result {}", name(var)))
+                }
+                Op::Push(v) => emitter.push_var(*v),
+                Op::Pop(v) => emitter.restore_var(*v, Restore::Pop),
+                Op::Peek(v) => emitter.restore_var(*v, Restore::Peek),
             };
+            if let Err(reason) = outcome {
+                self.not_generated(
+                    at,
+                    format!("a calling op of {}", self.function),
+                    reason,
+                    None,
+                );
+                continue;
+            }
+            let Op::Stmt(s) = op else { continue };
             if let Some(gemm) = gemm_statement(layout, s) {
                 self.finish_kernel(emitter, false);
                 let name = format!("{}_b{b}_{}", self.prefix, self.launches.len());
@@ -329,7 +368,7 @@ impl BlockCode<'_> {
                 self.not_generated(at, first_line(&p.mir, s), reason, Some(s.span));
             }
         }
-        if let Err(reason) = terminator_code(&mut emitter, &block.term) {
+        if let Err(reason) = terminator_code(p, &mut emitter, &block.term) {
             let at = format!("{}/b{b}/terminator", self.function);
             self.not_generated(at, "the block's terminator".to_string(), reason, None);
         }
@@ -352,10 +391,14 @@ impl BlockCode<'_> {
 }
 
 /// The terminator: each lane's next block into its program-counter slot.
-fn terminator_code(em: &mut Emitter, term: &Terminator) -> Result<(), Unsupported> {
+fn terminator_code(
+    p: &pc::Program,
+    em: &mut Emitter,
+    term: &Terminator,
+) -> Result<(), Unsupported> {
     match term {
         Terminator::Jump(t) => em.lines.push(format!("S({PC_SLOT}) = {}.0;", t.0)),
-        Terminator::Return => em.lines.push(format!("S({PC_SLOT}) = -1.0;")),
+        Terminator::Return => em.return_code()?,
         Terminator::Branch {
             cond,
             then,
@@ -370,9 +413,11 @@ fn terminator_code(em: &mut Emitter, term: &Terminator) -> Result<(), Unsupporte
                 then.0, otherwise.0
             ));
         }
-        Terminator::PushJump { .. } => {
-            return Err("calls of user functions are not generated yet".to_string());
-        }
+        Terminator::PushJump {
+            ret,
+            callee,
+            target,
+        } => em.call(*ret, *target, &p.function(*callee).name)?,
     }
     Ok(())
 }
@@ -521,7 +566,7 @@ fn helper_kernels(layout: &Layout, prefix: &str) -> String {
         .as_ref()
         .map_or((0, 0, 0), |p| (p.n, p.theta, p.gradient));
     let mut resets = String::new();
-    for (_, stack) in layout.stacks() {
+    for stack in layout.all_stacks() {
         resets.push_str(&format!("    S({}) = 0.0;\n", stack.depth));
     }
     format!(

@@ -42,12 +42,15 @@ impl Inner {
     }
 }
 
-/// `array[arrays...] inner`, with whether the scalars are ints.
+/// `array[arrays...] inner`, with whether the scalars are ints; or, when
+/// `tuple` is not empty, a tuple of those components, stored one after
+/// another (`arrays` empty, `inner` scalar).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Shape {
     pub arrays: Vec<usize>,
     pub inner: Inner,
     pub int: bool,
+    pub tuple: Vec<Shape>,
 }
 
 /// One axis of a shape: its size and its stride in the flat element order.
@@ -62,11 +65,13 @@ impl Shape {
         arrays: Vec::new(),
         inner: Inner::Scalar,
         int: false,
+        tuple: Vec::new(),
     };
     pub const INT: Shape = Shape {
         arrays: Vec::new(),
         inner: Inner::Scalar,
         int: true,
+        tuple: Vec::new(),
     };
 
     pub fn of(inner: Inner) -> Shape {
@@ -74,11 +79,27 @@ impl Shape {
             arrays: Vec::new(),
             inner,
             int: false,
+            tuple: Vec::new(),
         }
     }
 
     pub fn len(&self) -> usize {
+        if self.is_tuple() {
+            return self.tuple.iter().map(Shape::len).sum();
+        }
         self.arrays.iter().product::<usize>() * self.inner.len()
+    }
+
+    pub fn is_tuple(&self) -> bool {
+        !self.tuple.is_empty()
+    }
+
+    /// A tuple of these components.
+    pub fn tuple_of(components: Vec<Shape>) -> Shape {
+        Shape {
+            tuple: components,
+            ..Shape::REAL
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -86,11 +107,12 @@ impl Shape {
     }
 
     pub fn is_scalar(&self) -> bool {
-        self.arrays.is_empty() && self.inner == Inner::Scalar
+        self.arrays.is_empty() && self.inner == Inner::Scalar && !self.is_tuple()
     }
 
     pub fn real(mut self) -> Shape {
         self.int = false;
+        self.tuple = self.tuple.into_iter().map(Shape::real).collect();
         self
     }
 
@@ -125,6 +147,12 @@ impl Shape {
             Value::Vector(x) => Some(Shape::of(Inner::Vector(x.len()))),
             Value::RowVector(x) => Some(Shape::of(Inner::RowVector(x.len()))),
             Value::Matrix { rows, cols, .. } => Some(Shape::of(Inner::Matrix(*rows, *cols))),
+            Value::Tuple(items) => Some(Shape::tuple_of(
+                items
+                    .iter()
+                    .map(Shape::of_value)
+                    .collect::<Option<Vec<_>>>()?,
+            )),
             Value::Array(items) => {
                 let first = items.first()?;
                 let inner = Shape::of_value(first)?;
@@ -140,6 +168,7 @@ impl Shape {
                     arrays,
                     inner: inner.inner,
                     int: inner.int,
+                    tuple: Vec::new(),
                 })
             }
             _ => None,
@@ -162,6 +191,7 @@ impl Shape {
                     arrays,
                     inner: inner.inner,
                     int: inner.int,
+                    tuple: Vec::new(),
                 })
             }
             _ => None,
@@ -174,6 +204,9 @@ impl Shape {
     pub fn broadcast(shapes: &[&Shape]) -> Result<Shape, String> {
         let mut best: Option<&Shape> = None;
         for s in shapes {
+            if s.is_tuple() {
+                return Err("an elementwise operation on a tuple".to_string());
+            }
             if s.is_scalar() {
                 continue;
             }
@@ -199,6 +232,10 @@ impl Shape {
 
 impl fmt::Display for Shape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_tuple() {
+            let items: Vec<String> = self.tuple.iter().map(|s| s.to_string()).collect();
+            return write!(f, "tuple({})", items.join(", "));
+        }
         if !self.arrays.is_empty() {
             let dims: Vec<String> = self.arrays.iter().map(|d| d.to_string()).collect();
             write!(f, "array[{}] ", dims.join(", "))?;

@@ -136,6 +136,7 @@ pub fn index_shape(
         arrays,
         inner,
         int: base.int,
+        tuple: Vec::new(),
     })
 }
 
@@ -222,6 +223,7 @@ pub fn shape_of(env: &dyn ShapeEnv, e: &Expr) -> Result<Shape, Unsupported> {
                 arrays,
                 inner: first.inner,
                 int,
+                tuple: Vec::new(),
             })
         }
         ExprKind::RowVectorLit(items) => {
@@ -253,7 +255,18 @@ pub fn shape_of(env: &dyn ShapeEnv, e: &Expr) -> Result<Shape, Unsupported> {
         ExprKind::Prim(p, args) => prim_shape(env, *p, args, &e.ty),
         ExprKind::Imag(_) => Err("complex numbers".to_string()),
         ExprKind::Call(..) => Err("a user function call inside an expression".to_string()),
-        ExprKind::TupleProj(..) | ExprKind::TupleLit(_) => Err("tuples".to_string()),
+        ExprKind::TupleLit(items) => Ok(Shape::tuple_of(
+            items
+                .iter()
+                .map(|i| shape_of(env, i))
+                .collect::<Result<Vec<_>, _>>()?,
+        )),
+        ExprKind::TupleProj(base, k) => {
+            let base = shape_of(env, base)?;
+            k.checked_sub(1)
+                .and_then(|k| base.tuple.get(k).cloned())
+                .ok_or_else(|| format!("component {k} of a {base}"))
+        }
     }
 }
 
@@ -348,6 +361,13 @@ fn prim_shape(env: &dyn ShapeEnv, p: Prim, args: &[Expr], ty: &Type) -> Result<S
                 _ => Err("rep_matrix of a scalar with one size".to_string()),
             }
         }
+        Reverse => {
+            let a = arg(0)?;
+            match (a.arrays.is_empty(), a.inner) {
+                (true, Inner::Vector(_) | Inner::RowVector(_)) | (false, _) => Ok(a.clone()),
+                _ => Err(format!("reverse of a {a}")),
+            }
+        }
         Linspaced => Ok(Shape::of(Inner::Vector(size_arg(env, &args[0], "size")?))),
         RepMatrix if args.len() == 3 && arg(0)?.is_scalar() => {
             let r = size_arg(env, &args[1], "size")?;
@@ -365,6 +385,7 @@ fn prim_shape(env: &dyn ShapeEnv, p: Prim, args: &[Expr], ty: &Type) -> Result<S
                 arrays: dims,
                 inner: x.inner,
                 int: x.int,
+                tuple: Vec::new(),
             })
         }
         ToVector | ToRowVector if args.len() == 1 => {
@@ -381,6 +402,7 @@ fn prim_shape(env: &dyn ShapeEnv, p: Prim, args: &[Expr], ty: &Type) -> Result<S
                 arrays: vec![a.len()],
                 inner: Inner::Scalar,
                 int: a.int,
+                tuple: Vec::new(),
             })
         }
         Col | Row => {
@@ -403,6 +425,7 @@ fn prim_shape(env: &dyn ShapeEnv, p: Prim, args: &[Expr], ty: &Type) -> Result<S
                     arrays: vec![n],
                     inner: Inner::Scalar,
                     int: a.int,
+                    tuple: Vec::new(),
                 },
                 _ => return Err(format!("{} of {a}", p.name())),
             })

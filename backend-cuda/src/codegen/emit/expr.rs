@@ -70,13 +70,20 @@ impl Emitter<'_> {
                 let operands = self.operands(args, idx)?;
                 Ok(format!("{}({operands})", c_name(f, Some(*arg))))
             }
-            ExprKind::Pop(_) | ExprKind::ArrayLit(_) | ExprKind::RowVectorLit(_) => {
+            ExprKind::TupleProj(base, k) => {
+                let components = self.shape(base)?.tuple;
+                let offset: usize = components[..k - 1].iter().map(Shape::len).sum();
+                self.elem(base, &format!("({offset} + {idx})"))
+            }
+            ExprKind::Pop(_)
+            | ExprKind::ArrayLit(_)
+            | ExprKind::RowVectorLit(_)
+            | ExprKind::TupleLit(_) => {
                 let name = self.materialize(e)?;
                 Ok(format!("{name}[{idx}]"))
             }
             ExprKind::Imag(_) => Err("complex numbers".to_string()),
             ExprKind::Call(..) => Err("a user function call inside an expression".to_string()),
-            ExprKind::TupleProj(..) | ExprKind::TupleLit(_) => Err("tuples".to_string()),
         }
     }
 
@@ -353,6 +360,26 @@ impl Emitter<'_> {
                 _ => Err("rep_matrix shape".to_string()),
             },
             (Prim::RepVector | Prim::RepRowVector | Prim::RepMatrix, [x, ..]) => self.elem(x, "0"),
+            (Prim::Reverse, [v]) => {
+                let n = shape.len();
+                if n == 0 {
+                    return Ok("0.0".to_string());
+                }
+                // Arrays reverse their outermost dimension, elements whole.
+                let item = match shape.arrays.first() {
+                    Some(&d) => n / d.max(1),
+                    None => 1,
+                };
+                let at = if item == 1 {
+                    format!("({} - ({idx}))", n - 1)
+                } else {
+                    format!(
+                        "(({d} - 1 - ({idx}) / {item}) * {item} + ({idx}) % {item})",
+                        d = n / item
+                    )
+                };
+                self.elem(v, &at)
+            }
             (Prim::Linspaced, [_, lo, hi]) => {
                 let n = shape.len();
                 let (lo, hi) = (self.elem(lo, "0")?, self.elem(hi, "0")?);

@@ -18,6 +18,7 @@
 //! integer overflow, an AD stack overflow) sets its status and the
 //! failure [`Site`] and returns from the kernel.
 
+mod calls;
 mod expr;
 mod params;
 mod stmt;
@@ -29,6 +30,8 @@ use language::span::Span;
 use super::layout::{Layout, Place, SITE_SLOT, STATUS_SLOT};
 use super::shape::Shape;
 use super::typing::{self, ShapeEnv, Unsupported};
+
+pub use calls::Restore;
 
 /// Largest intermediate value (in doubles) kept in a thread's local memory.
 pub const LOCAL_LIMIT: usize = 1024;
@@ -86,6 +89,8 @@ pub struct Emitter<'a> {
     /// Values of the current statement computed into thread-local arrays,
     /// by the address of their expression.
     materialized: Vec<(usize, String)>,
+    /// Lines, sites and fresh names before the current op (to undo it).
+    mark: (usize, usize, usize),
 }
 
 /// Where a statement writes: the state slots of a variable (possibly
@@ -110,24 +115,37 @@ impl<'a> Emitter<'a> {
             span: Span { start: 0, end: 0 },
             text: String::new(),
             materialized: Vec::new(),
+            mark: (0, 0, 0),
         }
     }
 
     /// Emit `stmt`, or leave the emitter as it was and say why not.
     pub fn statement(&mut self, stmt: &Stmt) -> Result<(), Unsupported> {
-        let (lines, sites, fresh) = (self.lines.len(), self.sites.len(), self.fresh);
-        self.span = stmt.span;
-        self.text = super::first_line(self.program, stmt);
+        self.begin(&super::first_line(self.program, stmt), stmt.span);
+        let outcome = self.stmt(stmt);
+        self.end(outcome)
+    }
+
+    /// Start an op: its text and span name its failure sites.
+    fn begin(&mut self, text: &str, span: Span) {
+        self.mark = (self.lines.len(), self.sites.len(), self.fresh);
+        self.span = span;
+        self.text = text.to_string();
         self.inline_checks = false;
         self.materialized.clear();
-        self.lines.push(format!("// {}", self.text));
-        let outcome = self.stmt(stmt).map(|()| {
+        self.lines.push(format!("// {text}"));
+    }
+
+    /// Finish an op: its inline index checks, or undo it if it failed.
+    fn end(&mut self, outcome: Result<(), Unsupported>) -> Result<(), Unsupported> {
+        let outcome = outcome.map(|()| {
             if self.inline_checks {
                 let fail = self.fail(FailKind::IndexOutOfRange, "index out of range".to_string());
                 self.lines.push(format!("if (bat_err) {fail}"));
             }
         });
         if outcome.is_err() {
+            let (lines, sites, fresh) = self.mark;
             self.lines.truncate(lines);
             self.sites.truncate(sites);
             self.fresh = fresh;

@@ -226,6 +226,8 @@ enum Structured {
     Ordered,
     PositiveOrdered,
     Simplex,
+    /// `cholesky_factor_corr[K]` (matrix leaves).
+    CholeskyCorr,
 }
 
 impl Structured {
@@ -234,6 +236,7 @@ impl Structured {
             Transform::Ordered => Some(Structured::Ordered),
             Transform::PositiveOrdered => Some(Structured::PositiveOrdered),
             Transform::Simplex => Some(Structured::Simplex),
+            Transform::CholeskyFactorCorr => Some(Structured::CholeskyCorr),
             _ => None,
         }
     }
@@ -242,17 +245,68 @@ impl Structured {
     fn free_len(self, k: usize) -> usize {
         match self {
             Structured::Simplex => k.saturating_sub(1),
+            // k is the number of values, K × K.
+            Structured::CholeskyCorr => {
+                let n = k.isqrt();
+                n * n.saturating_sub(1) / 2
+            }
             _ => k,
         }
     }
 }
 
-/// (leaves, values per leaf) of a parameter of `shape`: arrays of vectors.
-fn vector_leaves(shape: &Shape) -> Result<(usize, usize), Unsupported> {
-    match shape.inner {
-        Inner::Vector(k) => Ok((shape.arrays.iter().product(), k)),
+/// (leaves, values per leaf) of a parameter of `shape`: arrays of vectors
+/// (square matrices for Cholesky factors).
+fn leaves(kind: Structured, shape: &Shape) -> Result<(usize, usize), Unsupported> {
+    match (kind, shape.inner) {
+        (Structured::CholeskyCorr, Inner::Matrix(r, c)) if r == c => {
+            if 2 * r * r > super::LOCAL_LIMIT {
+                return Err(format!("a Cholesky factor of size {r}"));
+            }
+            Ok((shape.arrays.iter().product(), r * r))
+        }
+        (Structured::CholeskyCorr, _) => Err(format!("a Cholesky factor of a {shape}")),
+        (_, Inner::Vector(k)) => Ok((shape.arrays.iter().product(), k)),
         _ => Err(format!("a structured transform of a {shape}")),
     }
+}
+
+/// The Cholesky factor of a correlation matrix (K × K, column-major) from
+/// the row-major partial correlations `tanh(x(p))` (bat-math's
+/// `cholesky_from_partials`) into `l(i)`.
+fn cholesky_from_partials_code(
+    n: usize,
+    x: &dyn Fn(&str) -> String,
+    l: &dyn Fn(&str) -> String,
+) -> String {
+    format!(
+        "for (int i = 0; i < {nn}; ++i) {l0} = 0.0;
+{first_one}
+for (int i = 1; i < {n}; ++i) {{
+    const double first = tanh({x_i0});
+    {l_i0} = first;
+    double sum_sqs = first * first;
+    for (int j = 1; j < i; ++j) {{ const double v = tanh({x_ij}) * sqrt(1.0 - sum_sqs); {l_ij} = v; sum_sqs += v * v; }}
+    {l_ii} = sqrt(1.0 - sum_sqs);
+}}",
+        nn = n * n,
+        l0 = l("i"),
+        first_one = if n > 0 {
+            format!("{} = 1.0;", l("0"))
+        } else {
+            String::new()
+        },
+        x_i0 = x("(i * (i - 1) / 2)"),
+        l_i0 = l("i"),
+        x_ij = x("(i * (i - 1) / 2 + j)"),
+        l_ij = l(&format!("(j * {n} + i)")),
+        l_ii = l(&format!("(i * {n} + i)")),
+    )
+}
+
+/// bat-math's `log_sech2(x)` as C.
+fn log_sech2(x: &str) -> String {
+    format!("(2.0 * (BAT_LN_2 - fabs({x}) - log1p(exp(-2.0 * fabs({x})))))")
 }
 
 /// `sum_to_zero_constrain` of the `k - 1` values at `x(i)` into the `k`
@@ -295,7 +349,7 @@ impl Emitter<'_> {
         };
         let (theta, _, n_free, _) = self.param_slots(param)?;
         let (base, shape) = self.state_place(var)?;
-        let (leaves, k) = vector_leaves(&shape)?;
+        let (leaves, k) = leaves(kind, &shape)?;
         let kf = kind.free_len(k);
         if n_free != leaves * kf {
             return Err("a parameter of an unexpected unconstrained size".to_string());
@@ -321,6 +375,16 @@ for (int i = 0; i < {k}; ++i) {{ const double x = {xi}; running += exp(x); {yi} 
                 sum_to_zero_code(k, &x, &y),
                 softmax_in_place_code(k, &y)
             ),
+            Structured::CholeskyCorr => {
+                let n = k.isqrt();
+                format!(
+                    "for (int i = 1; i < {n}; ++i) for (int j = 0; j < i; ++j) {{ const double xv = {xij}; lj += (1.0 + 0.5 * (double)(i - 1 - j)) * {sech}; }}
+{}",
+                    cholesky_from_partials_code(n, &x, &y),
+                    xij = x("(i * (i - 1) / 2 + j)"),
+                    sech = log_sech2("xv"),
+                )
+            }
         };
         self.lines.push(format!(
             "{{ double logj = 0.0;
@@ -345,7 +409,7 @@ if (S({JACOBIAN_SLOT}) != 0.0) S({TARGET_SLOT}) += logj; }}"
         };
         let (theta, gradient, n_free, _) = self.param_slots(param)?;
         let (y_bar, shape) = self.state_place(var_adj)?;
-        let (leaves, k) = vector_leaves(&shape)?;
+        let (leaves, k) = leaves(kind, &shape)?;
         let kf = kind.free_len(k);
         if n_free != leaves * kf {
             return Err("a parameter of an unexpected unconstrained size".to_string());
@@ -366,6 +430,40 @@ for (int i = {last}; i >= 0; --i) {{ suffix += {ybi}; {gi} += {xb}; }}",
                     format!("suffix * exp({}) + lp", x("i"))
                 }
             ),
+            Structured::CholeskyCorr => {
+                let n = k.isqrt();
+                let local = |i: &str| format!("lv[{i}]");
+                format!(
+                    "double lv[{nn}]; double zb[{nz}];
+{}
+for (int i = 1; i < {n}; ++i) {{
+    double suffix = {lb_ii} * lv[i * {n} + i];
+    for (int j = i - 1; j >= 0; --j) {{
+        const double zj = tanh({x_ij});
+        const double q = 1.0 - zj * zj;
+        double sum_sqs = 0.0;
+        for (int m = 0; m < j; ++m) sum_sqs += lv[m * {n} + i] * lv[m * {n} + i];
+        const double scale = sqrt(1.0 - sum_sqs);
+        zb[i * (i - 1) / 2 + j] = {lb_ij} * scale - zj / q * suffix;
+        suffix += {lb_ij} * lv[j * {n} + i];
+    }}
+}}
+for (int i = 1; i < {n}; ++i) for (int j = 0; j < i; ++j) {{
+    const int p = i * (i - 1) / 2 + j;
+    const double xv = {x_p};
+    {g_p} += zb[p] * exp({sech}) - 2.0 * tanh(xv) * (1.0 + 0.5 * (double)(i - 1 - j)) * lp;
+}}",
+                    cholesky_from_partials_code(n, &x, &local),
+                    nn = n * n,
+                    nz = (n * n.saturating_sub(1) / 2).max(1),
+                    lb_ii = yb(&format!("(i * {n} + i)")),
+                    lb_ij = yb(&format!("(j * {n} + i)")),
+                    x_ij = x("(i * (i - 1) / 2 + j)"),
+                    x_p = x("p"),
+                    g_p = g("p"),
+                    sech = log_sech2("xv"),
+                )
+            }
             Structured::Simplex if k == 0 => String::new(),
             Structured::Simplex => {
                 if 2 * k > super::LOCAL_LIMIT {
@@ -409,13 +507,16 @@ for (int l = 0; l < {leaves}; ++l) {{
         let n = shape.len();
         let name = self.var_name(var);
         if let Some(kind) = Structured::of(transform) {
-            let (leaves, k) = vector_leaves(&shape)?;
+            let (leaves, k) = leaves(kind, &shape)?;
             let y = |i: &str| format!("S({base} + l * {k} + {i})");
             let fail = self.fail(
                 FailKind::Constraint,
                 format!("`{name}` is not a valid {transform:?}"),
             );
             let test = match kind {
+                Structured::CholeskyCorr => {
+                    return Err("the check of a computed Cholesky factor".to_string());
+                }
                 Structured::Simplex => format!(
                     "if ({k} == 0) {fail}
 double total = 0.0;

@@ -290,7 +290,9 @@ impl Emitter<'_> {
                 self.lines.push(format!("S({}) = {d};", slots.depth));
                 Ok(true)
             }
-            ExprKind::ArrayLit(items) | ExprKind::RowVectorLit(items) => {
+            ExprKind::ArrayLit(items)
+            | ExprKind::RowVectorLit(items)
+            | ExprKind::TupleLit(items) => {
                 let mut at = 0;
                 for item in items {
                     let n = self.shape(item)?.len();
@@ -322,7 +324,10 @@ impl Emitter<'_> {
 /// a whole intermediate.
 fn is_random_access(em: &Emitter, e: &Expr) -> Result<bool, Unsupported> {
     Ok(match &e.kind {
-        ExprKind::Pop(_) | ExprKind::ArrayLit(_) | ExprKind::RowVectorLit(_) => false,
+        ExprKind::Pop(_)
+        | ExprKind::ArrayLit(_)
+        | ExprKind::RowVectorLit(_)
+        | ExprKind::TupleLit(_) => false,
         ExprKind::Prim(Prim::Mul, args) if args.len() == 2 => {
             let scalar = |a: &Expr| em.shape(a).map(|s| s.is_scalar());
             (scalar(&args[0])? || scalar(&args[1])?)
