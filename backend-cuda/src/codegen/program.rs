@@ -269,7 +269,8 @@ pub fn generate_named(p: &pc::Program, layout: Layout, prefix: &str) -> DevicePr
                     continue;
                 }
                 let first = function.first_block.0 as usize;
-                for b in first..first + function.num_blocks as usize {
+                let n = function.num_blocks as usize;
+                for (b, launches) in blocks.iter_mut().enumerate().skip(first).take(n) {
                     let mut block = BlockCode {
                         p,
                         prefix,
@@ -282,7 +283,7 @@ pub fn generate_named(p: &pc::Program, layout: Layout, prefix: &str) -> DevicePr
                         launches: Vec::new(),
                     };
                     block.generate();
-                    blocks[b] = block.launches;
+                    *launches = block.launches;
                 }
             }
         }
