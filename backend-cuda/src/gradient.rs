@@ -554,7 +554,7 @@ fn load(
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let module = device.load(image, &names)?;
     let stream = device.stream();
-    let n_slots = program.layout.n_slots;
+    let n_slots = program.layout.n_slots();
     // Every lane starts finished (program counter −1, status 0).
     let mut state = vec![0.0; n_slots * n_lanes];
     state[PC_SLOT * n_lanes..(PC_SLOT + 1) * n_lanes].fill(-1.0);

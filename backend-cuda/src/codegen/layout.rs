@@ -83,7 +83,8 @@ pub struct StackSlots {
 pub struct Layout {
     vars: HashMap<VarId, (Place, Shape)>,
     names: Vec<String>,
-    pub n_slots: usize,
+    /// Slots per lane, scratch included (see [`Layout::scratch`]).
+    n_slots: std::cell::Cell<usize>,
     pub data: Vec<f64>,
     pub params: Option<ParamSlots>,
     stacks: HashMap<StackId, StackSlots>,
@@ -301,7 +302,7 @@ impl LayoutBuilder {
         Layout {
             vars,
             names: self.names,
-            n_slots,
+            n_slots: std::cell::Cell::new(n_slots),
             data: self.data,
             params,
             stacks,
@@ -362,6 +363,20 @@ impl ShapeEnv for Layout {
 }
 
 impl Layout {
+    /// Slots per lane.
+    pub fn n_slots(&self) -> usize {
+        self.n_slots.get()
+    }
+
+    /// `len` more slots per lane for an intermediate value too large for a
+    /// thread's local memory; returns the first. (Code generation grows
+    /// the state as it goes.)
+    pub fn scratch(&self, len: usize) -> usize {
+        let base = self.n_slots.get();
+        self.n_slots.set(base + len);
+        base
+    }
+
     pub fn place(&self, var: VarId) -> Option<Place> {
         self.vars.get(&var).map(|(p, _)| *p)
     }
@@ -393,7 +408,7 @@ impl Layout {
     /// layout has parameter slots, variables without a value NaN, empty
     /// stacks).
     pub fn lane_slots(&self, frame: &GradFrame, theta: &[f64]) -> Vec<f64> {
-        let mut slots = vec![f64::NAN; self.n_slots];
+        let mut slots = vec![f64::NAN; self.n_slots()];
         slots[STATUS_SLOT] = 0.0;
         slots[TARGET_SLOT] = frame.target;
         slots[SITE_SLOT] = 0.0;

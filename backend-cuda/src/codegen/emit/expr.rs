@@ -8,7 +8,7 @@ use super::super::layout::{JACOBIAN_SLOT, Place, TARGET_SLOT};
 use super::super::scalar::{c_name, scalar_fn};
 use super::super::shape::{Inner, Shape};
 use super::super::typing::{Unsupported, const_int, is_check, is_reduction};
-use super::{Dest, Emitter, FailKind, LOCAL_LIMIT, for_each, real_literal};
+use super::{Dest, Emitter, FailKind, LOCAL_LIMIT, Materialized, for_each, real_literal};
 
 impl Emitter<'_> {
     /// C expression for element `idx` (a C expression of the flat
@@ -17,8 +17,8 @@ impl Emitter<'_> {
         let shape = self.shape(e)?;
         let idx = if shape.len() == 1 { "0" } else { idx };
         let address = e as *const Expr as usize;
-        if let Some((_, name)) = self.materialized.iter().find(|(a, _)| *a == address) {
-            return Ok(format!("{name}[{idx}]"));
+        if let Some((_, m)) = self.materialized.iter().find(|(a, _)| *a == address) {
+            return Ok(m.at(idx));
         }
         match &e.kind {
             ExprKind::Int(i) => Ok(format!("{i}.0")),
@@ -59,8 +59,8 @@ impl Emitter<'_> {
                     && !self.shape(&args[0])?.is_scalar()
                     && !self.shape(&args[1])?.is_scalar() =>
             {
-                let name = self.materialize(e)?;
-                Ok(format!("{name}[{idx}]"))
+                let m = self.materialize(e)?;
+                Ok(m.at(idx))
             }
             ExprKind::Prim(p, args) => self.prim_elem(*p, args, idx, &shape),
             ExprKind::Partial { prim, arg, args } => {
@@ -79,8 +79,8 @@ impl Emitter<'_> {
             | ExprKind::ArrayLit(_)
             | ExprKind::RowVectorLit(_)
             | ExprKind::TupleLit(_) => {
-                let name = self.materialize(e)?;
-                Ok(format!("{name}[{idx}]"))
+                let m = self.materialize(e)?;
+                Ok(m.at(idx))
             }
             ExprKind::Imag(_) => Err("complex numbers".to_string()),
             ExprKind::Call(..) => Err("a user function call inside an expression".to_string()),
@@ -95,24 +95,30 @@ impl Emitter<'_> {
         Ok(out.join(", "))
     }
 
-    /// Compute `e` into a new thread-local array; returns its name.
-    pub(crate) fn materialize(&mut self, e: &Expr) -> Result<String, Unsupported> {
+    /// Compute `e` into a new thread-local array, or for a value of more
+    /// than [`LOCAL_LIMIT`] numbers into scratch slots of the lane state.
+    pub(crate) fn materialize(&mut self, e: &Expr) -> Result<Materialized, Unsupported> {
         let shape = self.shape(e)?;
         let n = shape.len();
-        if n > LOCAL_LIMIT {
-            return Err(format!(
-                "an intermediate {shape} inside an expression (more than {LOCAL_LIMIT} values)"
-            ));
-        }
         if matches!(e.kind, ExprKind::Pop(_)) && self.in_branch > 0 {
             return Err("a stack pop inside a conditional expression".to_string());
         }
-        let name = self.fresh("m");
-        self.lines.push(format!("double {name}[{}];", n.max(1)));
-        self.compute_into(&Dest::Local(name.clone()), n, e, "=", None)?;
+        let (m, dest) = if n > LOCAL_LIMIT {
+            let base = self.layout.scratch(n);
+            let dest = Dest::State {
+                base,
+                maps: Vec::new(),
+            };
+            (Materialized::Scratch(base), dest)
+        } else {
+            let name = self.fresh("m");
+            self.lines.push(format!("double {name}[{}];", n.max(1)));
+            (Materialized::Local(name.clone()), Dest::Local(name))
+        };
+        self.compute_into(&dest, n, e, "=", None)?;
         self.materialized
-            .push((e as *const Expr as usize, name.clone()));
-        Ok(name)
+            .push((e as *const Expr as usize, m.clone()));
+        Ok(m)
     }
 
     /// An int-valued scalar expression as a C `long long`; arithmetic is

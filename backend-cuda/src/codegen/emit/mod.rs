@@ -33,7 +33,8 @@ use super::typing::{self, ShapeEnv, Unsupported};
 
 pub use calls::Restore;
 
-/// Largest intermediate value (in doubles) kept in a thread's local memory.
+/// Largest intermediate value (in doubles) kept in a thread's local
+/// memory; larger ones go to scratch slots of the lane state.
 pub const LOCAL_LIMIT: usize = 1024;
 
 /// How a lane stopped at a failure site.
@@ -88,9 +89,28 @@ pub struct Emitter<'a> {
     text: String,
     /// Values of the current statement computed into thread-local arrays,
     /// by the address of their expression.
-    materialized: Vec<(usize, String)>,
+    materialized: Vec<(usize, Materialized)>,
     /// Lines, sites and fresh names before the current op (to undo it).
     mark: (usize, usize, usize),
+}
+
+/// A value computed whole before the statement reads it.
+#[derive(Clone, Debug)]
+pub(crate) enum Materialized {
+    /// A thread-local array.
+    Local(String),
+    /// Scratch slots of the lane state from this one.
+    Scratch(usize),
+}
+
+impl Materialized {
+    /// Element `idx`.
+    pub(crate) fn at(&self, idx: &str) -> String {
+        match self {
+            Materialized::Local(name) => format!("{name}[{idx}]"),
+            Materialized::Scratch(base) => format!("S({base} + {idx})"),
+        }
+    }
 }
 
 /// Where a statement writes: the state slots of a variable (possibly

@@ -193,13 +193,13 @@ impl Emitter<'_> {
     ) -> Result<(), Unsupported> {
         let aliased = target.is_some_and(|(var, whole)| aliases(e, var, whole));
         if aliased {
-            let name = self.materialize(e)?;
+            let m = self.materialize(e)?;
             let i = self.fresh("e");
             let to = self.dest_elem(dest, &i)?;
             let from = if self.shape(e)?.len() == 1 {
-                format!("{name}[0]")
+                m.at("0")
             } else {
-                format!("{name}[{i}]")
+                m.at(&i)
             };
             self.lines
                 .push(for_each(&i, len, &format!("{to} {op} {from};")));
