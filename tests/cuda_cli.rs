@@ -87,9 +87,9 @@ fn emit_cuda_prints_kernels_that_nvrtc_compiles() {
     backend_cuda::nvrtc::compile(&source, target).unwrap_or_else(|e| panic!("{e}"));
 }
 
-/// A model using a function the generator lacks (`inc_beta`).
+/// A model using a function the generator lacks (`gamma_p`).
 const NOT_GENERATED: &str =
-    "parameters {\n  real<lower=0, upper=1> x;\n}\nmodel {\n  target += inc_beta(2, 3, x);\n}\n";
+    "parameters {\n  real<lower=0, upper=1> x;\n}\nmodel {\n  target += gamma_p(2, x);\n}\n";
 
 #[test]
 fn emit_cuda_names_what_is_not_generated_with_its_line() {
@@ -104,10 +104,10 @@ fn emit_cuda_names_what_is_not_generated_with_its_line() {
     );
     let source = String::from_utf8(out.stdout).unwrap();
     assert!(source.contains("// not generated: "), "{source}");
-    assert!(source.contains("(primitive inc_beta)"), "{source}");
+    assert!(source.contains("(primitive gamma_p)"), "{source}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("not generated: line 5, column 13: primitive inc_beta"),
+        stderr.contains("not generated: line 5, column 13: primitive gamma_p"),
         "{stderr}"
     );
 }
@@ -222,11 +222,11 @@ fn run_on_the_cuda_backend_refuses_a_model_it_cannot_run_yet() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("error: the CUDA backend cannot run this model yet: primitive inc_beta"),
+        stderr.contains("error: the CUDA backend cannot run this model yet: primitive gamma_p"),
         "{stderr}"
     );
     assert!(
-        stderr.contains("line 5, column 13: `inc_beta(2, 3, x)`: primitive inc_beta"),
+        stderr.contains("line 5, column 13: `gamma_p(2, x)`: primitive gamma_p"),
         "{stderr}"
     );
     assert!(stderr.contains("(use --backend cpu)"), "{stderr}");

@@ -505,7 +505,6 @@ impl GradientDevice {
             .memcpy_dtoh(&l.gathered.slice(0..rows * k), &mut out)
             .map_err(driver)?;
         stream.synchronize().map_err(driver)?;
-        let _ = PC_SLOT;
         Ok((0..k)
             .map(|i| {
                 let status = out[i];

@@ -31,6 +31,7 @@ const DEFAULT_MODELS: &[&str] = &[
     "sblrc-blr",
     "recursive_functions",
     "diamonds-diamonds",
+    "gp_pois_regr-gp_regr",
 ];
 
 fn repo_root() -> PathBuf {
@@ -175,23 +176,29 @@ fn every_program_compiles_with_nvrtc_for_every_checked_target() {
 /// says so; every other op has code.
 #[test]
 fn ops_without_code_are_reported_with_their_source_position() {
-    let dir = corpus().join("diamonds-diamonds");
+    let dir = corpus().join("gp_pois_regr-gp_regr");
     let case = load(
-        "diamonds-diamonds",
+        "gp_pois_regr-gp_regr",
         &dir.join("model.stan"),
         &dir.join("data.json"),
     )
     .unwrap();
     let missing = &case.program.not_generated;
     assert!(!missing.is_empty());
-    // inc_beta has no device code yet: named in the report and the source.
+    // gp_exp_quad_cov has no device code yet: named in the report and the
+    // source.
     assert!(
-        missing.iter().any(|n| n.reason == "primitive inc_beta"),
+        missing
+            .iter()
+            .any(|n| n.reason == "primitive gp_exp_quad_cov"),
         "{missing:?}"
     );
     assert!(
         case.program.kernels_source.contains("// not generated: ")
-            && case.program.kernels_source.contains("(primitive inc_beta)")
+            && case
+                .program
+                .kernels_source
+                .contains("(primitive gp_exp_quad_cov)")
     );
     // Ops have spans inside the source.
     for n in missing.iter().filter_map(|n| n.span) {
@@ -206,7 +213,7 @@ fn ops_without_code_are_reported_with_their_source_position() {
     );
 
     // A complete program has no such comment: recursive user functions
-    // included.
+    // included (and inc_beta's continued fraction on dual numbers).
     let root = repo_root().join("examples");
     let complete = load(
         "recursive_functions",
@@ -220,4 +227,16 @@ fn ops_without_code_are_reported_with_their_source_position() {
         complete.program.not_generated
     );
     assert!(!complete.program.kernels_source.contains("not generated"));
+    let dir = corpus().join("diamonds-diamonds");
+    let diamonds = load(
+        "diamonds-diamonds",
+        &dir.join("model.stan"),
+        &dir.join("data.json"),
+    )
+    .unwrap();
+    assert!(
+        diamonds.program.not_generated.is_empty(),
+        "{:?}",
+        diamonds.program.not_generated
+    );
 }

@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 
 use language::data::Shape as DataShape;
-use language::interp::{GradFrame, MAX_CALL_DEPTH, ParamLayout};
+use language::interp::{MAX_CALL_DEPTH, ParamLayout};
 use language::mir::{Origin, Program, StackId, VarId};
 use language::value::Value;
 
@@ -401,38 +401,5 @@ impl Layout {
             .values()
             .chain(self.var_stacks.values())
             .chain(self.call_stack.iter())
-    }
-
-    /// This lane's slot values for `frame` (`n_slots` values: status 0,
-    /// target from the frame, gradient from the frame and `theta` when the
-    /// layout has parameter slots, variables without a value NaN, empty
-    /// stacks).
-    pub fn lane_slots(&self, frame: &GradFrame, theta: &[f64]) -> Vec<f64> {
-        let mut slots = vec![f64::NAN; self.n_slots()];
-        slots[STATUS_SLOT] = 0.0;
-        slots[TARGET_SLOT] = frame.target;
-        slots[SITE_SLOT] = 0.0;
-        slots[PC_SLOT] = 0.0;
-        slots[JACOBIAN_SLOT] = 1.0;
-        if let Some(p) = &self.params {
-            for k in 0..p.n {
-                slots[p.gradient + k] = frame.gradient.get(k).copied().unwrap_or(f64::NAN);
-                slots[p.theta + k] = theta.get(k).copied().unwrap_or(f64::NAN);
-            }
-        }
-        for (&var, (place, _)) in &self.vars {
-            if let Place::State { base, len } = *place
-                && let Some(Some(value)) = frame.values.get(var.0 as usize)
-            {
-                let values = reals(value);
-                if values.len() == len {
-                    slots[base..base + len].copy_from_slice(&values);
-                }
-            }
-        }
-        for stack in self.all_stacks() {
-            slots[stack.depth] = 0.0;
-        }
-        slots
     }
 }

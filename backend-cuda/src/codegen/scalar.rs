@@ -105,6 +105,7 @@ table! {
     LogFallingFactorial / 2 => "(x < 0.0 ? BAT_NAN : lgamma(x + 1.0) - lgamma(x - y + 1.0))", ["bat_digamma(x + 1.0) - bat_digamma(x - y + 1.0)", "bat_digamma(x - y + 1.0)"];
     LogRisingFactorial / 2 => "(x < 0.0 ? BAT_NAN : lgamma(x + y) - lgamma(x))", ["bat_digamma(x + y) - bat_digamma(x)", "bat_digamma(x + y)"];
     LogInvLogitDiff / 2 => "bat_log_inv_logit_diff(x, y)", ["bat_inv_logit(-x) + 1.0 / expm1(x - y)", "-bat_inv_logit(y) - 1.0 / expm1(x - y)"];
+    IncBeta / 3 => "bat_inc_beta(x, y, z)", ["bat_inc_beta_da(x, y, z)", "bat_inc_beta_db(x, y, z)", "bat_inc_beta_dx(x, y, z)"];
     BinaryLogLoss / 2 => "(x != 0.0 ? -log(y) : -bat_log1m(y))", ["0.0", "(x != 0.0 ? -1.0 / y : 1.0 / (1.0 - y))"];
 }
 
@@ -394,5 +395,87 @@ __device__ double bat_log_diff_exp(double x, double y) {
 __device__ double bat_log_inv_logit_diff(double x, double y) {
     if (isinf(x) && x == y) return BAT_NAN;
     return bat_log_inv_logit(x) + bat_log1m_exp(y - x) + bat_log1m_inv_logit(y);
+}
+// ---- inc_beta and its partials (bat-math's scalar/incomplete.rs): the same
+// continued fraction run on forward-mode dual numbers for the shape partials.
+struct BatDual { double v, d; };
+__device__ inline BatDual bat_dual(double v, double d) { BatDual r; r.v = v; r.d = d; return r; }
+__device__ inline BatDual operator+(BatDual a, BatDual b) { return bat_dual(a.v + b.v, a.d + b.d); }
+__device__ inline BatDual operator-(BatDual a, BatDual b) { return bat_dual(a.v - b.v, a.d - b.d); }
+__device__ inline BatDual operator*(BatDual a, BatDual b) { return bat_dual(a.v * b.v, a.d * b.v + a.v * b.d); }
+__device__ inline BatDual operator/(BatDual a, BatDual b) {
+    return bat_dual(a.v / b.v, (a.d * b.v - a.v * b.d) / (b.v * b.v));
+}
+__device__ inline BatDual operator-(BatDual a) { return bat_dual(-a.v, -a.d); }
+__device__ inline BatDual operator+(BatDual a, double o) { return bat_dual(a.v + o, a.d); }
+__device__ inline BatDual operator-(BatDual a, double o) { return bat_dual(a.v - o, a.d); }
+__device__ inline BatDual operator*(BatDual a, double o) { return bat_dual(a.v * o, a.d * o); }
+__device__ inline BatDual bat_dual_exp(BatDual a) { const double e = exp(a.v); return bat_dual(e, a.d * e); }
+__device__ inline BatDual bat_dual_guard(BatDual v) { return fabs(v.v) < 1e-300 ? bat_dual(1e-300, v.d) : v; }
+__device__ BatDual bat_beta_cf(BatDual a, BatDual b, double x) {
+    const BatDual qab = a + b;
+    const BatDual qap = a + 1.0;
+    const BatDual qam = a - 1.0;
+    const BatDual one = bat_dual(1.0, 0.0);
+    BatDual c = one;
+    BatDual d = bat_dual_guard(one - qab * x / qap);
+    d = one / d;
+    BatDual h = d;
+    for (int mi = 1; mi < 100000; ++mi) {
+        const double m = (double)mi;
+        const double m2 = 2.0 * m;
+        BatDual aa = (b - m) * (m * x) / ((qam + m2) * (a + m2));
+        d = one / bat_dual_guard(one + aa * d);
+        c = bat_dual_guard(one + aa / c);
+        h = h * d * c;
+        aa = -((a + m) * (qab + m)) * x / ((a + m2) * (qap + m2));
+        d = one / bat_dual_guard(one + aa * d);
+        c = bat_dual_guard(one + aa / c);
+        const BatDual del = d * c;
+        h = h * del;
+        if (fabs(del.v - 1.0) < 1e-16 && fabs(del.d) <= 1e-16 * fmax(fabs(h.d / h.v), 1.0)) break;
+    }
+    return h;
+}
+__device__ BatDual bat_beta_log_front(BatDual a, BatDual b, double x) {
+    const double dab = bat_digamma(a.v + b.v);
+    const BatDual lbeta = bat_dual(bat_lbeta(a.v, b.v),
+                                   a.d * (bat_digamma(a.v) - dab) + b.d * (bat_digamma(b.v) - dab));
+    const BatDual naive = a * log(x) + b * log1p(-x) - lbeta;
+    const double av = a.v, bv = b.v;
+    if (av < 10.0 || bv < 10.0) return naive;
+    const double sum = av + bv;
+    const double delta = x * sum - av;
+    const double v = av * log1p(delta / av) + bv * log1p(-delta / bv) + 0.5 * log(av * bv / sum)
+        - BAT_HALF_LOG_TWO_PI
+        - (bat_lgamma_stirling_diff(av) + bat_lgamma_stirling_diff(bv) - bat_lgamma_stirling_diff(sum));
+    return bat_dual(v, naive.d);
+}
+__device__ BatDual bat_inc_beta_dual(BatDual a, BatDual b, double x) {
+    if (x <= 0.0) return bat_dual(0.0, 0.0);
+    if (x >= 1.0) return bat_dual(1.0, 0.0);
+    const BatDual log_front = bat_beta_log_front(a, b, x);
+    if (x < (a.v + 1.0) / (a.v + b.v + 2.0)) return bat_dual_exp(log_front) * bat_beta_cf(a, b, x) / a;
+    return bat_dual(1.0, 0.0) - bat_dual_exp(log_front) * bat_beta_cf(b, a, 1.0 - x) / b;
+}
+__device__ inline bool bat_inc_beta_domain(double a, double b, double x) {
+    return a > 0.0 && b > 0.0 && x >= 0.0 && x <= 1.0;
+}
+__device__ double bat_inc_beta(double a, double b, double x) {
+    if (!bat_inc_beta_domain(a, b, x)) return BAT_NAN;
+    return bat_inc_beta_dual(bat_dual(a, 0.0), bat_dual(b, 0.0), x).v;
+}
+__device__ double bat_inc_beta_da(double a, double b, double x) {
+    if (!bat_inc_beta_domain(a, b, x)) return BAT_NAN;
+    return bat_inc_beta_dual(bat_dual(a, 1.0), bat_dual(b, 0.0), x).d;
+}
+__device__ double bat_inc_beta_db(double a, double b, double x) {
+    if (!bat_inc_beta_domain(a, b, x)) return BAT_NAN;
+    return bat_inc_beta_dual(bat_dual(a, 0.0), bat_dual(b, 1.0), x).d;
+}
+__device__ double bat_inc_beta_dx(double a, double b, double x) {
+    if (!bat_inc_beta_domain(a, b, x)) return BAT_NAN;
+    if (x <= 0.0 || x >= 1.0) return ((x <= 0.0 && a < 1.0) || (x >= 1.0 && b < 1.0)) ? BAT_INF : 0.0;
+    return exp(bat_beta_log_front(bat_dual(a, 0.0), bat_dual(b, 0.0), x).v - log(x) - log1p(-x));
 }
 "#;
