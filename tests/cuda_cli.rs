@@ -1,4 +1,7 @@
-//! `bat cuda-probe` and `bat ir FILE --emit cuda` end to end.
+//! `bat cuda-probe`, `bat ir FILE --emit cuda` and `bat run --backend cuda`
+//! end to end; with a CUDA driver, against the stub libcuda the tests
+//! build (device memory is host memory, kernels are compiled with the
+//! CUDA-on-CPU shim), so the device path runs on machines without a GPU.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -75,12 +78,38 @@ fn emit_cuda_prints_kernels_that_nvrtc_compiles() {
         source.contains("extern \"C\" __global__ void bat_b0_0("),
         "{source}"
     );
-    assert!(
-        source.contains("// not generated: mu = read_param(0);"),
-        "{source}"
-    );
+    // Every op of this model has code, the parameter transform included.
+    assert!(source.contains("// mu = read_param(0);"), "{source}");
+    assert!(!source.contains("not generated"), "{source}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("; 0 not generated"), "{stderr}");
     let target = backend_cuda::nvrtc::Target::Ptx("compute_80");
     backend_cuda::nvrtc::compile(&source, target).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// A model using a function the generator lacks (`gamma_p`).
+const NOT_GENERATED: &str =
+    "parameters {\n  real<lower=0, upper=1> x;\n}\nmodel {\n  target += gamma_p(2, x);\n}\n";
+
+#[test]
+fn emit_cuda_names_what_is_not_generated_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.bat");
+    std::fs::write(&model, NOT_GENERATED).unwrap();
+    let out = bat(&["ir", model.to_str().unwrap(), "--emit", "cuda"], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let source = String::from_utf8(out.stdout).unwrap();
+    assert!(source.contains("// not generated: "), "{source}");
+    assert!(source.contains("(primitive gamma_p)"), "{source}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not generated: line 5, column 13: primitive gamma_p"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -93,4 +122,113 @@ fn emit_cuda_without_data_for_sizes_is_an_error() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("`N` is missing from the data"), "{stderr}");
+}
+
+fn bat_run(args: &[&str], library_path: Option<&std::path::Path>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bat"));
+    command.arg("run").args(args);
+    if let Some(dir) = library_path {
+        // The stub driver first; NVRTC's directory stays on the path.
+        let path = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+        command.env("LD_LIBRARY_PATH", format!("{}:{path}", dir.display()));
+    }
+    command.output().expect("run bat")
+}
+
+fn close(a: f64, b: f64) -> bool {
+    a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// Eight schools on the CUDA backend (the sampler on the host, every
+/// gradient on the device, here the stub) gives each chain the CPU
+/// backend's draws and statistics (same seed, same chains).
+#[test]
+fn run_on_the_cuda_backend_draws_what_the_cpu_backend_draws() {
+    let stub = tempfile::tempdir().unwrap();
+    backend_cuda::shim::build_stub_libcuda(stub.path()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let model = example("eight_schools_noncentered.bat");
+    let run = |backend: &str| {
+        let output = dir.path().join(format!("{backend}.h5"));
+        let out = bat_run(
+            &[
+                &model,
+                "--backend",
+                backend,
+                "--chains",
+                "6",
+                "--warmup",
+                "40",
+                "--samples",
+                "30",
+                "--seed",
+                "20240601",
+                "-o",
+                output.to_str().unwrap(),
+            ],
+            (backend == "cuda").then_some(stub.path()),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{backend}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        bat::output::read_draws(&output).unwrap()
+    };
+    let (cpu, cuda) = (run("cpu"), run("cuda"));
+    assert_eq!(cpu.posterior.len(), cuda.posterior.len());
+    let stats = |f: &bat::output::DrawFile| f.sample_stats.clone().unwrap();
+    let groups = [
+        (cpu.posterior.clone(), cuda.posterior.clone()),
+        (stats(&cpu), stats(&cuda)),
+    ];
+    for (a_group, b_group) in &groups {
+        for (a, b) in a_group.iter().zip(b_group) {
+            assert_eq!(a.name, b.name);
+            assert_eq!((a.n_chains, a.n_draws), (b.n_chains, b.n_draws));
+            assert_eq!(a.values.len(), b.values.len());
+            for (i, (x, y)) in a.values.iter().zip(&b.values).enumerate() {
+                assert!(close(*x, *y), "{}[{i}]: cpu {x}, cuda {y}", a.name);
+            }
+        }
+    }
+    // The chains moved (the comparison is not of constants).
+    let mu = cpu.posterior.iter().find(|v| v.name == "mu").unwrap();
+    assert!(mu.values.windows(2).any(|w| w[0] != w[1]));
+}
+
+/// A model with an op the device cannot run yet is refused before
+/// sampling, naming the op's line; it never runs wrongly.
+#[test]
+fn run_on_the_cuda_backend_refuses_a_model_it_cannot_run_yet() {
+    let stub = tempfile::tempdir().unwrap();
+    backend_cuda::shim::build_stub_libcuda(stub.path()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.bat");
+    std::fs::write(&model, NOT_GENERATED).unwrap();
+    let out = bat_run(
+        &[
+            model.to_str().unwrap(),
+            "--backend",
+            "cuda",
+            "--chains",
+            "2",
+            "-o",
+            dir.path().join("o.h5").to_str().unwrap(),
+        ],
+        Some(stub.path()),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error: the CUDA backend cannot run this model yet: primitive gamma_p"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("line 5, column 13: `gamma_p(2, x)`: primitive gamma_p"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(use --backend cpu)"), "{stderr}");
+    assert!(!dir.path().join("o.h5").exists());
 }

@@ -72,13 +72,21 @@ fn bad_init_file_is_an_error_naming_the_file() {
     );
 }
 
+/// Without a CUDA driver, `--backend cuda` is a clear error (the backend
+/// itself is tested in `tests/cuda_cli.rs` against a stub driver).
 #[test]
-fn cuda_backend_is_not_available_yet() {
+fn cuda_backend_without_a_driver_is_a_clear_error() {
+    if backend_cuda::probe::driver_library_present() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let model = write(dir.path(), "m.bat", NORMAL_MEAN);
     let out = bat(&["run", s(&model), "--backend", "cuda"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("CUDA backend not available yet"));
+    assert_eq!(
+        text(&out.stderr).trim(),
+        "error: no CUDA driver found; use --backend cpu"
+    );
 }
 
 #[test]

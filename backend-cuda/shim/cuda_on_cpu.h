@@ -11,6 +11,9 @@
 //   a per-block buffer between two block barriers, so every thread of the
 //   block must reach them (as in a whole-block reduction); warps are 32 wide.
 //
+// BAT_SHIM_EXPORT_SERIAL(kernel) runs a launch's threads one after another on
+// the calling thread instead (for kernels whose threads never synchronize).
+//
 // BAT_SHIM_EXPORT(kernel) defines the C entry point the stub libcuda calls:
 //   extern "C" void bat_shim_launch_<kernel>(unsigned gx, unsigned gy, unsigned gz,
 //       unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes, void** args)
@@ -21,6 +24,8 @@
 #include <barrier>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <type_traits>
@@ -94,6 +99,27 @@ void launch(void (*kernel)(Args...), dim3 grid, dim3 block, void** args) {
                 for (auto& worker : workers) worker.join();
             }
 }
+// A launch whose threads run one after another on the calling thread: for
+// kernels without block-level synchronization (each thread independent),
+// where this is one valid CUDA schedule and much cheaper than real threads.
+template <typename... Args>
+void launch_serial(void (*kernel)(Args...), dim3 grid, dim3 block, void** args) {
+    block_barrier = nullptr;
+    shuffle_slots = nullptr;
+    block_dim = block;
+    grid_dim = grid;
+    for (unsigned bz = 0; bz < grid.z; ++bz)
+        for (unsigned by = 0; by < grid.y; ++by)
+            for (unsigned bx = 0; bx < grid.x; ++bx) {
+                block_idx = dim3(bx, by, bz);
+                for (unsigned tz = 0; tz < block.z; ++tz)
+                    for (unsigned ty = 0; ty < block.y; ++ty)
+                        for (unsigned tx = 0; tx < block.x; ++tx) {
+                            thread_idx = dim3(tx, ty, tz);
+                            call_with(kernel, args, std::index_sequence_for<Args...>{});
+                        }
+            }
+}
 }  // namespace bat_shim
 
 #define threadIdx (::bat_shim::thread_idx)
@@ -110,7 +136,13 @@ void launch(void (*kernel)(Args...), dim3 grid, dim3 block, void** args) {
 #define __shared__ static
 #define __constant__ static const
 
-inline void __syncthreads() { ::bat_shim::block_barrier->arrive_and_wait(); }
+inline void __syncthreads() {
+    if (::bat_shim::block_barrier == nullptr) {
+        std::fprintf(stderr, "bat shim: __syncthreads in a kernel exported with BAT_SHIM_EXPORT_SERIAL\n");
+        std::abort();
+    }
+    ::bat_shim::block_barrier->arrive_and_wait();
+}
 
 template <typename T>
 T atomicAdd(T* address, T value) {
@@ -146,6 +178,13 @@ inline double __longlong_as_double(long long bits) {
     std::memcpy(&x, &bits, sizeof x);
     return x;
 }
+
+#define BAT_SHIM_EXPORT_SERIAL(kernel)                                                 \
+    extern "C" void bat_shim_launch_##kernel(unsigned gx, unsigned gy, unsigned gz,    \
+                                             unsigned bx, unsigned by, unsigned bz,    \
+                                             unsigned /*shared_bytes*/, void** args) { \
+        ::bat_shim::launch_serial(kernel, dim3(gx, gy, gz), dim3(bx, by, bz), args);  \
+    }
 
 #define BAT_SHIM_EXPORT(kernel)                                                        \
     extern "C" void bat_shim_launch_##kernel(unsigned gx, unsigned gy, unsigned gz,    \

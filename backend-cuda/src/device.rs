@@ -37,7 +37,7 @@ pub enum DeviceError {
     ActiveLane { lane: i32, lanes: usize },
 }
 
-fn driver(e: cudarc::driver::DriverError) -> DeviceError {
+pub(crate) fn driver(e: cudarc::driver::DriverError) -> DeviceError {
     DeviceError::Driver(format!("{:?}", e.0))
 }
 
@@ -76,6 +76,10 @@ impl Device {
         let context = CudaContext::new(0).map_err(driver)?;
         let stream = context.default_stream();
         Ok(Device { context, stream })
+    }
+
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
     }
 
     /// Load a compiled module and look up `kernel_names` in it.

@@ -1,10 +1,13 @@
 //! bat's CUDA backend.
 //!
-//! - [`codegen`]: CUDA C kernels for the basic blocks of a gradient program
-//!   (CFG IR), one thread per lane, structure-of-arrays lane state.
+//! - [`codegen`]: CUDA C for the blocks of a gradient program (PC IR), one
+//!   thread per lane, structure-of-arrays lane state.
 //! - [`probe`]: is there a CUDA driver and device? Never panics; a machine
 //!   without CUDA gets "no CUDA driver found; use --backend cpu".
 //! - [`nvrtc`]: compile generated CUDA C to PTX or cubin with NVRTC.
+//! - [`gradient`]: the device executor of gradient programs
+//!   ([`gradient::GradientDevice`]): lane state resident on the device, a
+//!   host loop over blocks that reads back only counts per block.
 //! - [`device`]: host orchestration through cudarc (context, buffers,
 //!   module load, launches over the active lanes).
 //! - [`shim`]: build generated kernels with g++ against the CUDA-on-CPU
@@ -16,6 +19,7 @@
 
 pub mod codegen;
 pub mod device;
+pub mod gradient;
 pub mod nvrtc;
 pub mod probe;
 pub mod shim;

@@ -105,12 +105,19 @@ pub fn version() -> Result<(i32, i32), CompileError> {
 /// Compile CUDA C `source` (kernels declared `extern "C" __global__`) for
 /// `target`. A compile error carries NVRTC's log.
 pub fn compile(source: &str, target: Target) -> Result<Compiled, CompileError> {
+    let cubin = matches!(target, Target::Cubin(_));
+    compile_for(source, target.arch(), cubin)
+}
+
+/// [`compile`] for an architecture named at run time (`compute_86`: PTX;
+/// with `cubin`, `sm_86`: machine code).
+pub fn compile_for(source: &str, arch: &str, cubin: bool) -> Result<Compiled, CompileError> {
     if !nvrtc_available() {
         return Err(CompileError::NvrtcNotFound);
     }
     let source = CString::new(source).map_err(|_| CompileError::NulInSource)?;
     // A libnvrtc lacking a symbol cudarc expects panics inside cudarc.
-    catch_unwind(AssertUnwindSafe(|| compile_loaded(&source, target))).unwrap_or_else(|_| {
+    catch_unwind(AssertUnwindSafe(|| compile_loaded(&source, arch, cubin))).unwrap_or_else(|_| {
         Err(CompileError::Nvrtc {
             call: "load",
             code: "libnvrtc lacks a required symbol".to_string(),
@@ -118,18 +125,22 @@ pub fn compile(source: &str, target: Target) -> Result<Compiled, CompileError> {
     })
 }
 
-fn compile_loaded(source: &CString, target: Target) -> Result<Compiled, CompileError> {
+fn compile_loaded(source: &CString, arch: &str, cubin: bool) -> Result<Compiled, CompileError> {
     let program = result::create_program(source, Some(c"bat_kernels.cu"))
         .map_err(|e| nvrtc_error("nvrtcCreateProgram", e))?;
-    let outcome = compile_program(program, target);
+    let outcome = compile_program(program, arch, cubin);
     // SAFETY: `program` was created above and is destroyed once.
     let _ = unsafe { result::destroy_program(program) };
     outcome
 }
 
-fn compile_program(program: sys::nvrtcProgram, target: Target) -> Result<Compiled, CompileError> {
+fn compile_program(
+    program: sys::nvrtcProgram,
+    arch: &str,
+    cubin: bool,
+) -> Result<Compiled, CompileError> {
     let options = [
-        format!("--gpu-architecture={}", target.arch()),
+        format!("--gpu-architecture={arch}"),
         "--std=c++17".to_string(),
         // IEEE semantics: results must match the CPU backend to 1e-12.
         "--fmad=false".to_string(),
@@ -145,18 +156,18 @@ fn compile_program(program: sys::nvrtcProgram, target: Target) -> Result<Compile
             .map(|log| c_chars_to_string(&log))
             .unwrap_or_default();
         return Err(CompileError::Failed {
-            arch: target.arch().to_string(),
+            arch: arch.to_string(),
             log,
         });
     }
-    match target {
-        Target::Ptx(_) => {
+    match cubin {
+        false => {
             // SAFETY: as above; compiled successfully.
             let ptx =
                 unsafe { result::get_ptx(program) }.map_err(|e| nvrtc_error("nvrtcGetPTX", e))?;
             Ok(Compiled::Ptx(c_chars_to_string(&ptx)))
         }
-        Target::Cubin(_) => {
+        true => {
             let mut size = 0usize;
             // SAFETY: as above; out-parameter.
             unsafe { sys::nvrtcGetCUBINSize(program, &mut size) }

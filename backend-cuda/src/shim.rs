@@ -63,20 +63,46 @@ fn run(compiler: &str, args: &[&str], dir: &Path) -> Result<(), ShimError> {
     Ok(())
 }
 
+/// The name the stub driver gives its device: a program for it is built
+/// with the shim rather than NVRTC.
+pub const STUB_DEVICE_NAME: &str = "bat stub device (CUDA on CPU)";
+
 /// Compile CUDA C `source` with g++ against the shim into `dir/NAME.so`,
-/// exporting a launcher for each of `kernels`.
+/// exporting a launcher for each of `kernels` (a block's threads run as
+/// real threads, so `__syncthreads` works).
 pub fn build_module(
     source: &str,
     kernels: &[&str],
     dir: &Path,
     name: &str,
 ) -> Result<PathBuf, ShimError> {
+    build(source, kernels, dir, name, "BAT_SHIM_EXPORT")
+}
+
+/// [`build_module`] for kernels whose threads never synchronize: each
+/// launch runs its threads one after another on the calling thread.
+pub fn build_module_serial(
+    source: &str,
+    kernels: &[&str],
+    dir: &Path,
+    name: &str,
+) -> Result<PathBuf, ShimError> {
+    build(source, kernels, dir, name, "BAT_SHIM_EXPORT_SERIAL")
+}
+
+fn build(
+    source: &str,
+    kernels: &[&str],
+    dir: &Path,
+    name: &str,
+    export: &str,
+) -> Result<PathBuf, ShimError> {
     write(&dir.join("cuda_on_cpu.h"), SHIM_HEADER)?;
     let kernel_file = format!("{name}.cu");
     write(&dir.join(&kernel_file), source)?;
     let mut wrapper = format!("#include \"cuda_on_cpu.h\"\n#include \"{kernel_file}\"\n");
     for kernel in kernels {
-        wrapper.push_str(&format!("BAT_SHIM_EXPORT({kernel})\n"));
+        wrapper.push_str(&format!("{export}({kernel})\n"));
     }
     let wrapper_file = format!("{name}_shim.cpp");
     write(&dir.join(&wrapper_file), &wrapper)?;

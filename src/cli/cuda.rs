@@ -2,13 +2,16 @@
 //! generated source and whether this machine can run it.
 
 use super::model;
-use backend_cuda::codegen::{self, Layout, frames};
+use backend_cuda::codegen::program;
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Print the CUDA C kernels of the model's gradient program. Sizes come
-/// from the data, so the kernels are made for one data set (FILE.data.json
-/// by default), like a JIT-specialised program.
+/// Print the CUDA C of the model's gradient program: for each block of
+/// its PC IR, the kernels that run the block's ops over the active lanes
+/// and write each lane's next block. Sizes come from the data, so the
+/// kernels are made for one data set (FILE.data.json by default), like a
+/// JIT-specialised program. Ops the generator lacks are `// not
+/// generated` comments (such a model is refused by `--backend cuda`).
 pub fn emit(path: &Path, data: Option<&Path>, color: bool) -> ExitCode {
     let Ok(compiled) = model::compile(path, color) else {
         return ExitCode::FAILURE;
@@ -29,27 +32,31 @@ pub fn emit(path: &Path, data: Option<&Path>, color: bool) -> ExitCode {
     let Ok(instance) = model::instantiate(&compiled, data.as_deref()) else {
         return ExitCode::FAILURE;
     };
-    // The interpreter's values at one initial point give every variable's size.
-    let lanes = match frames::lanes(&instance, &cfg, 1, 0) {
-        Ok(lanes) => lanes,
+    let (pc, generated, _) = match backend_cuda::gradient::generate(&cfg, &instance) {
+        Ok(generated) => generated,
         Err(e) => {
-            eprintln!(
-                "error: {}: cannot size the kernels: the gradient program fails at every initial point tried: {e}",
-                compiled.file.name
-            );
+            eprintln!("error: {}: {e}", compiled.file.name);
             return ExitCode::FAILURE;
         }
     };
-    let layout = Layout::from_frame(&cfg.mir, &lanes[0].frame);
-    let generated = codegen::generate(&cfg, &layout);
     print!("{}", generated.source);
+    let (total, with_code) = generated.op_counts(&pc);
+    let kernels = generated.blocks.iter().map(Vec::len).sum::<usize>();
     eprintln!(
-        "{} kernels running {} of the {} ops of the gradient's basic blocks; {} not generated (see the `// not generated` comments)",
-        generated.kernels.len(),
-        generated.ops_generated(),
-        generated.n_ops,
+        "{kernels} kernels for {} blocks running {with_code} of the {total} ops of the gradient program; {} not generated",
+        generated.blocks.iter().filter(|b| !b.is_empty()).count(),
         generated.not_generated.len(),
     );
+    for n in &generated.not_generated {
+        let at = match n.span.filter(|s| s.end > s.start) {
+            Some(span) => {
+                let (line, column) = program::position(&compiled.file.text, span);
+                format!("line {line}, column {column}")
+            }
+            None => n.at.clone(),
+        };
+        eprintln!("  not generated: {at}: {}", n.reason);
+    }
     ExitCode::SUCCESS
 }
 

@@ -3,8 +3,10 @@
 //! summary table.
 
 use super::model::{self, Reported};
+use backend_cuda::gradient::GradientDeviceError;
 use bat::output::RunMetadata;
 use bat::sampler::collect::OutputSpec;
+use bat::sampler::cuda::{CudaExecutor, CudaGradients};
 use bat::sampler::{
     BatchedExecutor, ChainError, ChainJob, Init, InterpreterExecutor, Progress, ProgressState,
     SamplerExecutor, Settings, collect,
@@ -86,6 +88,39 @@ fn executor(batching: Batching, threads: usize) -> Box<dyn SamplerExecutor + Sen
     })
 }
 
+/// The sampler program on the host (all chains as lanes of one batch) with
+/// the model's gradients on the CUDA device. With the default `--threads
+/// 0` the chains run as one sub-batch, so each gradient evaluation is one
+/// device call for all waiting chains.
+fn cuda_executor(
+    opts: &Options,
+    job: &ChainJob<'_>,
+    compiled: &model::Compiled,
+) -> Result<Box<dyn SamplerExecutor + Send>, Reported> {
+    let gradients = CudaGradients::new(job, opts.chains).map_err(|e| {
+        eprintln!("error: {e}");
+        for line in e.refused_lines(&compiled.file.text) {
+            eprintln!("  {}: {line}", compiled.file.name);
+        }
+        if matches!(e, GradientDeviceError::Refused(_)) {
+            eprintln!("  (use --backend cpu)");
+        }
+        Reported
+    })?;
+    let batching = match opts.batching {
+        Batching::Pc => backend_cpu::exec::Batching::ProgramCounter,
+        Batching::Local => backend_cpu::exec::Batching::Local,
+    };
+    Ok(Box::new(CudaExecutor {
+        sampler: BatchedExecutor {
+            batching,
+            threads: opts.threads.max(1),
+            gemm: true,
+        },
+        gradients,
+    }))
+}
+
 pub fn run(opts: &Options) -> ExitCode {
     match sample(opts) {
         Ok(code) => code,
@@ -94,8 +129,10 @@ pub fn run(opts: &Options) -> ExitCode {
 }
 
 fn sample(opts: &Options) -> Result<ExitCode, Reported> {
-    if opts.backend == Backend::Cuda {
-        eprintln!("error: CUDA backend not available yet (use --backend cpu)");
+    if opts.backend == Backend::Cuda
+        && let Err(why) = backend_cuda::probe()
+    {
+        eprintln!("error: {why}");
         return Err(Reported);
     }
     let compiled = model::compile(opts.file, opts.color)?;
@@ -128,9 +165,12 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         "adapt_delta": opts.adapt_delta,
         "init": opts.init.unwrap_or("2"),
         "save_warmup": opts.save_warmup,
-        "backend": "cpu",
+        "backend": format!("{:?}", opts.backend).to_lowercase(),
         "batching": format!("{:?}", opts.batching).to_lowercase(),
-        "executor": executor_name(opts.batching),
+        "executor": match opts.backend {
+            Backend::Cpu => executor_name(opts.batching),
+            Backend::Cuda => "cuda",
+        },
         "threads": opts.threads,
     });
     let spec = OutputSpec {
@@ -152,11 +192,14 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
             std::process::exit(130);
         }
     });
-    let executor = executor(opts.batching, opts.threads);
     let job = ChainJob {
         model: &model,
         grad: &grad,
         settings: &settings,
+    };
+    let executor = match opts.backend {
+        Backend::Cpu => executor(opts.batching, opts.threads),
+        Backend::Cuda => cuda_executor(opts, &job, &compiled)?,
     };
     let chains: Vec<usize> = (0..opts.chains).collect();
     let mut progress = Bar::new(opts.chains);

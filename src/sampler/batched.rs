@@ -12,6 +12,7 @@
 //! executor or the split over threads.
 
 use super::executor::{chain_error, chain_start};
+use super::gradients::{CpuGradients, GradientBatch};
 use super::host::ChainHost;
 use super::program::{CHAIN_FUNCTION, nuts_program};
 use super::{BatchTotals, ChainJob, ChainTotals, Event, SamplerExecutor};
@@ -39,12 +40,28 @@ const GRADIENT: &str = "model_log_density_gradient";
 
 impl SamplerExecutor for BatchedExecutor {
     fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, stop: &AtomicBool) {
+        self.run_with(job, chains, events, stop, None);
+    }
+}
+
+impl BatchedExecutor {
+    /// [`SamplerExecutor::run`] with every batched gradient evaluation
+    /// answered by `gradients` (lane `i` is chain `chains[i]`), or by
+    /// backend-cpu's gradient program when `None`.
+    pub fn run_with(
+        &self,
+        job: &ChainJob<'_>,
+        chains: &[usize],
+        events: &Sender<Event>,
+        stop: &AtomicBool,
+        gradients: Option<&dyn GradientBatch>,
+    ) {
         let hosts: Vec<Mutex<ChainHost>> = chains
             .iter()
             .map(|&chain| Mutex::new(chain_start(job, chain, events.clone(), stop).0))
             .collect();
         let counters = BatchCounters::default();
-        let results = self.run_lanes(job, chains, &hosts, &counters, events, stop);
+        let results = self.run_lanes(job, chains, &hosts, &counters, events, stop, gradients);
         let _ = events.send(Event::Batches(counters.totals()));
         for (i, &chain) in chains.iter().enumerate() {
             let mut host = hosts[i].lock().unwrap_or_else(|e| e.into_inner());
@@ -64,9 +81,7 @@ impl SamplerExecutor for BatchedExecutor {
             let _ = events.send(Event::Finished { chain, result });
         }
     }
-}
 
-impl BatchedExecutor {
     fn config(&self, threads: usize) -> ExecConfig {
         ExecConfig {
             batching: self.batching,
@@ -97,6 +112,7 @@ impl BatchedExecutor {
         counters: &BatchCounters,
         events: &Sender<Event>,
         stop: &AtomicBool,
+        gradients: Option<&dyn GradientBatch>,
     ) -> Result<Vec<LaneResult<Option<Value>>>, String> {
         let program = nuts_program()?;
         let cfg = language::batch::lower(program, &[], 0)
@@ -108,16 +124,15 @@ impl BatchedExecutor {
         };
         let sampler = BatchedModel::new(cfg, sampler_model, self.config(threads))
             .map_err(|e| format!("internal error: the sampler program: {e}"))?;
-        let grad_cfg = language::batch::lower_gradient(job.grad).map_err(|d| {
-            let messages: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
-            format!(
-                "the model cannot run batched: {} (BAT_EXECUTOR=interp runs it with the interpreter)",
-                messages.join("; ")
-            )
-        })?;
-        // Each sub-batch evaluates its own lanes' gradients on its thread.
-        let gradient = BatchedModel::new(grad_cfg, job.model.clone(), self.config(1))
-            .map_err(|e| format!("the model's gradient program: {e}"))?;
+        let cpu;
+        let gradient: &dyn GradientBatch = match gradients {
+            Some(g) => g,
+            None => {
+                // Each sub-batch evaluates its own lanes' gradients on its thread.
+                cpu = CpuGradients::new(job, self.config(1))?;
+                &cpu
+            }
+        };
         let mut args = Vec::with_capacity(chains.len());
         let mut rngs = Vec::with_capacity(chains.len());
         for &chain in chains {
@@ -128,8 +143,9 @@ impl BatchedExecutor {
         let n = job.model.num_unconstrained();
         sampler
             .run_function_with_host(CHAIN_FUNCTION, &args, Some(&rngs), |range| SamplerHost {
+                first_lane: range.start,
                 hosts: &hosts[range],
-                gradient: &gradient,
+                gradient,
                 n,
                 counters,
             })
@@ -155,10 +171,12 @@ impl BatchCounters {
     }
 }
 
-/// The host of one sub-batch: lane `i` is the chain of `hosts[i]`.
+/// The host of one sub-batch: lane `i` is the chain of `hosts[i]`, lane
+/// `first_lane + i` of the whole batch.
 struct SamplerHost<'a, 'm> {
+    first_lane: usize,
     hosts: &'a [Mutex<ChainHost<'m>>],
-    gradient: &'a BatchedModel,
+    gradient: &'a dyn GradientBatch,
     /// Unconstrained coordinates of the model.
     n: usize,
     counters: &'a BatchCounters,
@@ -181,18 +199,26 @@ impl<'m> SamplerHost<'_, 'm> {
         self.counters
             .slots
             .fetch_add(self.hosts.len() as u64, Ordering::Relaxed);
-        let thetas: Vec<Vec<f64>> = lanes
-            .iter()
-            .map(|l| match theta.lane_value(l) {
-                Value::Vector(v) => v,
-                _ => Vec::new(),
-            })
-            .collect();
-        match self.gradient.log_density_gradient(&thetas, true) {
-            Ok(evaluated) => lanes
+        let lanes: Vec<usize> = lanes.iter().collect();
+        let z = lanes.len();
+        // θ as [coordinate][lane].
+        let mut thetas = vec![0.0; self.n * z];
+        for (i, &l) in lanes.iter().enumerate() {
+            if let Value::Vector(v) = theta.lane_value(l) {
+                for (k, x) in v.into_iter().take(self.n).enumerate() {
+                    thetas[k * z + i] = x;
+                }
+            }
+        }
+        let batch: Vec<usize> = lanes.iter().map(|l| self.first_lane + l).collect();
+        match self.gradient.log_density_gradient(&batch, &thetas) {
+            Ok(values) => lanes
                 .iter()
-                .zip(evaluated)
-                .map(|(l, e)| self.host(l).gradient_answer(e, self.n).map(Some))
+                .enumerate()
+                .map(|(i, &l)| {
+                    let evaluated = values.lane(i);
+                    self.host(l).gradient_answer(evaluated, self.n).map(Some)
+                })
                 .collect(),
             Err(e) => {
                 let err = RuntimeError::fatal(format!("batched gradient: {e}"));

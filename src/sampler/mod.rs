@@ -11,7 +11,9 @@
 //! [`BatchedExecutor`] runs all chains as the lanes of one batch on the
 //! program-counter or local static executor of `backend-cpu`; the
 //! [`InterpreterExecutor`] (the reference) runs one chain per task with the
-//! scalar interpreter. The driver ([`collect`]) is
+//! scalar interpreter. [`cuda::CudaExecutor`] is the batched executor with
+//! every gradient evaluation answered by the CUDA device (the seam is
+//! [`gradients::GradientBatch`]). The driver ([`collect`]) is
 //! independent of the executor: it receives [`Event`]s, buffers per chain
 //! and writes blocks with [`crate::output::DrawWriter`].
 //!
@@ -22,7 +24,9 @@
 
 mod batched;
 pub mod collect;
+pub mod cuda;
 mod executor;
+pub mod gradients;
 pub mod host;
 pub mod program;
 

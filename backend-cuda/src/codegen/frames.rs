@@ -1,7 +1,7 @@
 //! Lane values to size and test kernels with: the interpreter's gradient
 //! frames at Stan-style random initial points.
 
-use language::batch::cfg;
+use language::batch::pc;
 use language::interp::{GradFrame, Model, RuntimeError};
 
 /// A lane: its unconstrained point and the interpreter's frame there.
@@ -29,19 +29,19 @@ fn points(n_params: usize, seed: u64) -> impl Iterator<Item = Vec<f64>> {
     })
 }
 
-/// Up to `want` lanes whose whole gradient program (the CFG `p` lowered
-/// from it) runs, trying at most
+/// Up to `want` lanes whose whole gradient program (the PC program `p`
+/// built from it) runs, trying at most
 /// `4 * want + 16` points; the last error if none does.
 pub fn lanes(
     model: &Model,
-    p: &cfg::Program,
+    p: &pc::Program,
     want: usize,
     seed: u64,
 ) -> Result<Vec<Lane>, RuntimeError> {
     let mut found = Vec::new();
     let mut last_error = None;
     for theta in points(model.num_unconstrained(), seed).take(4 * want + 16) {
-        match model.gradient_frame_cfg(p, &theta, true) {
+        match model.gradient_frame_pc(p, &theta, true) {
             Ok(frame) => found.push(Lane { theta, frame }),
             Err(e) => last_error = Some(e),
         }
@@ -53,4 +53,20 @@ pub fn lanes(
         (true, Some(e)) => Err(e),
         _ => Ok(found),
     }
+}
+
+/// The deepest each AD stack of `p` gets over `lanes`, with room to spare:
+/// twice that plus 16 (a lane that needs more fails with a stack overflow
+/// and the executor regrows the stacks).
+pub fn stack_capacities(p: &pc::Program, lanes: &[Lane]) -> Vec<usize> {
+    (0..p.num_ad_stacks as usize)
+        .map(|s| {
+            let deepest = lanes
+                .iter()
+                .map(|l| l.frame.stack_depths.get(s).copied().unwrap_or(0))
+                .max()
+                .unwrap_or(0);
+            2 * deepest + 16
+        })
+        .collect()
 }

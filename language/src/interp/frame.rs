@@ -18,6 +18,8 @@ pub struct GradFrame {
     pub values: Vec<Option<Value>>,
     pub target: f64,
     pub gradient: Vec<f64>,
+    /// The deepest each AD stack has been during the run.
+    pub stack_depths: Vec<usize>,
 }
 
 impl Model {
@@ -35,6 +37,7 @@ impl Model {
             values: vec![None; g.program.vars.len()],
             target: 0.0,
             gradient: vec![0.0; self.num_unconstrained()],
+            stack_depths: vec![0; g.num_stacks as usize],
         };
         self.run_grad_statements(g, &start, theta, &g.body, jacobian)
     }
@@ -53,6 +56,22 @@ impl Model {
         })?;
         let mut m = self.gradient_machine(&p.mir, p.num_ad_stacks, theta, jacobian)?;
         super::cfg_exec::run(&mut m, p, entry, Vec::new())?;
+        Ok(self.frame_of(m))
+    }
+
+    /// [`Model::gradient_frame`] for the PC program `p` built from the
+    /// gradient's CFG: the values after running its gradient entry.
+    pub fn gradient_frame_pc(
+        &self,
+        p: &crate::batch::pc::Program,
+        theta: &[f64],
+        jacobian: bool,
+    ) -> Result<GradFrame, RuntimeError> {
+        let entry = p.entry(crate::batch::GRADIENT_ENTRY).ok_or_else(|| {
+            RuntimeError::fatal("the PC program has no log_density_gradient entry")
+        })?;
+        let mut m = self.gradient_machine(&p.mir, p.num_ad_stacks, theta, jacobian)?;
+        super::pc_exec::run(&mut m, p, entry, None)?;
         Ok(self.frame_of(m))
     }
 
@@ -94,6 +113,7 @@ impl Model {
             theta: theta.to_vec(),
             gradient: frame.gradient.clone(),
             stacks: vec![Vec::new(); num_stacks as usize],
+            max_depths: vec![0; num_stacks as usize],
             layout: self.params.clone(),
         });
         m.block(stmts)?;
@@ -113,6 +133,7 @@ impl Model {
             values,
             target: m.target,
             gradient: state.gradient,
+            stack_depths: state.max_depths,
         }
     }
 }

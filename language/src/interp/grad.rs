@@ -19,6 +19,8 @@ pub(crate) struct GradState {
     pub theta: Vec<f64>,
     pub gradient: Vec<f64>,
     pub stacks: Vec<Vec<Value>>,
+    /// The deepest each stack has been (sizes device stacks).
+    pub max_depths: Vec<usize>,
     pub layout: Vec<ParamLayout>,
 }
 
@@ -54,6 +56,7 @@ impl Model {
             theta: theta.to_vec(),
             gradient: vec![0.0; self.num_unconstrained()],
             stacks: vec![Vec::new(); num_stacks as usize],
+            max_depths: vec![0; num_stacks as usize],
             layout: self.params.clone(),
         });
         Ok(m)
@@ -75,7 +78,10 @@ fn state<'a>(m: &'a mut Machine) -> Result<&'a mut GradState> {
 impl Machine<'_> {
     pub(crate) fn push_stack(&mut self, stack: StackId, value: &Expr) -> Result<()> {
         let v = self.eval(value)?;
-        state(self)?.stacks[stack.0 as usize].push(v);
+        let st = state(self)?;
+        let k = stack.0 as usize;
+        st.stacks[k].push(v);
+        st.max_depths[k] = st.max_depths[k].max(st.stacks[k].len());
         Ok(())
     }
 

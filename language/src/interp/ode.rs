@@ -243,6 +243,7 @@ impl<'p, 'c, 'v> System<'p, 'c, 'v> {
                     theta: Vec::new(),
                     gradient: Vec::new(),
                     stacks: vec![Vec::new(); vjp.num_stacks as usize],
+                    max_depths: vec![0; vjp.num_stacks as usize],
                     layout: Vec::new(),
                 });
             }

@@ -76,7 +76,12 @@ pub type SharedTrace = Vec<(VarId, Value)>;
 
 /// Run entry `f` until its `Return` empties the program-counter stack.
 /// All variables live in the machine's one global frame.
-fn run(m: &mut Machine, p: &Program, f: FunId, mut trace: Option<&mut SharedTrace>) -> Result<()> {
+pub(crate) fn run(
+    m: &mut Machine,
+    p: &Program,
+    f: FunId,
+    mut trace: Option<&mut SharedTrace>,
+) -> Result<()> {
     let mut stacks: Vec<Vec<Option<Value>>> = vec![Vec::new(); p.mir.vars.len()];
     let mut pc_stack: Vec<BlockId> = Vec::new();
     let mut b = p.function(f).first_block;

@@ -119,9 +119,11 @@ impl Hoister<'_> {
                 | ExprKind::TupleProj(..)
                 | ExprKind::ZerosLike(_)
                 | ExprKind::Partial { .. } => true,
-                ExprKind::Call(..) | ExprKind::Target | ExprKind::JacobianOn | ExprKind::Pop(_) => {
-                    false
-                }
+                ExprKind::Call(..)
+                | ExprKind::Ode(_)
+                | ExprKind::Target
+                | ExprKind::JacobianOn
+                | ExprKind::Pop(_) => false,
             }
         });
         ok

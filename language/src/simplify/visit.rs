@@ -27,6 +27,7 @@ pub(crate) fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
             }
         }
         ExprKind::TupleProj(base, _) | ExprKind::ZerosLike(base) => walk(base, f),
+        ExprKind::Ode(call) => call.operands().into_iter().for_each(|a| walk(a, f)),
         ExprKind::Cond(c, a, b) => {
             walk(c, f);
             walk(a, f);
@@ -58,6 +59,7 @@ pub(crate) fn children_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
             }
         }
         ExprKind::TupleProj(base, _) | ExprKind::ZerosLike(base) => f(base),
+        ExprKind::Ode(call) => call.operands_mut().into_iter().for_each(f),
         ExprKind::Cond(c, a, b) => {
             f(c);
             f(a);
@@ -119,7 +121,9 @@ pub(crate) fn count_var_reads(e: &Expr, counts: &mut [u32]) {
 /// function call (it may print, reject or recurse), an `_rng` primitive.
 pub(crate) fn has_effect(e: &Expr) -> bool {
     any_node(e, &|x| match &x.kind {
-        ExprKind::Pop(_) | ExprKind::Call(..) => true,
+        // An ODE solve calls the system function: kept and ordered like a
+        // call (never removed, moved or merged).
+        ExprKind::Pop(_) | ExprKind::Call(..) | ExprKind::Ode(_) => true,
         ExprKind::Prim(p, _) => crate::interp::is_rng_prim(*p),
         _ => false,
     })
@@ -129,7 +133,7 @@ pub(crate) fn has_effect(e: &Expr) -> bool {
 /// without effects.
 pub(crate) fn has_effect_given(e: &Expr, pure: &[bool]) -> bool {
     any_node(e, &|x| match &x.kind {
-        ExprKind::Pop(_) => true,
+        ExprKind::Pop(_) | ExprKind::Ode(_) => true,
         ExprKind::Call(f, _) => !pure[f.0 as usize],
         ExprKind::Prim(p, _) => crate::interp::is_rng_prim(*p),
         _ => false,
@@ -318,6 +322,10 @@ fn write_key(e: &Expr, out: &mut String) {
         ExprKind::Cond(c, a, b) => {
             out.push_str("cond(");
             keys(&[(**c).clone(), (**a).clone(), (**b).clone()], out);
+        }
+        // Solves are never merged (see `has_effect`): a key of its own.
+        ExprKind::Ode(call) => {
+            let _ = write!(out, "ode@{:p}", &**call);
         }
     }
 }

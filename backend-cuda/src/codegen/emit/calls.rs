@@ -1,0 +1,141 @@
+//! The calling ops of the PC IR: argument and result writes, saving a
+//! variable on its stack around a call (`Push`), restoring it (`Pop`,
+//! `Peek`), and the call and return terminators on the program-counter
+//! stack — all per lane, in device memory.
+
+use language::batch::pc::BlockId;
+use language::interp::MAX_CALL_DEPTH;
+use language::mir::{Expr, VarId};
+
+use super::super::layout::PC_SLOT;
+use super::super::typing::Unsupported;
+use super::{Emitter, FailKind, for_each};
+
+/// Which restore: `Pop` removes the saved value, `Peek` leaves it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Restore {
+    Pop,
+    Peek,
+}
+
+impl Emitter<'_> {
+    /// `var = value` (an argument, or a result converted to the declared
+    /// return type: ints and reals are both doubles here).
+    pub fn write_var(&mut self, var: VarId, value: &Expr, text: &str) -> Result<(), Unsupported> {
+        self.begin(text, value.span);
+        let outcome = self.assign_whole(var, value, "=");
+        self.end(outcome)
+    }
+
+    /// Save `var` on its stack.
+    pub fn push_var(&mut self, var: VarId) -> Result<(), Unsupported> {
+        let text = format!("push {}", self.var_name(var));
+        self.begin(&text, language::span::Span { start: 0, end: 0 });
+        let outcome = self.push_var_code(var);
+        self.end(outcome)
+    }
+
+    fn push_var_code(&mut self, var: VarId) -> Result<(), Unsupported> {
+        let (base, shape) = self.state_place(var)?;
+        let stack = self
+            .layout
+            .var_stack(var)
+            .cloned()
+            .ok_or_else(|| format!("`{}` has no stack", self.var_name(var)))?;
+        let n = shape.len();
+        let d = self.fresh("depth");
+        let fail = self.fail(
+            FailKind::Fatal,
+            format!("more than {MAX_CALL_DEPTH} saved values"),
+        );
+        self.lines.push(format!(
+            "const int {d} = (int)S({}); if ({d} >= {}) {fail}",
+            stack.depth, stack.capacity
+        ));
+        let e = self.fresh("e");
+        self.lines.push(for_each(
+            &e,
+            n,
+            &format!("S({} + {d} * {n} + {e}) = S({base} + {e});", stack.base),
+        ));
+        self.lines.push(format!("S({}) = {d} + 1;", stack.depth));
+        Ok(())
+    }
+
+    /// Restore `var` from the top of its stack.
+    pub fn restore_var(&mut self, var: VarId, how: Restore) -> Result<(), Unsupported> {
+        let text = format!("restore {}", self.var_name(var));
+        self.begin(&text, language::span::Span { start: 0, end: 0 });
+        let outcome = self.restore_var_code(var, how);
+        self.end(outcome)
+    }
+
+    fn restore_var_code(&mut self, var: VarId, how: Restore) -> Result<(), Unsupported> {
+        let (base, shape) = self.state_place(var)?;
+        let stack = self
+            .layout
+            .var_stack(var)
+            .cloned()
+            .ok_or_else(|| format!("`{}` has no stack", self.var_name(var)))?;
+        let n = shape.len();
+        let d = self.fresh("depth");
+        let fail = self.fail(
+            FailKind::Fatal,
+            format!("the stack of `{}` is empty", self.var_name(var)),
+        );
+        self.lines.push(format!(
+            "const int {d} = (int)S({}) - 1; if ({d} < 0) {fail}",
+            stack.depth
+        ));
+        let e = self.fresh("e");
+        self.lines.push(for_each(
+            &e,
+            n,
+            &format!("S({base} + {e}) = S({} + {d} * {n} + {e});", stack.base),
+        ));
+        if how == Restore::Pop {
+            self.lines.push(format!("S({}) = {d};", stack.depth));
+        }
+        Ok(())
+    }
+
+    /// Call: push the return block, go to the callee's entry.
+    pub fn call(&mut self, ret: BlockId, target: BlockId, callee: &str) -> Result<(), Unsupported> {
+        let stack = self
+            .layout
+            .call_stack
+            .clone()
+            .ok_or("a call without a program-counter stack")?;
+        self.begin(
+            &format!("call {callee}"),
+            language::span::Span { start: 0, end: 0 },
+        );
+        let d = self.fresh("depth");
+        let fail = self.fail(
+            FailKind::Fatal,
+            format!(
+                "recursion too deep: more than {MAX_CALL_DEPTH} nested calls of user functions (in `{callee}`)"
+            ),
+        );
+        self.lines.push(format!(
+            "const int {d} = (int)S({}); if ({d} >= {}) {fail}\nS({} + {d}) = {}.0; S({}) = {d} + 1; S({PC_SLOT}) = {}.0;",
+            stack.depth, stack.capacity, stack.base, ret.0, stack.depth, target.0
+        ));
+        Ok(())
+    }
+
+    /// Return: pop the program-counter stack; an empty one ends the run.
+    pub fn return_code(&mut self) -> Result<(), Unsupported> {
+        match self.layout.call_stack.clone() {
+            None => self.lines.push(format!("S({PC_SLOT}) = -1.0;")),
+            Some(stack) => {
+                let d = self.fresh("depth");
+                self.lines.push(format!(
+                    "const int {d} = (int)S({}) - 1;\nif ({d} < 0) S({PC_SLOT}) = -1.0; else {{ S({PC_SLOT}) = S({} + {d}); S({}) = {d}; }}",
+                    stack.depth, stack.base, stack.depth
+                ));
+            }
+        }
+        Ok(())
+    }
+}

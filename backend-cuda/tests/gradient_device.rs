@@ -1,0 +1,413 @@
+//! The device executor of gradient programs ([`GradientDevice`]) against
+//! backend-cpu's batched executor, lane by lane: through the stub libcuda
+//! (device memory is host memory, launches run the kernels compiled with
+//! the CUDA-on-CPU shim) with cudarc's unmodified host calls, for every
+//! example and posteriordb model whose ops are all generated. A model with
+//! an op the generator lacks must be refused with the op named, never run.
+//! Every model is generated; the comparison runs on a representative
+//! subset by default ([`DEFAULT_MODELS`]) and on all of them with
+//! `BAT_FULL_SWEEP=1`. backend-cpu runs without GEMM, so both sum
+//! matrix products in the interpreter's order.
+//!
+//! cudarc loads libcuda once per process, so the checks run in a child
+//! process (this test binary again, running one `#[ignore]`d test) whose
+//! `LD_LIBRARY_PATH` points at the stub.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
+use backend_cuda::gradient::{GradientDevice, GradientDeviceError, LaneGradient, device_program};
+use language::data::DataFile;
+use language::interp::{Model, Rng};
+
+/// Lanes resident on the device.
+const LANES: usize = 300;
+
+/// Compared by default: scalars and vectors, AD stacks, loops with
+/// `break`/`continue` (lanes leave loops at different times), recursive
+/// user functions and a while loop whose trips differ by lane, GEMMs over
+/// data matrices and their transposes, per-lane matrix products, bounds of
+/// every kind. (The 10,000 × 100 logistic regression is in the full sweep:
+/// backend-cpu takes a minute for it in a debug build.)
+const DEFAULT_MODELS: &[&str] = &[
+    "examples/eight_schools_noncentered",
+    "examples/loop_jumps",
+    "examples/recursion_while",
+    "examples/correlated_gaussian_100",
+    "eight_schools-eight_schools_noncentered",
+    "kidiq-kidscore_interaction",
+    "sblrc-blr",
+];
+
+/// Models that must be fully generated (a regression otherwise).
+const MIN_GENERATED: usize = 28;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn corpus() -> PathBuf {
+    let dir = std::env::var_os("BAT_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("../shared/corpus"))
+        .join("posteriordb");
+    assert!(dir.is_dir(), "test corpus missing at {}", dir.display());
+    dir
+}
+
+/// (name, model, data) of every example with data and posteriordb model.
+fn cases() -> Vec<(String, PathBuf, PathBuf)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(repo_root().join("examples")).unwrap() {
+        let path = entry.unwrap().path();
+        let data = path.with_extension("data.json");
+        if path.extension().is_some_and(|e| e == "bat") && data.is_file() {
+            let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+            out.push((format!("examples/{stem}"), path, data));
+        }
+    }
+    for entry in std::fs::read_dir(corpus()).unwrap() {
+        let dir = entry.unwrap().path();
+        if dir.join("model.stan").is_file() {
+            let name = dir.file_name().unwrap().to_string_lossy().to_string();
+            out.push((name, dir.join("model.stan"), dir.join("data.json")));
+        }
+    }
+    out.sort();
+    if let Ok(only) = std::env::var("BAT_CUDA_ONLY") {
+        out.retain(|(name, _, _)| name.contains(&only));
+    }
+    out
+}
+
+fn run_child(test: &str, stub_dir: &Path) -> String {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([
+            test,
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("LD_LIBRARY_PATH", stub_dir)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success() && text.contains("1 passed"),
+        "child {test} failed:\n{text}"
+    );
+    text
+}
+
+#[test]
+fn device_gradients_match_backend_cpu_through_the_stub_driver() {
+    let dir = tempfile::tempdir().unwrap();
+    backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let out = run_child("child_compares_every_generated_model", dir.path());
+    eprintln!("{out}");
+}
+
+/// A model compiled for both backends.
+struct Case {
+    cfg: language::batch::cfg::Program,
+    model: Model,
+}
+
+fn load(name: &str, model: &Path, data: &Path) -> Result<Case, String> {
+    let source = std::fs::read_to_string(model).map_err(|e| e.to_string())?;
+    let program = match language::compile_model(&source, name) {
+        (Some(p), _) => p,
+        (None, ds) => return Err(format!("does not compile: {}", ds[0].message)),
+    };
+    let data = DataFile::parse(&std::fs::read_to_string(data).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let g = language::ad::gradient(&program).map_err(|ds| format!("AD: {}", ds[0].message))?;
+    let cfg =
+        language::batch::lower_gradient(&g).map_err(|ds| format!("CFG: {}", ds[0].message))?;
+    let model = Model::new(&program, &data).map_err(|e| format!("data: {e}"))?;
+    Ok(Case { cfg, model })
+}
+
+/// Lane `l`'s point: uniform(−2, 2) per coordinate, as Stan's inits.
+fn theta(n: usize, lane: usize, seed: u64) -> Vec<f64> {
+    let mut rng = Rng::new(seed, lane as u32, 0);
+    (0..n).map(|_| 4.0 * rng.uniform() - 2.0).collect()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
+}
+
+/// Evaluate a scattered, scrambled subset of the device's lanes and
+/// compare each with backend-cpu at the same point.
+fn compare(name: &str, case: Case) -> Result<usize, String> {
+    let cpu = BatchedModel::new(
+        case.cfg.clone(),
+        case.model.clone(),
+        ExecConfig {
+            batching: Batching::ProgramCounter,
+            gemm: false,
+            ..ExecConfig::default()
+        },
+    )
+    .map_err(|e| format!("backend-cpu: {e}"))?;
+    let mut device = GradientDevice::new(&case.cfg, case.model.clone(), LANES)
+        .map_err(|e| format!("device: {e}"))?;
+    let n = case.model.num_unconstrained();
+    let mut compared = 0;
+    for (round, jacobian) in [(0u64, true), (1, false)] {
+        // Every lane but multiples of 3, in a scrambled order.
+        let mut lanes: Vec<usize> = (0..LANES).filter(|l| l % 3 != round as usize).collect();
+        lanes.sort_by_key(|l| (l * 7919) % LANES);
+        let points: Vec<Vec<f64>> = lanes.iter().map(|&l| theta(n, l, 11 + round)).collect();
+        let mut flat = vec![0.0; n * lanes.len()];
+        for (i, p) in points.iter().enumerate() {
+            for (k, &x) in p.iter().enumerate() {
+                flat[k * lanes.len() + i] = x;
+            }
+        }
+        let got = device
+            .evaluate(&lanes, &flat, jacobian)
+            .map_err(|e| format!("device evaluation: {e}"))?;
+        let want = cpu
+            .log_density_gradient(&points, jacobian)
+            .map_err(|e| format!("backend-cpu: {e}"))?;
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let at = format!("{name}: lane {} (jacobian {jacobian})", lanes[i]);
+            check_lane(&at, g, w)?;
+            compared += 1;
+        }
+    }
+    Ok(compared)
+}
+
+fn check_lane(
+    at: &str,
+    got: &LaneGradient,
+    want: &Result<(f64, Vec<f64>), language::interp::RuntimeError>,
+) -> Result<(), String> {
+    match (got, want) {
+        (Ok((lp, grad)), Ok((lp0, grad0))) => {
+            if !close(*lp, *lp0) {
+                return Err(format!("{at}: lp {lp:e}, backend-cpu {lp0:e}"));
+            }
+            if grad.len() != grad0.len() {
+                return Err(format!("{at}: gradient of {} values", grad.len()));
+            }
+            for (k, (a, b)) in grad.iter().zip(grad0).enumerate() {
+                if !close(*a, *b) {
+                    return Err(format!("{at}: gradient[{k}] {a:e}, backend-cpu {b:e}"));
+                }
+            }
+            Ok(())
+        }
+        (Err(a), Err(b)) if a.kind == b.kind => Ok(()),
+        (a, b) => Err(format!("{at}: device {a:?}, backend-cpu {b:?}")),
+    }
+}
+
+#[test]
+#[ignore = "child process of device_gradients_match_backend_cpu_through_the_stub_driver"]
+fn child_compares_every_generated_model() {
+    let mut generated = Vec::new();
+    let mut refused = Vec::new();
+    let mut failures = Vec::new();
+    let mut lanes = 0;
+    let full = std::env::var_os("BAT_FULL_SWEEP").is_some();
+    for (name, model, data) in cases() {
+        let case = match load(&name, &model, &data) {
+            Ok(case) => case,
+            Err(why) => {
+                refused.push(format!("{name}: {why}"));
+                continue;
+            }
+        };
+        let started = std::time::Instant::now();
+        match device_program(&case.cfg, &case.model) {
+            Err(GradientDeviceError::Refused(ops)) => {
+                assert!(!ops.is_empty());
+                let reasons: Vec<String> = ops
+                    .iter()
+                    .take(3)
+                    .map(|op| format!("{} ({})", op.reason, op.at))
+                    .collect();
+                refused.push(format!(
+                    "{name}: {} ops, e.g. {}",
+                    ops.len(),
+                    reasons.join("; ")
+                ));
+                continue;
+            }
+            Err(e) => {
+                refused.push(format!("{name}: {e}"));
+                continue;
+            }
+            Ok(_) => {}
+        }
+        if !full && !DEFAULT_MODELS.contains(&name.as_str()) {
+            generated.push(format!(
+                "{name} (generated; compared with BAT_FULL_SWEEP=1)"
+            ));
+            continue;
+        }
+        match compare(&name, case) {
+            Ok(n) => {
+                lanes += n;
+                generated.push(format!("{name} ({:.1} s)", started.elapsed().as_secs_f64()));
+            }
+            Err(e) => failures.push(e),
+        }
+    }
+    println!(
+        "{} models fully generated, {lanes} lanes equal backend-cpu's:\n  {}",
+        generated.len(),
+        generated.join("\n  ")
+    );
+    println!(
+        "{} not run on the device:\n  {}",
+        refused.len(),
+        refused.join("\n  ")
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    if std::env::var_os("BAT_CUDA_ONLY").is_none() {
+        assert!(
+            generated.len() >= MIN_GENERATED,
+            "only {} models fully generated",
+            generated.len()
+        );
+    }
+}
+
+/// Write a model and its data into `dir`; load it.
+fn case_from(dir: &Path, name: &str, model: &str, data: &str) -> Case {
+    let path = dir.join(format!("{name}.stan"));
+    std::fs::write(&path, model).unwrap();
+    let data_path = dir.join(format!("{name}.json"));
+    std::fs::write(&data_path, data).unwrap();
+    load(name, &path, &data_path).unwrap()
+}
+
+/// Evaluate `points` (one per lane, lanes 0..) on the device and on
+/// backend-cpu; return the device's results after checking them.
+fn compare_points(name: &str, case: &Case, points: &[Vec<f64>]) -> Vec<LaneGradient> {
+    compare_points_with(name, case, points).0
+}
+
+/// [`compare_points`], with the device's AD stack capacities afterwards.
+fn compare_points_with(
+    name: &str,
+    case: &Case,
+    points: &[Vec<f64>],
+) -> (Vec<LaneGradient>, Vec<usize>) {
+    let cpu = BatchedModel::new(
+        case.cfg.clone(),
+        case.model.clone(),
+        ExecConfig {
+            batching: Batching::ProgramCounter,
+            gemm: false,
+            ..ExecConfig::default()
+        },
+    )
+    .unwrap();
+    let mut device = GradientDevice::new(&case.cfg, case.model.clone(), points.len()).unwrap();
+    let got = device.log_density_gradient(points, true).unwrap();
+    let want = cpu.log_density_gradient(points, true).unwrap();
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        check_lane(&format!("{name}: lane {i}"), g, w).unwrap_or_else(|e| panic!("{e}"));
+    }
+    (got, device.stack_capacities().to_vec())
+}
+
+#[test]
+fn lanes_fail_like_backend_cpu_through_the_stub_driver() {
+    let dir = tempfile::tempdir().unwrap();
+    backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    run_child("child_lanes_fail_like_backend_cpu", dir.path());
+}
+
+/// A negative scale rejects the lane (an argument check); an index
+/// computed from a parameter is out of range for some lanes; the other
+/// lanes go on. Errors have the same kind as backend-cpu's.
+#[test]
+#[ignore = "child process of lanes_fail_like_backend_cpu_through_the_stub_driver"]
+fn child_lanes_fail_like_backend_cpu() {
+    use language::interp::ErrorKind;
+    let dir = tempfile::tempdir().unwrap();
+    let case = case_from(
+        dir.path(),
+        "failing",
+        "data { int N; vector[N] y; }\nparameters { real mu; real s; real k; }\n\
+         model { y ~ normal(mu, s); target += y[1 + (k > 1)]; }\n",
+        r#"{"N": 1, "y": [0.5]}"#,
+    );
+    // (mu, s, k): fine; rejected (s < 0); index 2 out of range (k > 1).
+    let points = [
+        vec![0.1, 1.5, 0.0],
+        vec![0.1, -1.0, 0.0],
+        vec![0.2, 2.0, 3.0],
+        vec![0.3, 0.5, -2.0],
+    ];
+    let got = compare_points("failing", &case, &points);
+    let kinds: Vec<Option<ErrorKind>> = got
+        .iter()
+        .map(|r| r.as_ref().err().map(|e| e.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            None,
+            Some(ErrorKind::Rejection),
+            Some(ErrorKind::IndexOutOfRange),
+            None
+        ]
+    );
+    // The failure names the statement.
+    let err = got[2].as_ref().unwrap_err();
+    assert!(
+        err.message.contains("index out of range"),
+        "{}",
+        err.message
+    );
+    assert!(err.span.is_some());
+}
+
+#[test]
+fn stacks_grow_when_a_lane_overflows_them_through_the_stub_driver() {
+    let dir = tempfile::tempdir().unwrap();
+    backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    run_child("child_stacks_grow_when_a_lane_overflows_them", dir.path());
+}
+
+/// The AD stacks are sized from the interpreter at points in (−2, 2); a
+/// lane far outside runs its loop many more times, overflows them, and is
+/// run again with larger stacks, giving backend-cpu's result.
+#[test]
+#[ignore = "child process of stacks_grow_when_a_lane_overflows_them_through_the_stub_driver"]
+fn child_stacks_grow_when_a_lane_overflows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let case = case_from(
+        dir.path(),
+        "looping",
+        "parameters { real<lower=0> a; }\nmodel {\n  real x = 0;\n  while (x < 10 * a) {\n    x = x + 1 + 0.001 * a;\n  }\n  target += -square(x) / 100 - a;\n}\n",
+        "{}",
+    );
+    let (pc, _, capacities) = device_program(&case.cfg, &case.model).unwrap();
+    assert!(
+        pc.num_ad_stacks > 0 && capacities.iter().all(|&c| c < 200),
+        "{capacities:?}"
+    );
+    // a = exp(4.5): about 900 trips; exp(0.5): 17.
+    let points = [vec![0.5], vec![4.5], vec![-1.0]];
+    let (got, grown) = compare_points_with("looping", &case, &points);
+    assert!(got.iter().all(Result::is_ok), "{got:?}");
+    assert!(
+        grown.iter().zip(&capacities).any(|(g, c)| g > c),
+        "the stacks did not grow: {capacities:?} -> {grown:?}"
+    );
+}
