@@ -8,7 +8,8 @@
 //! interpret the sampler). `BAT_FULL_SWEEP=1` runs every posterior with
 //! Stan's default 1000 + 1000 iterations and 4 chains (or
 //! `BAT_SWEEP_CHAINS`, `BAT_SWEEP_WARMUP`, `BAT_SWEEP_SAMPLES`; only names
-//! containing `BAT_SWEEP_ONLY`) and prints a table; posteriors that bat
+//! containing `BAT_SWEEP_ONLY`; each run killed after `BAT_SWEEP_TIMEOUT`
+//! seconds, default 900) and prints a table; posteriors that bat
 //! cannot compile yet are listed, not hidden.
 
 use serde_json::Value;
@@ -38,7 +39,13 @@ impl Row {
 
 /// Runs `bat run` on posterior `name`; rows of every reference parameter,
 /// or the reason bat could not run it.
-fn check_posterior(name: &str, chains: u32, warmup: u32, samples: u32) -> Result<Vec<Row>, String> {
+fn check_posterior(
+    name: &str,
+    chains: u32,
+    warmup: u32,
+    samples: u32,
+    limit: Option<std::time::Duration>,
+) -> Result<Vec<Row>, String> {
     let dir = corpus().join(name);
     assert!(
         dir.is_dir(),
@@ -50,7 +57,8 @@ fn check_posterior(name: &str, chains: u32, warmup: u32, samples: u32) -> Result
             .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let output = tmp.path().join("draws.h5");
-    let run = Command::new(env!("CARGO_BIN_EXE_bat"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bat"));
+    command
         .arg("run")
         .arg(dir.join("model.stan"))
         .arg("--data")
@@ -68,9 +76,8 @@ fn check_posterior(name: &str, chains: u32, warmup: u32, samples: u32) -> Result
             "20240601",
             "-o",
         ])
-        .arg(&output)
-        .output()
-        .unwrap();
+        .arg(&output);
+    let run = run_with_limit(command, tmp.path(), limit)?;
     if !run.status.success() {
         let err = String::from_utf8_lossy(&run.stderr);
         return Err(err
@@ -110,6 +117,50 @@ fn check_posterior(name: &str, chains: u32, warmup: u32, samples: u32) -> Result
     Ok(rows)
 }
 
+/// How long one posterior of the sweep may take (`BAT_SWEEP_TIMEOUT`
+/// seconds, default 900).
+fn sweep_time_limit() -> std::time::Duration {
+    let seconds = std::env::var("BAT_SWEEP_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(900);
+    std::time::Duration::from_secs(seconds)
+}
+
+/// Runs `command` with its output in files under `dir`; a run longer than
+/// `limit` is killed and reported, never waited for without end.
+fn run_with_limit(
+    mut command: Command,
+    dir: &Path,
+    limit: Option<std::time::Duration>,
+) -> Result<std::process::Output, String> {
+    let (out_path, err_path) = (dir.join("stdout"), dir.join("stderr"));
+    command
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap());
+    let started = std::time::Instant::now();
+    let mut child = command.spawn().unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if limit.is_some_and(|l| started.elapsed() > l) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "stopped after the time limit of {} s (BAT_SWEEP_TIMEOUT)",
+                limit.unwrap().as_secs()
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: std::fs::read(&out_path).unwrap(),
+        stderr: std::fs::read(&err_path).unwrap(),
+    })
+}
+
 fn print_rows(posterior: &str, rows: &[Row]) {
     for r in rows {
         println!(
@@ -127,8 +178,8 @@ fn print_rows(posterior: &str, rows: &[Row]) {
 }
 
 fn assert_posterior(name: &str, chains: u32, warmup: u32, samples: u32) {
-    let rows =
-        check_posterior(name, chains, warmup, samples).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let rows = check_posterior(name, chains, warmup, samples, None)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
     print_rows(name, &rows);
     assert!(!rows.is_empty());
     let failed: Vec<&str> = rows
@@ -179,7 +230,7 @@ fn full_sweep() {
     let (mut passed, mut failed, mut not_run) = (Vec::new(), Vec::new(), Vec::new());
     for name in &names {
         let started = std::time::Instant::now();
-        match check_posterior(name, chains, warmup, samples) {
+        match check_posterior(name, chains, warmup, samples, Some(sweep_time_limit())) {
             Ok(rows) if rows.is_empty() => not_run.push(format!("{name}: no reference parameters")),
             Ok(rows) => {
                 print_rows(name, &rows);

@@ -144,7 +144,9 @@ pub fn layout(
     model: &Model,
     stack_depths: &[usize],
 ) -> Result<Layout, Unsupported> {
-    let mut builder = LayoutBuilder::new(&p.mir, model.globals());
+    // Hoisted data-only values (`language::simplify`) are data too.
+    let globals = model.globals_for(&p.mir);
+    let mut builder = LayoutBuilder::new(&p.mir, &globals);
     builder.parameters(model.params())?;
     // The declared return type of each function's result variable.
     let returns_int = |var: VarId| {

@@ -9,6 +9,9 @@
 //!   check sizes), `while` loops (they may not terminate), and any
 //!   statement drawing random numbers or calling a user function that has
 //!   effects (or, in the forward sweep, any user function: it may fail).
+//! - A `let` goes only when no statement left updates its variable either
+//!   (writes it other than by a `let`: an accumulation `a += e` that must
+//!   stay, because it may fail, needs `a` defined).
 //! - A statement writing a variable is removed only when no statement
 //!   left reads that variable (anywhere: liveness is flow-insensitive,
 //!   so loops need no special care). Accumulating into a variable
@@ -27,7 +30,7 @@
 
 use super::visit::{
     add_reads, bodies, bodies_mut, cannot_fail, has_effect, has_effect_given, own_exprs,
-    read_counts,
+    own_writes, read_counts,
 };
 use crate::mir::{Stmt, StmtKind};
 
@@ -43,7 +46,10 @@ pub(crate) fn run(
 ) -> bool {
     let mut changed = false;
     loop {
-        let mut counts = read_counts(body, num_vars);
+        let mut counts = Counts {
+            reads: read_counts(body, num_vars),
+            updates: update_counts(body, num_vars),
+        };
         let mut removed = false;
         // Backwards, so that a chain of dead temporaries goes in one pass.
         for i in (0..body.len()).rev() {
@@ -51,7 +57,7 @@ pub(crate) fn run(
             let s = &mut body[i];
             sweep_nested(s, &mut counts, reverse, pure, &mut removed);
             if removable(s, &counts, reverse, pure) {
-                forget_reads(s, &mut counts);
+                forget(s, &mut counts);
                 body.remove(i);
                 removed = true;
             }
@@ -63,9 +69,36 @@ pub(crate) fn run(
     }
 }
 
+/// Reads and updates (writes other than by `let`) of each variable by the
+/// statements left.
+struct Counts {
+    reads: Vec<u32>,
+    updates: Vec<u32>,
+}
+
+fn update_counts(body: &[Stmt], num_vars: usize) -> Vec<u32> {
+    let mut counts = vec![0; num_vars];
+    for s in body {
+        updates(s, &mut |v| counts[v.0 as usize] += 1);
+    }
+    counts
+}
+
+/// The variables `s` and its nested statements update.
+fn updates(s: &Stmt, f: &mut dyn FnMut(crate::mir::VarId)) {
+    if !matches!(s.kind, StmtKind::Let { .. }) {
+        own_writes(s, f);
+    }
+    for body in bodies(s) {
+        for t in body {
+            updates(t, f);
+        }
+    }
+}
+
 fn sweep_list(
     list: &mut Vec<Stmt>,
-    counts: &mut [u32],
+    counts: &mut Counts,
     reverse: bool,
     pure: &[bool],
     removed: &mut bool,
@@ -74,7 +107,7 @@ fn sweep_list(
         let s = &mut list[i];
         sweep_nested(s, counts, reverse, pure, removed);
         if removable(s, counts, reverse, pure) {
-            forget_reads(s, counts);
+            forget(s, counts);
             list.remove(i);
             *removed = true;
         }
@@ -83,7 +116,7 @@ fn sweep_list(
 
 fn sweep_nested(
     s: &mut Stmt,
-    counts: &mut [u32],
+    counts: &mut Counts,
     reverse: bool,
     pure: &[bool],
     removed: &mut bool,
@@ -93,17 +126,18 @@ fn sweep_nested(
     }
 }
 
-fn forget_reads(s: &Stmt, counts: &mut [u32]) {
-    let mut mine = vec![0; counts.len()];
+fn forget(s: &Stmt, counts: &mut Counts) {
+    let mut mine = vec![0; counts.reads.len()];
     add_reads(s, &mut mine);
-    for (c, m) in counts.iter_mut().zip(mine) {
+    for (c, m) in counts.reads.iter_mut().zip(mine) {
         *c -= m;
     }
+    updates(s, &mut |v| counts.updates[v.0 as usize] -= 1);
 }
 
 /// `s` may go: it has no effect, writes only variables nobody reads, and
 /// (in the forward sweep) cannot fail.
-fn removable(s: &Stmt, counts: &[u32], reverse: bool, pure_funs: &[bool]) -> bool {
+fn removable(s: &Stmt, counts: &Counts, reverse: bool, pure_funs: &[bool]) -> bool {
     let mut pure = true;
     let mut safe = true;
     own_exprs(s, &mut |e| {
@@ -119,9 +153,9 @@ fn removable(s: &Stmt, counts: &[u32], reverse: bool, pure_funs: &[bool]) -> boo
     if !pure || !safe {
         return false;
     }
-    let dead = |v: crate::mir::VarId| counts[v.0 as usize] == 0;
+    let dead = |v: crate::mir::VarId| counts.reads[v.0 as usize] == 0;
     match &s.kind {
-        StmtKind::Let { var, .. } => dead(*var),
+        StmtKind::Let { var, .. } => dead(*var) && counts.updates[var.0 as usize] == 0,
         StmtKind::AddAssign { lhs, .. } => dead(lhs.var) && (reverse || lhs.path.is_empty()),
         // Whole assignments check sizes: only the reverse sweep's
         // adjoint resets go.
@@ -202,6 +236,34 @@ mod tests {
                 "let u = y[3];",
                 "let target_adj = 1.0;",
                 "param_adjoint(0, x, target_adj, target_adj) -> ();",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_let_stays_while_an_accumulation_into_it_stays() {
+        // `a += y[3]` may fail, so it stays although `a` is never read;
+        // then `a` must stay defined (a function body: no reverse sweep).
+        let mut t = TestProgram::new();
+        let (x, y, a) = (t.param("x"), t.data_vector("y"), t.real("a"));
+        let body = vec![
+            t.read_param(x),
+            t.let_(a, t.zeros(x)),
+            t.add_assign(a, t.index(y, 3)),
+            t.target_add(t.var(x)),
+        ];
+        let after = t.run(body, |g| {
+            let n = g.program.vars.len();
+            let len = g.body.len();
+            super::run(&mut g.body, n, len, &[]);
+        });
+        assert_eq!(
+            after,
+            [
+                "x = read_param(0);",
+                "let a = zeros_like(x);",
+                "a += y[3];",
+                "target += x;",
             ]
         );
     }

@@ -39,6 +39,12 @@ impl Emitter<'_> {
             ExprKind::Ode(call) => Err(format!("ODE solver {}", call.name)),
             ExprKind::ZerosLike(_) => Ok("0.0".to_string()),
             ExprKind::Cond(c, a, b) => {
+                // A condition on data alone (the `ok` flag of a value
+                // hoisted by `language::simplify`) is decided here: kernels
+                // are made for one data set.
+                if let Some(known) = self.data_scalar(c) {
+                    return self.elem(if known != 0.0 { a } else { b }, idx);
+                }
                 if !self.shape(c)?.is_scalar() {
                     return Err("a conditional on a container".to_string());
                 }
@@ -282,6 +288,17 @@ impl Emitter<'_> {
         };
         self.lines.push(code);
         Ok(acc)
+    }
+
+    /// The value of `e` when it is a scalar data variable.
+    fn data_scalar(&self, e: &Expr) -> Option<f64> {
+        let ExprKind::Var(v) = &e.kind else {
+            return None;
+        };
+        match self.layout.place(*v) {
+            Some(Place::Data { base, len: 1 }) => self.layout.data.get(base).copied(),
+            _ => None,
+        }
     }
 
     /// An argument check: rejects the lane when an element fails; its
