@@ -150,7 +150,35 @@ fn run_chains(dir: &Path, name: &str, chains: &str, threads: &str) -> bat::outpu
         s(&output),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_batch_report(&text(&out.stderr), 2);
     read_draws(&output).unwrap()
+}
+
+/// The line `N gradient evaluations in M batched calls (U% of the lanes of
+/// each call on average)`: each call of a sub-batch of `lanes` lanes
+/// evaluates 1 to `lanes` gradients, and U = N ÷ (lanes·M).
+fn assert_batch_report(stderr: &str, lanes: u64) {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("gradient evaluations in"))
+        .unwrap_or_else(|| panic!("no batch report in {stderr}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let evaluations: u64 = words[0].parse().unwrap();
+    let calls: u64 = words[4].parse().unwrap();
+    let percent: f64 = words[7]
+        .trim_start_matches('(')
+        .trim_end_matches('%')
+        .parse()
+        .unwrap();
+    assert!(
+        calls <= evaluations && evaluations <= lanes * calls,
+        "{line}"
+    );
+    let expected = 100.0 * evaluations as f64 / (lanes * calls) as f64;
+    assert!(
+        (percent - expected).abs() <= 0.5,
+        "{line}: expected {expected:.1}%"
+    );
 }
 
 #[test]

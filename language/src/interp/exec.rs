@@ -14,8 +14,8 @@ use crate::value::Value;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// Deepest user-function recursion before the run is stopped (kept low so
-/// an unoptimised build on a 2 MiB thread stack never overflows).
+/// Deepest user-function recursion before the run is stopped (the stack
+/// grows as needed, see [`Machine::call`]).
 pub const MAX_CALL_DEPTH: usize = 100;
 
 /// The variables of one user-function call. Keyed by small integers and
@@ -210,15 +210,20 @@ impl<'p> Machine<'p> {
             ExprKind::Pop(stack) => self.pop_stack(*stack)?,
             ExprKind::Partial { prim, arg, args } => self.partial(*prim, *arg, args)?,
             ExprKind::ZerosLike(inner) => super::grad::zeros_like(&self.eval(inner)?),
-            ExprKind::Ode(call) => {
-                let operands = call
-                    .operands()
-                    .into_iter()
-                    .map(|a| self.eval(a))
-                    .collect::<Result<Vec<_>>>()?;
-                super::ode::solve(self.program, call, &operands)?
-            }
+            ExprKind::Ode(call) => self.ode(call)?,
         })
+    }
+
+    /// Out of line: `eval` recurses once per nested call of user functions,
+    /// so its stack frame must stay small (deep recursion in debug builds).
+    #[inline(never)]
+    fn ode(&mut self, call: &crate::mir::OdeSolve) -> Result<Value> {
+        let operands = call
+            .operands()
+            .into_iter()
+            .map(|a| self.eval(a))
+            .collect::<Result<Vec<_>>>()?;
+        super::ode::solve(self.program, call, &operands)
     }
 
     fn eval_all(&mut self, es: &[Expr]) -> Result<Vec<Value>> {
@@ -268,7 +273,11 @@ impl<'p> Machine<'p> {
         }
         let saved = self.locals.replace(frame);
         self.depth += 1;
-        let flow = self.block(&fun.body);
+        // Each nested call takes tens of KiB of stack in unoptimised
+        // builds: grow the stack on the heap when it runs low, so
+        // MAX_CALL_DEPTH is reached on any thread (2 MiB test threads
+        // included) instead of overflowing.
+        let flow = stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.block(&fun.body));
         self.depth -= 1;
         self.locals = saved;
         let ret = &fun.ret;
