@@ -7,7 +7,8 @@
 //! this machine's float64 GEMM rate and the logistic regression's achieved
 //! GFLOP/s (4·N·D flops per gradient: Xβ and Xᵀȳ), and hand-written Rust
 //! gradients of the same models (checked against bat's) as the Z = 1
-//! baseline. Prints a table.
+//! baseline. Prints a table. `BAT_BENCH_ONLY=NAME` runs the problems
+//! whose name contains NAME.
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
 use language::data::DataFile;
@@ -181,6 +182,9 @@ fn main() {
         "logistic_regression",
         "correlated_gaussian_100",
     ] {
+        if std::env::var("BAT_BENCH_ONLY").is_ok_and(|only| !name.contains(&only)) {
+            continue;
+        }
         let model = examples.join(format!("{name}.bat"));
         let Some((cfg, m)) = load(&model, &model.with_extension("data.json")) else {
             println!("{name}: no data (run scripts/setup.sh)\n");

@@ -84,19 +84,40 @@ pub(crate) fn ixs_from_values(
         .collect()
 }
 
-/// The indexes when every operand is shared.
-pub(crate) fn shared_ixs(idx: &[LaneIx]) -> Option<std::result::Result<Vec<Ix>, RuntimeError>> {
-    let slots = index_slots(idx);
-    if !slots.iter().all(|s| s.is_shared()) {
-        return None;
-    }
-    let vals: Vec<Value> = slots.iter().map(|s| s.lane_value(0)).collect();
+/// The indexes when every operand is the same on all active lanes.
+pub(crate) fn shared_ixs(
+    idx: &[LaneIx],
+    active: &Lanes,
+) -> Option<std::result::Result<Vec<Ix>, RuntimeError>> {
+    let vals = index_slots(idx)
+        .into_iter()
+        .map(|s| uniform_value(s, active))
+        .collect::<Option<Vec<Value>>>()?;
     Some(ixs_from_values(idx, &vals))
+}
+
+/// The value all `active` lanes of `s` hold: a shared value, or a dense
+/// int scalar equal on every active lane (a loop counter of the PC IR,
+/// stored per lane but the same on all lanes that run the loop together;
+/// indexing with it must not fall back to lane-by-lane copies of whole
+/// arrays).
+fn uniform_value(s: &Slot, active: &Lanes) -> Option<Value> {
+    match s {
+        Slot::Shared(v) => Some((**v).clone()),
+        Slot::Int(d) if d.shape == language::data::Shape::Int => {
+            let first = d.data[active.first()?];
+            active
+                .iter()
+                .all(|l| d.data[l] == first)
+                .then_some(Value::Int(first))
+        }
+        _ => None,
+    }
 }
 
 /// `base[idx...]` for the active lanes.
 pub(crate) fn get(base: &Slot, idx: &[LaneIx], st: &mut State, active: &Lanes, span: Span) -> Slot {
-    if let Some(ixs) = shared_ixs(idx) {
+    if let Some(ixs) = shared_ixs(idx, active) {
         let ixs = match ixs {
             Ok(ixs) => ixs,
             Err(err) => {
@@ -248,5 +269,26 @@ pub(crate) fn int_shape(shape: &Shape) -> Shape {
         Shape::Real => Shape::Int,
         Shape::Array(n, e) => Shape::Array(*n, Box::new(int_shape(e))),
         other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uniform_value;
+    use crate::lanes::{Dense, Lanes, Slot};
+    use language::data::Shape;
+    use language::value::Value;
+
+    #[test]
+    fn a_dense_int_equal_on_the_active_lanes_is_one_index() {
+        // Lane 2 (inactive) holds another value: it does not count.
+        let counter = Slot::Int(Dense::new(Shape::Int, 4, vec![3, 3, 7, 3]));
+        let active = Lanes::from_indices(4, vec![0, 1, 3]);
+        assert_eq!(uniform_value(&counter, &active), Some(Value::Int(3)));
+        // Lanes that differ are indexed lane by lane.
+        assert_eq!(uniform_value(&counter, &Lanes::all(4)), None);
+        // Reals are never indexes of this path.
+        let reals = Slot::Real(Dense::new(Shape::Real, 2, vec![1.0, 1.0]));
+        assert_eq!(uniform_value(&reals, &Lanes::all(2)), None);
     }
 }

@@ -69,7 +69,7 @@ pub(crate) fn assign(
         return Ok(());
     }
     if let [LaneStep::Index(idx)] = path.as_slice()
-        && let Some(Ok(ixs)) = shared_ixs(idx)
+        && let Some(Ok(ixs)) = shared_ixs(idx, active)
         && write_positions(lhs, &current, &ixs, value, st, active)
     {
         return Ok(());
@@ -285,7 +285,7 @@ pub(crate) fn add_assign(
         None => slot_shape(&current)
             .filter(|(_, is_int)| !is_int)
             .map(|(shape, _)| (0..shape.num_reals()).collect::<Vec<_>>()),
-        Some(idx) => match shared_ixs(idx) {
+        Some(idx) => match shared_ixs(idx, active) {
             Some(Ok(ixs)) if !ixs.iter().any(|i| matches!(i, Ix::Multi(_))) => {
                 match slot_shape(&current) {
                     Some((shape, false)) => positions(&shape, &ixs, false)
