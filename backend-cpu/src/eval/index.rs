@@ -136,6 +136,17 @@ pub(crate) fn get(base: &Slot, idx: &[LaneIx], st: &mut State, active: &Lanes, s
                     return slot;
                 }
             }
+            // Data indexed in a loop: read in place, never copy the whole
+            // value (`per_lane` would clone it for its one evaluation).
+            Slot::Shared(v) => {
+                return match lane::index_get(v, &ixs) {
+                    Ok(x) => Slot::shared(x),
+                    Err(err) => {
+                        fail_all(st, active, err.at(span));
+                        Slot::shared(Value::Int(0))
+                    }
+                };
+            }
             _ => {}
         }
         return per_lane(st, active, span, &[base], |v| lane::index_get(&v[0], &ixs));
