@@ -122,19 +122,20 @@ pub fn for_each_expr(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
 fn lvalue(lv: &mut LValue, f: &mut dyn FnMut(&mut Expr)) {
     for step in &mut lv.path {
         if let super::LValueStep::Index(idx) = step {
-            indexes(idx, f);
+            indexes(idx, &mut |x| expr(x, f));
         }
     }
 }
 
+/// The operands of `idx` (not their subexpressions).
 fn indexes(idx: &mut [Index], f: &mut dyn FnMut(&mut Expr)) {
     for i in idx {
         match i {
             Index::All => {}
-            Index::Single(e) | Index::Multi(e) | Index::Upfrom(e) | Index::Downto(e) => expr(e, f),
+            Index::Single(e) | Index::Multi(e) | Index::Upfrom(e) | Index::Downto(e) => f(e),
             Index::Between(a, b) => {
-                expr(a, f);
-                expr(b, f);
+                f(a);
+                f(b);
             }
         }
     }
@@ -142,23 +143,70 @@ fn indexes(idx: &mut [Index], f: &mut dyn FnMut(&mut Expr)) {
 
 fn expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
     f(e);
+    children_mut(e, &mut |c| expr(c, f));
+}
+
+/// The direct subexpressions of `e` in evaluation order (index expressions
+/// after their base): the one list of every expression kind's operands.
+pub fn children(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    match &e.kind {
+        ExprKind::Prim(_, args)
+        | ExprKind::Call(_, args)
+        | ExprKind::ArrayLit(args)
+        | ExprKind::RowVectorLit(args)
+        | ExprKind::TupleLit(args)
+        | ExprKind::Partial { args, .. } => args.iter().for_each(f),
+        ExprKind::Index(base, idx) => {
+            f(base);
+            for i in idx {
+                match i {
+                    Index::All => {}
+                    Index::Single(x) | Index::Multi(x) | Index::Upfrom(x) | Index::Downto(x) => {
+                        f(x)
+                    }
+                    Index::Between(a, b) => {
+                        f(a);
+                        f(b);
+                    }
+                }
+            }
+        }
+        ExprKind::TupleProj(base, _) | ExprKind::ZerosLike(base) => f(base),
+        ExprKind::Ode(call) => call.operands().into_iter().for_each(f),
+        ExprKind::Cond(a, b, c) => {
+            f(a);
+            f(b);
+            f(c);
+        }
+        ExprKind::Int(_)
+        | ExprKind::Real(_)
+        | ExprKind::Imag(_)
+        | ExprKind::Var(_)
+        | ExprKind::Target
+        | ExprKind::JacobianOn
+        | ExprKind::Pop(_) => {}
+    }
+}
+
+/// [`children`], mutably.
+pub fn children_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
     match &mut e.kind {
         ExprKind::Prim(_, args)
         | ExprKind::Call(_, args)
         | ExprKind::ArrayLit(args)
         | ExprKind::RowVectorLit(args)
         | ExprKind::TupleLit(args)
-        | ExprKind::Partial { args, .. } => args.iter_mut().for_each(|a| expr(a, f)),
+        | ExprKind::Partial { args, .. } => args.iter_mut().for_each(f),
         ExprKind::Index(base, idx) => {
-            expr(base, f);
+            f(base);
             indexes(idx, f);
         }
-        ExprKind::TupleProj(base, _) | ExprKind::ZerosLike(base) => expr(base, f),
-        ExprKind::Ode(call) => call.operands_mut().into_iter().for_each(|a| expr(a, f)),
+        ExprKind::TupleProj(base, _) | ExprKind::ZerosLike(base) => f(base),
+        ExprKind::Ode(call) => call.operands_mut().into_iter().for_each(f),
         ExprKind::Cond(a, b, c) => {
-            expr(a, f);
-            expr(b, f);
-            expr(c, f);
+            f(a);
+            f(b);
+            f(c);
         }
         ExprKind::Int(_)
         | ExprKind::Real(_)

@@ -13,61 +13,11 @@ use crate::types::Type;
 /// Every node of `e` (pre-order), index expressions included.
 pub(crate) fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
     f(e);
-    match &e.kind {
-        ExprKind::Prim(_, args)
-        | ExprKind::Call(_, args)
-        | ExprKind::ArrayLit(args)
-        | ExprKind::RowVectorLit(args)
-        | ExprKind::TupleLit(args)
-        | ExprKind::Partial { args, .. } => args.iter().for_each(|a| walk(a, f)),
-        ExprKind::Index(base, idx) => {
-            walk(base, f);
-            for i in idx {
-                index_exprs(i, &mut |x| walk(x, f));
-            }
-        }
-        ExprKind::TupleProj(base, _) | ExprKind::ZerosLike(base) => walk(base, f),
-        ExprKind::Ode(call) => call.operands().into_iter().for_each(|a| walk(a, f)),
-        ExprKind::Cond(c, a, b) => {
-            walk(c, f);
-            walk(a, f);
-            walk(b, f);
-        }
-        ExprKind::Int(_)
-        | ExprKind::Real(_)
-        | ExprKind::Imag(_)
-        | ExprKind::Var(_)
-        | ExprKind::Target
-        | ExprKind::Pop(_)
-        | ExprKind::JacobianOn => {}
-    }
+    crate::mir::visit::children(e, &mut |c| walk(c, f));
 }
 
 /// The direct subexpressions of `e`, mutably.
-pub(crate) fn children_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
-    match &mut e.kind {
-        ExprKind::Prim(_, args)
-        | ExprKind::Call(_, args)
-        | ExprKind::ArrayLit(args)
-        | ExprKind::RowVectorLit(args)
-        | ExprKind::TupleLit(args)
-        | ExprKind::Partial { args, .. } => args.iter_mut().for_each(f),
-        ExprKind::Index(base, idx) => {
-            f(base);
-            for i in idx {
-                index_exprs_mut(i, f);
-            }
-        }
-        ExprKind::TupleProj(base, _) | ExprKind::ZerosLike(base) => f(base),
-        ExprKind::Ode(call) => call.operands_mut().into_iter().for_each(f),
-        ExprKind::Cond(c, a, b) => {
-            f(c);
-            f(a);
-            f(b);
-        }
-        _ => {}
-    }
-}
+pub(crate) use crate::mir::visit::children_mut;
 
 /// Rewrite every node of `e` bottom-up with `f`.
 pub(crate) fn rewrite(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
