@@ -202,6 +202,7 @@ fn main() {
                 batching,
                 threads,
                 gemm: true,
+                lanes: 0,
             };
             for &chains in &chain_counts {
                 if chains > problem.max_chains && !full {

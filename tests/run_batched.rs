@@ -89,6 +89,7 @@ fn batched(batching: Batching, threads: usize) -> BatchedExecutor {
         batching,
         threads,
         gemm: true,
+        lanes: 0,
     }
 }
 
@@ -149,6 +150,38 @@ fn a_chain_does_not_depend_on_chains_executor_or_threads() {
                 );
             }
             assert_ne!(five[&0], five[&1], "chains differ from each other");
+        }
+    }
+}
+
+/// Fewer lanes than chains: a lane whose chain is done starts the next
+/// waiting chain (the sub-batches share one queue), and every chain's events
+/// are still the interpreter's — including chains that start in a lane
+/// another chain used, at any point of the other lanes' trajectories.
+#[test]
+fn chains_queued_for_fewer_lanes_equal_the_interpreter_chains() {
+    let (model, grad) = eight_schools();
+    let s = settings(30, 10);
+    let chains: Vec<usize> = (0..7).collect();
+    let truth = events(
+        &InterpreterExecutor { threads: 1 },
+        &model,
+        &grad,
+        &s,
+        &chains,
+    );
+    for (lanes, threads) in [(1, 1), (3, 1), (4, 2)] {
+        let executor = BatchedExecutor {
+            lanes,
+            ..batched(Batching::ProgramCounter, threads)
+        };
+        let ours = events(&executor, &model, &grad, &s, &chains);
+        assert_eq!(ours.len(), chains.len(), "{lanes} lanes: every chain ran");
+        for chain in &chains {
+            assert_eq!(
+                ours[chain], truth[chain],
+                "chain {chain}, {lanes} lanes, {threads} threads"
+            );
         }
     }
 }

@@ -205,3 +205,142 @@ fn external_calls_match_the_interpreter_lane_by_lane() {
         );
     }
 }
+
+/// A pool of invocations for fewer lanes (`BatchedModel::run_invocations`):
+/// invocation `i` of a shared queue goes to whichever lane is free; it logs
+/// into `logs[i]`. `bump` is answered for the whole batch at once
+/// (`call_external_batch`, rejections as failed lanes), the rest lane by
+/// lane.
+struct PoolHost<'a> {
+    lane_job: Vec<Option<usize>>,
+    next: &'a std::sync::atomic::AtomicUsize,
+    args: &'a [Vec<Value>],
+    logs: &'a Mutex<Vec<Vec<String>>>,
+    results: &'a Mutex<Vec<Option<LaneResult<Option<Value>>>>>,
+}
+
+impl BatchHost for PoolHost<'_> {
+    fn call_external(
+        &mut self,
+        name: &str,
+        lanes: &Lanes,
+        args: &[Arc<Slot>],
+    ) -> Vec<LaneResult<Option<Value>>> {
+        let mut logs = self.logs.lock().unwrap();
+        lanes
+            .iter()
+            .map(|l| {
+                let values: Vec<Value> = args.iter().map(|a| a.lane_value(l)).collect();
+                answer(name, &values, &mut logs[self.lane_job[l].unwrap()])
+            })
+            .collect()
+    }
+
+    fn call_external_batch(
+        &mut self,
+        name: &str,
+        lanes: &Lanes,
+        args: &[Arc<Slot>],
+    ) -> Option<backend_cpu::exec::BatchAnswer> {
+        if name != "bump" {
+            return None;
+        }
+        let z = self.lane_job.len();
+        let mut logs = self.logs.lock().unwrap();
+        let mut values = vec![Value::Real(0.0); z];
+        let mut failed = Vec::new();
+        for l in lanes.iter() {
+            let arg = args[0].lane_value(l);
+            match answer(name, &[arg], &mut logs[self.lane_job[l].unwrap()]) {
+                Ok(Some(v)) => values[l] = v,
+                Ok(None) => unreachable!("bump has a value"),
+                Err(e) => failed.push((l, e)),
+            }
+        }
+        Some(backend_cpu::exec::BatchAnswer {
+            value: Slot::from_lane_values(values),
+            failed,
+        })
+    }
+
+    fn next_invocation(&mut self, lane: usize) -> Option<(Vec<Value>, Option<Rng>)> {
+        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.lane_job[lane] = None;
+        let args = self.args.get(i)?;
+        self.lane_job[lane] = Some(i);
+        Some((args.clone(), Some(Rng::new(99, i as u32, 0))))
+    }
+
+    fn invocation_finished(&mut self, lane: usize, result: LaneResult<Option<Value>>) {
+        let i = self.lane_job[lane].expect("a finished lane ran an invocation");
+        let mut results = self.results.lock().unwrap();
+        assert!(results[i].is_none(), "invocation {i} finished twice");
+        results[i] = Some(result);
+    }
+}
+
+#[test]
+fn a_pool_of_invocations_on_fewer_lanes_matches_the_interpreter() {
+    let (mir, diags) = language::compile_with_externals(PROGRAM, "host");
+    let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
+    let jobs = 23;
+    let args = inputs(jobs);
+    let truth: Vec<(Result<Option<Value>, RuntimeError>, Vec<String>)> = (0..jobs)
+        .map(|i| {
+            let mut host = ScalarHost { log: Vec::new() };
+            let r = run_function(
+                &mir,
+                "chain_rng",
+                args[i].clone(),
+                rngs(jobs)[i].clone(),
+                &mut host,
+            );
+            (r, host.log)
+        })
+        .collect();
+    assert!(
+        truth.iter().any(|(r, _)| r.is_err()),
+        "some invocation is rejected"
+    );
+    for (config, lanes) in configs()
+        .into_iter()
+        .filter(|c| c.batching == Batching::ProgramCounter)
+        .zip([1, 4, 5])
+    {
+        let cfg = language::batch::lower(&mir, &[], 0).expect("lowers");
+        let model = Model::new(&mir, &DataFile::empty()).expect("no data");
+        let batched = BatchedModel::new(cfg, model, config.clone()).expect("builds");
+        let logs = Mutex::new(vec![Vec::new(); jobs]);
+        let results = Mutex::new(vec![None; jobs]);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        batched
+            .run_invocations("chain_rng", lanes, |range| PoolHost {
+                lane_job: vec![None; range.len()],
+                next: &next,
+                args: &args,
+                logs: &logs,
+                results: &results,
+            })
+            .expect("runs");
+        let logs = logs.into_inner().unwrap();
+        let results = results.into_inner().unwrap();
+        for i in 0..jobs {
+            let (want, want_log) = &truth[i];
+            let strip = |r: &Result<Option<Value>, RuntimeError>| {
+                r.clone().map_err(|e| (e.kind, e.message))
+            };
+            let got = results[i]
+                .as_ref()
+                .unwrap_or_else(|| panic!("invocation {i} did not finish, {lanes} lanes"));
+            assert_eq!(
+                strip(got),
+                strip(want),
+                "invocation {i}, {lanes} lanes, {config:?}"
+            );
+            assert_eq!(
+                &logs[i], want_log,
+                "host calls of invocation {i}, {lanes} lanes"
+            );
+        }
+    }
+}

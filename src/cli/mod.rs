@@ -133,6 +133,11 @@ enum Command {
         /// Worker threads (0: one per core).
         #[arg(long, default_value_t = 0)]
         threads: usize,
+        /// Lanes of the batch (0: one per chain). With fewer lanes than
+        /// chains (`pc` batching), a lane whose chain is done starts the next
+        /// waiting chain; draws are the same either way.
+        #[arg(long, default_value_t = 0)]
+        lanes: usize,
         /// When to colour diagnostics.
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
@@ -338,6 +343,7 @@ pub fn run() -> ExitCode {
             backend,
             batching,
             threads,
+            lanes,
             color,
         } => run::run(&run::Options {
             file: &file,
@@ -355,6 +361,7 @@ pub fn run() -> ExitCode {
             backend,
             batching,
             threads,
+            lanes,
             color: color.for_stderr(),
         }),
         Command::Bench {

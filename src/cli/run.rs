@@ -54,6 +54,8 @@ pub struct Options<'a> {
     pub backend: Backend,
     pub batching: Batching,
     pub threads: usize,
+    /// Lanes of the batch (0: one per chain).
+    pub lanes: usize,
     pub color: bool,
 }
 
@@ -73,7 +75,7 @@ fn executor_name(batching: Batching) -> &'static str {
     }
 }
 
-fn executor(batching: Batching, threads: usize) -> Box<dyn SamplerExecutor + Send> {
+fn executor(batching: Batching, threads: usize, lanes: usize) -> Box<dyn SamplerExecutor + Send> {
     if interpreter_requested() {
         return Box::new(InterpreterExecutor { threads });
     }
@@ -85,6 +87,7 @@ fn executor(batching: Batching, threads: usize) -> Box<dyn SamplerExecutor + Sen
         batching,
         threads,
         gemm: true,
+        lanes,
     })
 }
 
@@ -116,6 +119,7 @@ fn cuda_executor(
             batching,
             threads: opts.threads.max(1),
             gemm: true,
+            lanes: opts.lanes,
         },
         gradients,
     }))
@@ -198,7 +202,7 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         settings: &settings,
     };
     let executor = match opts.backend {
-        Backend::Cpu => executor(opts.batching, opts.threads),
+        Backend::Cpu => executor(opts.batching, opts.threads, opts.lanes),
         Backend::Cuda => cuda_executor(opts, &job, &compiled)?,
     };
     let chains: Vec<usize> = (0..opts.chains).collect();

@@ -13,15 +13,16 @@
 
 use super::executor::{chain_error, chain_start};
 use super::gradients::{CpuGradients, GradientBatch};
-use super::host::ChainHost;
+use super::host::{ChainHost, INTERRUPTED};
 use super::program::{CHAIN_FUNCTION, nuts_program};
 use super::{BatchTotals, ChainJob, ChainTotals, Event, SamplerExecutor};
-use backend_cpu::exec::{BatchHost, BatchedModel, Batching, ExecConfig, LaneResult};
-use backend_cpu::lanes::{Lanes, Slot};
+use backend_cpu::exec::{BatchAnswer, BatchHost, BatchedModel, Batching, ExecConfig, LaneResult};
+use backend_cpu::lanes::{Dense, Lanes, Slot};
 use language::data::DataFile;
+use language::data::Shape;
 use language::interp::{Model, RuntimeError};
 use language::value::Value;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
@@ -33,6 +34,13 @@ pub struct BatchedExecutor {
     pub threads: usize,
     /// Shared-matrix × per-chain-vector products as one GEMM.
     pub gemm: bool,
+    /// Lanes of the batch (all sub-batches together); 0, or more than the
+    /// chains: one lane per chain. With fewer lanes than chains (and `pc`
+    /// batching) the chains wait in a queue and a lane whose chain is done
+    /// starts the next one at once, so the batch stays full while chains
+    /// of different lengths finish at different times (local batching
+    /// always runs one lane per chain).
+    pub lanes: usize,
 }
 
 /// The gradient's name in the sampler program.
@@ -133,24 +141,53 @@ impl BatchedExecutor {
                 &cpu
             }
         };
-        let mut args = Vec::with_capacity(chains.len());
-        let mut rngs = Vec::with_capacity(chains.len());
+        let mut starts = Vec::with_capacity(chains.len());
         for &chain in chains {
-            let (_, a, rng) = chain_start(job, chain, events.clone(), stop);
-            args.push(a);
-            rngs.push(rng);
+            let (_, args, rng) = chain_start(job, chain, events.clone(), stop);
+            starts.push((args, rng));
         }
+        let lanes = match (self.batching, self.lanes) {
+            (Batching::ProgramCounter, l) if l > 0 => l.min(chains.len()),
+            _ => chains.len(),
+        };
+        let queue = ChainQueue {
+            starts,
+            next: AtomicUsize::new(0),
+            results: Mutex::new(vec![None; chains.len()]),
+            stop,
+        };
         let n = job.model.num_unconstrained();
         sampler
-            .run_function_with_host(CHAIN_FUNCTION, &args, Some(&rngs), |range| SamplerHost {
-                first_lane: range.start,
-                hosts: &hosts[range],
+            .run_invocations(CHAIN_FUNCTION, lanes, |range| SamplerHost {
+                lane_chain: vec![None; range.len()],
+                hosts,
+                queue: &queue,
                 gradient,
                 n,
                 counters,
             })
-            .map_err(|e| format!("internal error: the batched sampler: {e}"))
+            .map_err(|e| format!("internal error: the batched sampler: {e}"))?;
+        let results = queue
+            .results
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner());
+        Ok(results
+            .into_iter()
+            // A chain still waiting when the run stopped never started.
+            .map(|r| r.unwrap_or_else(|| Err(RuntimeError::fatal(INTERRUPTED))))
+            .collect())
     }
+}
+
+/// The chains waiting for a lane, shared by all sub-batches: chain `i`
+/// (index into the executor's chains) starts with `starts[i]`; each
+/// finished chain's outcome goes to `results[i]`.
+struct ChainQueue<'s> {
+    starts: Vec<(Vec<Value>, language::interp::Rng)>,
+    next: AtomicUsize,
+    results: Mutex<Vec<Option<LaneResult<Option<Value>>>>>,
+    /// Set when the run is stopped: no chain starts after that.
+    stop: &'s AtomicBool,
 }
 
 /// Counts of the batched gradient evaluations of all sub-batches.
@@ -171,11 +208,12 @@ impl BatchCounters {
     }
 }
 
-/// The host of one sub-batch: lane `i` is the chain of `hosts[i]`, lane
-/// `first_lane + i` of the whole batch.
+/// The host of one sub-batch: lane `i` runs chain `lane_chain[i]` (an
+/// index into the executor's chains and `hosts`), taken from `queue`.
 struct SamplerHost<'a, 'm> {
-    first_lane: usize,
+    lane_chain: Vec<Option<usize>>,
     hosts: &'a [Mutex<ChainHost<'m>>],
+    queue: &'a ChainQueue<'a>,
     gradient: &'a dyn GradientBatch,
     /// Unconstrained coordinates of the model.
     n: usize,
@@ -183,47 +221,88 @@ struct SamplerHost<'a, 'm> {
 }
 
 impl<'m> SamplerHost<'_, 'm> {
+    /// The chain lane `lane` runs.
+    fn chain(&self, lane: usize) -> usize {
+        self.lane_chain[lane].expect("an external call comes from a lane running a chain")
+    }
+
     fn host(&self, lane: usize) -> std::sync::MutexGuard<'_, ChainHost<'m>> {
-        self.hosts[lane]
+        self.hosts[self.chain(lane)]
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// One batched evaluation for all `lanes`, each answered as its
-    /// chain's host answers a scalar evaluation.
-    fn gradients(&self, lanes: &Lanes, theta: &Slot) -> Vec<LaneResult<Option<Value>>> {
+    /// chain's host answers a scalar evaluation
+    /// ([`ChainHost::gradient_outcome`]), in batch layout: the tuple
+    /// `(lp, gradient)` as two dense slots over the sub-batch.
+    fn gradients(&self, lanes: &Lanes, theta: &Slot) -> BatchAnswer {
+        let z = self.lane_chain.len();
+        let n = self.n;
         self.counters.calls.fetch_add(1, Ordering::Relaxed);
         self.counters
             .lanes
             .fetch_add(lanes.len() as u64, Ordering::Relaxed);
-        self.counters
-            .slots
-            .fetch_add(self.hosts.len() as u64, Ordering::Relaxed);
+        self.counters.slots.fetch_add(z as u64, Ordering::Relaxed);
         let lanes: Vec<usize> = lanes.iter().collect();
-        let z = lanes.len();
-        // θ as [coordinate][lane].
-        let mut thetas = vec![0.0; self.n * z];
-        for (i, &l) in lanes.iter().enumerate() {
-            if let Value::Vector(v) = theta.lane_value(l) {
-                for (k, x) in v.into_iter().take(self.n).enumerate() {
-                    thetas[k * z + i] = x;
+        let m = lanes.len();
+        // θ as [coordinate][lane of the call].
+        let mut thetas = vec![0.0; n * m];
+        match theta {
+            Slot::Real(d) if d.elements() >= n => {
+                for k in 0..n {
+                    let column = d.element(k);
+                    for (i, &l) in lanes.iter().enumerate() {
+                        thetas[k * m + i] = column[l];
+                    }
+                }
+            }
+            other => {
+                for (i, &l) in lanes.iter().enumerate() {
+                    if let Value::Vector(v) = other.lane_value(l) {
+                        for (k, x) in v.into_iter().take(n).enumerate() {
+                            thetas[k * m + i] = x;
+                        }
+                    }
                 }
             }
         }
-        let batch: Vec<usize> = lanes.iter().map(|l| self.first_lane + l).collect();
+        let mut lp = vec![f64::NEG_INFINITY; z];
+        let mut grad = vec![0.0; n * z];
+        let mut failed = Vec::new();
+        let batch: Vec<usize> = lanes.iter().map(|&l| self.chain(l)).collect();
         match self.gradient.log_density_gradient(&batch, &thetas) {
-            Ok(values) => lanes
-                .iter()
-                .enumerate()
-                .map(|(i, &l)| {
-                    let evaluated = values.lane(i);
-                    self.host(l).gradient_answer(evaluated, self.n).map(Some)
-                })
-                .collect(),
+            Ok(values) => {
+                for (i, &l) in lanes.iter().enumerate() {
+                    let evaluated = match &values.errors[i] {
+                        Some(e) => Err(e.clone()),
+                        None => Ok(values.lp[i]),
+                    };
+                    match self.host(l).gradient_outcome(evaluated) {
+                        Ok(x) => {
+                            lp[l] = x;
+                            // A failed evaluation's gradient stays zero.
+                            if values.errors[i].is_none() {
+                                for k in 0..n {
+                                    grad[k * z + l] = values.gradient[k * m + i];
+                                }
+                            }
+                        }
+                        Err(e) => failed.push((l, e)),
+                    }
+                }
+            }
             Err(e) => {
                 let err = RuntimeError::fatal(format!("batched gradient: {e}"));
-                lanes.iter().map(|_| Err(err.clone())).collect()
+                failed.extend(lanes.iter().map(|&l| (l, err.clone())));
             }
+        }
+        BatchAnswer {
+            value: Slot::Tuple(vec![
+                Arc::new(Slot::Real(Dense::new(Shape::Real, z, lp))),
+                Arc::new(Slot::Real(Dense::new(Shape::Vector(n), z, grad))),
+            ]),
+            failed,
         }
     }
 }
@@ -235,11 +314,6 @@ impl BatchHost for SamplerHost<'_, '_> {
         lanes: &Lanes,
         args: &[Arc<Slot>],
     ) -> Vec<LaneResult<Option<Value>>> {
-        if name == GRADIENT
-            && let [theta] = args
-        {
-            return self.gradients(lanes, theta);
-        }
         lanes
             .iter()
             .map(|l| {
@@ -247,5 +321,38 @@ impl BatchHost for SamplerHost<'_, '_> {
                 language::interp::Host::call_external(&mut *self.host(l), name, values)
             })
             .collect()
+    }
+
+    fn call_external_batch(
+        &mut self,
+        name: &str,
+        lanes: &Lanes,
+        args: &[Arc<Slot>],
+    ) -> Option<BatchAnswer> {
+        match args {
+            [theta] if name == GRADIENT => Some(self.gradients(lanes, theta)),
+            _ => None,
+        }
+    }
+
+    fn next_invocation(
+        &mut self,
+        lane: usize,
+    ) -> Option<(Vec<Value>, Option<language::interp::Rng>)> {
+        self.lane_chain[lane] = None;
+        if self.queue.stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let i = self.queue.next.fetch_add(1, Ordering::Relaxed);
+        let (args, rng) = self.queue.starts.get(i)?;
+        self.lane_chain[lane] = Some(i);
+        Some((args.clone(), Some(rng.clone())))
+    }
+
+    fn invocation_finished(&mut self, lane: usize, result: LaneResult<Option<Value>>) {
+        if let Some(i) = self.lane_chain[lane] {
+            let mut results = self.queue.results.lock().unwrap_or_else(|e| e.into_inner());
+            results[i] = Some(result);
+        }
     }
 }

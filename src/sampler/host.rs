@@ -47,22 +47,35 @@ impl ChainHost<'_> {
         evaluated: Result<(f64, Vec<f64>), RuntimeError>,
         n: usize,
     ) -> Result<Value, RuntimeError> {
-        self.gradient_evaluations += 1;
         let (lp, grad) = match evaluated {
-            Ok((lp, grad)) if lp.is_finite() => (lp, grad),
-            Ok((lp, grad)) => {
+            Ok((lp, grad)) => (self.gradient_outcome(Ok(lp))?, grad),
+            Err(error) => (self.gradient_outcome(Err(error))?, vec![0.0; n]),
+        };
+        Ok(Value::Tuple(vec![Value::Real(lp), Value::Vector(grad)]))
+    }
+
+    /// [`ChainHost::gradient_answer`] without building values: the lp the
+    /// sampler gets for an evaluation that gave `lp` (its gradient is
+    /// used as it is) or failed (its gradient is then all zeros).
+    pub fn gradient_outcome(
+        &mut self,
+        evaluated: Result<f64, RuntimeError>,
+    ) -> Result<f64, RuntimeError> {
+        self.gradient_evaluations += 1;
+        match evaluated {
+            Ok(lp) if lp.is_finite() => Ok(lp),
+            Ok(lp) => {
                 self.last_error = Some(RuntimeError::rejection(format!("the log density is {lp}")));
-                (f64::NEG_INFINITY, grad)
+                Ok(f64::NEG_INFINITY)
             }
             Err(error) if matches!(error.kind, ErrorKind::Fatal | ErrorKind::Unsupported) => {
-                return Err(error);
+                Err(error)
             }
             Err(error) => {
                 self.last_error = Some(error);
-                (f64::NEG_INFINITY, vec![0.0; n])
+                Ok(f64::NEG_INFINITY)
             }
-        };
-        Ok(Value::Tuple(vec![Value::Real(lp), Value::Vector(grad)]))
+        }
     }
 
     fn draw(&mut self, args: Vec<Value>) -> Result<(), RuntimeError> {

@@ -13,7 +13,7 @@
 use super::LaneResult;
 use super::block;
 use crate::lanes::{Lanes, Slot, State};
-use language::interp::RuntimeError;
+use language::interp::{Rng, RuntimeError};
 use language::value::Value;
 use std::sync::Arc;
 
@@ -30,6 +30,47 @@ pub trait BatchHost {
         lanes: &Lanes,
         args: &[Arc<Slot>],
     ) -> Vec<LaneResult<Option<Value>>>;
+
+    /// As [`BatchHost::call_external`] for a function with a value, the
+    /// answer given for the whole batch at once: one slot over all Z lanes
+    /// of the batch (read only at the answered lanes) and the lanes that
+    /// failed, with their errors. Saves building one [`Value`] per lane
+    /// for a host that has its answers in batch layout already (a batched
+    /// gradient). `None` (the default): not offered, `call_external` is
+    /// used.
+    fn call_external_batch(
+        &mut self,
+        _name: &str,
+        _lanes: &Lanes,
+        _args: &[Arc<Slot>],
+    ) -> Option<BatchAnswer> {
+        None
+    }
+
+    /// Work for lane `lane` of the batch run by
+    /// [`BatchedModel::run_invocations`](super::BatchedModel::run_invocations):
+    /// the arguments (and random stream) of the next invocation it runs, or
+    /// `None` when there is no more work (the lane stays empty). Asked once
+    /// per lane at the start and again each time the lane's invocation
+    /// finishes, so a lane whose invocation finished early takes the next
+    /// one instead of idling while the others finish theirs.
+    fn next_invocation(&mut self, _lane: usize) -> Option<(Vec<Value>, Option<Rng>)> {
+        None
+    }
+
+    /// Lane `lane`'s invocation (the one its last
+    /// [`BatchHost::next_invocation`] gave) finished with `result`: the
+    /// function's value (`None` for `void`) or the lane's error.
+    fn invocation_finished(&mut self, _lane: usize, _result: LaneResult<Option<Value>>) {}
+}
+
+/// An external function's answer for a whole batch
+/// ([`BatchHost::call_external_batch`]).
+pub struct BatchAnswer {
+    /// The value, over all Z lanes of the batch.
+    pub value: Slot,
+    /// Lanes (of those asked) that failed, with their errors.
+    pub failed: Vec<(usize, RuntimeError)>,
 }
 
 /// No host: every external call fails its lanes.
@@ -64,6 +105,21 @@ pub(super) fn serve(
     let lanes = st.running(lanes);
     if lanes.is_empty() {
         return None;
+    }
+    if wants_value && let Some(answer) = host.call_external_batch(name, &lanes, args) {
+        if answer.value.z().is_some_and(|z| z != st.z) {
+            let err = RuntimeError::fatal(format!(
+                "the host answered `{name}` for {} lanes, the batch has {}",
+                answer.value.z().unwrap_or(0),
+                st.z
+            ));
+            block::fail(st, &lanes, &err);
+            return None;
+        }
+        for (l, e) in answer.failed {
+            st.fail(l, e);
+        }
+        return Some(Arc::new(answer.value));
     }
     let results = host.call_external(name, &lanes, args);
     if results.len() != lanes.len() {

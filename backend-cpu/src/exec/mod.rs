@@ -46,7 +46,7 @@ mod model;
 mod pc;
 mod schedule;
 
-pub use host::{BatchHost, NoHost};
+pub use host::{BatchAnswer, BatchHost, NoHost};
 pub use model::{BatchedModel, LaneResult, LogDensityGradient};
 pub use schedule::{BlockChoice, EarliestFirst, FurthestFromBarrier, MostWaiting, Waiting};
 

@@ -216,13 +216,7 @@ impl BatchedModel {
         rngs: Option<&[Rng]>,
         make_host: impl Fn(std::ops::Range<usize>) -> H + Sync,
     ) -> Result<Vec<LaneResult<Option<Value>>>> {
-        let f = self
-            .program
-            .functions
-            .iter()
-            .position(|f| f.name == name && f.kind != FunctionKind::External)
-            .map(|i| FunId(i as u32))
-            .ok_or_else(|| ExecError::Setup(format!("no function `{name}`")))?;
+        let f = self.function_id(name)?;
         let fun = self.program.function(f);
         if let Some(bad) = args.iter().find(|a| a.len() != fun.params.len()) {
             return Err(ExecError::Setup(format!(
@@ -257,6 +251,94 @@ impl BatchedModel {
                 })
                 .collect())
         })
+    }
+
+    /// Run function `name` (a user function or an entry) as a pool of
+    /// invocations over a batch of `lanes` lanes, split into sub-batches
+    /// as [`BatchedModel::run_function_with_host`]: `make_host(range)`
+    /// answers the external calls of lanes `range` and hands out the work —
+    /// each lane starts the invocation [`BatchHost::next_invocation`] gives
+    /// it, reports its result with [`BatchHost::invocation_finished`] and,
+    /// with program-counter batching, starts the next one the host gives at
+    /// once, while the other lanes go on. So a batch of fewer lanes than
+    /// invocations stays full until the work runs out, however different
+    /// the invocations' lengths. Each invocation's result is exactly what it
+    /// gives run alone (lanes never affect each other). Local static
+    /// batching runs each lane's first invocation only (it has no way to
+    /// start a lane while others are inside a call).
+    pub fn run_invocations<H: BatchHost>(
+        &self,
+        name: &str,
+        lanes: usize,
+        make_host: impl Fn(std::ops::Range<usize>) -> H + Sync,
+    ) -> Result<()> {
+        let f = self.function_id(name)?;
+        let fun = self.program.function(f);
+        self.split(lanes, |range| {
+            let mut host = make_host(range.clone());
+            let z = range.len();
+            let mut st = self.state(z);
+            let mut args: Vec<Option<Vec<Value>>> = Vec::with_capacity(z);
+            for l in 0..z {
+                let next = host.next_invocation(l);
+                if let Some((a, rng)) = next {
+                    if a.len() != fun.params.len() {
+                        return Err(ExecError::Setup(format!(
+                            "`{name}` takes {} arguments, given {}",
+                            fun.params.len(),
+                            a.len()
+                        )));
+                    }
+                    st.rng[l] = rng;
+                    args.push(Some(a));
+                } else {
+                    args.push(None);
+                }
+            }
+            let started: Vec<usize> = (0..z).filter(|&l| args[l].is_some()).collect();
+            let Some(&first) = started.first() else {
+                return Ok(Vec::<()>::new());
+            };
+            let filler = args[first].clone().unwrap_or_default();
+            for (k, param) in fun.params.iter().enumerate() {
+                let values = args
+                    .iter()
+                    .map(|a| a.as_ref().unwrap_or(&filler)[k].clone())
+                    .collect();
+                st.vars[param.0 as usize] = Some(Arc::new(Slot::from_lane_values(values)));
+            }
+            let lanes = Lanes::from_indices(z, started);
+            match &self.pc {
+                Some(p) => {
+                    super::pc::run_refilling(p, f, &mut st, &lanes, &self.config, &mut host, true)?
+                }
+                None => {
+                    let value = self.invoke(f, &mut st, &lanes, &mut host)?;
+                    for l in lanes.iter() {
+                        let result = match &st.status[l] {
+                            LaneStatus::Failed(e) => Err(e.clone()),
+                            LaneStatus::Running => Ok(value.as_ref().map(|v| match &fun.ret {
+                                Some(ty) => language::interp::lane::promote(v.lane_value(l), ty),
+                                None => v.lane_value(l),
+                            })),
+                        };
+                        host.invocation_finished(l, result);
+                    }
+                }
+            }
+            Ok(Vec::new())
+        })?;
+        Ok(())
+    }
+
+    /// A user function or entry by name.
+    fn function_id(&self, name: &str) -> Result<FunId> {
+        self.program
+            .functions
+            .iter()
+            .position(|f| f.name == name && f.kind != FunctionKind::External)
+            .map(|i| FunId(i as u32))
+            .ok_or_else(|| ExecError::Setup(format!("no function `{name}`")))
     }
 
     fn entry(&self, name: &str) -> Result<FunId> {

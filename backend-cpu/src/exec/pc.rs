@@ -17,6 +17,7 @@ use language::batch::pc::lower::external_call;
 use language::batch::pc::{BlockId, FunctionKind, Op, Program, Terminator};
 use language::interp::RuntimeError;
 use language::mir::{FunId, VarId};
+use language::value::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -31,6 +32,24 @@ pub(super) fn run(
     config: &ExecConfig,
     host: &mut dyn BatchHost,
 ) -> Result<()> {
+    run_refilling(p, f, st, lanes, config, host, false)
+}
+
+/// As [`run`]; with `refill`, each lane whose invocation finishes (returns
+/// or fails) reports its result to `host`
+/// ([`BatchHost::invocation_finished`]) and, if the host gives it another
+/// invocation ([`BatchHost::next_invocation`]), starts that one at once
+/// from the function's first block, while the other lanes go on: lanes
+/// never wait for each other at invocation boundaries either.
+pub(super) fn run_refilling(
+    p: &Program,
+    f: FunId,
+    st: &mut State,
+    lanes: &Lanes,
+    config: &ExecConfig,
+    host: &mut dyn BatchHost,
+    refill: bool,
+) -> Result<()> {
     let z = st.z;
     let base_depth = usize::from(p.function(f).kind == FunctionKind::User);
     let mut calls: Vec<Vec<BlockId>> = vec![Vec::new(); z];
@@ -38,15 +57,16 @@ pub(super) fn run(
     let barrier = barriers(p, config);
     let to_barrier = distances_to(p, &barrier);
     let mut queue = WaitQueue::with_barriers(barrier, to_barrier);
-    queue.add(p.function(f).first_block.0 as usize, lanes.iter());
+    let first = p.function(f).first_block.0 as usize;
+    queue.add(first, lanes.iter());
     while let Some((b, waiting)) = queue.take(&*config.choice, z) {
         let bl = p.block(BlockId(b as u32));
         run_ops(&bl.ops, st, &waiting, config, p, &mut scratch, host)?;
         let active = st.running(&waiting);
-        if active.is_empty() {
-            continue;
-        }
+        // Lanes whose invocation returned in this step.
+        let mut returned = Vec::new();
         match &bl.term {
+            _ if active.is_empty() => {}
             Terminator::Jump(t) => queue.add(t.0 as usize, active.iter()),
             Terminator::Branch {
                 cond,
@@ -66,23 +86,24 @@ pub(super) fn run(
                 if callee.kind == FunctionKind::External {
                     let msg = format!("external function `{}` has no host here", callee.name);
                     block::fail(st, &active, &RuntimeError::fatal(msg));
-                    continue;
-                }
-                let too_deep = super::too_deep(&callee.name, config.max_depth);
-                for l in active.iter() {
-                    if base_depth + calls[l].len() >= config.max_depth {
-                        st.fail(l, too_deep.clone());
-                    } else {
-                        calls[l].push(*ret);
+                } else {
+                    let too_deep = super::too_deep(&callee.name, config.max_depth);
+                    for l in active.iter() {
+                        if base_depth + calls[l].len() >= config.max_depth {
+                            st.fail(l, too_deep.clone());
+                        } else {
+                            calls[l].push(*ret);
+                        }
                     }
+                    queue.add(target.0 as usize, st.running(&active).iter());
                 }
-                queue.add(target.0 as usize, st.running(&active).iter());
             }
             Terminator::Return => {
                 let mut targets: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
                 for l in active.iter() {
-                    if let Some(r) = calls[l].pop() {
-                        targets.entry(r.0 as usize).or_default().push(l);
+                    match calls[l].pop() {
+                        Some(r) => targets.entry(r.0 as usize).or_default().push(l),
+                        None => returned.push(l),
                     }
                 }
                 for (to, ls) in targets {
@@ -90,8 +111,85 @@ pub(super) fn run(
                 }
             }
         }
+        if refill {
+            // Every lane of this step that failed in it, and every lane
+            // that returned, finished its invocation.
+            let mut finished: Vec<usize> = waiting.iter().filter(|&l| !st.is_running(l)).collect();
+            finished.extend(returned);
+            let restarted = restart(p, f, st, host, &finished, &mut calls, &mut scratch);
+            queue.add(first, restarted);
+        }
     }
     Ok(())
+}
+
+/// Report the lanes `finished` to the host and start the next invocation
+/// in those the host gives one: its arguments set, its random stream,
+/// empty call and variable stacks, a fresh target and output. Returns the
+/// lanes restarted.
+fn restart(
+    p: &Program,
+    f: FunId,
+    st: &mut State,
+    host: &mut dyn BatchHost,
+    finished: &[usize],
+    calls: &mut [Vec<BlockId>],
+    scratch: &mut Scratch,
+) -> Vec<usize> {
+    let fun = p.function(f);
+    let mut restarted = Vec::new();
+    let mut args: Vec<(usize, Vec<Value>)> = Vec::new();
+    for &l in finished {
+        let result = match &st.status[l] {
+            crate::lanes::LaneStatus::Failed(e) => Err(e.clone()),
+            crate::lanes::LaneStatus::Running => Ok(fun
+                .result
+                .and_then(|r| st.vars[r.0 as usize].as_ref())
+                .map(|slot| {
+                    let v = slot.lane_value(l);
+                    match &fun.ret {
+                        Some(ty) => language::interp::lane::promote(v, ty),
+                        None => v,
+                    }
+                })),
+        };
+        host.invocation_finished(l, result);
+        let Some((values, rng)) = host.next_invocation(l) else {
+            continue;
+        };
+        if values.len() != fun.params.len() {
+            let msg = format!(
+                "`{}` takes {} arguments, given {}",
+                fun.name,
+                fun.params.len(),
+                values.len()
+            );
+            st.fail(l, RuntimeError::fatal(msg));
+            continue;
+        }
+        st.restart(l);
+        st.rng[l] = rng;
+        calls[l].clear();
+        for stack in scratch.saved.values_mut() {
+            stack.depth[l] = 0;
+        }
+        args.push((l, values));
+        restarted.push(l);
+    }
+    let Some((_, filler)) = args.first() else {
+        return restarted;
+    };
+    // One slot per parameter over the batch: the restarted lanes' values
+    // (the filler elsewhere is never written through the mask).
+    let lanes = Lanes::from_indices(st.z, restarted.clone());
+    for (k, param) in fun.params.iter().enumerate() {
+        let mut values = vec![filler[k].clone(); st.z];
+        for (l, a) in &args {
+            values[*l] = a[k].clone();
+        }
+        block::set_masked(st, *param, Arc::new(Slot::from_lane_values(values)), &lanes);
+    }
+    restarted
 }
 
 /// `barrier[block]`: the block calls an external function of

@@ -145,6 +145,22 @@ impl<'p> State<'p> {
         }
     }
 
+    /// Make lane `l` ready for a new invocation: running again (a failure
+    /// forgotten), its target zero, no printed output, empty AD stacks.
+    /// Its variables keep whatever they hold (every variable is written
+    /// before it is read).
+    pub fn restart(&mut self, l: usize) {
+        if !self.is_running(l) {
+            self.status[l] = LaneStatus::Running;
+            self.failures -= 1;
+        }
+        self.target[l] = 0.0;
+        self.output[l].clear();
+        for stack in &mut self.stacks {
+            stack[l].clear();
+        }
+    }
+
     /// `lanes` without those that have failed.
     pub fn running(&self, lanes: &Lanes) -> Lanes {
         if self.failures == 0 {
