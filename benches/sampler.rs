@@ -19,7 +19,9 @@
 //! (default 200 each; Stan's 1000 each takes much longer here),
 //! `BAT_BENCH_CHAINS` (default `1,4,64,1024`), `BAT_BENCH_PROBLEMS`
 //! (default `eight_schools,gaussian_100,logistic`), `BAT_BENCH_BATCHING`
-//! (default `pc,local`), `BAT_BENCH_THREADS` (default 0: all cores). The
+//! (default `pc,local`), `BAT_BENCH_THREADS` (default 0: all cores),
+//! `BAT_BENCH_LANE_SHARE` (lanes ÷ chains, default 1; below 1 a lane runs
+//! several chains one after another, `bat run --lanes`). The
 //! logistic regression runs at most 64 chains unless `BAT_BENCH_FULL=1`
 //! (1024 of its chains take hours on a 2-core machine).
 
@@ -157,6 +159,12 @@ fn main() {
     let warmup = number("BAT_BENCH_WARMUP", 200);
     let samples = number("BAT_BENCH_SAMPLES", 200);
     let threads = number("BAT_BENCH_THREADS", 0);
+    // Lanes of the batch as a share of the chains (`bat run --lanes`):
+    // 1 = one lane per chain; 0.25 = a quarter as many lanes, each running
+    // about four chains one after the other (pc batching only).
+    let lane_share: f64 = env_or("BAT_BENCH_LANE_SHARE", "1")
+        .parse()
+        .expect("BAT_BENCH_LANE_SHARE: a number in (0, 1]");
     let full = env_or("BAT_BENCH_FULL", "0") == "1";
     let chain_counts: Vec<usize> = list("BAT_BENCH_CHAINS", "1,4,64,1024")
         .iter()
@@ -198,16 +206,16 @@ fn main() {
                 "local" => backend_cpu::exec::Batching::Local,
                 other => panic!("BAT_BENCH_BATCHING: unknown `{other}`"),
             };
-            let executor = BatchedExecutor {
-                batching,
-                threads,
-                gemm: true,
-                lanes: 0,
-            };
             for &chains in &chain_counts {
                 if chains > problem.max_chains && !full {
                     continue;
                 }
+                let executor = BatchedExecutor {
+                    batching,
+                    threads,
+                    gemm: true,
+                    lanes: ((chains as f64 * lane_share).ceil() as usize).max(1),
+                };
                 let settings = Settings {
                     num_warmup: warmup,
                     num_samples: samples,
