@@ -116,7 +116,9 @@ struct Strided<'a> {
 /// `--chains`, `--threads` or `--batching` (a BLAS GEMM blocks the sum
 /// differently by position and would break that). Speed comes from
 /// running 8 lanes × 4 rows at once (lanes are contiguous, so the inner
-/// loop is SIMD over lanes), blocks of rows that stay in cache while the
+/// loop is SIMD over lanes; the last lanes in blocks of 4, 2 and 1 with
+/// more rows at once, so a batch of a few chains is not one long chain of
+/// dependent additions), blocks of rows that stay in cache while the
 /// lanes stream past, and AVX2 where the CPU has it.
 fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
     assert!(a.m == 0 || a.k == 0 || (a.m - 1) * a.rsa + (a.k - 1) * a.csa < a.data.len());
@@ -135,61 +137,76 @@ fn lane_product_avx2(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
     lane_product_any(a, v, z, out)
 }
 
-/// Lanes per register block.
-const LANES: usize = 8;
-/// Rows per register block.
-const ROWS: usize = 4;
 /// Rows whose part of A stays in cache while every lane block passes.
 const ROW_BLOCK: usize = 64;
 
 #[inline(always)]
 fn lane_product_any(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
-    let at = |i: usize, p: usize| a.data[i * a.rsa + p * a.csa];
     for i_block in (0..a.m).step_by(ROW_BLOCK) {
-        let i_end = (i_block + ROW_BLOCK).min(a.m);
+        let rows = i_block..(i_block + ROW_BLOCK).min(a.m);
+        // Blocks of 8 lanes, then 4, 2 and 1 for the last lanes: with few
+        // chains (Z < 8) the work still runs as several independent sums
+        // at once instead of one dependent chain of additions per element.
         let mut l0 = 0;
-        while l0 + LANES <= z {
-            let mut i0 = i_block;
-            while i0 + ROWS <= i_end {
-                let mut acc = [[0.0f64; LANES]; ROWS];
-                for p in 0..a.k {
-                    let vp: &[f64; LANES] = v[p * z + l0..p * z + l0 + LANES]
-                        .try_into()
-                        .expect("a block of lanes");
-                    for (r, acc) in acc.iter_mut().enumerate() {
-                        let x = at(i0 + r, p);
-                        for (o, &y) in acc.iter_mut().zip(vp) {
-                            *o += x * y;
-                        }
-                    }
-                }
-                for (r, acc) in acc.iter().enumerate() {
-                    out[(i0 + r) * z + l0..(i0 + r) * z + l0 + LANES].copy_from_slice(acc);
-                }
-                i0 += ROWS;
-            }
-            for i in i0..i_end {
-                let mut acc = [0.0f64; LANES];
-                for p in 0..a.k {
-                    let x = at(i, p);
-                    for (o, &y) in acc.iter_mut().zip(&v[p * z + l0..p * z + l0 + LANES]) {
-                        *o += x * y;
-                    }
-                }
-                out[i * z + l0..i * z + l0 + LANES].copy_from_slice(&acc);
-            }
-            l0 += LANES;
+        while l0 + 8 <= z {
+            lane_block::<8, 4>(a, v, z, out, rows.clone(), l0);
+            l0 += 8;
         }
-        // The last lanes (fewer than a block), one at a time.
-        for i in i_block..i_end {
-            for l in l0..z {
-                let mut sum = 0.0;
-                for p in 0..a.k {
-                    sum += at(i, p) * v[p * z + l];
+        if l0 + 4 <= z {
+            lane_block::<4, 4>(a, v, z, out, rows.clone(), l0);
+            l0 += 4;
+        }
+        if l0 + 2 <= z {
+            lane_block::<2, 8>(a, v, z, out, rows.clone(), l0);
+            l0 += 2;
+        }
+        if l0 < z {
+            lane_block::<1, 8>(a, v, z, out, rows, l0);
+        }
+    }
+}
+
+/// Lanes `l0..l0 + L` of rows `rows`, `R` rows × `L` lanes of sums in
+/// registers at once (then the last rows one at a time). Each output
+/// element is still its own sum over p = 0..k in ascending order.
+#[inline(always)]
+fn lane_block<const L: usize, const R: usize>(
+    a: Strided,
+    v: &[f64],
+    z: usize,
+    out: &mut [f64],
+    rows: std::ops::Range<usize>,
+    l0: usize,
+) {
+    let at = |i: usize, p: usize| a.data[i * a.rsa + p * a.csa];
+    let mut i0 = rows.start;
+    while i0 + R <= rows.end {
+        let mut acc = [[0.0f64; L]; R];
+        for p in 0..a.k {
+            let vp: &[f64; L] = v[p * z + l0..p * z + l0 + L]
+                .try_into()
+                .expect("a block of lanes");
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let x = at(i0 + r, p);
+                for (o, &y) in acc.iter_mut().zip(vp) {
+                    *o += x * y;
                 }
-                out[i * z + l] = sum;
             }
         }
+        for (r, acc) in acc.iter().enumerate() {
+            out[(i0 + r) * z + l0..(i0 + r) * z + l0 + L].copy_from_slice(acc);
+        }
+        i0 += R;
+    }
+    for i in i0..rows.end {
+        let mut acc = [0.0f64; L];
+        for p in 0..a.k {
+            let x = at(i, p);
+            for (o, &y) in acc.iter_mut().zip(&v[p * z + l0..p * z + l0 + L]) {
+                *o += x * y;
+            }
+        }
+        out[i * z + l0..i * z + l0 + L].copy_from_slice(&acc);
     }
 }
 
@@ -231,7 +248,7 @@ mod tests {
                 csa,
             };
             let mut seen: Option<Vec<f64>> = None;
-            for z in [1, 7, 8, 19, 64] {
+            for z in [1, 2, 3, 4, 5, 7, 8, 13, 19, 64] {
                 // Lane 0 holds the same vector in every batch size.
                 let mut v = vec![0.0; k * z];
                 for l in 0..z {
