@@ -91,6 +91,14 @@ pub struct Layout {
     var_stacks: HashMap<VarId, StackSlots>,
     /// The program-counter stack: depth slot and the return blocks.
     pub call_stack: Option<StackSlots>,
+    /// The lane's random stream ([`super::rng::RNG_SLOTS`] slots), when
+    /// the program draws random numbers.
+    pub rng: Option<usize>,
+    /// The first of the slots reserved with [`LayoutBuilder::reserve`].
+    pub reserved: usize,
+    /// Ints that every write sets to the same constant (sizes such as
+    /// `int n = rows(q)`), by variable.
+    known_ints: HashMap<VarId, i64>,
 }
 
 fn is_data(origin: Origin) -> bool {
@@ -113,6 +121,9 @@ pub struct LayoutBuilder {
     stacks: HashMap<StackId, (Shape, usize)>,
     saved: Vec<VarId>,
     calls: bool,
+    rng: bool,
+    reserved: usize,
+    known_ints: HashMap<VarId, i64>,
 }
 
 impl LayoutBuilder {
@@ -148,7 +159,29 @@ impl LayoutBuilder {
             stacks: HashMap::new(),
             saved: Vec::new(),
             calls: false,
+            rng: false,
+            reserved: 0,
+            known_ints: HashMap::new(),
         }
+    }
+
+    /// The program draws random numbers: each lane keeps a stream.
+    pub fn random_stream(&mut self) {
+        self.rng = true;
+    }
+
+    /// `n` more slots per lane for the host loop's own use
+    /// ([`Layout::reserved`]).
+    pub fn reserve(&mut self, n: usize) {
+        self.reserved += n;
+    }
+
+    /// Int variables known to hold one constant; returns whether this
+    /// told something new.
+    pub fn known_ints(&mut self, known: HashMap<VarId, i64>) -> bool {
+        let changed = known != self.known_ints;
+        self.known_ints = known;
+        changed
     }
 
     /// `var` is saved around calls (its stack holds up to
@@ -229,6 +262,13 @@ impl LayoutBuilder {
 
     pub fn finish(self) -> Layout {
         let mut n_slots = FIRST_FREE_SLOT;
+        let reserved = n_slots;
+        n_slots += self.reserved;
+        let rng = self.rng.then(|| {
+            let base = n_slots;
+            n_slots += super::rng::RNG_SLOTS;
+            base
+        });
         let params = self.params.map(|params| {
             let n = params.iter().map(|p| p.unconstrained_len).sum::<usize>();
             let gradient = n_slots;
@@ -308,6 +348,9 @@ impl LayoutBuilder {
             stacks,
             var_stacks,
             call_stack,
+            rng,
+            reserved,
+            known_ints: self.known_ints,
         }
     }
 }
@@ -329,7 +372,7 @@ impl ShapeEnv for LayoutBuilder {
     }
 
     fn data_int(&self, var: VarId) -> Option<i64> {
-        data_int(&self.data_places, &self.data, var)
+        data_int(&self.data_places, &self.data, var).or_else(|| self.known_ints.get(&var).copied())
     }
 
     fn var_name(&self, var: VarId) -> String {
@@ -354,7 +397,7 @@ impl ShapeEnv for Layout {
     }
 
     fn data_int(&self, var: VarId) -> Option<i64> {
-        data_int(&self.vars, &self.data, var)
+        data_int(&self.vars, &self.data, var).or_else(|| self.known_ints.get(&var).copied())
     }
 
     fn var_name(&self, var: VarId) -> String {

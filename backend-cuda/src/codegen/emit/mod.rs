@@ -21,6 +21,7 @@
 mod calls;
 mod expr;
 mod params;
+mod rng;
 mod stmt;
 mod view;
 
@@ -32,6 +33,7 @@ use super::shape::Shape;
 use super::typing::{self, ShapeEnv, Unsupported};
 
 pub use calls::Restore;
+pub use rng::is_device_draw;
 
 /// Largest intermediate value (in doubles) kept in a thread's local
 /// memory; larger ones go to scratch slots of the lane state.
@@ -83,6 +85,8 @@ pub struct Emitter<'a> {
     /// Inside a branch of a conditional expression, where nothing that
     /// can fail may be hoisted (the interpreter may not evaluate it).
     in_branch: usize,
+    /// Random draws in the current statement (at most one is generated).
+    draws: usize,
     /// The statement being emitted used the inline index-check flag.
     inline_checks: bool,
     span: Span,
@@ -131,6 +135,7 @@ impl<'a> Emitter<'a> {
             site_base,
             fresh: 0,
             in_branch: 0,
+            draws: 0,
             inline_checks: false,
             span: Span { start: 0, end: 0 },
             text: String::new(),
@@ -152,6 +157,7 @@ impl<'a> Emitter<'a> {
         self.span = span;
         self.text = text.to_string();
         self.inline_checks = false;
+        self.draws = 0;
         self.materialized.clear();
         self.lines.push(format!("// {text}"));
     }
@@ -177,6 +183,7 @@ impl<'a> Emitter<'a> {
     pub fn branch_condition(&mut self, cond: &Expr) -> Result<String, Unsupported> {
         self.text = "the branch condition".to_string();
         self.inline_checks = false;
+        self.draws = 0;
         self.materialized.clear();
         let c = self.elem(cond, "0")?;
         let value = self.fresh("c");

@@ -43,6 +43,38 @@ impl Emitter<'_> {
             }
             StmtKind::Assign { lhs, rhs } => self.assign_indexed(lhs, rhs, "="),
             StmtKind::AddAssign { lhs, rhs } => self.assign_indexed(lhs, rhs, "+="),
+            // `(a, b, ...) = tuple`: component by component from a
+            // tuple variable (no component aliases the tuple).
+            StmtKind::Unpack { lhs, rhs } => {
+                if !matches!(rhs.kind, language::mir::ExprKind::Var(_)) {
+                    return Err("tuple unpacking of an expression".to_string());
+                }
+                let components = self.shape(rhs)?.tuple.len();
+                if components != lhs.len() {
+                    return Err("tuple unpacking of a different arity".to_string());
+                }
+                // All alive through the statement (values computed before
+                // it are found by their expression's address).
+                let projections: Vec<language::mir::Expr> = (0..lhs.len())
+                    .map(|k| language::mir::Expr {
+                        kind: language::mir::ExprKind::TupleProj(Box::new(rhs.clone()), k + 1),
+                        ty: match &rhs.ty {
+                            language::types::Type::Tuple(ts) => ts[k].clone(),
+                            other => other.clone(),
+                        },
+                        ad: rhs.ad,
+                        span: rhs.span,
+                    })
+                    .collect();
+                for (l, component) in lhs.iter().zip(&projections) {
+                    if l.path.is_empty() {
+                        self.assign_whole(l.var, component, "=")?;
+                    } else {
+                        self.assign_indexed(l, component, "=")?;
+                    }
+                }
+                Ok(())
+            }
             StmtKind::TargetAdd(e) => {
                 let total = self.total(e)?;
                 self.lines.push(format!("S({TARGET_SLOT}) += {total};"));
