@@ -133,6 +133,10 @@ enum Command {
         /// Worker threads (0: one per core).
         #[arg(long, default_value_t = 0)]
         threads: usize,
+        /// With `--backend cuda`: run the sampler program (NUTS) on the
+        /// device too, not only the model's gradients.
+        #[arg(long)]
+        device_sampler: bool,
         /// When to colour diagnostics.
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
@@ -282,6 +286,9 @@ pub enum Emit {
     Pc,
     /// The CUDA C kernels of the gradient program, sized for the data.
     Cuda,
+    /// The CUDA C kernels of the sampler program (NUTS) for the model's
+    /// number of unconstrained parameters (`bat run --device-sampler`).
+    CudaSampler,
 }
 
 pub fn run() -> ExitCode {
@@ -298,6 +305,12 @@ pub fn run() -> ExitCode {
             data,
             color,
         } => cuda::emit(&file, data.as_deref(), color.for_stderr()),
+        Command::Ir {
+            file,
+            emit: Emit::CudaSampler,
+            data,
+            color,
+        } => cuda::emit_sampler(&file, data.as_deref(), color.for_stderr()),
         Command::Ir {
             file, emit, color, ..
         } => ir::run(&file, emit, color.for_stderr()),
@@ -338,6 +351,7 @@ pub fn run() -> ExitCode {
             backend,
             batching,
             threads,
+            device_sampler,
             color,
         } => run::run(&run::Options {
             file: &file,
@@ -355,6 +369,7 @@ pub fn run() -> ExitCode {
             backend,
             batching,
             threads,
+            device_sampler,
             color: color.for_stderr(),
         }),
         Command::Bench {
