@@ -412,3 +412,54 @@ fn emit_cuda_sampler_prints_kernels_that_nvrtc_compiles() {
         backend_cuda::nvrtc::compile(&source, target).unwrap_or_else(|e| panic!("{target:?}: {e}"));
     }
 }
+
+/// A model that rejects part of its support: the device's answers to
+/// failed gradient evaluations (lp −∞, divergent steps, initial points
+/// tried again) are the CPU's.
+#[test]
+fn device_sampler_handles_rejections_as_the_cpu_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("cut.bat");
+    std::fs::write(
+        &model,
+        "parameters {\n  real x;\n  real<lower=0> s;\n}\nmodel {\n  if (x > 1.2) {\n    reject(\"x is too big: \", x);\n  }\n  x ~ normal(0, s);\n  s ~ lognormal(0, 0.5);\n}\n",
+    )
+    .unwrap();
+    device_sampler_matches_cpu(model.to_str().unwrap(), None, "4");
+}
+
+/// A model whose log density always fails: every chain's initialization
+/// fails on the device as on the CPU, naming the model's rejection.
+#[test]
+fn device_sampler_reports_a_failed_initialization() {
+    let stub = tempfile::tempdir().unwrap();
+    backend_cuda::shim::build_stub_libcuda(stub.path()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("never.bat");
+    std::fs::write(
+        &model,
+        "parameters {\n  real x;\n}\nmodel {\n  reject(\"never\");\n}\n",
+    )
+    .unwrap();
+    let out = bat_run(
+        &[
+            model.to_str().unwrap(),
+            "--backend",
+            "cuda",
+            "--device-sampler",
+            "--chains",
+            "2",
+            "-o",
+            dir.path().join("o.h5").to_str().unwrap(),
+        ],
+        Some(stub.path()),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(": Initialization failed after"), "{stderr}");
+    assert!(
+        stderr.contains("the last log density evaluation failed: never"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

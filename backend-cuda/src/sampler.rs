@@ -465,7 +465,7 @@ impl SamplerDevice {
             .enumerate()
             .map(|(lane, host_error)| {
                 let last_error = match last[lane] {
-                    x if x == -2.0 => Some(RuntimeError::rejection(
+                    -2.0 => Some(RuntimeError::rejection(
                         "the log density is not finite".to_string(),
                     )),
                     x if x >= 0.0 => self.gradient.site_error(x as usize),

@@ -1,4 +1,5 @@
-//! Where each value of a gradient program lives on the device.
+//! Where each value of a program (a gradient program, or one run from an
+//! entry function such as the sampler) lives on the device.
 //!
 //! Lane state is structure-of-arrays: one value per lane per slot,
 //! `state[slot * n_lanes + lane]`. The first slots are fixed:
@@ -7,8 +8,12 @@
 //! [`TARGET_SLOT`] (the log density so far), [`SITE_SLOT`] (which failure
 //! site stopped the lane), [`PC_SLOT`] (the block the lane runs next, −1
 //! when it has finished) and [`JACOBIAN_SLOT`] (1 when log |J| is added).
-//! For gradient programs the gradient output then the unconstrained input
-//! follow ([`ParamSlots`]), then every non-data variable's elements in
+//! Then come the slots reserved for the host loop ([`Layout::reserved`];
+//! programs with external calls keep record and gradient counters there)
+//! and, for a program that draws random numbers, the lane's Philox stream
+//! ([`Layout::rng`]). For gradient programs the gradient output then the
+//! unconstrained input follow ([`ParamSlots`]), then every non-data
+//! variable's elements in
 //! Stan's order (arrays row-major, matrices column-major), then the AD
 //! stacks ([`StackSlots`]), the stacks of variables saved around calls of
 //! user functions, and the program-counter stack of return blocks (each
@@ -16,7 +21,9 @@
 //! lanes: `data[k]`.
 //!
 //! Sizes are fixed when the kernels are generated: a layout is made for
-//! one data set, every shape inferred statically (see [`super::typing`]).
+//! one data set, every shape inferred statically (see [`super::typing`]);
+//! an int variable that every write sets to the same constant (such as
+//! the sampler's `int n = rows(q)`) counts as known, like data.
 
 use std::collections::HashMap;
 

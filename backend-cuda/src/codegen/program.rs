@@ -76,9 +76,9 @@ pub enum Launch {
 /// evaluates the gradient program on the device for the same lanes, and
 /// the `answer` kernel turns its gathered results (`g`, the gather ABI)
 /// into `(lp, gradient)` as the CPU's sampler host does. A call without a
-/// result appends a record to the lane's record buffer: `out[(lane * cap
-/// + c) * width + ..]` = the call's id, then the arguments; `c` is the
-/// lane's record count (slot [`RECORD_COUNT`] after
+/// result appends a record to the lane's record buffer:
+/// `out[(lane * cap + c) * width + ..]` = the call's id, then the
+/// arguments; `c` is the lane's record count (slot [`RECORD_COUNT`] after
 /// [`Layout::reserved`]), which the host resets when it copies the
 /// records back.
 #[derive(Clone, Debug, PartialEq, Eq)]
