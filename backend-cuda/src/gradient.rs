@@ -494,6 +494,27 @@ impl GradientDevice {
         }
     }
 
+    /// [`Self::site_error`] of lane `lane`, its message written with the
+    /// values the lane stored (`reject` / `fatal_error`; reads them back).
+    pub fn lane_site_error(&self, site: usize, lane: usize) -> Option<RuntimeError> {
+        let mut error = self.site_error(site)?;
+        let s = &self.loaded.program.sites[site];
+        if !s.parts.is_empty() {
+            let stream = self.device.stream().clone();
+            let n = self.n_lanes;
+            let read = |slot: usize| {
+                let at = slot * n + lane;
+                let mut v = [0.0];
+                let ok = stream
+                    .memcpy_dtoh(&self.loaded.state.slice(at..at + 1), &mut v)
+                    .and_then(|()| stream.synchronize());
+                if ok.is_ok() { v[0] } else { f64::NAN }
+            };
+            error.message = s.lane_message(read);
+        }
+        Some(error)
+    }
+
     /// The failure site `site` of the gradient program as the error the
     /// interpreter would give (None for an unknown site).
     pub fn site_error(&self, site: usize) -> Option<RuntimeError> {

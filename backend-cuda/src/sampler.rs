@@ -468,7 +468,7 @@ impl SamplerDevice {
                     -2.0 => Some(RuntimeError::rejection(
                         "the log density is not finite".to_string(),
                     )),
-                    x if x >= 0.0 => self.gradient.site_error(x as usize),
+                    x if x >= 0.0 => self.gradient.lane_site_error(x as usize, lane),
                     _ => None,
                 };
                 if let Some(e) = host_error {
@@ -486,13 +486,15 @@ impl SamplerDevice {
                 } else {
                     match self.program.sites.get(site[lane] as usize) {
                         Some(s) => RuntimeError {
+                            message: s.lane_message(|slot| {
+                                self.column(slot).map_or(f64::NAN, |c| c[lane])
+                            }),
                             kind: match s.kind {
                                 FailKind::Rejection => ErrorKind::Rejection,
                                 FailKind::Constraint => ErrorKind::Constraint,
                                 FailKind::IndexOutOfRange => ErrorKind::IndexOutOfRange,
                                 FailKind::Fatal | FailKind::StackOverflow => ErrorKind::Fatal,
                             },
-                            message: s.message.clone(),
                             span: Some(s.span),
                         },
                         None => RuntimeError::fatal(format!(

@@ -31,7 +31,7 @@ use language::mir::print::print_stmt;
 use language::mir::{Program, Stmt};
 use language::span::Span;
 
-pub use emit::{FailKind, LOCAL_LIMIT, Site, real_literal};
+pub use emit::{FailKind, LOCAL_LIMIT, MessagePart, Site, real_literal};
 pub use layout::{
     ERROR_STATUS, FATAL_STATUS, JACOBIAN_SLOT, Layout, PC_SLOT, Place, REJECTED_STATUS, SITE_SLOT,
     STATUS_SLOT, TARGET_SLOT,

@@ -71,6 +71,43 @@ pub struct Site {
     pub kind: FailKind,
     pub message: String,
     pub span: Span,
+    /// For `reject` and `fatal_error`: the message as the interpreter
+    /// writes it, its scalar values stored by the lane before it stopped
+    /// (empty for other sites: [`Site::message`]).
+    pub parts: Vec<MessagePart>,
+}
+
+/// A piece of a `reject` / `fatal_error` message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MessagePart {
+    Text(String),
+    /// A scalar the lane stored in this state slot when it failed.
+    Value {
+        slot: usize,
+        int: bool,
+    },
+}
+
+impl Site {
+    /// The message of lane with state `slot_value` (its value of a slot),
+    /// as the interpreter writes it.
+    pub fn lane_message(&self, slot_value: impl Fn(usize) -> f64) -> String {
+        if self.parts.is_empty() {
+            return self.message.clone();
+        }
+        self.parts
+            .iter()
+            .map(|p| match p {
+                MessagePart::Text(s) => s.clone(),
+                MessagePart::Value { slot, int: true } => language::interp::print_value(
+                    &language::value::Value::Int(slot_value(*slot) as i64),
+                ),
+                MessagePart::Value { slot, int: false } => {
+                    language::interp::print_value(&language::value::Value::Real(slot_value(*slot)))
+                }
+            })
+            .collect()
+    }
 }
 
 pub struct Emitter<'a> {
@@ -210,11 +247,22 @@ impl<'a> Emitter<'a> {
 
     /// C code that stops the lane at a new failure site.
     pub(crate) fn fail(&mut self, kind: FailKind, what: String) -> String {
+        self.fail_with(kind, what, Vec::new())
+    }
+
+    /// [`Emitter::fail`] with the message's parts ([`Site::parts`]).
+    pub(crate) fn fail_with(
+        &mut self,
+        kind: FailKind,
+        what: String,
+        parts: Vec<MessagePart>,
+    ) -> String {
         let id = self.site_base + self.sites.len();
         self.sites.push(Site {
             kind,
             message: format!("{what} in `{}`", self.text),
             span: self.span,
+            parts,
         });
         format!(
             "{{ S({STATUS_SLOT}) = {:?}; S({SITE_SLOT}) = {id}.0; return; }}",

@@ -133,7 +133,31 @@ impl Emitter<'_> {
                         Printable::Expr(_) => "…".to_string(),
                     })
                     .collect();
-                let fail = self.fail(kind, text);
+                // Scalar values are stored in slots of their own for the
+                // host to write the message as the interpreter does.
+                let mut parts = Vec::new();
+                let mut stores = Vec::new();
+                for item in items {
+                    match item {
+                        Printable::Str(s) => parts.push(super::MessagePart::Text(s.clone())),
+                        Printable::Expr(e) => {
+                            let shape = self.shape(e)?;
+                            if shape.is_scalar() && shape.tuple.is_empty() {
+                                let v = self.elem(e, "0")?;
+                                let slot = self.layout.scratch(1);
+                                stores.push(format!("S({slot}) = {v};"));
+                                parts.push(super::MessagePart::Value {
+                                    slot,
+                                    int: shape.int,
+                                });
+                            } else {
+                                parts.push(super::MessagePart::Text("…".to_string()));
+                            }
+                        }
+                    }
+                }
+                let fail = self.fail_with(kind, text, parts);
+                self.lines.extend(stores);
                 self.lines.push(fail);
                 Ok(())
             }
