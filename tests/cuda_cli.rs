@@ -232,3 +232,238 @@ fn run_on_the_cuda_backend_refuses_a_model_it_cannot_run_yet() {
     assert!(stderr.contains("(use --backend cpu)"), "{stderr}");
     assert!(!dir.path().join("o.h5").exists());
 }
+
+/// An ODE model is refused naming the solver and its line (there is no
+/// device integrator), not with an error about one of the system
+/// function's variables.
+#[test]
+fn run_on_the_cuda_backend_refuses_an_ode_model_naming_the_solver() {
+    let stub = tempfile::tempdir().unwrap();
+    backend_cuda::shim::build_stub_libcuda(stub.path()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = bat_run(
+        &[
+            &example("sir_influenza.bat"),
+            "--backend",
+            "cuda",
+            "--chains",
+            "2",
+            "-o",
+            dir.path().join("o.h5").to_str().unwrap(),
+        ],
+        Some(stub.path()),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "error: the CUDA backend cannot run this model yet: the ODE solver `ode_rk45` is not on the device (ODE solves run only on the CPU)"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("line 28, column"), "{stderr}");
+    assert!(stderr.contains("(use --backend cpu)"), "{stderr}");
+    assert!(!stderr.contains("no value of known size"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!dir.path().join("o.h5").exists());
+}
+
+fn corpus_model(name: &str) -> (String, String) {
+    let dir = std::env::var_os("BAT_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
+        .join("posteriordb")
+        .join(name);
+    assert!(dir.is_dir(), "test corpus missing at {}", dir.display());
+    (
+        dir.join("model.stan").to_string_lossy().into_owned(),
+        dir.join("data.json").to_string_lossy().into_owned(),
+    )
+}
+
+/// `bat run` of `model` (with `data`) on the CPU and with
+/// `--backend cuda --device-sampler` against the stub driver: every
+/// chain's draws and statistics agree to 1e-12 relative.
+fn device_sampler_matches_cpu(model: &str, data: Option<&str>, chains: &str) {
+    let stub = tempfile::tempdir().unwrap();
+    backend_cuda::shim::build_stub_libcuda(stub.path()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |backend: &[&str], name: &str| {
+        let output = dir.path().join(format!("{name}.h5"));
+        let mut args = vec![model];
+        if let Some(data) = data {
+            args.extend(["--data", data]);
+        }
+        args.extend([
+            "--chains",
+            chains,
+            "--warmup",
+            "50",
+            "--samples",
+            "50",
+            "--seed",
+            "777",
+            "--save-warmup",
+            "-o",
+            output.to_str().unwrap(),
+        ]);
+        args.extend(backend);
+        let out = bat_run(&args, (name == "cuda").then_some(stub.path()));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        bat::output::read_draws(&output).unwrap()
+    };
+    let cpu = run(&["--backend", "cpu"], "cpu");
+    let cuda = run(&["--backend", "cuda", "--device-sampler"], "cuda");
+    let stats = |f: &bat::output::DrawFile| f.sample_stats.clone().unwrap();
+    assert!(!cpu.posterior.is_empty());
+    assert_eq!(cpu.posterior.len(), cuda.posterior.len());
+    let groups = [
+        (cpu.posterior.clone(), cuda.posterior.clone()),
+        (stats(&cpu), stats(&cuda)),
+    ];
+    let mut compared = 0;
+    for (a_group, b_group) in &groups {
+        assert_eq!(a_group.len(), b_group.len());
+        for (a, b) in a_group.iter().zip(b_group) {
+            assert_eq!(a.name, b.name);
+            assert_eq!((a.n_chains, a.n_draws), (b.n_chains, b.n_draws));
+            assert_eq!(a.values.len(), b.values.len());
+            for (i, (x, y)) in a.values.iter().zip(&b.values).enumerate() {
+                let same = x == y
+                    || (x.is_nan() && y.is_nan())
+                    || (x - y).abs() <= 1e-12 * x.abs().max(y.abs());
+                assert!(same, "{}[{i}]: cpu {x}, cuda {y}", a.name);
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 0);
+    // The chains moved (the comparison is not of constants).
+    let first = &cpu.posterior[0];
+    assert!(first.values.windows(2).any(|w| w[0] != w[1]));
+}
+
+/// The sampler program itself on the device (with the model's gradient
+/// program): eight schools, 8 chains × (50 + 50).
+#[test]
+fn device_sampler_draws_what_the_cpu_backend_draws_eight_schools() {
+    device_sampler_matches_cpu(&example("eight_schools_noncentered.bat"), None, "8");
+}
+
+/// The same for a posteriordb model (a regression with data).
+#[test]
+fn device_sampler_draws_what_the_cpu_backend_draws_kidiq() {
+    let (model, data) = corpus_model("kidiq-kidscore_interaction");
+    device_sampler_matches_cpu(&model, Some(&data), "8");
+}
+
+/// `--device-sampler` without the CUDA backend is a clear error.
+#[test]
+fn device_sampler_needs_the_cuda_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bat_run(
+        &[
+            &example("eight_schools_noncentered.bat"),
+            "--device-sampler",
+            "-o",
+            dir.path().join("o.h5").to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--device-sampler"), "{stderr}");
+    assert!(stderr.contains("needs --backend cuda"), "{stderr}");
+}
+
+/// `bat ir FILE --emit cuda-sampler` prints the sampler program's kernels
+/// for the model's size, every op generated, and NVRTC compiles them.
+#[test]
+fn emit_cuda_sampler_prints_kernels_that_nvrtc_compiles() {
+    let out = bat(
+        &[
+            "ir",
+            &example("eight_schools_noncentered.bat"),
+            "--emit",
+            "cuda-sampler",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let source = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        source.contains("// call model_log_density_gradient"),
+        "{source}"
+    );
+    assert!(source.contains("// call emit_draw"), "{source}");
+    assert!(!source.contains("not generated"), "{source}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("; 0 not generated"), "{stderr}");
+    for target in backend_cuda::nvrtc::CHECKED_TARGETS {
+        backend_cuda::nvrtc::compile(&source, target).unwrap_or_else(|e| panic!("{target:?}: {e}"));
+    }
+}
+
+/// A model that rejects part of its support: the device's answers to
+/// failed gradient evaluations (lp −∞, divergent steps, initial points
+/// tried again) are the CPU's.
+#[test]
+fn device_sampler_handles_rejections_as_the_cpu_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("cut.bat");
+    std::fs::write(
+        &model,
+        "parameters {\n  real x;\n  real<lower=0> s;\n}\nmodel {\n  if (x > 1.2) {\n    reject(\"x is too big: \", x);\n  }\n  x ~ normal(0, s);\n  s ~ lognormal(0, 0.5);\n}\n",
+    )
+    .unwrap();
+    device_sampler_matches_cpu(model.to_str().unwrap(), None, "4");
+}
+
+/// A model whose log density always fails: every chain's initialization
+/// fails on the device as on the CPU, naming the model's rejection.
+#[test]
+fn device_sampler_reports_a_failed_initialization() {
+    let stub = tempfile::tempdir().unwrap();
+    backend_cuda::shim::build_stub_libcuda(stub.path()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("never.bat");
+    std::fs::write(
+        &model,
+        "parameters {\n  real x;\n}\nmodel {\n  reject(\"never\");\n}\n",
+    )
+    .unwrap();
+    let out = bat_run(
+        &[
+            model.to_str().unwrap(),
+            "--backend",
+            "cuda",
+            "--device-sampler",
+            "--chains",
+            "2",
+            "-o",
+            dir.path().join("o.h5").to_str().unwrap(),
+        ],
+        Some(stub.path()),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The messages the CPU backend writes, values included.
+    assert!(
+        stderr.contains(": Initialization failed after 100 attempts.\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the last log density evaluation failed: never\n"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -108,7 +108,7 @@ impl GradientDeviceError {
 }
 
 /// How kernels become a module the driver loads.
-enum Compiler {
+pub(crate) enum Compiler {
     /// NVRTC, PTX for the device's architecture.
     Nvrtc { arch: String },
     /// The stub driver (no GPU): g++ against the CUDA-on-CPU shim.
@@ -131,22 +131,26 @@ impl Compiler {
     }
 
     fn compile(&self, program: &DeviceProgram) -> Result<Compiled, GradientDeviceError> {
+        self.compile_source(&program.source, &program.kernel_names())
+    }
+
+    /// Compile one translation unit exporting kernels `names`.
+    pub(crate) fn compile_source(
+        &self,
+        source: &str,
+        names: &[String],
+    ) -> Result<Compiled, GradientDeviceError> {
         let failed = |e: String| GradientDeviceError::Compile(e);
         match self {
             Compiler::Nvrtc { arch } => {
-                nvrtc::compile_for(&program.source, arch, false).map_err(|e| failed(e.to_string()))
+                nvrtc::compile_for(source, arch, false).map_err(|e| failed(e.to_string()))
             }
             Compiler::Shim { dir } => {
-                let names = program.kernel_names();
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
                 let k = SHIM_MODULES.fetch_add(1, Ordering::Relaxed);
-                let library: PathBuf = shim::build_module_serial(
-                    &program.source,
-                    &names,
-                    dir.path(),
-                    &format!("gradient{k}"),
-                )
-                .map_err(|e| failed(e.to_string()))?;
+                let library: PathBuf =
+                    shim::build_module_serial(source, &names, dir.path(), &format!("module{k}"))
+                        .map_err(|e| failed(e.to_string()))?;
                 Ok(shim::module_image(&library))
             }
         }
@@ -187,6 +191,7 @@ pub fn generate(
     model: &Model,
 ) -> Result<(pc::Program, DeviceProgram, Vec<usize>), GradientDeviceError> {
     let pc = pc::build(grad_cfg).map_err(|e| GradientDeviceError::Setup(e.to_string()))?;
+    refuse_ode(&pc)?;
     // AD stacks are sized from the interpreter at a few initial points.
     let capacities = match frames::lanes(model, &pc, 8, 0x5eed) {
         Ok(lanes) if !lanes.is_empty() => frames::stack_capacities(&pc, &lanes),
@@ -201,6 +206,51 @@ pub fn generate(
     })?;
     let program = program::generate(&pc, layout);
     Ok((pc, program, capacities))
+}
+
+/// ODE solves run only on the CPU (there is no device integrator, and the
+/// system function's variables get no device layout): a program with one
+/// is refused naming the solver and its statement, before the layout
+/// would fail on one of the system's variables.
+fn refuse_ode(pc: &pc::Program) -> Result<(), GradientDeviceError> {
+    let mir = &pc.mir;
+    let mut parts: Vec<(String, Vec<language::mir::Stmt>)> = vec![
+        ("transformed data".to_string(), mir.transformed_data.clone()),
+        (
+            "transformed parameters".to_string(),
+            mir.transformed_parameters.clone(),
+        ),
+        ("model".to_string(), mir.model.clone()),
+        (
+            "generated quantities".to_string(),
+            mir.generated_quantities.clone(),
+        ),
+    ];
+    parts.extend(
+        mir.functions
+            .iter()
+            .map(|f| (format!("function {}", f.name), f.body.clone())),
+    );
+    for (part, mut stmts) in parts {
+        let mut found = None;
+        language::mir::visit::for_each_expr(&mut stmts, &mut |e| {
+            if found.is_none()
+                && let language::mir::ExprKind::Ode(call) = &e.kind
+            {
+                found = Some((call.name.clone(), e.span));
+            }
+        });
+        if let Some((name, span)) = found {
+            return Err(GradientDeviceError::Refused(vec![RefusedOp {
+                at: part,
+                reason: format!(
+                    "the ODE solver `{name}` is not on the device (ODE solves run only on the CPU)"
+                ),
+                span: Some(span),
+            }]));
+        }
+    }
+    Ok(())
 }
 
 /// [`generate`], refusing a program with any op the generator lacks.
@@ -385,6 +435,102 @@ impl GradientDevice {
         Ok(())
     }
 
+    /// How this device's modules are compiled.
+    pub(crate) fn compiler(&self) -> &Compiler {
+        &self.compiler
+    }
+
+    /// The device this program runs on (to share its context and stream).
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Evaluate the `k` lanes listed in device memory at `active` at the
+    /// points `theta` (device memory, coordinate `c` of the `t`-th lane
+    /// at `c * k + t`), with the log Jacobian; the gathered results
+    /// (the gather kernel's layout, [`GATHERED_HEADER`] rows then the
+    /// gradient) stay in device memory, returned. Nothing but the lanes'
+    /// statuses and failure sites is copied back (a lane that overflowed
+    /// an AD stack is run again with larger stacks).
+    pub fn evaluate_resident(
+        &mut self,
+        active: &cudarc::driver::CudaView<'_, i32>,
+        k: usize,
+        theta: &cudarc::driver::CudaView<'_, f64>,
+    ) -> Result<&CudaSlice<f64>, GradientDeviceError> {
+        if k == 0 {
+            return Ok(&self.loaded.gathered);
+        }
+        let stream = self.device.stream().clone();
+        loop {
+            let l = &mut self.loaded;
+            let n = l.program.n_params;
+            stream
+                .memcpy_dtod(&active.slice(0..k), &mut l.active.slice_mut(0..k))
+                .map_err(driver)?;
+            if n > 0 {
+                stream
+                    .memcpy_dtod(&theta.slice(0..n * k), &mut l.theta.slice_mut(0..n * k))
+                    .map_err(driver)?;
+            }
+            self.launch_evaluation(k, true)?;
+            let l = &self.loaded;
+            let mut head = vec![0.0; 2 * k];
+            stream
+                .memcpy_dtoh(&l.gathered.slice(0..2 * k), &mut head)
+                .map_err(driver)?;
+            stream.synchronize().map_err(driver)?;
+            let overflowed = (0..k).any(|t| {
+                head[t] != 0.0
+                    && l.program
+                        .sites
+                        .get(head[k + t] as usize)
+                        .is_some_and(|s| s.kind == FailKind::StackOverflow)
+            });
+            if !overflowed {
+                return Ok(&self.loaded.gathered);
+            }
+            self.grow_stacks()?;
+        }
+    }
+
+    /// [`Self::site_error`] of lane `lane`, its message written with the
+    /// values the lane stored (`reject` / `fatal_error`; reads them back).
+    pub fn lane_site_error(&self, site: usize, lane: usize) -> Option<RuntimeError> {
+        let mut error = self.site_error(site)?;
+        let s = &self.loaded.program.sites[site];
+        if !s.parts.is_empty() {
+            let stream = self.device.stream().clone();
+            let n = self.n_lanes;
+            let read = |slot: usize| {
+                let at = slot * n + lane;
+                let mut v = [0.0];
+                let ok = stream
+                    .memcpy_dtoh(&self.loaded.state.slice(at..at + 1), &mut v)
+                    .and_then(|()| stream.synchronize());
+                if ok.is_ok() { v[0] } else { f64::NAN }
+            };
+            error.message = s.lane_message(read);
+        }
+        Some(error)
+    }
+
+    /// The failure site `site` of the gradient program as the error the
+    /// interpreter would give (None for an unknown site).
+    pub fn site_error(&self, site: usize) -> Option<RuntimeError> {
+        let site = self.loaded.program.sites.get(site)?;
+        Some(RuntimeError {
+            kind: match site.kind {
+                FailKind::Rejection => ErrorKind::Rejection,
+                FailKind::Constraint => ErrorKind::Constraint,
+                FailKind::IndexOutOfRange => ErrorKind::IndexOutOfRange,
+                FailKind::Fatal | FailKind::StackOverflow => ErrorKind::Fatal,
+            },
+            message: site.message.clone(),
+            span: Some(site.span),
+        })
+    }
+
     /// One evaluation of `lanes` (compact θ `[k][i]`) on the device.
     fn run(
         &mut self,
@@ -393,22 +539,61 @@ impl GradientDevice {
         jacobian: bool,
     ) -> Result<Vec<Outcome>, GradientDeviceError> {
         let stream = self.device.stream().clone();
-        let l = &mut self.loaded;
         let k = lanes.len();
         if k == 0 {
             return Ok(Vec::new());
         }
-        let n = l.program.n_params;
-        let n_lanes = self.n_lanes as i32;
-        let active: Vec<i32> = lanes.iter().map(|&x| x as i32).collect();
-        stream
-            .memcpy_htod(&active, &mut l.active.slice_mut(0..k))
-            .map_err(driver)?;
-        if n > 0 {
+        {
+            let l = &mut self.loaded;
+            let n = l.program.n_params;
+            let active: Vec<i32> = lanes.iter().map(|&x| x as i32).collect();
             stream
-                .memcpy_htod(theta, &mut l.theta.slice_mut(0..n * k))
+                .memcpy_htod(&active, &mut l.active.slice_mut(0..k))
                 .map_err(driver)?;
+            if n > 0 {
+                stream
+                    .memcpy_htod(theta, &mut l.theta.slice_mut(0..n * k))
+                    .map_err(driver)?;
+            }
         }
+        self.launch_evaluation(k, jacobian)?;
+        let l = &self.loaded;
+        let n = l.program.n_params;
+        let rows = GATHERED_HEADER + n;
+        let mut out = vec![0.0; rows * k];
+        stream
+            .memcpy_dtoh(&l.gathered.slice(0..rows * k), &mut out)
+            .map_err(driver)?;
+        stream.synchronize().map_err(driver)?;
+        Ok((0..k)
+            .map(|i| {
+                let status = out[i];
+                let site = out[k + i];
+                let target = out[2 * k + i];
+                if status == 0.0 {
+                    let grad = (0..n).map(|c| out[(GATHERED_HEADER + c) * k + i]).collect();
+                    return Outcome::Done(Ok((target, grad)));
+                }
+                match l.program.sites.get(site as usize) {
+                    Some(s) if s.kind == FailKind::StackOverflow => Outcome::StackOverflow,
+                    Some(_) => Outcome::Done(Err(self
+                        .site_error(site as usize)
+                        .expect("the site exists"))),
+                    None => Outcome::Done(Err(RuntimeError::fatal(format!(
+                        "the device reported an unknown failure (status {status}, site {site:?})"
+                    )))),
+                }
+            })
+            .collect())
+    }
+
+    /// Start the `k` lanes in `active` at the points in `theta` (both
+    /// already on the device), run them to the end and gather their
+    /// results into `gathered`.
+    fn launch_evaluation(&mut self, k: usize, jacobian: bool) -> Result<(), GradientDeviceError> {
+        let stream = self.device.stream().clone();
+        let l = &mut self.loaded;
+        let n_lanes = self.n_lanes as i32;
         let kernel = |name: &str| -> Result<&CudaFunction, GradientDeviceError> {
             l.module.kernel(name).ok_or_else(|| {
                 GradientDeviceError::Setup(format!("kernel {name} missing from the module"))
@@ -471,6 +656,12 @@ impl GradientDevice {
                 let row_blocks = match step {
                     Launch::Lanes { .. } => 1,
                     Launch::Gemm { rows, .. } => rows.div_ceil(GEMM_ROWS_PER_THREAD),
+                    Launch::External(e) => {
+                        return Err(GradientDeviceError::Setup(format!(
+                            "the gradient program calls the external function {}",
+                            e.function
+                        )));
+                    }
                 };
                 let mut launch = stream.launch_builder(f);
                 launch
@@ -499,40 +690,7 @@ impl GradientDevice {
             // SAFETY: gather kernel ABI; `gathered` has (3 + n) × n_lanes.
             unsafe { launch.launch(launch_config(k, 1)) }.map_err(driver)?;
         }
-        let rows = GATHERED_HEADER + n;
-        let mut out = vec![0.0; rows * k];
-        stream
-            .memcpy_dtoh(&l.gathered.slice(0..rows * k), &mut out)
-            .map_err(driver)?;
-        stream.synchronize().map_err(driver)?;
-        Ok((0..k)
-            .map(|i| {
-                let status = out[i];
-                let site = out[k + i];
-                let target = out[2 * k + i];
-                if status == 0.0 {
-                    let grad = (0..n).map(|c| out[(GATHERED_HEADER + c) * k + i]).collect();
-                    return Outcome::Done(Ok((target, grad)));
-                }
-                let site = l.program.sites.get(site as usize);
-                match site {
-                    Some(site) if site.kind == FailKind::StackOverflow => Outcome::StackOverflow,
-                    Some(site) => Outcome::Done(Err(RuntimeError {
-                        kind: match site.kind {
-                            FailKind::Rejection => ErrorKind::Rejection,
-                            FailKind::Constraint => ErrorKind::Constraint,
-                            FailKind::IndexOutOfRange => ErrorKind::IndexOutOfRange,
-                            FailKind::Fatal | FailKind::StackOverflow => ErrorKind::Fatal,
-                        },
-                        message: site.message.clone(),
-                        span: Some(site.span),
-                    })),
-                    None => Outcome::Done(Err(RuntimeError::fatal(format!(
-                        "the device reported an unknown failure (status {status}, site {site:?})"
-                    )))),
-                }
-            })
-            .collect())
+        Ok(())
     }
 }
 

@@ -8,6 +8,10 @@
 //! - [`gradient`]: the device executor of gradient programs
 //!   ([`gradient::GradientDevice`]): lane state resident on the device, a
 //!   host loop over blocks that reads back only counts per block.
+//! - [`sampler`]: the device executor of a whole program run from one
+//!   entry for every lane — bat's sampler program, NUTS itself
+//!   ([`sampler::SamplerDevice`]) — with the model's gradient device
+//!   answering its gradient calls on the device.
 //! - [`device`]: host orchestration through cudarc (context, buffers,
 //!   module load, launches over the active lanes).
 //! - [`shim`]: build generated kernels with g++ against the CUDA-on-CPU
@@ -22,6 +26,7 @@ pub mod device;
 pub mod gradient;
 pub mod nvrtc;
 pub mod probe;
+pub mod sampler;
 pub mod shim;
 
 pub use probe::{DeviceInfo, Unavailable, probe};

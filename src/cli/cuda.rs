@@ -60,6 +60,52 @@ pub fn emit(path: &Path, data: Option<&Path>, color: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Print the CUDA C of the sampler program (NUTS, `bat run --backend cuda
+/// --device-sampler`) for the model's number of unconstrained
+/// parameters: its blocks' kernels, the kernels packing each external
+/// call's arguments, and the host loop's helpers. Ops the generator lacks
+/// are `// not generated` comments.
+pub fn emit_sampler(path: &Path, data: Option<&Path>, color: bool) -> ExitCode {
+    let Ok(compiled) = model::compile(path, color) else {
+        return ExitCode::FAILURE;
+    };
+    let data = model::data_path(path, data);
+    let Ok(instance) = model::instantiate(&compiled, data.as_deref()) else {
+        return ExitCode::FAILURE;
+    };
+    let generated = bat::sampler::cuda::device_sampler_program(instance.num_unconstrained())
+        .map_err(backend_cuda::gradient::GradientDeviceError::Setup)
+        .and_then(|(cfg, params)| {
+            backend_cuda::sampler::generate(&cfg, bat::sampler::program::CHAIN_FUNCTION, &params)
+        });
+    let generated = match generated {
+        Ok(generated) => generated,
+        Err(e) => {
+            eprintln!("error: the sampler program: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    print!("{}", generated.source);
+    let kernels = generated.kernel_names().len();
+    eprintln!(
+        "{kernels} kernels for {} blocks of the sampler program ({} external calls); {} not generated",
+        generated.blocks.iter().filter(|b| !b.is_empty()).count(),
+        generated.externals.len(),
+        generated.not_generated.len(),
+    );
+    for n in &generated.not_generated {
+        let at = match n.span.filter(|s| s.end > s.start) {
+            Some(span) => {
+                let (line, column) = program::position(bat::sampler::program::NUTS_SOURCE, span);
+                format!("nuts.stan:{line}:{column}")
+            }
+            None => n.at.clone(),
+        };
+        eprintln!("  not generated: {at}: {}", n.reason);
+    }
+    ExitCode::SUCCESS
+}
+
 /// Report the CUDA device, or why there is none (exit code 1).
 pub fn probe() -> ExitCode {
     match backend_cuda::probe() {

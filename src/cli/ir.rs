@@ -28,7 +28,7 @@ pub fn run(path: &Path, emit: Emit, color: bool) -> ExitCode {
     let printed = run_guarded(|| match emit {
         // The syntax tree needs only a successful parse: semantic errors do
         // not stop it from being printed.
-        Emit::Mir | Emit::Grad | Emit::Cfg | Emit::Pc | Emit::Cuda => {
+        Emit::Mir | Emit::Grad | Emit::Cfg | Emit::Pc | Emit::Cuda | Emit::CudaSampler => {
             unreachable!("handled by run_lowered")
         }
         Emit::Ast => {

@@ -138,6 +138,10 @@ enum Command {
         /// waiting chain; draws are the same either way.
         #[arg(long, default_value_t = 0)]
         lanes: usize,
+        /// With `--backend cuda`: run the sampler program (NUTS) on the
+        /// device too, not only the model's gradients.
+        #[arg(long)]
+        device_sampler: bool,
         /// When to colour diagnostics.
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
@@ -287,6 +291,9 @@ pub enum Emit {
     Pc,
     /// The CUDA C kernels of the gradient program, sized for the data.
     Cuda,
+    /// The CUDA C kernels of the sampler program (NUTS) for the model's
+    /// number of unconstrained parameters (`bat run --device-sampler`).
+    CudaSampler,
 }
 
 pub fn run() -> ExitCode {
@@ -303,6 +310,12 @@ pub fn run() -> ExitCode {
             data,
             color,
         } => cuda::emit(&file, data.as_deref(), color.for_stderr()),
+        Command::Ir {
+            file,
+            emit: Emit::CudaSampler,
+            data,
+            color,
+        } => cuda::emit_sampler(&file, data.as_deref(), color.for_stderr()),
         Command::Ir {
             file, emit, color, ..
         } => ir::run(&file, emit, color.for_stderr()),
@@ -344,6 +357,7 @@ pub fn run() -> ExitCode {
             batching,
             threads,
             lanes,
+            device_sampler,
             color,
         } => run::run(&run::Options {
             file: &file,
@@ -362,6 +376,7 @@ pub fn run() -> ExitCode {
             batching,
             threads,
             lanes,
+            device_sampler,
             color: color.for_stderr(),
         }),
         Command::Bench {

@@ -6,7 +6,7 @@ use super::model::{self, Reported};
 use backend_cuda::gradient::GradientDeviceError;
 use bat::output::RunMetadata;
 use bat::sampler::collect::OutputSpec;
-use bat::sampler::cuda::{CudaExecutor, CudaGradients};
+use bat::sampler::cuda::{CudaExecutor, CudaGradients, CudaSamplerExecutor};
 use bat::sampler::{
     BatchedExecutor, ChainError, ChainJob, Init, InterpreterExecutor, Progress, ProgressState,
     SamplerExecutor, Settings, collect,
@@ -56,6 +56,8 @@ pub struct Options<'a> {
     pub threads: usize,
     /// Lanes of the batch (0: one per chain).
     pub lanes: usize,
+    /// `--backend cuda`: the sampler program on the device too.
+    pub device_sampler: bool,
     pub color: bool,
 }
 
@@ -100,7 +102,7 @@ fn cuda_executor(
     job: &ChainJob<'_>,
     compiled: &model::Compiled,
 ) -> Result<Box<dyn SamplerExecutor + Send>, Reported> {
-    let gradients = CudaGradients::new(job, opts.chains).map_err(|e| {
+    let refused = |e: GradientDeviceError| {
         eprintln!("error: {e}");
         for line in e.refused_lines(&compiled.file.text) {
             eprintln!("  {}: {line}", compiled.file.name);
@@ -109,7 +111,12 @@ fn cuda_executor(
             eprintln!("  (use --backend cpu)");
         }
         Reported
-    })?;
+    };
+    if opts.device_sampler {
+        let executor = CudaSamplerExecutor::new(job, opts.chains).map_err(refused)?;
+        return Ok(Box::new(executor));
+    }
+    let gradients = CudaGradients::new(job, opts.chains).map_err(refused)?;
     let batching = match opts.batching {
         Batching::Pc => backend_cpu::exec::Batching::ProgramCounter,
         Batching::Local => backend_cpu::exec::Batching::Local,
@@ -133,6 +140,12 @@ pub fn run(opts: &Options) -> ExitCode {
 }
 
 fn sample(opts: &Options) -> Result<ExitCode, Reported> {
+    if opts.device_sampler && opts.backend != Backend::Cuda {
+        eprintln!(
+            "error: --device-sampler runs the sampler on the CUDA device; it needs --backend cuda"
+        );
+        return Err(Reported);
+    }
     if opts.backend == Backend::Cuda
         && let Err(why) = backend_cuda::probe()
     {
@@ -173,6 +186,7 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         "batching": format!("{:?}", opts.batching).to_lowercase(),
         "executor": match opts.backend {
             Backend::Cpu => executor_name(opts.batching),
+            Backend::Cuda if opts.device_sampler => "cuda-sampler",
             Backend::Cuda => "cuda",
         },
         "threads": opts.threads,

@@ -2,7 +2,10 @@
 //! executor over all chains, [`super::BatchedExecutor`]) and every batched
 //! gradient evaluation the waiting chains ask for is answered by the CUDA
 //! device ([`backend_cuda::gradient::GradientDevice`]), each chain one
-//! lane of device-resident state. Chain `i`'s draws are the CPU backend's
+//! lane of device-resident state. With `--device-sampler`
+//! ([`CudaSamplerExecutor`]) the sampler program runs on the device too
+//! ([`backend_cuda::sampler::SamplerDevice`]): the host only schedules
+//! blocks and receives each chain's draws in chunks. Chain `i`'s draws are the CPU backend's
 //! to floating-point tolerance (the device sums in the interpreter's order
 //! with IEEE arithmetic; a GPU's `exp`/`log` may differ in the last bits).
 
@@ -10,10 +13,17 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
 
+use backend_cuda::codegen::shape::{Inner, Shape};
 use backend_cuda::gradient::{GradientDevice, GradientDeviceError};
+use backend_cuda::sampler::{RecordHost, SamplerDevice};
+use language::interp::{Host, RuntimeError};
+use language::value::Value;
 
+use super::executor::{chain_error, chain_start};
 use super::gradients::{GradientBatch, GradientValues};
-use super::{BatchedExecutor, ChainJob, Event, SamplerExecutor};
+use super::host::ChainHost;
+use super::program::{CHAIN_FUNCTION, nuts_program};
+use super::{BatchTotals, BatchedExecutor, ChainJob, ChainTotals, Event, SamplerExecutor};
 
 /// The model's gradient program on the device, one lane per chain.
 pub struct CudaGradients {
@@ -71,5 +81,109 @@ impl SamplerExecutor for CudaExecutor {
     fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, stop: &AtomicBool) {
         self.sampler
             .run_with(job, chains, events, stop, Some(&self.gradients));
+    }
+}
+
+/// Iterations (calls of `emit_draw` or `emit_adaptation`) between two
+/// copies of the chains' records from the device.
+pub const RECORD_CHUNK: usize = 64;
+
+/// The sampler program and the model's gradient program both on the
+/// device, one lane per chain.
+pub struct CudaSamplerExecutor {
+    device: Mutex<SamplerDevice>,
+}
+
+impl CudaSamplerExecutor {
+    /// Generate, compile and load the sampler program and `job`'s
+    /// gradient program for `chains` lanes.
+    pub fn new(
+        job: &ChainJob<'_>,
+        chains: usize,
+    ) -> Result<CudaSamplerExecutor, GradientDeviceError> {
+        let setup = |what: &str, e: String| GradientDeviceError::Setup(format!("{what}: {e}"));
+        let grad_cfg = language::batch::lower_gradient(job.grad).map_err(|d| {
+            let messages: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
+            setup("the model cannot run batched", messages.join("; "))
+        })?;
+        let gradient = GradientDevice::new(&grad_cfg, job.model.clone(), chains)?;
+        let (cfg, params) = device_sampler_program(job.model.num_unconstrained())
+            .map_err(GradientDeviceError::Setup)?;
+        let device = SamplerDevice::new(&cfg, CHAIN_FUNCTION, &params, gradient, RECORD_CHUNK)?;
+        Ok(CudaSamplerExecutor {
+            device: Mutex::new(device),
+        })
+    }
+}
+
+/// The sampler program's CFG and the shapes of its chain function's
+/// arguments for a model of `n` unconstrained coordinates.
+pub fn device_sampler_program(
+    n: usize,
+) -> Result<(language::batch::cfg::Program, Vec<Shape>), String> {
+    let program = nuts_program()?;
+    let cfg = language::batch::lower(program, &[], 0)
+        .map_err(|d| format!("internal error: the sampler program does not batch: {d:?}"))?;
+    // sample_chain_rng(init, init_radius, max_init_tries, num_warmup,
+    // num_samples, max_depth, delta)
+    let params = vec![
+        Shape::of(Inner::Vector(n)),
+        Shape::REAL,
+        Shape::INT,
+        Shape::INT,
+        Shape::INT,
+        Shape::INT,
+        Shape::REAL,
+    ];
+    Ok((cfg, params))
+}
+
+/// Each lane's records go to its chain's host.
+struct Hosts<'a>(Vec<ChainHost<'a>>);
+
+impl RecordHost for Hosts<'_> {
+    fn record(
+        &mut self,
+        lane: usize,
+        function: &str,
+        args: Vec<Value>,
+    ) -> Result<(), RuntimeError> {
+        self.0[lane].call_external(function, args).map(|_| ())
+    }
+}
+
+impl SamplerExecutor for CudaSamplerExecutor {
+    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, stop: &AtomicBool) {
+        let mut hosts = Vec::with_capacity(chains.len());
+        let mut args = Vec::with_capacity(chains.len());
+        for &chain in chains {
+            let (host, a, _) = chain_start(job, chain, events.clone(), stop);
+            hosts.push(host);
+            args.push(a);
+        }
+        let mut hosts = Hosts(hosts);
+        let ids: Vec<u32> = chains.iter().map(|&c| c as u32).collect();
+        let mut device = self
+            .device
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let outcome = device.run(&args, &ids, job.settings.seed, &mut hosts);
+        let _ = events.send(Event::Batches(BatchTotals {
+            calls: device.gradient_calls,
+            lanes: device.gradient_lanes,
+            slots: device.gradient_calls * chains.len() as u64,
+        }));
+        for (i, &chain) in chains.iter().enumerate() {
+            let result = match &outcome {
+                Ok(lanes) => match &lanes[i] {
+                    Ok(evaluations) => Ok(ChainTotals {
+                        gradient_evaluations: *evaluations,
+                    }),
+                    Err((error, last)) => Err(chain_error(chain, error.clone(), last.clone())),
+                },
+                Err(e) => Err(chain_error(chain, RuntimeError::fatal(e.to_string()), None)),
+            };
+            let _ = events.send(Event::Finished { chain, result });
+        }
     }
 }

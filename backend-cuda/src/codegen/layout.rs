@@ -1,4 +1,5 @@
-//! Where each value of a gradient program lives on the device.
+//! Where each value of a program (a gradient program, or one run from an
+//! entry function such as the sampler) lives on the device.
 //!
 //! Lane state is structure-of-arrays: one value per lane per slot,
 //! `state[slot * n_lanes + lane]`. The first slots are fixed:
@@ -7,8 +8,12 @@
 //! [`TARGET_SLOT`] (the log density so far), [`SITE_SLOT`] (which failure
 //! site stopped the lane), [`PC_SLOT`] (the block the lane runs next, −1
 //! when it has finished) and [`JACOBIAN_SLOT`] (1 when log |J| is added).
-//! For gradient programs the gradient output then the unconstrained input
-//! follow ([`ParamSlots`]), then every non-data variable's elements in
+//! Then come the slots reserved for the host loop ([`Layout::reserved`];
+//! programs with external calls keep record and gradient counters there)
+//! and, for a program that draws random numbers, the lane's Philox stream
+//! ([`Layout::rng`]). For gradient programs the gradient output then the
+//! unconstrained input follow ([`ParamSlots`]), then every non-data
+//! variable's elements in
 //! Stan's order (arrays row-major, matrices column-major), then the AD
 //! stacks ([`StackSlots`]), the stacks of variables saved around calls of
 //! user functions, and the program-counter stack of return blocks (each
@@ -16,7 +21,9 @@
 //! lanes: `data[k]`.
 //!
 //! Sizes are fixed when the kernels are generated: a layout is made for
-//! one data set, every shape inferred statically (see [`super::typing`]).
+//! one data set, every shape inferred statically (see [`super::typing`]);
+//! an int variable that every write sets to the same constant (such as
+//! the sampler's `int n = rows(q)`) counts as known, like data.
 
 use std::collections::HashMap;
 
@@ -91,6 +98,14 @@ pub struct Layout {
     var_stacks: HashMap<VarId, StackSlots>,
     /// The program-counter stack: depth slot and the return blocks.
     pub call_stack: Option<StackSlots>,
+    /// The lane's random stream ([`super::rng::RNG_SLOTS`] slots), when
+    /// the program draws random numbers.
+    pub rng: Option<usize>,
+    /// The first of the slots reserved with [`LayoutBuilder::reserve`].
+    pub reserved: usize,
+    /// Ints that every write sets to the same constant (sizes such as
+    /// `int n = rows(q)`), by variable.
+    known_ints: HashMap<VarId, i64>,
 }
 
 fn is_data(origin: Origin) -> bool {
@@ -113,6 +128,9 @@ pub struct LayoutBuilder {
     stacks: HashMap<StackId, (Shape, usize)>,
     saved: Vec<VarId>,
     calls: bool,
+    rng: bool,
+    reserved: usize,
+    known_ints: HashMap<VarId, i64>,
 }
 
 impl LayoutBuilder {
@@ -148,7 +166,29 @@ impl LayoutBuilder {
             stacks: HashMap::new(),
             saved: Vec::new(),
             calls: false,
+            rng: false,
+            reserved: 0,
+            known_ints: HashMap::new(),
         }
+    }
+
+    /// The program draws random numbers: each lane keeps a stream.
+    pub fn random_stream(&mut self) {
+        self.rng = true;
+    }
+
+    /// `n` more slots per lane for the host loop's own use
+    /// ([`Layout::reserved`]).
+    pub fn reserve(&mut self, n: usize) {
+        self.reserved += n;
+    }
+
+    /// Int variables known to hold one constant; returns whether this
+    /// told something new.
+    pub fn known_ints(&mut self, known: HashMap<VarId, i64>) -> bool {
+        let changed = known != self.known_ints;
+        self.known_ints = known;
+        changed
     }
 
     /// `var` is saved around calls (its stack holds up to
@@ -229,6 +269,13 @@ impl LayoutBuilder {
 
     pub fn finish(self) -> Layout {
         let mut n_slots = FIRST_FREE_SLOT;
+        let reserved = n_slots;
+        n_slots += self.reserved;
+        let rng = self.rng.then(|| {
+            let base = n_slots;
+            n_slots += super::rng::RNG_SLOTS;
+            base
+        });
         let params = self.params.map(|params| {
             let n = params.iter().map(|p| p.unconstrained_len).sum::<usize>();
             let gradient = n_slots;
@@ -308,6 +355,9 @@ impl LayoutBuilder {
             stacks,
             var_stacks,
             call_stack,
+            rng,
+            reserved,
+            known_ints: self.known_ints,
         }
     }
 }
@@ -329,7 +379,7 @@ impl ShapeEnv for LayoutBuilder {
     }
 
     fn data_int(&self, var: VarId) -> Option<i64> {
-        data_int(&self.data_places, &self.data, var)
+        data_int(&self.data_places, &self.data, var).or_else(|| self.known_ints.get(&var).copied())
     }
 
     fn var_name(&self, var: VarId) -> String {
@@ -354,7 +404,7 @@ impl ShapeEnv for Layout {
     }
 
     fn data_int(&self, var: VarId) -> Option<i64> {
-        data_int(&self.vars, &self.data, var)
+        data_int(&self.vars, &self.data, var).or_else(|| self.known_ints.get(&var).copied())
     }
 
     fn var_name(&self, var: VarId) -> String {

@@ -18,6 +18,7 @@
 //! something else; a program with such an op is not run on the device.
 
 mod emit;
+pub mod entry;
 pub mod frames;
 pub mod layout;
 pub mod program;
@@ -30,7 +31,7 @@ use language::mir::print::print_stmt;
 use language::mir::{Program, Stmt};
 use language::span::Span;
 
-pub use emit::{FailKind, LOCAL_LIMIT, Site, real_literal};
+pub use emit::{FailKind, LOCAL_LIMIT, MessagePart, Site, real_literal};
 pub use layout::{
     ERROR_STATUS, FATAL_STATUS, JACOBIAN_SLOT, Layout, PC_SLOT, Place, REJECTED_STATUS, SITE_SLOT,
     STATUS_SLOT, TARGET_SLOT,
@@ -66,8 +67,13 @@ pub(crate) fn first_line(program: &Program, stmt: &Stmt) -> String {
 /// A lane kernel around `lines`: thread `t` runs lane `active[t]` unless
 /// the lane has stopped.
 pub(crate) fn kernel_text(name: &str, lines: &[String]) -> String {
+    kernel_text_with(name, lines, "")
+}
+
+/// [`kernel_text`] with more parameters after the lane kernel's.
+pub(crate) fn kernel_text_with(name: &str, lines: &[String], more: &str) -> String {
     let mut out = format!(
-        "extern \"C\" __global__ void {name}(double* __restrict__ state, const double* __restrict__ data,\n    const int* __restrict__ active, int n_active, int n_lanes) {{\n"
+        "extern \"C\" __global__ void {name}(double* __restrict__ state, const double* __restrict__ data,\n    const int* __restrict__ active, int n_active, int n_lanes{more}) {{\n"
     );
     out.push_str("    const int t = blockIdx.x * blockDim.x + threadIdx.x;\n");
     out.push_str("    if (t >= n_active) return;\n");

@@ -64,12 +64,73 @@ pub enum Launch {
     Lanes { kernel: String },
     /// One thread per active lane and [`GEMM_ROWS_PER_THREAD`] of `rows`.
     Gemm { kernel: String, rows: usize },
+    /// A call of an external function (answered by the host loop), see
+    /// [`External`].
+    External(External),
 }
 
+/// A call of an external function: the `pack` kernel (one thread per
+/// active lane) writes the arguments, then the host answers. A call with a
+/// result is the model's log density gradient: `pack` writes θ compactly
+/// (`out[k * n_active + t]`, the gradient program's start ABI), the host
+/// evaluates the gradient program on the device for the same lanes, and
+/// the `answer` kernel turns its gathered results (`g`, the gather ABI)
+/// into `(lp, gradient)` as the CPU's sampler host does. A call without a
+/// result appends a record to the lane's record buffer:
+/// `out[(lane * cap + c) * width + ..]` = the call's id, then the
+/// arguments; `c` is the lane's record count (slot [`RECORD_COUNT`] after
+/// [`Layout::reserved`]), which the host resets when it copies the
+/// records back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct External {
+    /// Id of the call (the first value of its records).
+    pub id: usize,
+    pub function: String,
+    pub pack: String,
+    pub answer: Option<String>,
+    /// The arguments' shapes, in order (packed one after another).
+    pub args: Vec<Shape>,
+}
+
+impl External {
+    /// Values packed per lane.
+    pub fn width(&self) -> usize {
+        self.args.iter().map(Shape::len).sum()
+    }
+}
+
+/// Reserved slots of programs with external calls (after
+/// [`Layout::reserved`]): the lane's record count, its gradient
+/// evaluations, and the site of its last failed gradient evaluation
+/// (`-2` for a non-finite log density, `-3` for none).
+pub const RECORD_COUNT: usize = 0;
+pub const GRADIENT_EVALUATIONS: usize = 1;
+pub const LAST_GRADIENT_SITE: usize = 2;
+/// Slots to reserve for [`RECORD_COUNT`] and the others.
+pub const EXTERNAL_SLOTS: usize = 3;
+/// The site slot of a lane stopped by a fatal error of the gradient
+/// program (whose site is then in [`LAST_GRADIENT_SITE`]).
+pub const GRADIENT_FAILED_SITE: f64 = -1.0;
+/// The site slot of a lane stopped because its record buffer was full
+/// (the host loop copies records back before that can happen).
+pub const RECORD_OVERFLOW_SITE: f64 = -4.0;
+
 impl Launch {
+    /// The first kernel of the launch.
     pub fn kernel(&self) -> &str {
         match self {
             Launch::Lanes { kernel } | Launch::Gemm { kernel, .. } => kernel,
+            Launch::External(e) => &e.pack,
+        }
+    }
+
+    /// Every kernel of the launch.
+    pub fn kernels(&self) -> Vec<&str> {
+        match self {
+            Launch::External(e) => std::iter::once(e.pack.as_str())
+                .chain(e.answer.as_deref())
+                .collect(),
+            other => vec![other.kernel()],
         }
     }
 }
@@ -112,7 +173,12 @@ impl DeviceProgram {
             self.helper(GATHER_KERNEL),
         ];
         for launches in &self.blocks {
-            names.extend(launches.iter().map(|l| l.kernel().to_string()));
+            names.extend(
+                launches
+                    .iter()
+                    .flat_map(|l| l.kernels())
+                    .map(str::to_string),
+            );
         }
         names
     }
@@ -148,18 +214,172 @@ pub fn layout(
     let globals = model.globals_for(&p.mir);
     let mut builder = LayoutBuilder::new(&p.mir, &globals);
     builder.parameters(model.params())?;
+    finish_layout(p, builder, stack_depths)
+}
+
+/// The layout of a program run from entry function `entry` (not a
+/// gradient program) whose parameters hold values of `params`' shapes,
+/// with `reserve` slots per lane for the host loop
+/// ([`Layout::reserved`]) and a random stream if the program draws.
+pub fn entry_layout(
+    p: &pc::Program,
+    globals: &[Option<language::value::Value>],
+    entry: &str,
+    params: &[Shape],
+    reserve: usize,
+) -> Result<Layout, Unsupported> {
+    let f = function_named(p, entry)
+        .map(|f| p.function(f))
+        .ok_or_else(|| format!("the program has no function `{entry}`"))?;
+    if f.params.len() != params.len() {
+        return Err(format!(
+            "`{entry}` takes {} arguments, {} given",
+            f.params.len(),
+            params.len()
+        ));
+    }
+    let mut builder = LayoutBuilder::new(&p.mir, globals);
+    for (var, shape) in f.params.iter().zip(params) {
+        builder.define(*var, shape.clone())?;
+    }
+    builder.reserve(reserve);
+    if draws_random_numbers(p) {
+        builder.random_stream();
+    }
+    finish_layout(p, builder, &[])
+}
+
+/// The entry or user function called `name` (a program may be run from
+/// a user function, as the sampler's chain function).
+pub fn function_named(p: &pc::Program, name: &str) -> Option<language::mir::FunId> {
+    p.entry(name).or_else(|| {
+        p.functions
+            .iter()
+            .position(|f| f.kind == pc::FunctionKind::User && f.name == name)
+            .map(|i| language::mir::FunId(i as u32))
+    })
+}
+
+/// Whether any op of `p` draws a random number.
+fn draws_random_numbers(p: &pc::Program) -> bool {
+    let mut found = false;
+    for block in &p.blocks {
+        for op in &block.ops {
+            let mut stmts = match op {
+                Op::Stmt(s) => vec![s.clone()],
+                Op::Arg { value, .. } | Op::SetResult { value, .. } => vec![Stmt {
+                    kind: StmtKind::Effect(value.clone()),
+                    span: value.span,
+                }],
+                _ => continue,
+            };
+            language::mir::visit::for_each_expr(&mut stmts, &mut |e| {
+                if let ExprKind::Prim(p, _) = &e.kind {
+                    found |= language::interp::is_rng_prim(*p);
+                }
+            });
+        }
+    }
+    found
+}
+
+/// Ints that every write of the program sets to one constant (such as
+/// `int n = rows(q)` for a `q` of known size): a variable is known once
+/// each of its writes is a constant and all are the same. Knowledge only
+/// grows with the shapes (sound for the fixpoint in [`finish_layout`]).
+fn known_ints(p: &pc::Program, env: &LayoutBuilder) -> std::collections::HashMap<VarId, i64> {
+    use std::collections::HashMap;
+    // Per variable: Some(c) while every write so far is the constant c.
+    let mut writes: HashMap<VarId, Option<i64>> = HashMap::new();
+    let mut note = |var: VarId, value: Option<&Expr>| {
+        let c = value.and_then(|v| typing::const_int(env, v));
+        let entry = writes.entry(var).or_insert(c);
+        if *entry != c {
+            *entry = None;
+        }
+    };
+    for block in &p.blocks {
+        for op in &block.ops {
+            match op {
+                Op::Arg { param, value } => note(*param, Some(value)),
+                Op::SetResult { var, value } => note(*var, Some(value)),
+                Op::Push(_) | Op::Pop(_) | Op::Peek(_) => {}
+                Op::Stmt(s) => match &s.kind {
+                    StmtKind::Let { var, value } => note(*var, Some(value)),
+                    StmtKind::Decl { var, init, .. } => note(*var, init.as_ref()),
+                    StmtKind::Assign { lhs, rhs } if lhs.path.is_empty() => {
+                        note(lhs.var, Some(rhs))
+                    }
+                    StmtKind::Assign { lhs, .. } | StmtKind::AddAssign { lhs, .. } => {
+                        note(lhs.var, None)
+                    }
+                    StmtKind::Unpack { lhs, .. } => {
+                        for l in lhs {
+                            note(l.var, None);
+                        }
+                    }
+                    StmtKind::ReadParam { var, .. } => note(*var, None),
+                    _ => {}
+                },
+            }
+        }
+    }
+    writes
+        .into_iter()
+        .filter_map(|(v, c)| Some((v, c?)))
+        .collect()
+}
+
+/// A function's result converted to its declared return type: int where
+/// declared int (tuple components one by one), real elsewhere.
+fn declared_ints(shape: Shape, ty: Option<&language::types::Type>) -> Shape {
+    use language::types::Type;
+    match ty {
+        Some(Type::Tuple(types)) if types.len() == shape.tuple.len() => {
+            let components = shape
+                .tuple
+                .into_iter()
+                .zip(types)
+                .map(|(s, t)| declared_ints(s, Some(t)))
+                .collect();
+            Shape::tuple_of(components)
+        }
+        Some(t) if t.array_dims().1 == &Type::Int => shape,
+        _ => shape.real(),
+    }
+}
+
+fn finish_layout(
+    p: &pc::Program,
+    mut builder: LayoutBuilder,
+    stack_depths: &[usize],
+) -> Result<Layout, Unsupported> {
     // The declared return type of each function's result variable.
-    let returns_int = |var: VarId| {
+    let return_type = |var: VarId| {
         p.functions
             .iter()
             .find(|f| f.result == Some(var))
             .and_then(|f| f.ret.as_ref())
-            .is_some_and(|t| t.array_dims().1 == &language::types::Type::Int)
     };
     loop {
-        let mut changed = false;
+        let known = known_ints(p, &builder);
+        let mut changed = builder.known_ints(known);
         for block in &p.blocks {
             for op in &block.ops {
+                if let Some((_, args, Some(var))) = pc::lower::external_call(p, op) {
+                    // The one external function with a result is the
+                    // model's log density gradient: (lp, gradient).
+                    if let [theta] = args
+                        && let Ok(shape) = typing::shape_of(&builder, theta)
+                    {
+                        let answer = Shape::tuple_of(vec![
+                            Shape::REAL,
+                            Shape::of(Inner::Vector(shape.len())),
+                        ]);
+                        changed |= builder.define(var, answer)?;
+                    }
+                    continue;
+                }
                 changed |= match op {
                     Op::Stmt(s) => define(&mut builder, s)?,
                     Op::Arg { param, value } => match typing::shape_of(&builder, value) {
@@ -167,8 +387,9 @@ pub fn layout(
                         Err(_) => false,
                     },
                     Op::SetResult { var, value } => match typing::shape_of(&builder, value) {
-                        Ok(shape) if returns_int(*var) => builder.define(*var, shape)?,
-                        Ok(shape) => builder.define(*var, shape.real())?,
+                        Ok(shape) => {
+                            builder.define(*var, declared_ints(shape, return_type(*var)))?
+                        }
                         Err(_) => false,
                     },
                     Op::Push(_) | Op::Pop(_) | Op::Peek(_) => false,
@@ -199,10 +420,14 @@ pub fn layout(
 fn define(b: &mut LayoutBuilder, s: &Stmt) -> Result<bool, Unsupported> {
     let shape = |b: &LayoutBuilder, e: &Expr| typing::shape_of(b, e).ok();
     Ok(match &s.kind {
-        StmtKind::Decl { var, ty, .. } => match declared_shape(b, ty) {
-            Some(shape) => b.define(*var, shape)?,
-            None => false,
-        },
+        // A declared type the sizes do not fix (a tuple) takes its
+        // initial value's shape.
+        StmtKind::Decl { var, ty, init } => {
+            match declared_shape(b, ty).or_else(|| init.as_ref().and_then(|v| shape(b, v))) {
+                Some(shape) => b.define(*var, shape)?,
+                None => false,
+            }
+        }
         StmtKind::Let { var, value } => match shape(b, value) {
             Some(shape) => b.define(*var, shape)?,
             None => false,
@@ -212,6 +437,18 @@ fn define(b: &mut LayoutBuilder, s: &Stmt) -> Result<bool, Unsupported> {
                 (None, Some(shape)) => b.define(lhs.var, shape)?,
                 _ => false,
             }
+        }
+        StmtKind::Unpack { lhs, rhs } => {
+            let Some(tuple) = shape(b, rhs) else {
+                return Ok(false);
+            };
+            let mut changed = false;
+            for (l, component) in lhs.iter().zip(tuple.tuple) {
+                if l.path.is_empty() {
+                    changed |= b.define(l.var, component)?;
+                }
+            }
+            changed
         }
         StmtKind::Push { stack, value } => match shape(b, value) {
             Some(shape) => b.stack(*stack, shape)?,
@@ -252,20 +489,52 @@ pub fn generate(p: &pc::Program, layout: Layout) -> DeviceProgram {
 
 /// [`generate`] with kernel names starting `PREFIX_`.
 pub fn generate_named(p: &pc::Program, layout: Layout, prefix: &str) -> DeviceProgram {
+    let blocks = generate_blocks(p, &layout, prefix, GRADIENT_ENTRY);
+    let kernels_source = format!("{}{}", helper_kernels(&layout, prefix), blocks.kernels);
+    DeviceProgram {
+        source: format!("{}{kernels_source}", prelude()),
+        kernels_source,
+        prefix: prefix.to_string(),
+        blocks: blocks.blocks,
+        entry: blocks.entry,
+        n_params: layout.params.as_ref().map_or(0, |s| s.n),
+        layout,
+        sites: blocks.sites,
+        not_generated: blocks.not_generated,
+    }
+}
+
+/// The kernels of the blocks of entry function `entry` and of every user
+/// function it may call.
+pub(crate) struct Blocks {
+    pub kernels: String,
+    pub blocks: Vec<Vec<Launch>>,
+    pub entry: usize,
+    pub sites: Vec<Site>,
+    pub not_generated: Vec<NotGenerated>,
+}
+
+pub(crate) fn generate_blocks(
+    p: &pc::Program,
+    layout: &Layout,
+    prefix: &str,
+    entry_name: &str,
+) -> Blocks {
     let mut blocks = vec![Vec::new(); p.blocks.len()];
     let mut sites: Vec<Site> = Vec::new();
     let mut not_generated = Vec::new();
     let mut kernels = String::new();
     let mut entry_block = 0;
-    match p.entry(GRADIENT_ENTRY) {
+    let mut externals = 0;
+    match function_named(p, entry_name) {
         None => not_generated.push(NotGenerated {
-            at: GRADIENT_ENTRY.to_string(),
-            reason: "the program has no gradient entry".to_string(),
+            at: entry_name.to_string(),
+            reason: format!("the program has no function `{entry_name}`"),
             span: None,
         }),
         Some(entry) => {
             entry_block = p.function(entry).first_block.0 as usize;
-            // The gradient entry and every user function it may call.
+            // The entry and every user function it may call.
             for (fi, function) in p.functions.iter().enumerate() {
                 if fi != entry.0 as usize && function.kind != pc::FunctionKind::User {
                     continue;
@@ -276,13 +545,14 @@ pub fn generate_named(p: &pc::Program, layout: Layout, prefix: &str) -> DevicePr
                     let mut block = BlockCode {
                         p,
                         prefix,
-                        layout: &layout,
+                        layout,
                         b,
                         function: &function.name,
                         kernels: &mut kernels,
                         sites: &mut sites,
                         not_generated: &mut not_generated,
                         launches: Vec::new(),
+                        externals: &mut externals,
                     };
                     block.generate();
                     *launches = block.launches;
@@ -290,15 +560,10 @@ pub fn generate_named(p: &pc::Program, layout: Layout, prefix: &str) -> DevicePr
             }
         }
     }
-    let kernels_source = format!("{}{kernels}", helper_kernels(&layout, prefix));
-    DeviceProgram {
-        source: format!("{}{kernels_source}", prelude()),
-        kernels_source,
-        prefix: prefix.to_string(),
+    Blocks {
+        kernels,
         blocks,
         entry: entry_block,
-        n_params: layout.params.as_ref().map_or(0, |s| s.n),
-        layout,
         sites,
         not_generated,
     }
@@ -315,6 +580,8 @@ struct BlockCode<'a> {
     sites: &'a mut Vec<Site>,
     not_generated: &'a mut Vec<NotGenerated>,
     launches: Vec<Launch>,
+    /// External calls generated so far (their ids).
+    externals: &'a mut usize,
 }
 
 impl BlockCode<'_> {
@@ -353,6 +620,19 @@ impl BlockCode<'_> {
                 );
                 continue;
             }
+            if let Some((f, args, result)) = pc::lower::external_call(p, op) {
+                self.finish_kernel(emitter, false);
+                let name = p.function(f).name.clone();
+                if let Err(reason) = self.external(&name, args, result) {
+                    let span = match op {
+                        Op::Stmt(s) => Some(s.span),
+                        _ => None,
+                    };
+                    self.not_generated(at, format!("a call of {name}"), reason, span);
+                }
+                emitter = Emitter::new(&p.mir, layout, self.sites.len());
+                continue;
+            }
             let Op::Stmt(s) = op else { continue };
             if let Some(gemm) = gemm_statement(layout, s) {
                 self.finish_kernel(emitter, false);
@@ -378,6 +658,61 @@ impl BlockCode<'_> {
         self.finish_kernel(emitter, true);
     }
 
+    /// The kernels of an external call (see [`External`]).
+    fn external(
+        &mut self,
+        function: &str,
+        args: &[Expr],
+        result: Option<VarId>,
+    ) -> Result<(), Unsupported> {
+        let layout = self.layout;
+        let id = *self.externals;
+        let shapes = args
+            .iter()
+            .map(|a| typing::shape_of(layout, a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let record = match result {
+            None => Some(layout.reserved + RECORD_COUNT),
+            Some(_) => None,
+        };
+        let mut emitter = Emitter::new(&self.p.mir, layout, self.sites.len());
+        emitter.pack(args, record, id)?;
+        let answer_lines = match result {
+            None => None,
+            Some(var) => Some(answer_lines(
+                layout,
+                var,
+                shapes.iter().map(Shape::len).sum(),
+            )?),
+        };
+        *self.externals += 1;
+        self.sites.extend(emitter.sites);
+        let pack = format!("{}_x{id}_pack", self.prefix);
+        self.kernels.push_str(&format!("// call {function}\n"));
+        self.kernels.push_str(&super::kernel_text_with(
+            &pack,
+            &emitter.lines,
+            ", double* __restrict__ out, int width, int cap",
+        ));
+        let answer = answer_lines.map(|lines| {
+            let name = format!("{}_x{id}_answer", self.prefix);
+            self.kernels.push_str(&super::kernel_text_with(
+                &name,
+                &lines,
+                ", const double* __restrict__ g",
+            ));
+            name
+        });
+        self.launches.push(Launch::External(External {
+            id,
+            function: function.to_string(),
+            pack,
+            answer,
+            args: shapes,
+        }));
+        Ok(())
+    }
+
     /// Close the lane kernel being emitted (if it has code, or if it
     /// carries the terminator).
     fn finish_kernel(&mut self, emitter: Emitter, last: bool) {
@@ -391,6 +726,41 @@ impl BlockCode<'_> {
             .push_str(&super::kernel_text(&name, &emitter.lines));
         self.launches.push(Launch::Lanes { kernel: name });
     }
+}
+
+/// The answer of a gradient evaluation (gathered at `g`, the gather
+/// kernel's layout) into `var` = (lp, gradient of `n`), as the CPU's
+/// sampler host answers: lp −∞ after a rejection (gradient zeros) or a
+/// non-finite lp (gradient kept); a fatal error stops the lane.
+fn answer_lines(layout: &Layout, var: VarId, n: usize) -> Result<Vec<String>, Unsupported> {
+    let Some(Place::State { base, len }) = layout.place(var) else {
+        return Err("the gradient's result has no place".to_string());
+    };
+    if len != n + 1 {
+        return Err(format!(
+            "a gradient result of {len} values for {n} coordinates"
+        ));
+    }
+    let r = layout.reserved;
+    let (evals, last) = (r + GRADIENT_EVALUATIONS, r + LAST_GRADIENT_SITE);
+    let fatal = super::FATAL_STATUS;
+    Ok(vec![
+        format!("S({evals}) += 1.0;"),
+        "const double st = g[t];".to_string(),
+        "const double site = g[(long long)n_active + t];".to_string(),
+        "const double lp = g[2LL * n_active + t];".to_string(),
+        format!(
+            "if (st == {fatal:?}) {{ S({last}) = site; S({STATUS_SLOT}) = {fatal:?}; S({SITE_SLOT}) = {GRADIENT_FAILED_SITE:?}; return; }}"
+        ),
+        format!(
+            "if (st != 0.0) {{ S({last}) = site; S({base}) = -BAT_INF; for (int k = 0; k < {n}; ++k) S({base} + 1 + k) = 0.0; return; }}"
+        ),
+        format!("if (!isfinite(lp)) S({last}) = -2.0;"),
+        format!("S({base}) = isfinite(lp) ? lp : -BAT_INF;"),
+        format!(
+            "for (int k = 0; k < {n}; ++k) S({base} + 1 + k) = g[(long long)({GATHERED_HEADER} + k) * n_active + t];"
+        ),
+    ])
 }
 
 /// The terminator: each lane's next block into its program-counter slot.
@@ -572,6 +942,7 @@ fn helper_kernels(layout: &Layout, prefix: &str) -> String {
     for stack in layout.all_stacks() {
         resets.push_str(&format!("    S({}) = 0.0;\n", stack.depth));
     }
+    let schedule = schedule_kernel(prefix);
     format!(
         "
 // ---- host loop helpers
@@ -590,17 +961,7 @@ extern \"C\" __global__ void {prefix}_{START_KERNEL}(double* __restrict__ state,
         S({gradient} + k) = 0.0;
     }}
 {resets}}}
-extern \"C\" __global__ void {prefix}_{SCHEDULE_KERNEL}(const double* __restrict__ state, int* counts, int* lists,
-    int n_lanes) {{
-    const int lane = blockIdx.x * blockDim.x + threadIdx.x;
-    if (lane >= n_lanes) return;
-    if (S({STATUS_SLOT}) != 0.0) return;
-    const int b = (int)S({PC_SLOT});
-    if (b < 0) return;
-    const int k = atomicAdd(&counts[b], 1);
-    lists[(long long)b * n_lanes + k] = lane;
-}}
-extern \"C\" __global__ void {prefix}_{GATHER_KERNEL}(const double* __restrict__ state, double* __restrict__ out,
+{schedule}extern \"C\" __global__ void {prefix}_{GATHER_KERNEL}(const double* __restrict__ state, double* __restrict__ out,
     const int* __restrict__ active, int n_active, int n_lanes) {{
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_active) return;
@@ -609,6 +970,23 @@ extern \"C\" __global__ void {prefix}_{GATHER_KERNEL}(const double* __restrict__
     out[(long long)n_active + t] = S({SITE_SLOT});
     out[2LL * n_active + t] = S({TARGET_SLOT});
     for (int k = 0; k < {n}; ++k) out[(long long)({GATHERED_HEADER} + k) * n_active + t] = S({gradient} + k);
+}}
+"
+    )
+}
+
+/// The schedule kernel of the host loop (see the module docs).
+pub(crate) fn schedule_kernel(prefix: &str) -> String {
+    format!(
+        "extern \"C\" __global__ void {prefix}_{SCHEDULE_KERNEL}(const double* __restrict__ state, int* counts, int* lists,
+    int n_lanes) {{
+    const int lane = blockIdx.x * blockDim.x + threadIdx.x;
+    if (lane >= n_lanes) return;
+    if (S({STATUS_SLOT}) != 0.0) return;
+    const int b = (int)S({PC_SLOT});
+    if (b < 0) return;
+    const int k = atomicAdd(&counts[b], 1);
+    lists[(long long)b * n_lanes + k] = lane;
 }}
 "
     )

@@ -73,6 +73,23 @@ __device__ inline double bat_rng_std_normal(BatRng* r) {
     const double u2 = bat_rng_uniform(r);
     return sqrt(-2.0 * log(u1)) * cos(2.0 * 3.141592653589793 * u2);
 }
+// One draw from the stream kept at `base` of the lane state (loaded and
+// stored around it): uniform on (lo, hi) and normal(mu, sigma), as the
+// interpreter computes them from the stream's numbers.
+__device__ inline BatRng bat_rng_load(const double* state, long long base, int lane, int n_lanes);
+__device__ inline void bat_rng_store(const BatRng* r, double* state, long long base, int lane, int n_lanes);
+__device__ inline double bat_draw_uniform(double* state, long long base, int lane, int n_lanes, double lo, double hi) {
+    BatRng r = bat_rng_load(state, base, lane, n_lanes);
+    const double u = bat_rng_uniform(&r);
+    bat_rng_store(&r, state, base, lane, n_lanes);
+    return lo + (hi - lo) * u;
+}
+__device__ inline double bat_draw_normal(double* state, long long base, int lane, int n_lanes, double mu, double sigma) {
+    BatRng r = bat_rng_load(state, base, lane, n_lanes);
+    const double z = bat_rng_std_normal(&r);
+    bat_rng_store(&r, state, base, lane, n_lanes);
+    return mu + sigma * z;
+}
 // A stream kept in 11 lane-state slots from `base` (words as doubles).
 __device__ inline BatRng bat_rng_load(const double* state, long long base, int lane, int n_lanes) {
     BatRng r;

@@ -451,6 +451,25 @@ fn prim_shape(env: &dyn ShapeEnv, p: Prim, args: &[Expr], ty: &Type) -> Result<S
                 _ => Err(format!("{} of a non-matrix", p.name())),
             }
         }
+        ToInt if args.len() == 1 && arg(0)?.is_scalar() => Ok(Shape::INT),
+        // Vectorised draws return an array of reals.
+        UniformRng | NormalRng if args.len() == 2 => {
+            let sizes: Vec<usize> = shapes
+                .iter()
+                .filter(|s| !s.is_scalar())
+                .map(Shape::len)
+                .collect();
+            match sizes.first() {
+                None => Ok(Shape::REAL),
+                Some(&n) if sizes.iter().all(|&m| m == n) => Ok(Shape {
+                    arrays: vec![n],
+                    inner: Inner::Scalar,
+                    int: false,
+                    tuple: Vec::new(),
+                }),
+                Some(_) => Err(format!("{} of containers of different sizes", p.name())),
+            }
+        }
         _ if super::scalar::scalar_fn(p, args.len()).is_some() => {
             let _ = ty;
             elementwise()

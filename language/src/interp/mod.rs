@@ -27,6 +27,8 @@ mod pc_exec;
 mod prims;
 mod prims_matrix;
 mod print;
+/// A value as `print`, `reject` and `fatal_error` write it.
+pub use print::value as print_value;
 mod rng;
 mod values;
 

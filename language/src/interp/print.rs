@@ -39,7 +39,7 @@ fn list(items: impl Iterator<Item = String>) -> String {
     format!("[{}]", items.collect::<Vec<_>>().join(","))
 }
 
-pub(crate) fn value(v: &Value) -> String {
+pub fn value(v: &Value) -> String {
     let complex = |&(re, im): &(f64, f64)| format!("({},{})", real(re), real(im));
     match v {
         Value::Int(i) => i.to_string(),

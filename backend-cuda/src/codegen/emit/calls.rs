@@ -27,6 +27,59 @@ impl Emitter<'_> {
         self.end(outcome)
     }
 
+    /// The arguments of an external call, one after another: compactly
+    /// into `out[k * n_active + t]`, or with `record` (the record-count
+    /// slot) as the next record `(id, arguments...)` of the lane's
+    /// record buffer `out[(lane * cap + c) * width ..]`.
+    pub fn pack(
+        &mut self,
+        args: &[Expr],
+        record: Option<usize>,
+        id: usize,
+    ) -> Result<(), Unsupported> {
+        self.begin(
+            "the call's arguments",
+            language::span::Span { start: 0, end: 0 },
+        );
+        let outcome = self.pack_code(args, record, id);
+        self.end(outcome)
+    }
+
+    fn pack_code(
+        &mut self,
+        args: &[Expr],
+        record: Option<usize>,
+        id: usize,
+    ) -> Result<(), Unsupported> {
+        if let Some(slot) = record {
+            self.lines.push(format!(
+                "const int rc = (int)S({slot});\nif (rc >= cap) {{ S({}) = {:?}; S({}) = {:?}; return; }}\ndouble* rec = out + ((long long)lane * cap + rc) * width; rec[0] = {id}.0;",
+                super::super::layout::STATUS_SLOT,
+                super::super::layout::FATAL_STATUS,
+                super::super::layout::SITE_SLOT,
+                super::super::program::RECORD_OVERFLOW_SITE,
+            ));
+        } else {
+            self.lines.push("(void)width; (void)cap;".to_string());
+        }
+        let mut offset = 0;
+        for a in args {
+            let n = self.shape(a)?.len();
+            let e = self.fresh("e");
+            let v = self.elem(a, &e)?;
+            let dest = match record {
+                Some(_) => format!("rec[1 + {offset} + {e}]"),
+                None => format!("out[(long long)({offset} + {e}) * n_active + t]"),
+            };
+            self.lines.push(for_each(&e, n, &format!("{dest} = {v};")));
+            offset += n;
+        }
+        if let Some(slot) = record {
+            self.lines.push(format!("S({slot}) = rc + 1;"));
+        }
+        Ok(())
+    }
+
     /// Save `var` on its stack.
     pub fn push_var(&mut self, var: VarId) -> Result<(), Unsupported> {
         let text = format!("push {}", self.var_name(var));

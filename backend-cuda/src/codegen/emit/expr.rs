@@ -56,6 +56,25 @@ impl Emitter<'_> {
                 Ok(format!("(({c}) != 0.0 ? ({a}) : ({b}))"))
             }
             ExprKind::Index(base, indexes) => self.index_elem(base, indexes, idx),
+            ExprKind::Prim(p, args) if super::is_device_draw(*p) => {
+                self.draw_elem(*p, e, args, idx, &shape)
+            }
+            ExprKind::Prim(Prim::ToInt, args) if args.len() == 1 => {
+                // The interpreter's range check, hoisted; the value truncated.
+                if self.in_branch > 0 {
+                    return Err("to_int inside a conditional expression".to_string());
+                }
+                let x = self.elem(&args[0], "0")?;
+                let v = self.fresh("ti");
+                let fail = self.fail(
+                    FailKind::Rejection,
+                    "to_int: the value is outside the range of int".to_string(),
+                );
+                self.lines.push(format!(
+                    "const double {v} = {x}; if (!(isfinite({v}) && fabs({v}) < 9223372036854775808.0)) {fail}"
+                ));
+                Ok(format!("trunc({v})"))
+            }
             ExprKind::Prim(p, args) if is_check(*p) => self.check(*p, args),
             ExprKind::Prim(p, args) if is_reduction(*p) => self.reduction(*p, args),
             ExprKind::Prim(p, args) if shape == Shape::INT && is_int_arithmetic(*p) => {

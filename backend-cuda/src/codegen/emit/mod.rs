@@ -21,6 +21,7 @@
 mod calls;
 mod expr;
 mod params;
+mod rng;
 mod stmt;
 mod view;
 
@@ -32,6 +33,7 @@ use super::shape::Shape;
 use super::typing::{self, ShapeEnv, Unsupported};
 
 pub use calls::Restore;
+pub use rng::is_device_draw;
 
 /// Largest intermediate value (in doubles) kept in a thread's local
 /// memory; larger ones go to scratch slots of the lane state.
@@ -69,6 +71,43 @@ pub struct Site {
     pub kind: FailKind,
     pub message: String,
     pub span: Span,
+    /// For `reject` and `fatal_error`: the message as the interpreter
+    /// writes it, its scalar values stored by the lane before it stopped
+    /// (empty for other sites: [`Site::message`]).
+    pub parts: Vec<MessagePart>,
+}
+
+/// A piece of a `reject` / `fatal_error` message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MessagePart {
+    Text(String),
+    /// A scalar the lane stored in this state slot when it failed.
+    Value {
+        slot: usize,
+        int: bool,
+    },
+}
+
+impl Site {
+    /// The message of lane with state `slot_value` (its value of a slot),
+    /// as the interpreter writes it.
+    pub fn lane_message(&self, slot_value: impl Fn(usize) -> f64) -> String {
+        if self.parts.is_empty() {
+            return self.message.clone();
+        }
+        self.parts
+            .iter()
+            .map(|p| match p {
+                MessagePart::Text(s) => s.clone(),
+                MessagePart::Value { slot, int: true } => language::interp::print_value(
+                    &language::value::Value::Int(slot_value(*slot) as i64),
+                ),
+                MessagePart::Value { slot, int: false } => {
+                    language::interp::print_value(&language::value::Value::Real(slot_value(*slot)))
+                }
+            })
+            .collect()
+    }
 }
 
 pub struct Emitter<'a> {
@@ -83,6 +122,8 @@ pub struct Emitter<'a> {
     /// Inside a branch of a conditional expression, where nothing that
     /// can fail may be hoisted (the interpreter may not evaluate it).
     in_branch: usize,
+    /// Random draws in the current statement (at most one is generated).
+    draws: usize,
     /// The statement being emitted used the inline index-check flag.
     inline_checks: bool,
     span: Span,
@@ -131,6 +172,7 @@ impl<'a> Emitter<'a> {
             site_base,
             fresh: 0,
             in_branch: 0,
+            draws: 0,
             inline_checks: false,
             span: Span { start: 0, end: 0 },
             text: String::new(),
@@ -152,6 +194,7 @@ impl<'a> Emitter<'a> {
         self.span = span;
         self.text = text.to_string();
         self.inline_checks = false;
+        self.draws = 0;
         self.materialized.clear();
         self.lines.push(format!("// {text}"));
     }
@@ -177,6 +220,7 @@ impl<'a> Emitter<'a> {
     pub fn branch_condition(&mut self, cond: &Expr) -> Result<String, Unsupported> {
         self.text = "the branch condition".to_string();
         self.inline_checks = false;
+        self.draws = 0;
         self.materialized.clear();
         let c = self.elem(cond, "0")?;
         let value = self.fresh("c");
@@ -203,11 +247,22 @@ impl<'a> Emitter<'a> {
 
     /// C code that stops the lane at a new failure site.
     pub(crate) fn fail(&mut self, kind: FailKind, what: String) -> String {
+        self.fail_with(kind, what, Vec::new())
+    }
+
+    /// [`Emitter::fail`] with the message's parts ([`Site::parts`]).
+    pub(crate) fn fail_with(
+        &mut self,
+        kind: FailKind,
+        what: String,
+        parts: Vec<MessagePart>,
+    ) -> String {
         let id = self.site_base + self.sites.len();
         self.sites.push(Site {
             kind,
             message: format!("{what} in `{}`", self.text),
             span: self.span,
+            parts,
         });
         format!(
             "{{ S({STATUS_SLOT}) = {:?}; S({SITE_SLOT}) = {id}.0; return; }}",

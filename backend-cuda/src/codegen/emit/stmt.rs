@@ -43,6 +43,38 @@ impl Emitter<'_> {
             }
             StmtKind::Assign { lhs, rhs } => self.assign_indexed(lhs, rhs, "="),
             StmtKind::AddAssign { lhs, rhs } => self.assign_indexed(lhs, rhs, "+="),
+            // `(a, b, ...) = tuple`: component by component from a
+            // tuple variable (no component aliases the tuple).
+            StmtKind::Unpack { lhs, rhs } => {
+                if !matches!(rhs.kind, language::mir::ExprKind::Var(_)) {
+                    return Err("tuple unpacking of an expression".to_string());
+                }
+                let components = self.shape(rhs)?.tuple.len();
+                if components != lhs.len() {
+                    return Err("tuple unpacking of a different arity".to_string());
+                }
+                // All alive through the statement (values computed before
+                // it are found by their expression's address).
+                let projections: Vec<language::mir::Expr> = (0..lhs.len())
+                    .map(|k| language::mir::Expr {
+                        kind: language::mir::ExprKind::TupleProj(Box::new(rhs.clone()), k + 1),
+                        ty: match &rhs.ty {
+                            language::types::Type::Tuple(ts) => ts[k].clone(),
+                            other => other.clone(),
+                        },
+                        ad: rhs.ad,
+                        span: rhs.span,
+                    })
+                    .collect();
+                for (l, component) in lhs.iter().zip(&projections) {
+                    if l.path.is_empty() {
+                        self.assign_whole(l.var, component, "=")?;
+                    } else {
+                        self.assign_indexed(l, component, "=")?;
+                    }
+                }
+                Ok(())
+            }
             StmtKind::TargetAdd(e) => {
                 let total = self.total(e)?;
                 self.lines.push(format!("S({TARGET_SLOT}) += {total};"));
@@ -101,7 +133,31 @@ impl Emitter<'_> {
                         Printable::Expr(_) => "…".to_string(),
                     })
                     .collect();
-                let fail = self.fail(kind, text);
+                // Scalar values are stored in slots of their own for the
+                // host to write the message as the interpreter does.
+                let mut parts = Vec::new();
+                let mut stores = Vec::new();
+                for item in items {
+                    match item {
+                        Printable::Str(s) => parts.push(super::MessagePart::Text(s.clone())),
+                        Printable::Expr(e) => {
+                            let shape = self.shape(e)?;
+                            if shape.is_scalar() && shape.tuple.is_empty() {
+                                let v = self.elem(e, "0")?;
+                                let slot = self.layout.scratch(1);
+                                stores.push(format!("S({slot}) = {v};"));
+                                parts.push(super::MessagePart::Value {
+                                    slot,
+                                    int: shape.int,
+                                });
+                            } else {
+                                parts.push(super::MessagePart::Text("…".to_string()));
+                            }
+                        }
+                    }
+                }
+                let fail = self.fail_with(kind, text, parts);
+                self.lines.extend(stores);
                 self.lines.push(fail);
                 Ok(())
             }

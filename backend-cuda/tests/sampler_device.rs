@@ -1,0 +1,216 @@
+//! Programs run whole on the device ([`SamplerDevice`]): random draws
+//! from each lane's own Philox stream, user-function recursion on the
+//! device's stacks, and records of external calls copied back in chunks,
+//! against the scalar interpreter running the same program per lane —
+//! bit for bit — through the stub libcuda and the CUDA-on-CPU shim.
+//!
+//! cudarc loads libcuda once per process, so the checks run in a child
+//! process (this test binary again, running one `#[ignore]`d test) whose
+//! `LD_LIBRARY_PATH` points at the stub.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use backend_cuda::codegen::shape::{Inner, Shape};
+use backend_cuda::gradient::GradientDevice;
+use backend_cuda::sampler::{RecordHost, SamplerDevice};
+use language::data::DataFile;
+use language::interp::{Host, Model, Rng, RuntimeError, run_function};
+use language::value::Value;
+
+/// Draws of every kind the sampler program makes (vectorised normals, a
+/// uniform with per-lane bounds, a uniform drawn only when a conditional
+/// expression's branch is taken, draws in a recursive function) reported
+/// through an external function.
+const PROGRAM: &str = r#"
+functions {
+  void emit(int k, vector x, real u, real w);
+  real walk_rng(real x, int depth) {
+    if (depth == 0) {
+      return x;
+    }
+    real step = normal_rng(0, 1);
+    real rest = walk_rng(x + step, depth - 1);
+    return rest + uniform_rng(-1, 1);
+  }
+  void draws_rng(vector mu, real lo, int rounds) {
+    int n = rows(mu);
+    for (k in 1:rounds) {
+      vector[n] x = to_vector(normal_rng(mu, 2)) ./ sqrt(rep_vector(4, n));
+      real u = uniform_rng(lo, lo + 1);
+      int coin = u > lo + 0.5 ? 1 : uniform_rng(0, 1) < 0.3;
+      real w = walk_rng(u, k % 4);
+      emit(k, x, u + coin, w);
+    }
+  }
+}
+"#;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn run_child(test: &str, stub_dir: &Path) -> String {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([
+            test,
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("LD_LIBRARY_PATH", stub_dir)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success() && text.contains("1 passed"),
+        "child {test} failed:\n{text}"
+    );
+    text
+}
+
+#[test]
+fn device_programs_draw_what_the_interpreter_draws() {
+    let dir = tempfile::tempdir().unwrap();
+    backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let out = run_child("child_runs_the_draws_program", dir.path());
+    eprintln!("{out}");
+}
+
+/// Every record, as (lane, function, arguments).
+#[derive(Default)]
+struct Collect(Vec<(usize, String, Vec<Value>)>);
+
+impl RecordHost for Collect {
+    fn record(
+        &mut self,
+        lane: usize,
+        function: &str,
+        args: Vec<Value>,
+    ) -> Result<(), RuntimeError> {
+        self.0.push((lane, function.to_string(), args));
+        Ok(())
+    }
+}
+
+/// The interpreter's host: collects one lane's records.
+struct Lane(usize, Vec<(usize, String, Vec<Value>)>);
+
+impl Host for Lane {
+    fn call_external(
+        &mut self,
+        name: &str,
+        args: Vec<Value>,
+    ) -> Result<Option<Value>, RuntimeError> {
+        self.1.push((self.0, name.to_string(), args));
+        Ok(None)
+    }
+}
+
+/// A gradient device (eight schools) providing the device, compiler and
+/// lane count.
+fn gradient_device(lanes: usize) -> GradientDevice {
+    let source =
+        std::fs::read_to_string(repo_root().join("examples/eight_schools_noncentered.bat"))
+            .unwrap();
+    let data = DataFile::parse(
+        &std::fs::read_to_string(repo_root().join("examples/eight_schools_noncentered.data.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let program = language::compile_model(&source, "eight_schools").0.unwrap();
+    let g = language::ad::gradient(&program).unwrap();
+    let cfg = language::batch::lower_gradient(&g).unwrap();
+    let model = Model::new(&program, &data).unwrap();
+    GradientDevice::new(&cfg, model, lanes).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn bits(values: &[Value]) -> Vec<u64> {
+    let mut flat = Vec::new();
+    for v in values {
+        v.flatten_reals(&mut flat);
+    }
+    flat.into_iter().map(f64::to_bits).collect()
+}
+
+#[test]
+#[ignore = "run by device_programs_draw_what_the_interpreter_draws with the stub driver"]
+fn child_runs_the_draws_program() {
+    let (program, diagnostics) = language::compile_with_externals(PROGRAM, "draws");
+    let program = program.unwrap_or_else(|| panic!("{diagnostics:?}"));
+    let cfg = language::batch::lower(&program, &[], 0).unwrap();
+    let chains: Vec<u32> = vec![3, 0, 7, 1, 2, 11];
+    let lanes = chains.len();
+    let seed = 0xC0FFEE_u64;
+    let rounds = 9;
+    let args: Vec<Vec<Value>> = (0..lanes)
+        .map(|l| {
+            vec![
+                Value::Vector(vec![l as f64, -0.5 * l as f64, 1.25]),
+                Value::Real(l as f64 - 2.5),
+                Value::Int(rounds),
+            ]
+        })
+        .collect();
+    let params = [Shape::of(Inner::Vector(3)), Shape::REAL, Shape::INT];
+    // Records copied back every 4 calls: several copies per run.
+    let mut device = SamplerDevice::new(&cfg, "draws_rng", &params, gradient_device(lanes), 4)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut collected = Collect::default();
+    let outcomes = device
+        .run(&args, &chains, seed, &mut collected)
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (lane, outcome) in outcomes.iter().enumerate() {
+        assert!(outcome.is_ok(), "lane {lane}: {outcome:?}");
+    }
+    let mut compared = 0;
+    for lane in 0..lanes {
+        let mut host = Lane(lane, Vec::new());
+        let rng = Rng::new(seed, chains[lane], 0);
+        run_function(&program, "draws_rng", args[lane].clone(), rng, &mut host).unwrap();
+        let device_records: Vec<&(usize, String, Vec<Value>)> =
+            collected.0.iter().filter(|r| r.0 == lane).collect();
+        assert_eq!(device_records.len(), host.1.len(), "lane {lane}");
+        assert_eq!(host.1.len(), rounds as usize);
+        for (d, c) in device_records.iter().zip(&host.1) {
+            assert_eq!(d.1, c.1);
+            assert_eq!(d.2.len(), c.2.len());
+            assert_eq!(
+                bits(&d.2),
+                bits(&c.2),
+                "lane {lane}: device {:?}, cpu {:?}",
+                d.2,
+                c.2
+            );
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, lanes * rounds as usize);
+    eprintln!("{compared} records equal bit for bit");
+}
+
+/// The generated source of the draws program compiles with NVRTC for every
+/// checked target.
+#[test]
+fn draws_program_compiles_with_nvrtc() {
+    let (program, diagnostics) = language::compile_with_externals(PROGRAM, "draws");
+    let program = program.unwrap_or_else(|| panic!("{diagnostics:?}"));
+    let cfg = language::batch::lower(&program, &[], 0).unwrap();
+    let params = [Shape::of(Inner::Vector(3)), Shape::REAL, Shape::INT];
+    let generated = backend_cuda::sampler::generate(&cfg, "draws_rng", &params)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        generated.not_generated.is_empty(),
+        "{:?}",
+        generated.not_generated
+    );
+    for target in backend_cuda::nvrtc::CHECKED_TARGETS {
+        backend_cuda::nvrtc::compile(&generated.source, target)
+            .unwrap_or_else(|e| panic!("{target:?}: {e}"));
+    }
+}
