@@ -185,13 +185,13 @@ fn merge_lanes_writes_only_the_given_lanes_and_leaves_shared_values_alone() {
                     assert_eq!(&old.lane_value(l), want, "{v:?} lanes {subset:?} lane {l}");
                 }
                 if let Some(o) = old_elsewhere {
-                    for l in 0..z {
-                        assert_eq!(o.lane_value(l), olds[l], "the old value changed");
+                    for (l, want) in olds.iter().enumerate() {
+                        assert_eq!(&o.lane_value(l), want, "the old value changed");
                     }
                 }
                 if let Some(n) = new_elsewhere {
-                    for l in 0..z {
-                        assert_eq!(n.lane_value(l), news[l], "the new value changed");
+                    for (l, want) in news.iter().enumerate() {
+                        assert_eq!(&n.lane_value(l), want, "the new value changed");
                     }
                 }
             }
