@@ -20,9 +20,13 @@
 //!   GEMM, derivative rules, argument checks): a batched kernel
 //!   ([`kernels`], [`gemm`]) using the same scalar functions as the
 //!   interpreter, so results are bit-identical (GEMM: rounding only);
+//! - `_rng` draws at dense or shared scalar/container arguments: each
+//!   lane's stream drawn in the interpreter's order straight into a dense
+//!   slot ([`draws`]);
 //! - anything else (e.g. ODE solves): the interpreter's code lane by lane
 //!   ([`per_lane`]).
 
+mod draws;
 mod gemm;
 pub(crate) mod index;
 #[macro_use]
@@ -321,6 +325,10 @@ fn draw(
     active: &Lanes,
     span: Span,
 ) -> Slot {
+    let refs: Vec<&Slot> = args.iter().map(|a| &**a).collect();
+    if let Some(slot) = draws::draw(p, &refs, st, active, span) {
+        return slot;
+    }
     let mut out: Vec<Option<Value>> = vec![None; st.z];
     for l in active.iter() {
         if !st.is_running(l) {

@@ -312,6 +312,24 @@ impl Slot {
         *self = Slot::from_lane_values(values);
     }
 
+    /// Write lanes `lanes` of `new` (a slot over the same Z lanes) into
+    /// `*old`, the other lanes keeping their values: a variable's masked
+    /// update. When `new` is a temporary nobody else holds and `old`'s
+    /// storage is held elsewhere too (it would be cloned whole first),
+    /// `new`'s storage becomes the variable's and only the lanes *not*
+    /// written are copied into it from `old`.
+    pub fn merge_lanes(old: &mut Arc<Slot>, new: Arc<Slot>, lanes: &Lanes) {
+        if lanes.is_empty() {
+            return;
+        }
+        if lanes.is_full() {
+            *old = new;
+            return;
+        }
+        let mut others = None;
+        merge_into(old, new, lanes, &mut others);
+    }
+
     /// Number of lanes of a non-shared slot.
     pub fn z(&self) -> Option<usize> {
         match self {
@@ -322,6 +340,63 @@ impl Slot {
             Slot::PerLane(vs) => Some(vs.len()),
         }
     }
+}
+
+/// [`Slot::merge_lanes`] for `lanes` (neither empty nor full); `others`
+/// caches the lanes not in `lanes`.
+fn merge_into(
+    old: &mut Arc<Slot>,
+    mut new: Arc<Slot>,
+    lanes: &Lanes,
+    others: &mut Option<Vec<usize>>,
+) {
+    if Arc::ptr_eq(old, &new) {
+        return;
+    }
+    let z = lanes.z();
+    // When `old` is the variable's alone, the lanes are written into it in
+    // place even when most lanes are written: taking `new`'s storage then
+    // was measured slower (eight schools, 512 chains × (50 + 50), one
+    // thread: 4.59 s against 4.32 s CPU, best of four).
+    let reuse_new = Arc::get_mut(old).is_none();
+    if reuse_new && let Some(fresh) = Arc::get_mut(&mut new) {
+        let others = others.get_or_insert_with(|| {
+            let mask = lanes.mask();
+            (0..z).filter(|&l| !mask[l]).collect()
+        });
+        let kept = match (fresh, &**old) {
+            (Slot::Real(a), Slot::Real(b)) if a.shape == b.shape && a.z == b.z => {
+                a.copy_lanes(b, others);
+                true
+            }
+            (Slot::Int(a), Slot::Int(b)) if a.shape == b.shape && a.z == b.z => {
+                a.copy_lanes(b, others);
+                true
+            }
+            _ => false,
+        };
+        if kept {
+            *old = new;
+            return;
+        }
+    }
+    // Component by component (cloning a shared tuple copies only its
+    // component handles; once `new` is gone, its components are held
+    // only here).
+    let items = match (&**old, &*new) {
+        (Slot::Tuple(a), Slot::Tuple(b)) if a.len() == b.len() => Some(b.clone()),
+        _ => None,
+    };
+    if let Some(items) = items {
+        drop(new);
+        if let Slot::Tuple(olds) = Arc::make_mut(old) {
+            for (o, n) in olds.iter_mut().zip(items) {
+                merge_into(o, n, lanes, others);
+            }
+        }
+        return;
+    }
+    Arc::make_mut(old).copy_lanes_from(&new, lanes);
 }
 
 /// A dense tuple slot from per-lane tuples of `k` components each.

@@ -154,3 +154,47 @@ fn lane_sets_split_and_retain() {
     assert_eq!(all.retain(|l| l != 2).indices(), &[0, 1, 3, 4]);
     assert_eq!(Lanes::from_mask(&[true, false, true]).indices(), &[0, 2]);
 }
+
+/// `Slot::merge_lanes` (a variable's masked update) gives the written
+/// lanes of the new value and the other lanes of the old one, whichever
+/// storage it reuses, and never changes a value held elsewhere.
+#[test]
+fn merge_lanes_writes_only_the_given_lanes_and_leaves_shared_values_alone() {
+    let z = 6;
+    let subsets: Vec<Vec<usize>> = vec![vec![0], vec![1, 4], vec![0, 2, 3, 5], vec![0, 1, 2, 3, 4]];
+    for v in values() {
+        let olds: Vec<Value> = (0..z).map(|l| shifted(&v, l)).collect();
+        let news: Vec<Value> = (0..z).map(|l| shifted(&v, 10 + l)).collect();
+        for subset in &subsets {
+            let lanes = Lanes::from_indices(z, subset.clone());
+            // Old and new each either held only by the variable / the
+            // merge, or also by someone else.
+            for (keep_old, keep_new) in [(false, false), (true, false), (false, true), (true, true)]
+            {
+                let mut old = Arc::new(Slot::from_lane_values(olds.clone()));
+                let new = Arc::new(Slot::from_lane_values(news.clone()));
+                let old_elsewhere = keep_old.then(|| old.clone());
+                let new_elsewhere = keep_new.then(|| new.clone());
+                Slot::merge_lanes(&mut old, new, &lanes);
+                for l in 0..z {
+                    let want = if subset.contains(&l) {
+                        &news[l]
+                    } else {
+                        &olds[l]
+                    };
+                    assert_eq!(&old.lane_value(l), want, "{v:?} lanes {subset:?} lane {l}");
+                }
+                if let Some(o) = old_elsewhere {
+                    for (l, want) in olds.iter().enumerate() {
+                        assert_eq!(&o.lane_value(l), want, "the old value changed");
+                    }
+                }
+                if let Some(n) = new_elsewhere {
+                    for (l, want) in news.iter().enumerate() {
+                        assert_eq!(&n.lane_value(l), want, "the new value changed");
+                    }
+                }
+            }
+        }
+    }
+}

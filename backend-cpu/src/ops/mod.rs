@@ -128,8 +128,9 @@ pub fn set_var(st: &mut State, var: VarId, value: Arc<Slot>, active: &Lanes) {
     match slot {
         // `x = x` (e.g. an argument passed on unchanged): nothing to do.
         Some(old) if Arc::ptr_eq(old, &value) => {}
-        // Only the active lanes are copied; the value is not cloned whole.
-        Some(old) if !active.is_full() => Arc::make_mut(old).copy_lanes_from(&value, active),
+        // Only the active lanes are copied (or, into a fresh value, only
+        // the others); neither value is cloned whole.
+        Some(old) if !active.is_full() => Slot::merge_lanes(old, value, active),
         _ => *slot = Some(value),
     }
 }

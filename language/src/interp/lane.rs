@@ -34,6 +34,13 @@ pub fn draw_rng(p: Prim, rng: &mut super::Rng, args: &[Value]) -> Result<Value> 
     super::rng::draw(p, rng, args)
 }
 
+/// One draw of `_rng` primitive `p` at scalar real arguments `xs` (what
+/// [`draw_rng`] does for each element of container arguments); `None` for
+/// the primitives whose arguments are not scalars (the categorical ones).
+pub fn draw_rng_scalar(p: Prim, rng: &mut super::Rng, xs: &[f64]) -> Option<Result<Value>> {
+    super::rng::draw_scalar(p, rng, xs)
+}
+
 /// [`crate::mir::ExprKind::Partial`]: ∂prim/∂args[arg] elementwise.
 pub fn partial(prim: Prim, arg: usize, args: &[Value]) -> Result<Value> {
     super::grad::partial_values(prim, arg, args)

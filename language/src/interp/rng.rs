@@ -291,6 +291,15 @@ fn draw_one(p: Prim, rng: &mut Rng, a: &[f64]) -> Result<Value> {
     })
 }
 
+/// One draw of `p` at scalar arguments (`None` for the categorical
+/// primitives, whose argument is a simplex).
+pub(crate) fn draw_scalar(p: Prim, rng: &mut Rng, xs: &[f64]) -> Option<Result<Value>> {
+    if p == Prim::CategoricalRng || p == Prim::CategoricalLogitRng {
+        return None;
+    }
+    Some(draw_one(p, rng, xs))
+}
+
 /// Draw from `p` at `args`: one draw for scalar arguments, an array of
 /// draws (one per element) when an argument is a container.
 pub(crate) fn draw(p: Prim, rng: &mut Rng, args: &[Value]) -> Result<Value> {
