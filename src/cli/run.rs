@@ -238,7 +238,9 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
     if let Some(utilization) = report.batches.utilization() {
         eprintln!(
             "{} gradient evaluations in {} batched calls ({:.0}% of the lanes of each call on average)",
-            report.gradient_evaluations,
+            // Counted by the calls, so an interrupted run's chains that did
+            // not finish are in it too.
+            report.batches.lanes,
             report.batches.calls,
             100.0 * utilization
         );
