@@ -204,6 +204,18 @@ fn check(p: Primitive, us: [f64; 3]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// A point proptest found: OwensT's quadrature used to change its panel
+/// count with `a`, so T jumped there and the finite difference of a slope
+/// of 7e-66 came out 5.5e-16.
+#[test]
+fn owens_t_is_smooth_in_a_where_its_quadrature_changed_panels() {
+    check(
+        Primitive::OwensT,
+        [0.10741784475073676, 0.9224674733661617, 0.02],
+    )
+    .unwrap();
+}
+
 #[test]
 fn every_differentiable_primitive_has_a_test_domain() {
     let untested: Vec<_> = Primitive::ALL
