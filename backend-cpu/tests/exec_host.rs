@@ -66,6 +66,9 @@ fn answer(
     }
 }
 
+/// An invocation's value or error, and the host calls it made.
+type Outcome = (Result<Option<Value>, RuntimeError>, Vec<String>);
+
 struct ScalarHost {
     log: Vec<String>,
 }
@@ -153,7 +156,7 @@ fn external_calls_match_the_interpreter_lane_by_lane() {
     let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
     let z = 23;
     let args = inputs(z);
-    let truth: Vec<(Result<Option<Value>, RuntimeError>, Vec<String>)> = (0..z)
+    let truth: Vec<Outcome> = (0..z)
         .map(|l| {
             let mut host = ScalarHost { log: Vec::new() };
             let r = run_function(
@@ -285,7 +288,7 @@ fn a_pool_of_invocations_on_fewer_lanes_matches_the_interpreter() {
     let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
     let jobs = 23;
     let args = inputs(jobs);
-    let truth: Vec<(Result<Option<Value>, RuntimeError>, Vec<String>)> = (0..jobs)
+    let truth: Vec<Outcome> = (0..jobs)
         .map(|i| {
             let mut host = ScalarHost { log: Vec::new() };
             let r = run_function(
