@@ -172,6 +172,41 @@ pub fn set_masked(st: &mut State, var: VarId, value: Arc<Slot>, lanes: &Lanes) {
     crate::ops::set_var(st, var, value, lanes)
 }
 
+/// Lane `l`'s outcome of an invocation that returned `value` (`None` for
+/// `void`): its error if it failed, else its value converted to the return
+/// type `ret` as the interpreter returns it.
+pub fn lane_outcome(
+    st: &State,
+    l: usize,
+    value: Option<&Slot>,
+    ret: Option<&Type>,
+) -> super::LaneResult<Option<language::value::Value>> {
+    if let crate::lanes::LaneStatus::Failed(e) = &st.status[l] {
+        return Err(e.clone());
+    }
+    Ok(value.map(|v| match ret {
+        Some(ty) => lane::promote(v.lane_value(l), ty),
+        None => v.lane_value(l),
+    }))
+}
+
+/// Set the parameters `params` of the lanes in `args` (a lane and its
+/// arguments, in order); the other lanes of a fresh slot get the first
+/// lane's values, never read.
+pub fn set_args(st: &mut State, params: &[VarId], args: &[(usize, Vec<language::value::Value>)]) {
+    let Some((_, filler)) = args.first() else {
+        return;
+    };
+    let lanes = Lanes::from_indices(st.z, args.iter().map(|(l, _)| *l).collect());
+    for (k, param) in params.iter().enumerate() {
+        let mut values = vec![filler[k].clone(); st.z];
+        for (l, a) in args {
+            values[*l] = a[k].clone();
+        }
+        set_masked(st, *param, Arc::new(Slot::from_lane_values(values)), &lanes);
+    }
+}
+
 /// Record `err` as the failure of every running lane of `lanes`.
 pub fn fail(st: &mut State, lanes: &Lanes, err: &RuntimeError) {
     for l in lanes.iter() {

@@ -242,13 +242,7 @@ impl BatchedModel {
             }
             let value = self.invoke(f, &mut st, &Lanes::all(z), &mut host)?;
             Ok((0..z)
-                .map(|l| match &st.status[l] {
-                    LaneStatus::Failed(e) => Err(e.clone()),
-                    LaneStatus::Running => Ok(value.as_ref().map(|v| match &fun.ret {
-                        Some(ty) => language::interp::lane::promote(v.lane_value(l), ty),
-                        None => v.lane_value(l),
-                    })),
-                })
+                .map(|l| super::block::lane_outcome(&st, l, value.as_ref(), fun.ret.as_ref()))
                 .collect())
         })
     }
@@ -278,10 +272,9 @@ impl BatchedModel {
             let mut host = make_host(range.clone());
             let z = range.len();
             let mut st = self.state(z);
-            let mut args: Vec<Option<Vec<Value>>> = Vec::with_capacity(z);
+            let mut args: Vec<(usize, Vec<Value>)> = Vec::with_capacity(z);
             for l in 0..z {
-                let next = host.next_invocation(l);
-                if let Some((a, rng)) = next {
+                if let Some((a, rng)) = host.next_invocation(l) {
                     if a.len() != fun.params.len() {
                         return Err(ExecError::Setup(format!(
                             "`{name}` takes {} arguments, given {}",
@@ -290,24 +283,14 @@ impl BatchedModel {
                         )));
                     }
                     st.rng[l] = rng;
-                    args.push(Some(a));
-                } else {
-                    args.push(None);
+                    args.push((l, a));
                 }
             }
-            let started: Vec<usize> = (0..z).filter(|&l| args[l].is_some()).collect();
-            let Some(&first) = started.first() else {
+            if args.is_empty() {
                 return Ok(Vec::<()>::new());
-            };
-            let filler = args[first].clone().unwrap_or_default();
-            for (k, param) in fun.params.iter().enumerate() {
-                let values = args
-                    .iter()
-                    .map(|a| a.as_ref().unwrap_or(&filler)[k].clone())
-                    .collect();
-                st.vars[param.0 as usize] = Some(Arc::new(Slot::from_lane_values(values)));
             }
-            let lanes = Lanes::from_indices(z, started);
+            super::block::set_args(&mut st, &fun.params, &args);
+            let lanes = Lanes::from_indices(z, args.iter().map(|(l, _)| *l).collect());
             match &self.pc {
                 Some(p) => {
                     super::pc::run_refilling(p, f, &mut st, &lanes, &self.config, &mut host, true)?
@@ -315,13 +298,8 @@ impl BatchedModel {
                 None => {
                     let value = self.invoke(f, &mut st, &lanes, &mut host)?;
                     for l in lanes.iter() {
-                        let result = match &st.status[l] {
-                            LaneStatus::Failed(e) => Err(e.clone()),
-                            LaneStatus::Running => Ok(value.as_ref().map(|v| match &fun.ret {
-                                Some(ty) => language::interp::lane::promote(v.lane_value(l), ty),
-                                None => v.lane_value(l),
-                            })),
-                        };
+                        let result =
+                            super::block::lane_outcome(&st, l, value.as_ref(), fun.ret.as_ref());
                         host.invocation_finished(l, result);
                     }
                 }

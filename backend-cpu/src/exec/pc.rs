@@ -137,22 +137,10 @@ fn restart(
     scratch: &mut Scratch,
 ) -> Vec<usize> {
     let fun = p.function(f);
-    let mut restarted = Vec::new();
     let mut args: Vec<(usize, Vec<Value>)> = Vec::new();
     for &l in finished {
-        let result = match &st.status[l] {
-            crate::lanes::LaneStatus::Failed(e) => Err(e.clone()),
-            crate::lanes::LaneStatus::Running => Ok(fun
-                .result
-                .and_then(|r| st.vars[r.0 as usize].as_ref())
-                .map(|slot| {
-                    let v = slot.lane_value(l);
-                    match &fun.ret {
-                        Some(ty) => language::interp::lane::promote(v, ty),
-                        None => v,
-                    }
-                })),
-        };
+        let value = fun.result.and_then(|r| st.vars[r.0 as usize].as_deref());
+        let result = block::lane_outcome(st, l, value, fun.ret.as_ref());
         host.invocation_finished(l, result);
         let Some((values, rng)) = host.next_invocation(l) else {
             continue;
@@ -174,22 +162,9 @@ fn restart(
             stack.depth[l] = 0;
         }
         args.push((l, values));
-        restarted.push(l);
     }
-    let Some((_, filler)) = args.first() else {
-        return restarted;
-    };
-    // One slot per parameter over the batch: the restarted lanes' values
-    // (the filler elsewhere is never written through the mask).
-    let lanes = Lanes::from_indices(st.z, restarted.clone());
-    for (k, param) in fun.params.iter().enumerate() {
-        let mut values = vec![filler[k].clone(); st.z];
-        for (l, a) in &args {
-            values[*l] = a[k].clone();
-        }
-        block::set_masked(st, *param, Arc::new(Slot::from_lane_values(values)), &lanes);
-    }
-    restarted
+    block::set_args(st, &fun.params, &args);
+    args.into_iter().map(|(l, _)| l).collect()
 }
 
 /// `barrier[block]`: the block calls an external function of
