@@ -29,7 +29,7 @@ use crate::codegen::program::{
     self, DeviceProgram, GATHER_KERNEL, GATHERED_HEADER, GEMM_ROWS_PER_THREAD, Launch,
     SCHEDULE_KERNEL, START_KERNEL,
 };
-use crate::codegen::{FailKind, PC_SLOT, frames};
+use crate::codegen::{FailKind, NotGenerated, PC_SLOT, frames};
 use crate::device::{Device, DeviceError, Module, THREADS_PER_BLOCK, driver};
 use crate::nvrtc::{self, Compiled};
 use crate::probe::DeviceInfo;
@@ -259,17 +259,18 @@ pub fn device_program(
     model: &Model,
 ) -> Result<(pc::Program, DeviceProgram, Vec<usize>), GradientDeviceError> {
     let (pc, program, capacities) = generate(grad_cfg, model)?;
-    refuse_missing(&program)?;
+    refuse_missing(&program.not_generated)?;
     Ok((pc, program, capacities))
 }
 
-fn refuse_missing(program: &DeviceProgram) -> Result<(), GradientDeviceError> {
-    if program.not_generated.is_empty() {
+/// Refuse a program with ops the generator has no device code for (each
+/// named with its reason and span).
+pub(crate) fn refuse_missing(not_generated: &[NotGenerated]) -> Result<(), GradientDeviceError> {
+    if not_generated.is_empty() {
         return Ok(());
     }
     Err(GradientDeviceError::Refused(
-        program
-            .not_generated
+        not_generated
             .iter()
             .map(|n| RefusedOp {
                 at: n.at.clone(),
@@ -288,7 +289,7 @@ fn regenerate(
 ) -> Result<DeviceProgram, GradientDeviceError> {
     let layout = program::layout(pc, model, capacities).map_err(GradientDeviceError::Setup)?;
     let program = program::generate(pc, layout);
-    refuse_missing(&program)?;
+    refuse_missing(&program.not_generated)?;
     Ok(program)
 }
 

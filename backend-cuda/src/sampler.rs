@@ -102,19 +102,7 @@ impl SamplerDevice {
         record_capacity: usize,
     ) -> Result<SamplerDevice, GradientDeviceError> {
         let program = generate(program_cfg, entry, params)?;
-        if !program.not_generated.is_empty() {
-            return Err(GradientDeviceError::Refused(
-                program
-                    .not_generated
-                    .iter()
-                    .map(|n| RefusedOp {
-                        at: n.at.clone(),
-                        reason: n.reason.clone(),
-                        span: n.span,
-                    })
-                    .collect(),
-            ));
-        }
+        crate::gradient::refuse_missing(&program.not_generated)?;
         if let Some(e) = program
             .externals
             .iter()
