@@ -3,6 +3,15 @@
 //! trip counts, `break`/`continue`, tuples, int and real locals — give
 //! each lane exactly the values, printed output and errors of the
 //! interpreter's `Model::generated_quantities` for that lane.
+//!
+//! A second model covers the `_rng` draws written straight into dense
+//! slots (backend-cpu's `eval::draws`): scalar and container arguments
+//! (shared and per lane, real and int), int-valued draws, a one-element
+//! container standing for every element, draws on some lanes only (masked
+//! or gathered), lanes failing on bad arguments, and the categorical draws
+//! that go lane by lane. Every draw of a lane comes from its one stream in
+//! order, so equal values of every draw (the last one included) mean equal
+//! streams.
 
 use backend_cpu::lanes::{LaneStatus, Lanes, Slot, State};
 use backend_cpu::structured::{self, Branching};
@@ -41,18 +50,55 @@ generated quantities {
 
 const DATA: &str = r#"{"N": 4, "x": [0.3, -1.2, 2.5, 0.9]}"#;
 
-#[test]
-fn generated_quantities_match_the_interpreter_lane_by_lane() {
-    let program = language::compile_model(MODEL, "gq").0.expect("compiles");
-    let data = DataFile::parse(DATA).unwrap();
+const DRAWS_MODEL: &str = r#"
+data { int N; vector[N] x; array[N] int k; }
+parameters { real mu; real<lower=0> sigma; }
+model { x ~ normal(mu, sigma); }
+generated quantities {
+  real u = uniform_rng(0, 1);
+  real z0 = normal_rng(0, 1);
+  array[N] real y_shared = normal_rng(x, 1);
+  array[N] real y_lanes = normal_rng(mu + x, sigma);
+  array[N] real y_int_args = normal_rng(k, sigma);
+  array[N] real y_one = normal_rng(mu + x, rep_vector(sigma, 1));
+  vector[N] m = to_vector(normal_rng(rep_vector(0, N), 1)) ./ sqrt(sigma + x .* x);
+  int p = poisson_rng(sigma);
+  array[N] int b = bernoulli_rng(inv_logit(mu + x));
+  real g = gamma_rng(sigma + 0.5, 2);
+  real maybe = 0;
+  if (mu > 0) {
+    maybe = exponential_rng(sigma) + uniform_rng(0, 1);
+  }
+  int c = categorical_rng(softmax(x));
+  // Fails on the lanes where mu < -1 (a negative scale).
+  real bad = normal_rng(0, mu + 1);
+}
+"#;
+
+const DRAWS_DATA: &str = r#"{"N": 4, "x": [0.3, -1.2, 2.5, 0.9], "k": [1, 0, 3, 2]}"#;
+
+/// How the lanes of [`check_lane_by_lane`] ended.
+#[derive(Default)]
+struct Tally {
+    ran: usize,
+    failed: usize,
+    printed: usize,
+}
+
+/// Run `source`'s transformed parameters and generated quantities batched
+/// at random parameters (uniform(-2, 2) unconstrained, stream `theta_seed`
+/// per lane), masked and gathered, for each Z of `zs`; every lane's values
+/// (Debug text), printed output and error must be the interpreter's.
+fn check_lane_by_lane(source: &str, data: &str, zs: &[usize], seed: u64, theta_seed: u64) -> Tally {
+    let program = language::compile_model(source, "gq").0.expect("compiles");
+    let data = DataFile::parse(data).unwrap();
     let model = Model::new(&program, &data).unwrap();
     let n = model.num_unconstrained();
-    let seed = 7;
-    let (mut rejected, mut printed) = (0, 0);
-    for z in [1, 7, 64] {
+    let mut tally = Tally::default();
+    for &z in zs {
         let thetas: Vec<Vec<f64>> = (0..z)
             .map(|l| {
-                let mut rng = Rng::new(99, l as u32, 0);
+                let mut rng = Rng::new(theta_seed, l as u32, 0);
                 (0..n).map(|_| 4.0 * rng.uniform() - 2.0).collect()
             })
             .collect();
@@ -84,7 +130,8 @@ fn generated_quantities_match_the_interpreter_lane_by_lane() {
                 match (&st.status[l], truth) {
                     (LaneStatus::Running, Ok(draw)) => {
                         assert_eq!(st.output[l], draw.output, "lane {l} output");
-                        printed += usize::from(!draw.output.is_empty());
+                        tally.ran += 1;
+                        tally.printed += usize::from(!draw.output.is_empty());
                         let blocks = [
                             &program.transformed_parameters,
                             &program.generated_quantities,
@@ -114,7 +161,7 @@ fn generated_quantities_match_the_interpreter_lane_by_lane() {
                     }
                     (LaneStatus::Failed(ours), Err(theirs)) => {
                         assert_eq!(ours, &theirs, "Z={z} lane {l}");
-                        rejected += 1;
+                        tally.failed += 1;
                     }
                     (ours, theirs) => {
                         panic!("Z={z} lane {l} {branching:?}: {ours:?} vs {theirs:?}")
@@ -123,9 +170,29 @@ fn generated_quantities_match_the_interpreter_lane_by_lane() {
             }
         }
     }
+    tally
+}
+
+#[test]
+fn generated_quantities_match_the_interpreter_lane_by_lane() {
+    let tally = check_lane_by_lane(MODEL, DATA, &[1, 7, 64], 7, 99);
     // The random inits exercise both the print and the reject paths.
     assert!(
-        rejected > 0 && printed > 0,
-        "rejected {rejected}, printed {printed}"
+        tally.failed > 0 && tally.printed > 0,
+        "rejected {}, printed {}",
+        tally.failed,
+        tally.printed
+    );
+}
+
+#[test]
+fn batched_draws_are_the_interpreters_lane_by_lane() {
+    let tally = check_lane_by_lane(DRAWS_MODEL, DRAWS_DATA, &[1, 5, 64], 11, 3);
+    // The random parameters exercise both the failing and the running lanes.
+    assert!(
+        tally.failed > 0 && tally.ran > 0,
+        "failed {}, ran {}",
+        tally.failed,
+        tally.ran
     );
 }
