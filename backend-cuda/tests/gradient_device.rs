@@ -13,8 +13,10 @@
 //! process (this test binary again, running one `#[ignore]`d test) whose
 //! `LD_LIBRARY_PATH` points at the stub.
 
+mod common;
+
+use common::run_child;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
 use backend_cuda::gradient::{GradientDevice, GradientDeviceError, LaneGradient, device_program};
@@ -81,35 +83,11 @@ fn cases() -> Vec<(String, PathBuf, PathBuf)> {
     out
 }
 
-fn run_child(test: &str, stub_dir: &Path) -> String {
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([
-            test,
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("LD_LIBRARY_PATH", stub_dir)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        output.status.success() && text.contains("1 passed"),
-        "child {test} failed:\n{text}"
-    );
-    text
-}
-
 #[test]
 fn device_gradients_match_backend_cpu_through_the_stub_driver() {
     let dir = tempfile::tempdir().unwrap();
     backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-    let out = run_child("child_compares_every_generated_model", dir.path());
+    let out = run_child("child_compares_every_generated_model", dir.path(), &[]);
     eprintln!("{out}");
 }
 
@@ -328,7 +306,7 @@ fn compare_points_with(
 fn lanes_fail_like_backend_cpu_through_the_stub_driver() {
     let dir = tempfile::tempdir().unwrap();
     backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-    run_child("child_lanes_fail_like_backend_cpu", dir.path());
+    run_child("child_lanes_fail_like_backend_cpu", dir.path(), &[]);
 }
 
 /// A negative scale rejects the lane (an argument check); an index
@@ -381,7 +359,11 @@ fn child_lanes_fail_like_backend_cpu() {
 fn stacks_grow_when_a_lane_overflows_them_through_the_stub_driver() {
     let dir = tempfile::tempdir().unwrap();
     backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-    run_child("child_stacks_grow_when_a_lane_overflows_them", dir.path());
+    run_child(
+        "child_stacks_grow_when_a_lane_overflows_them",
+        dir.path(),
+        &[],
+    );
 }
 
 /// The AD stacks are sized from the interpreter at points in (−2, 2); a

@@ -8,8 +8,10 @@
 //! process (this test binary again, running one `#[ignore]`d test) whose
 //! `LD_LIBRARY_PATH` points at the stub.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use common::run_child;
+use std::path::PathBuf;
 
 use backend_cuda::codegen::shape::{Inner, Shape};
 use backend_cuda::gradient::GradientDevice;
@@ -50,35 +52,11 @@ fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn run_child(test: &str, stub_dir: &Path) -> String {
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([
-            test,
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("LD_LIBRARY_PATH", stub_dir)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        output.status.success() && text.contains("1 passed"),
-        "child {test} failed:\n{text}"
-    );
-    text
-}
-
 #[test]
 fn device_programs_draw_what_the_interpreter_draws() {
     let dir = tempfile::tempdir().unwrap();
     backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-    let out = run_child("child_runs_the_draws_program", dir.path());
+    let out = run_child("child_runs_the_draws_program", dir.path(), &[]);
     eprintln!("{out}");
 }
 

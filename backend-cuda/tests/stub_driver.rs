@@ -6,8 +6,9 @@
 //! runs in a child process (this test binary again, running one `#[ignore]`d
 //! child test) whose `LD_LIBRARY_PATH` points at the stub.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
+
+use common::run_child;
 
 use backend_cuda::device::{Device, DeviceError, THREADS_PER_BLOCK};
 use backend_cuda::nvrtc::Compiled;
@@ -27,34 +28,6 @@ extern "C" __global__ void lane_update(double* __restrict__ state, const double*
 
 const N_LANES: usize = 700; // every third lane is active: two blocks, the last partial
 const N_SLOTS: usize = 3;
-
-fn run_child(test: &str, stub_dir: &Path, extra_env: &[(&str, &str)]) -> String {
-    let mut command = Command::new(std::env::current_exe().unwrap());
-    command
-        .args([
-            test,
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("LD_LIBRARY_PATH", stub_dir)
-        .env("BAT_STUB_DIR", stub_dir);
-    for (key, value) in extra_env {
-        command.env(key, value);
-    }
-    let output = command.output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        output.status.success() && text.contains("1 passed"),
-        "child {test} failed:\n{text}"
-    );
-    text
-}
 
 fn stub_dir_with_kernel() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
