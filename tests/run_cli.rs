@@ -45,6 +45,32 @@ fn missing_data_is_an_error_naming_the_variable() {
     assert!(text(&out.stderr).contains("`N`"), "{}", text(&out.stderr));
 }
 
+/// `--lanes` pools chains only on the host's program-counter executor;
+/// elsewhere it is refused rather than ignored.
+#[test]
+fn lanes_without_pc_batching_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let out = bat(&[
+        "run",
+        s(&model),
+        "--lanes",
+        "2",
+        "--batching",
+        "local",
+        "-o",
+        s(&dir.path().join("o.h5")),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--lanes needs --batching pc"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!dir.path().join("o.h5").exists(), "nothing ran");
+}
+
 #[test]
 fn bad_init_file_is_an_error_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();

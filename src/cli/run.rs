@@ -146,6 +146,15 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         );
         return Err(Reported);
     }
+    // A pool of chains on fewer lanes needs lanes that start a new chain
+    // while the others go on: only the host's program-counter executor.
+    if opts.lanes > 0 && (opts.batching != Batching::Pc || opts.device_sampler) {
+        eprintln!(
+            "error: --lanes needs --batching pc with the sampler on the host \
+             (local batching and --device-sampler run one lane per chain)"
+        );
+        return Err(Reported);
+    }
     if opts.backend == Backend::Cuda
         && let Err(why) = backend_cuda::probe()
     {
