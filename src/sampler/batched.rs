@@ -64,12 +64,15 @@ impl BatchedExecutor {
         stop: &AtomicBool,
         gradients: Option<&dyn GradientBatch>,
     ) {
-        let hosts: Vec<Mutex<ChainHost>> = chains
-            .iter()
-            .map(|&chain| Mutex::new(chain_start(job, chain, events.clone(), stop).0))
-            .collect();
+        let mut hosts: Vec<Mutex<ChainHost>> = Vec::with_capacity(chains.len());
+        let mut starts = Vec::with_capacity(chains.len());
+        for &chain in chains {
+            let (host, args, rng) = chain_start(job, chain, events.clone(), stop);
+            hosts.push(Mutex::new(host));
+            starts.push((args, rng));
+        }
         let counters = BatchCounters::default();
-        let results = self.run_lanes(job, chains, &hosts, &counters, events, stop, gradients);
+        let results = self.run_lanes(job, &hosts, starts, &counters, stop, gradients);
         let _ = events.send(Event::Batches(counters.totals()));
         for (i, &chain) in chains.iter().enumerate() {
             let mut host = hosts[i].lock().unwrap_or_else(|e| e.into_inner());
@@ -115,10 +118,9 @@ impl BatchedExecutor {
     fn run_lanes(
         &self,
         job: &ChainJob<'_>,
-        chains: &[usize],
         hosts: &[Mutex<ChainHost>],
+        starts: Vec<(Vec<Value>, language::interp::Rng)>,
         counters: &BatchCounters,
-        events: &Sender<Event>,
         stop: &AtomicBool,
         gradients: Option<&dyn GradientBatch>,
     ) -> Result<Vec<LaneResult<Option<Value>>>, String> {
@@ -141,19 +143,14 @@ impl BatchedExecutor {
                 &cpu
             }
         };
-        let mut starts = Vec::with_capacity(chains.len());
-        for &chain in chains {
-            let (_, args, rng) = chain_start(job, chain, events.clone(), stop);
-            starts.push((args, rng));
-        }
         let lanes = match (self.batching, self.lanes) {
-            (Batching::ProgramCounter, l) if l > 0 => l.min(chains.len()),
-            _ => chains.len(),
+            (Batching::ProgramCounter, l) if l > 0 => l.min(hosts.len()),
+            _ => hosts.len(),
         };
         let queue = ChainQueue {
             starts,
             next: AtomicUsize::new(0),
-            results: Mutex::new(vec![None; chains.len()]),
+            results: Mutex::new(vec![None; hosts.len()]),
             stop,
         };
         let n = job.model.num_unconstrained();
