@@ -262,7 +262,8 @@ impl Transformer {
         if let Err(what) = self.call_vjp(*f, &atoms, None, span, &mut rev) {
             self.fail(what, span);
         }
-        rev.extend(self.reverse_anf_list(&stmts));
+        let reverse = self.reverse_anf_list(&stmts, &rev);
+        rev.extend(reverse);
         if !shared {
             return (keep, rev);
         }

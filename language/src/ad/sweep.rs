@@ -289,7 +289,8 @@ impl Transformer {
             span: Span::default(),
         });
         for anf in anf_lists.iter().rev() {
-            rev.extend(self.reverse_anf_list(&anf.stmts));
+            let reverse = self.reverse_anf_list(&anf.stmts, &rev);
+            rev.extend(reverse);
         }
         (fwd, rev)
     }
@@ -582,7 +583,8 @@ impl Transformer {
                 span: e.span,
             });
         }
-        rev.extend(self.reverse_anf_list(&anf.stmts));
+        let reverse = self.reverse_anf_list(&anf.stmts, &rev);
+        rev.extend(reverse);
         if shared {
             (anf.stmts, anf.atom, rev)
         } else {
@@ -612,15 +614,33 @@ impl Transformer {
         out
     }
 
-    /// Reverse of an A-normal-form list (already recomputed).
-    pub(super) fn reverse_anf_list(&mut self, stmts: &[Stmt]) -> Vec<Stmt> {
+    /// Reverse of an A-normal-form list (already recomputed), after the
+    /// reverse statements `before` (which add to the adjoints of the
+    /// list's result and of any operand they use).
+    ///
+    /// A temporary whose adjoint nothing has added to — the operand of an
+    /// argument check, which has no derivative — propagates nothing: Stan
+    /// puts no check on its tape either. Propagating the zero would cost
+    /// as much as a real adjoint (`Xᵀ * 0` for `check_finite(X * b)`) and
+    /// give NaN where a data operand holds ±inf.
+    pub(super) fn reverse_anf_list(&mut self, stmts: &[Stmt], before: &[Stmt]) -> Vec<Stmt> {
+        let mut contributed = HashSet::new();
+        add_contributions(before, &mut contributed);
+        self.reverse_anf_stmts(stmts, &mut contributed)
+    }
+
+    fn reverse_anf_stmts(&mut self, stmts: &[Stmt], contributed: &mut HashSet<VarId>) -> Vec<Stmt> {
         let mut out = Vec::new();
         for s in stmts.iter().rev() {
+            let emitted = out.len();
             match &s.kind {
                 StmtKind::Let { var, value } => {
                     let Some(t_adj) = self.adjoint(*var) else {
                         continue;
                     };
+                    if !contributed.contains(&t_adj) {
+                        continue;
+                    }
                     if self.cond_temps.contains(var) {
                         // `t = a` in a branch of `c ? a : b`.
                         if let ExprKind::Var(a) = value.kind
@@ -650,10 +670,12 @@ impl Transformer {
                     then,
                     otherwise,
                 } => {
+                    let mut then_contributed = contributed.clone();
                     let mut then_r = self.zero_temp_adjoints(then);
-                    then_r.extend(self.reverse_anf_list(then));
+                    then_r.extend(self.reverse_anf_stmts(then, &mut then_contributed));
                     let mut else_r = self.zero_temp_adjoints(otherwise);
-                    else_r.extend(self.reverse_anf_list(otherwise));
+                    else_r.extend(self.reverse_anf_stmts(otherwise, contributed));
+                    contributed.extend(then_contributed);
                     out.push(Stmt {
                         kind: StmtKind::If {
                             cond: cond.clone(),
@@ -665,6 +687,7 @@ impl Transformer {
                 }
                 _ => {}
             }
+            add_contributions(&out[emitted..], contributed);
         }
         out
     }
@@ -702,6 +725,26 @@ impl Transformer {
 }
 
 /// True if `e` reads the target (`target()`).
+/// Adds to `contributed` every variable `stmts` (or statements nested in
+/// them) may make nonzero: everything they write except by `let a =
+/// zeros_like(x)`.
+fn add_contributions(stmts: &[Stmt], contributed: &mut HashSet<VarId>) {
+    use crate::simplify::visit::{bodies, own_writes};
+    for s in stmts {
+        if let StmtKind::Let { value, .. } = &s.kind
+            && matches!(value.kind, ExprKind::ZerosLike(_))
+        {
+            continue;
+        }
+        own_writes(s, &mut |v| {
+            contributed.insert(v);
+        });
+        for body in bodies(s) {
+            add_contributions(body, contributed);
+        }
+    }
+}
+
 fn reads_target(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Target => true,
