@@ -397,4 +397,9 @@ fn checked_operands_propagate_no_adjoint() {
         products, 1,
         "one product with Xᵀ (the mean's adjoint), none for the check's copy:\n{printed}"
     );
+    // The branch runs once per evaluation, so its reverse reuses the
+    // forward's `X * b` (shared by the check and the density) instead of
+    // recomputing it.
+    let forward_products = printed.matches("multiply(X, b)").count();
+    assert_eq!(forward_products, 1, "X * b computed once:\n{printed}");
 }

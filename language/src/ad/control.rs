@@ -6,10 +6,18 @@ use std::collections::HashSet;
 
 use super::sweep::{Ctx, Sweeps, Transformer};
 use crate::mir::{Expr, ExprKind, LValue, Stmt, StmtKind, VarId};
+use crate::simplify::visit::has_jump;
 use crate::span::Span;
 use crate::types::{AdLevel, Type};
 
 impl Transformer {
+    /// `if`. `once`: the statement is in a top list, so it runs at most
+    /// once between its forward and its reverse (the top level of the log
+    /// density, a recomputed loop iteration); its branches are then top
+    /// lists too — nothing else writes their locals, so the reverse reuses
+    /// the forward's values instead of recomputing them (brms' `if
+    /// (!prior_only) target += ...` evaluated the whole likelihood twice).
+    /// Not for branches with jumps, whose forward may skip the rest.
     pub(super) fn if_sweeps(
         &mut self,
         cond: &Expr,
@@ -17,11 +25,21 @@ impl Transformer {
         otherwise: &[Stmt],
         span: Span,
         ctx: Ctx,
+        once: bool,
     ) -> Sweeps {
         let stack = self.new_stack();
         let c = self.temp(&Type::Int, "branch");
-        let (then_f, then_r) = self.list(then, ctx);
-        let (else_f, else_r) = self.list(otherwise, ctx);
+        let branch_ctx = if once && !then.iter().chain(otherwise).any(has_jump) {
+            Ctx {
+                top: true,
+                zero_locals: true,
+                ..ctx
+            }
+        } else {
+            ctx
+        };
+        let (then_f, then_r) = self.list(then, branch_ctx);
+        let (else_f, else_r) = self.list(otherwise, branch_ctx);
         let c_expr = Expr {
             ty: Type::Int,
             ..self.var_expr(c, span)

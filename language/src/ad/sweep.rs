@@ -412,7 +412,7 @@ impl Transformer {
                 cond,
                 then,
                 otherwise,
-            } => self.if_sweeps(cond, then, otherwise, span, ctx),
+            } => self.if_sweeps(cond, then, otherwise, span, ctx, shared),
             StmtKind::For {
                 var,
                 lower,
