@@ -84,18 +84,7 @@ impl Emitter<'_> {
             }
             (Prim::MdivideLeftTriLow, [l, b]) => {
                 let n = square(&shapes[0], p.name())?;
-                let c = match shapes[1].inner {
-                    Inner::Vector(m) if m == n && shapes[1].arrays.is_empty() => 1,
-                    Inner::Matrix(m, c) if m == n && shapes[1].arrays.is_empty() => c,
-                    _ => {
-                        return Err(format!(
-                            "{} of a {} by a {}",
-                            p.name(),
-                            shapes[0],
-                            shapes[1]
-                        ));
-                    }
-                };
+                let c = right_hand_side(p, &shapes, &shapes[1], n, true)?;
                 let (l, b) = (self.buffer(l)?, self.buffer(b)?);
                 self.lines.push(format!(
                     "bat_solve_lower({}, {n}, {}, {c}, {});",
@@ -106,18 +95,7 @@ impl Emitter<'_> {
             }
             (Prim::MdivideRightTriLow, [b, l]) => {
                 let n = square(&shapes[1], p.name())?;
-                let r = match shapes[0].inner {
-                    Inner::RowVector(m) if m == n && shapes[0].arrays.is_empty() => 1,
-                    Inner::Matrix(r, m) if m == n && shapes[0].arrays.is_empty() => r,
-                    _ => {
-                        return Err(format!(
-                            "{} of a {} by a {}",
-                            p.name(),
-                            shapes[0],
-                            shapes[1]
-                        ));
-                    }
-                };
+                let r = right_hand_side(p, &shapes, &shapes[0], n, false)?;
                 if n * n > LOCAL_LIMIT {
                     return Err(format!("{} of a {n}×{n} matrix", p.name()));
                 }
@@ -208,6 +186,29 @@ impl Emitter<'_> {
             },
             Materialized::Scratch(base) => state_buffer(base),
         })
+    }
+}
+
+/// The columns (`left`: L⁻¹B, B n×c or a vector of n) or the rows
+/// (B L⁻¹, B r×n or a row vector of n) of a triangular solve's other
+/// operand `b`.
+fn right_hand_side(
+    p: Prim,
+    shapes: &[Shape],
+    b: &Shape,
+    n: usize,
+    left: bool,
+) -> Result<usize, Unsupported> {
+    match (b.arrays.is_empty(), b.inner, left) {
+        (true, Inner::Vector(m), true) | (true, Inner::RowVector(m), false) if m == n => Ok(1),
+        (true, Inner::Matrix(m, c), true) if m == n => Ok(c),
+        (true, Inner::Matrix(r, m), false) if m == n => Ok(r),
+        _ => Err(format!(
+            "{} of a {} by a {}",
+            p.name(),
+            shapes[0],
+            shapes[1]
+        )),
     }
 }
 
