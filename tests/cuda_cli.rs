@@ -139,9 +139,9 @@ fn close(a: f64, b: f64) -> bool {
     a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
 }
 
-/// Eight schools on the CUDA backend (the sampler on the host, every
-/// gradient on the device, here the stub) gives each chain the CPU
-/// backend's draws and statistics (same seed, same chains).
+/// Eight schools on the CUDA backend with `--host-sampler` (the sampler
+/// on the host, every gradient on the device, here the stub) gives each
+/// chain the CPU backend's draws and statistics (same seed, same chains).
 #[test]
 fn run_on_the_cuda_backend_draws_what_the_cpu_backend_draws() {
     let stub = tempfile::tempdir().unwrap();
@@ -150,22 +150,31 @@ fn run_on_the_cuda_backend_draws_what_the_cpu_backend_draws() {
     let model = example("eight_schools_noncentered.bat");
     let run = |backend: &str| {
         let output = dir.path().join(format!("{backend}.h5"));
+        let sampler: &[&str] = if backend == "cuda" {
+            &["--host-sampler"]
+        } else {
+            &[]
+        };
         let out = bat_run(
             &[
-                &model,
-                "--backend",
-                backend,
-                "--chains",
-                "6",
-                "--warmup",
-                "40",
-                "--samples",
-                "30",
-                "--seed",
-                "20240601",
-                "-o",
-                output.to_str().unwrap(),
-            ],
+                &[
+                    model.as_str(),
+                    "--backend",
+                    backend,
+                    "--chains",
+                    "6",
+                    "--warmup",
+                    "40",
+                    "--samples",
+                    "30",
+                    "--seed",
+                    "20240601",
+                    "-o",
+                    output.to_str().unwrap(),
+                ][..],
+                sampler,
+            ]
+            .concat(),
             (backend == "cuda").then_some(stub.path()),
         );
         assert_eq!(
@@ -282,9 +291,10 @@ fn corpus_model(name: &str) -> (String, String) {
 }
 
 /// `bat run` of `model` (with `data`) on the CPU and with
-/// `--backend cuda --device-sampler` against the stub driver: every
-/// chain's draws and statistics agree to 1e-12 relative.
-fn device_sampler_matches_cpu(model: &str, data: Option<&str>, chains: &str) {
+/// `--backend cuda` (the sampler on the device, the default; plus
+/// `cuda_flags`) against the stub driver: every chain's draws and
+/// statistics agree to 1e-12 relative.
+fn device_sampler_matches_cpu(model: &str, data: Option<&str>, chains: &str, cuda_flags: &[&str]) {
     let stub = tempfile::tempdir().unwrap();
     backend_cuda::shim::build_stub_libcuda(stub.path()).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -318,7 +328,7 @@ fn device_sampler_matches_cpu(model: &str, data: Option<&str>, chains: &str) {
         bat::output::read_draws(&output).unwrap()
     };
     let cpu = run(&["--backend", "cpu"], "cpu");
-    let cuda = run(&["--backend", "cuda", "--device-sampler"], "cuda");
+    let cuda = run(&[&["--backend", "cuda"], cuda_flags].concat(), "cuda");
     let stats = |f: &bat::output::DrawFile| f.sample_stats.clone().unwrap();
     assert!(!cpu.posterior.is_empty());
     assert_eq!(cpu.posterior.len(), cuda.posterior.len());
@@ -352,14 +362,15 @@ fn device_sampler_matches_cpu(model: &str, data: Option<&str>, chains: &str) {
 /// program): eight schools, 8 chains × (50 + 50).
 #[test]
 fn device_sampler_draws_what_the_cpu_backend_draws_eight_schools() {
-    device_sampler_matches_cpu(&example("eight_schools_noncentered.bat"), None, "8");
+    device_sampler_matches_cpu(&example("eight_schools_noncentered.bat"), None, "8", &[]);
 }
 
 /// The same for a posteriordb model (a regression with data).
 #[test]
 fn device_sampler_draws_what_the_cpu_backend_draws_kidiq() {
     let (model, data) = corpus_model("kidiq-kidscore_interaction");
-    device_sampler_matches_cpu(&model, Some(&data), "8");
+    // `--device-sampler` is accepted as an alias of the default.
+    device_sampler_matches_cpu(&model, Some(&data), "8", &["--device-sampler"]);
 }
 
 /// `--device-sampler` without the CUDA backend is a clear error.
@@ -379,6 +390,55 @@ fn device_sampler_needs_the_cuda_backend() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--device-sampler"), "{stderr}");
     assert!(stderr.contains("needs --backend cuda"), "{stderr}");
+}
+
+/// Flags that do not apply where the sampler runs are refused with a
+/// clear error before anything runs, never ignored.
+#[test]
+fn sampler_flags_that_do_not_apply_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("o.h5");
+    let model = example("eight_schools_noncentered.bat");
+    let refused = |flags: &[&str], code: i32, expect: &[&str]| {
+        let mut args = vec![model.as_str(), "-o", output.to_str().unwrap()];
+        args.extend(flags);
+        let out = bat_run(&args, None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{flags:?}: {stderr}");
+        for e in expect {
+            assert!(stderr.contains(e), "{flags:?}: {stderr}");
+        }
+        assert!(!output.exists(), "{flags:?} ran");
+    };
+    // The device sampler (the default on the CUDA backend) has no host
+    // threads, host batching or lane pool.
+    refused(
+        &["--backend", "cuda", "--threads", "2"],
+        1,
+        &["--threads sets the host's worker threads", "--host-sampler"],
+    );
+    refused(
+        &["--backend", "cuda", "--batching", "local"],
+        1,
+        &["--batching local", "--host-sampler"],
+    );
+    refused(
+        &["--backend", "cuda", "--lanes", "2"],
+        1,
+        &["--lanes needs --batching pc", "--host-sampler"],
+    );
+    // Choosing where the sampler runs needs the CUDA backend.
+    refused(
+        &["--host-sampler"],
+        1,
+        &["--host-sampler", "needs --backend cuda"],
+    );
+    // Both places at once is a usage error.
+    refused(
+        &["--backend", "cuda", "--host-sampler", "--device-sampler"],
+        2,
+        &["cannot be used with"],
+    );
 }
 
 /// `bat ir FILE --emit cuda-sampler` prints the sampler program's kernels
@@ -425,7 +485,7 @@ fn device_sampler_handles_rejections_as_the_cpu_backend() {
         "parameters {\n  real x;\n  real<lower=0> s;\n}\nmodel {\n  if (x > 1.2) {\n    reject(\"x is too big: \", x);\n  }\n  x ~ normal(0, s);\n  s ~ lognormal(0, 0.5);\n}\n",
     )
     .unwrap();
-    device_sampler_matches_cpu(model.to_str().unwrap(), None, "4");
+    device_sampler_matches_cpu(model.to_str().unwrap(), None, "4", &[]);
 }
 
 /// A model whose log density always fails: every chain's initialization
@@ -446,7 +506,6 @@ fn device_sampler_reports_a_failed_initialization() {
             model.to_str().unwrap(),
             "--backend",
             "cuda",
-            "--device-sampler",
             "--chains",
             "2",
             "-o",

@@ -178,6 +178,11 @@ inline double __longlong_as_double(long long bits) {
     std::memcpy(&x, &bits, sizeof x);
     return x;
 }
+inline long long __double_as_longlong(double x) {
+    long long bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    return bits;
+}
 
 #define BAT_SHIM_EXPORT_SERIAL(kernel)                                                 \
     extern "C" void bat_shim_launch_##kernel(unsigned gx, unsigned gy, unsigned gz,    \

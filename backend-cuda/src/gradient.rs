@@ -29,7 +29,7 @@ use crate::codegen::program::{
     self, DeviceProgram, GATHER_KERNEL, GATHERED_HEADER, GEMM_ROWS_PER_THREAD, Launch,
     SCHEDULE_KERNEL, START_KERNEL,
 };
-use crate::codegen::{FailKind, NotGenerated, PC_SLOT, frames};
+use crate::codegen::{FailKind, NotGenerated, PC_SLOT, frames, specialise};
 use crate::device::{Device, DeviceError, Module, THREADS_PER_BLOCK, driver};
 use crate::nvrtc::{self, Compiled};
 use crate::probe::DeviceInfo;
@@ -192,6 +192,7 @@ pub fn generate(
 ) -> Result<(pc::Program, DeviceProgram, Vec<usize>), GradientDeviceError> {
     let pc = pc::build(grad_cfg).map_err(|e| GradientDeviceError::Setup(e.to_string()))?;
     refuse_ode(&pc)?;
+    let pc = sized_program(pc, model);
     // AD stacks are sized from the interpreter at a few initial points.
     let capacities = match frames::lanes(model, &pc, 8, 0x5eed) {
         Ok(lanes) if !lanes.is_empty() => frames::stack_capacities(&pc, &lanes),
@@ -206,6 +207,22 @@ pub fn generate(
     })?;
     let program = program::generate(&pc, layout);
     Ok((pc, program, capacities))
+}
+
+/// `pc`, or if a user function is called with arguments of different
+/// sizes (so that its variables have no one size on the device), the
+/// program with a copy of such functions per call site
+/// ([`specialise::per_call_site`]) when that gives every variable a size.
+fn sized_program(pc: pc::Program, model: &Model) -> pc::Program {
+    let has_layout =
+        |p: &pc::Program| program::layout(p, model, &vec![1; p.num_ad_stacks as usize]).is_ok();
+    if has_layout(&pc) {
+        return pc;
+    }
+    match specialise::per_call_site(&pc) {
+        Some(copies) if has_layout(&copies) => copies,
+        _ => pc,
+    }
 }
 
 /// ODE solves run only on the CPU (there is no device integrator, and the

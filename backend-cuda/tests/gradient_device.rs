@@ -30,7 +30,7 @@ const LANES: usize = 300;
 /// `break`/`continue` (lanes leave loops at different times), recursive
 /// user functions and a while loop whose trips differ by lane, GEMMs over
 /// data matrices and their transposes, per-lane matrix products, bounds of
-/// every kind. (The 10,000 × 100 logistic regression is in the full sweep:
+/// every kind, a Cholesky factor and triangular solves. (The 10,000 × 100 logistic regression is in the full sweep:
 /// backend-cpu takes a minute for it in a debug build.)
 const DEFAULT_MODELS: &[&str] = &[
     "examples/eight_schools_noncentered",
@@ -40,10 +40,13 @@ const DEFAULT_MODELS: &[&str] = &[
     "eight_schools-eight_schools_noncentered",
     "kidiq-kidscore_interaction",
     "sblrc-blr",
+    "gp_pois_regr-gp_regr",
 ];
 
-/// Models that must be fully generated (a regression otherwise).
-const MIN_GENERATED: usize = 28;
+/// Models that must be fully generated (a regression otherwise): all but
+/// the two ODE models (31 without the generated logistic regression data
+/// set).
+const MIN_GENERATED: usize = 31;
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -85,10 +88,16 @@ fn cases() -> Vec<(String, PathBuf, PathBuf)> {
 
 #[test]
 fn device_gradients_match_backend_cpu_through_the_stub_driver() {
+    let out = run_child_on_the_stub("child_compares_every_generated_model");
+    eprintln!("{out}");
+}
+
+/// Run the `#[ignore]`d test `child` in a child process against a stub
+/// libcuda built for it; returns its output.
+fn run_child_on_the_stub(child: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-    let out = run_child("child_compares_every_generated_model", dir.path(), &[]);
-    eprintln!("{out}");
+    run_child(child, dir.path(), &[])
 }
 
 /// A model compiled for both backends.
@@ -260,6 +269,12 @@ fn child_compares_every_generated_model() {
             generated.len()
         );
     }
+    // Only ODE solves are refused.
+    assert!(
+        refused.iter().all(|r| r.contains("the ODE solver")),
+        "{}",
+        refused.join("\n")
+    );
 }
 
 /// Write a model and its data into `dir`; load it.
@@ -304,9 +319,7 @@ fn compare_points_with(
 
 #[test]
 fn lanes_fail_like_backend_cpu_through_the_stub_driver() {
-    let dir = tempfile::tempdir().unwrap();
-    backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-    run_child("child_lanes_fail_like_backend_cpu", dir.path(), &[]);
+    run_child_on_the_stub("child_lanes_fail_like_backend_cpu");
 }
 
 /// A negative scale rejects the lane (an argument check); an index
@@ -357,13 +370,7 @@ fn child_lanes_fail_like_backend_cpu() {
 
 #[test]
 fn stacks_grow_when_a_lane_overflows_them_through_the_stub_driver() {
-    let dir = tempfile::tempdir().unwrap();
-    backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-    run_child(
-        "child_stacks_grow_when_a_lane_overflows_them",
-        dir.path(),
-        &[],
-    );
+    run_child_on_the_stub("child_stacks_grow_when_a_lane_overflows_them");
 }
 
 /// The AD stacks are sized from the interpreter at points in (−2, 2); a
@@ -392,4 +399,86 @@ fn child_stacks_grow_when_a_lane_overflows_them() {
         grown.iter().zip(&capacities).any(|(g, c)| g > c),
         "the stacks did not grow: {capacities:?} -> {grown:?}"
     );
+}
+
+#[test]
+fn dense_linear_algebra_and_per_call_site_functions_through_the_stub_driver() {
+    run_child_on_the_stub("child_dense_linear_algebra_and_per_call_site_functions");
+}
+
+/// A Cholesky factor, triangular solves (and their adjoints, which solve
+/// with the general solver) on the device equal backend-cpu's; a matrix
+/// that is not positive definite or not symmetric rejects the lane as
+/// there. A user function called with vectors of two sizes runs as one
+/// copy per call site, equal to backend-cpu's.
+#[test]
+#[ignore = "child process of dense_linear_algebra_and_per_call_site_functions_through_the_stub_driver"]
+fn child_dense_linear_algebra_and_per_call_site_functions() {
+    use language::interp::ErrorKind;
+    let dir = tempfile::tempdir().unwrap();
+    let dense = case_from(
+        dir.path(),
+        "dense",
+        "data { int N; array[N] real x; vector[N] y; matrix[2, 2] B; }\n\
+         parameters { real<lower=0> rho; real r; real a; }\n\
+         model {\n\
+           matrix[N, N] K = gp_exp_quad_cov(x, 1.5, rho) + diag_matrix(rep_vector(0.1, N));\n\
+           matrix[2, 2] S = [[1, r], [r, 1]];\n\
+           S[1, 2] = S[1, 2] + a;\n\
+           matrix[2, 2] L = cholesky_decompose(S);\n\
+           y ~ multi_normal_cholesky(rep_vector(0, N), cholesky_decompose(K));\n\
+           target += sum(mdivide_left_tri_low(L, B)) + sum(mdivide_right_tri_low(B, L));\n\
+         }\n",
+        r#"{"N": 4, "x": [0.1, 0.7, 1.3, 2.9], "y": [0.3, -0.2, 0.5, 1.1], "B": [[1, 2], [3, 4]]}"#,
+    );
+    // (log rho, r, a): fine; S not positive definite; S not symmetric.
+    let points = [
+        vec![0.2, 0.3, 0.0],
+        vec![-0.4, -0.6, 0.0],
+        vec![0.1, 1.5, 0.0],
+        vec![0.1, 0.2, 0.5],
+    ];
+    let got = compare_points("dense", &dense, &points);
+    let kinds: Vec<Option<ErrorKind>> = got
+        .iter()
+        .map(|r| r.as_ref().err().map(|e| e.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            None,
+            None,
+            Some(ErrorKind::Rejection),
+            Some(ErrorKind::Rejection)
+        ]
+    );
+
+    let sizes = case_from(
+        dir.path(),
+        "sizes",
+        "functions {\n\
+           vector scaled(vector v, real s) {\n\
+             int n = rows(v);\n\
+             vector[n] out;\n\
+             for (i in 1:n) out[i] = s * v[i] + i;\n\
+             return out;\n\
+           }\n\
+         }\n\
+         data { int N; int M; vector[N] u; vector[M] w; }\n\
+         parameters { real<lower=0> s; real mu; }\n\
+         model {\n\
+           u ~ normal(scaled(u, s), 1 + mu * mu);\n\
+           w ~ normal(mu + scaled(w, s), 2);\n\
+         }\n",
+        r#"{"N": 3, "M": 5, "u": [1, 2, 3], "w": [0.5, -1, 2, 0, 1]}"#,
+    );
+    // One size per variable only with a copy per call site.
+    let pc = language::batch::pc::build(&sizes.cfg).unwrap();
+    let capacities = vec![1; pc.num_ad_stacks as usize];
+    assert!(backend_cuda::codegen::program::layout(&pc, &sizes.model, &capacities).is_err());
+    let (specialised, _, _) = device_program(&sizes.cfg, &sizes.model).unwrap();
+    assert!(specialised.functions.len() > pc.functions.len());
+    let points: Vec<Vec<f64>> = (0..6).map(|l| theta(2, l, 5)).collect();
+    let got = compare_points("sizes", &sizes, &points);
+    assert!(got.iter().all(Result::is_ok), "{got:?}");
 }

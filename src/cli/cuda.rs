@@ -60,8 +60,8 @@ pub fn emit(path: &Path, data: Option<&Path>, color: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Print the CUDA C of the sampler program (NUTS, `bat run --backend cuda
-/// --device-sampler`) for the model's number of unconstrained
+/// Print the CUDA C of the sampler program (NUTS, run on the device by
+/// `bat run --backend cuda`) for the model's number of unconstrained
 /// parameters: its blocks' kernels, the kernels packing each external
 /// call's arguments, and the host loop's helpers. Ops the generator lacks
 /// are `// not generated` comments.

@@ -139,8 +139,13 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         lanes: usize,
         /// With `--backend cuda`: run the sampler program (NUTS) on the
-        /// device too, not only the model's gradients.
+        /// host's batched executor and only the model's gradients on the
+        /// device (honours --threads, --batching and --lanes).
         #[arg(long)]
+        host_sampler: bool,
+        /// With `--backend cuda`: the sampler program on the device, the
+        /// default (kept as an alias).
+        #[arg(long, conflicts_with = "host_sampler")]
         device_sampler: bool,
         /// When to colour diagnostics.
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
@@ -357,6 +362,7 @@ pub fn run() -> ExitCode {
             batching,
             threads,
             lanes,
+            host_sampler,
             device_sampler,
             color,
         } => run::run(&run::Options {
@@ -376,6 +382,7 @@ pub fn run() -> ExitCode {
             batching,
             threads,
             lanes,
+            host_sampler,
             device_sampler,
             color: color.for_stderr(),
         }),

@@ -56,7 +56,11 @@ pub struct Options<'a> {
     pub threads: usize,
     /// Lanes of the batch (0: one per chain).
     pub lanes: usize,
-    /// `--backend cuda`: the sampler program on the device too.
+    /// `--backend cuda`: the sampler program on the host, only the
+    /// gradients on the device.
+    pub host_sampler: bool,
+    /// `--backend cuda`: the sampler program on the device (the default;
+    /// the flag is an alias kept for earlier command lines).
     pub device_sampler: bool,
     pub color: bool,
 }
@@ -93,10 +97,19 @@ fn executor(batching: Batching, threads: usize, lanes: usize) -> Box<dyn Sampler
     })
 }
 
-/// The sampler program on the host (all chains as lanes of one batch) with
-/// the model's gradients on the CUDA device. With the default `--threads
-/// 0` the chains run as one sub-batch, so each gradient evaluation is one
-/// device call for all waiting chains.
+impl Options<'_> {
+    /// The sampler program runs on the CUDA device (`--backend cuda`
+    /// without `--host-sampler`).
+    fn sampler_on_device(&self) -> bool {
+        self.backend == Backend::Cuda && !self.host_sampler
+    }
+}
+
+/// With `--backend cuda`: the sampler program on the device (the default),
+/// or with `--host-sampler` on the host (all chains as lanes of one batch)
+/// with the model's gradients on the CUDA device. With the default
+/// `--threads 0` the host's chains run as one sub-batch, so each gradient
+/// evaluation is one device call for all waiting chains.
 fn cuda_executor(
     opts: &Options,
     job: &ChainJob<'_>,
@@ -112,7 +125,7 @@ fn cuda_executor(
         }
         Reported
     };
-    if opts.device_sampler {
+    if opts.sampler_on_device() {
         let executor = CudaSamplerExecutor::new(job, opts.chains).map_err(refused)?;
         return Ok(Box::new(executor));
     }
@@ -132,6 +145,50 @@ fn cuda_executor(
     }))
 }
 
+/// Options that do not apply where the sampler runs are refused, never
+/// ignored.
+fn check_sampler_options(opts: &Options) -> Result<(), Reported> {
+    let refuse = |message: &str| {
+        eprintln!("error: {message}");
+        Err(Reported)
+    };
+    if opts.backend != Backend::Cuda {
+        if opts.device_sampler {
+            return refuse(
+                "--device-sampler runs the sampler on the CUDA device; it needs --backend cuda",
+            );
+        }
+        if opts.host_sampler {
+            return refuse(
+                "--host-sampler keeps the sampler on the host while the CUDA device computes gradients; it needs --backend cuda",
+            );
+        }
+    }
+    if opts.sampler_on_device() {
+        // The device runs every chain as one lane of its own: there are no
+        // host worker threads or host batching to choose.
+        if opts.threads != 0 {
+            return refuse(
+                "--threads sets the host's worker threads, but with --backend cuda the sampler runs on the device; drop --threads, or add --host-sampler to run the sampler on the host",
+            );
+        }
+        if opts.batching != Batching::Pc {
+            return refuse(
+                "--batching local batches the host's sampler, but with --backend cuda the sampler runs on the device; add --host-sampler to run the sampler on the host",
+            );
+        }
+    }
+    // A pool of chains on fewer lanes needs lanes that start a new chain
+    // while the others go on: only the host's program-counter executor.
+    if opts.lanes > 0 && (opts.batching != Batching::Pc || opts.sampler_on_device()) {
+        return refuse(
+            "--lanes needs --batching pc with the sampler on the host \
+             (local batching and the device sampler run one lane per chain; with --backend cuda add --host-sampler)",
+        );
+    }
+    Ok(())
+}
+
 pub fn run(opts: &Options) -> ExitCode {
     match sample(opts) {
         Ok(code) => code,
@@ -140,21 +197,7 @@ pub fn run(opts: &Options) -> ExitCode {
 }
 
 fn sample(opts: &Options) -> Result<ExitCode, Reported> {
-    if opts.device_sampler && opts.backend != Backend::Cuda {
-        eprintln!(
-            "error: --device-sampler runs the sampler on the CUDA device; it needs --backend cuda"
-        );
-        return Err(Reported);
-    }
-    // A pool of chains on fewer lanes needs lanes that start a new chain
-    // while the others go on: only the host's program-counter executor.
-    if opts.lanes > 0 && (opts.batching != Batching::Pc || opts.device_sampler) {
-        eprintln!(
-            "error: --lanes needs --batching pc with the sampler on the host \
-             (local batching and --device-sampler run one lane per chain)"
-        );
-        return Err(Reported);
-    }
+    check_sampler_options(opts)?;
     if opts.backend == Backend::Cuda
         && let Err(why) = backend_cuda::probe()
     {
@@ -195,7 +238,7 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         "batching": format!("{:?}", opts.batching).to_lowercase(),
         "executor": match opts.backend {
             Backend::Cpu => executor_name(opts.batching),
-            Backend::Cuda if opts.device_sampler => "cuda-sampler",
+            Backend::Cuda if opts.sampler_on_device() => "cuda-sampler",
             Backend::Cuda => "cuda",
         },
         "threads": opts.threads,

@@ -1,11 +1,11 @@
-//! `--backend cuda`: the sampler program runs on the host (the batched
-//! executor over all chains, [`super::BatchedExecutor`]) and every batched
-//! gradient evaluation the waiting chains ask for is answered by the CUDA
-//! device ([`backend_cuda::gradient::GradientDevice`]), each chain one
-//! lane of device-resident state. With `--device-sampler`
-//! ([`CudaSamplerExecutor`]) the sampler program runs on the device too
-//! ([`backend_cuda::sampler::SamplerDevice`]): the host only schedules
-//! blocks and receives each chain's draws in chunks. Chain `i`'s draws are the CPU backend's
+//! `--backend cuda`: the sampler program runs on the device
+//! ([`CudaSamplerExecutor`], [`backend_cuda::sampler::SamplerDevice`]) with
+//! the model's gradients, each chain one lane of device-resident state:
+//! the host only schedules blocks and receives each chain's draws in
+//! chunks. With `--host-sampler` the sampler program runs on the host (the
+//! batched executor over all chains, [`super::BatchedExecutor`]) and every
+//! batched gradient evaluation the waiting chains ask for is answered by
+//! the CUDA device ([`backend_cuda::gradient::GradientDevice`]). Chain `i`'s draws are the CPU backend's
 //! to floating-point tolerance (the device sums in the interpreter's order
 //! with IEEE arithmetic; a GPU's `exp`/`log` may differ in the last bits).
 

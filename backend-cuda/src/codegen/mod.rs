@@ -21,10 +21,12 @@ mod emit;
 pub mod entry;
 pub mod frames;
 pub mod layout;
+mod linalg;
 pub mod program;
 pub mod rng;
 mod scalar;
 pub mod shape;
+pub mod specialise;
 pub mod typing;
 
 use language::mir::print::print_stmt;
@@ -51,7 +53,12 @@ pub struct NotGenerated {
 /// The helpers, primitive functions and random streams every kernel file
 /// starts with.
 pub fn prelude() -> String {
-    format!("{}{}", scalar::prelude(), rng::RNG_SOURCE)
+    format!(
+        "{}{}{}",
+        scalar::prelude(),
+        linalg::LINALG_SOURCE,
+        rng::RNG_SOURCE
+    )
 }
 
 pub(crate) fn first_line(program: &Program, stmt: &Stmt) -> String {

@@ -32,7 +32,7 @@
 use language::batch::GRADIENT_ENTRY;
 use language::batch::pc::{self, Op, Terminator};
 use language::interp::Model;
-use language::mir::{Expr, ExprKind, Prim, Stmt, StmtKind, VarId};
+use language::mir::{Expr, ExprKind, FunId, Prim, Stmt, StmtKind, VarId};
 use language::span::Span;
 
 use super::emit::{Emitter, Restore, Site};
@@ -258,6 +258,24 @@ pub fn function_named(p: &pc::Program, name: &str) -> Option<language::mir::FunI
             .position(|f| f.kind == pc::FunctionKind::User && f.name == name)
             .map(|i| language::mir::FunId(i as u32))
     })
+}
+
+/// The functions `roots` call, directly or not, and the roots.
+pub(crate) fn reachable_functions(p: &pc::Program, roots: &[FunId]) -> Vec<FunId> {
+    let mut found = roots.to_vec();
+    let mut k = 0;
+    while k < found.len() {
+        let f = p.function(found[k]);
+        for b in f.first_block.0..f.first_block.0 + f.num_blocks {
+            if let Terminator::PushJump { callee, .. } = p.blocks[b as usize].term
+                && !found.contains(&callee)
+            {
+                found.push(callee);
+            }
+        }
+        k += 1;
+    }
+    found
 }
 
 /// Whether any op of `p` draws a random number.
@@ -535,10 +553,8 @@ pub(crate) fn generate_blocks(
         Some(entry) => {
             entry_block = p.function(entry).first_block.0 as usize;
             // The entry and every user function it may call.
-            for (fi, function) in p.functions.iter().enumerate() {
-                if fi != entry.0 as usize && function.kind != pc::FunctionKind::User {
-                    continue;
-                }
+            for fi in reachable_functions(p, &[entry]) {
+                let function = p.function(fi);
                 let first = function.first_block.0 as usize;
                 let n = function.num_blocks as usize;
                 for (b, launches) in blocks.iter_mut().enumerate().skip(first).take(n) {

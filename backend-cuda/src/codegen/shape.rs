@@ -116,6 +116,24 @@ impl Shape {
         self
     }
 
+    /// Stan's `dims` as the interpreter's: the array sizes, then the rows
+    /// (and columns) of a vector or matrix; nothing after an empty array.
+    pub fn dims(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        for &n in &self.arrays {
+            out.push(n);
+            if n == 0 {
+                return out;
+            }
+        }
+        match self.inner {
+            Inner::Scalar => {}
+            Inner::Vector(n) | Inner::RowVector(n) => out.push(n),
+            Inner::Matrix(r, c) => out.extend([r, c]),
+        }
+        out
+    }
+
     /// The axes in indexing order (arrays outermost first, then a matrix's
     /// row then column), with their strides in the flat order.
     pub fn axes(&self) -> Vec<Axis> {

@@ -26,6 +26,15 @@ pub fn const_int(env: &dyn ShapeEnv, e: &Expr) -> Option<i64> {
     match &e.kind {
         ExprKind::Int(i) => Some(*i),
         ExprKind::Var(v) => env.data_int(*v),
+        // `dims(x)[k]`: a size of `x`.
+        ExprKind::Index(base, indexes) => match (&base.kind, indexes.as_slice()) {
+            (ExprKind::Prim(Prim::Dims, args), [Index::Single(k)]) if args.len() == 1 => {
+                let dims = shape_of(env, &args[0]).ok()?.dims();
+                let k = usize::try_from(const_int(env, k)?).ok()?;
+                dims.get(k.checked_sub(1)?).map(|&d| d as i64)
+            }
+            _ => None,
+        },
         ExprKind::Prim(p, args) => {
             let arg = |k: usize| args.get(k).and_then(|a| const_int(env, a));
             match (p, args.len()) {
@@ -344,6 +353,12 @@ fn prim_shape(env: &dyn ShapeEnv, p: Prim, args: &[Expr], ty: &Type) -> Result<S
             Ok(Shape::REAL)
         }
         Size | Rows | Cols | NumElements => Ok(Shape::INT),
+        Dims if args.len() == 1 => Ok(Shape {
+            arrays: vec![arg(0)?.dims().len()],
+            inner: Inner::Scalar,
+            int: true,
+            tuple: Vec::new(),
+        }),
         RepVector | RepRowVector => {
             let n = size_arg(env, &args[1], "size")?;
             if !arg(0)?.is_scalar() {
@@ -452,6 +467,18 @@ fn prim_shape(env: &dyn ShapeEnv, p: Prim, args: &[Expr], ty: &Type) -> Result<S
             }
         }
         ToInt if args.len() == 1 && arg(0)?.is_scalar() => Ok(Shape::INT),
+        // Dense routines (`emit::linalg`): operand sizes checked there.
+        CholeskyDecompose if args.len() == 1 => Ok(arg(0)?.clone().real()),
+        MdivideLeftTriLow if args.len() == 2 => Ok(arg(1)?.clone().real()),
+        MdivideRightTriLow if args.len() == 2 => Ok(arg(0)?.clone().real()),
+        GpExpQuadCov if args.len() == 3 => {
+            let n = arg(0)?
+                .arrays
+                .first()
+                .copied()
+                .ok_or("gp_exp_quad_cov of a non-array")?;
+            Ok(Shape::of(Inner::Matrix(n, n)))
+        }
         // Vectorised draws return an array of reals.
         UniformRng | NormalRng if args.len() == 2 => {
             let sizes: Vec<usize> = shapes

@@ -20,6 +20,13 @@ impl Emitter<'_> {
         if let Some((_, m)) = self.materialized.iter().find(|(a, _)| *a == address) {
             return Ok(m.at(idx));
         }
+        // An int fixed by the data set (a size such as `dims(x)[1]`).
+        if shape == Shape::INT
+            && !matches!(e.kind, ExprKind::Int(_))
+            && let Some(k) = const_int(self.layout, e)
+        {
+            return Ok(format!("{k}.0"));
+        }
         match &e.kind {
             ExprKind::Int(i) => Ok(format!("{i}.0")),
             ExprKind::Real(x) => Ok(real_literal(*x)),
@@ -86,6 +93,10 @@ impl Emitter<'_> {
                     && !self.shape(&args[0])?.is_scalar()
                     && !self.shape(&args[1])?.is_scalar() =>
             {
+                let m = self.materialize(e)?;
+                Ok(m.at(idx))
+            }
+            ExprKind::Prim(p, args) if super::is_dense(*p, args.len()) => {
                 let m = self.materialize(e)?;
                 Ok(m.at(idx))
             }

@@ -20,6 +20,7 @@
 
 mod calls;
 mod expr;
+mod linalg;
 mod params;
 mod rng;
 mod stmt;
@@ -33,6 +34,7 @@ use super::shape::Shape;
 use super::typing::{self, ShapeEnv, Unsupported};
 
 pub use calls::Restore;
+pub(crate) use linalg::is_dense;
 pub use rng::is_device_draw;
 
 /// Largest intermediate value (in doubles) kept in a thread's local

@@ -317,6 +317,19 @@ impl Emitter<'_> {
                 ));
                 Ok(true)
             }
+            ExprKind::Prim(p, args) if super::is_dense(*p, args.len()) => {
+                if self.dense_into(dest, *p, args, op)? {
+                    return Ok(true);
+                }
+                // Computed whole, then copied through the index maps.
+                let m = self.materialize(e)?;
+                let i = self.fresh("e");
+                let to = self.dest_elem(dest, &i)?;
+                let from = m.at(&i);
+                self.lines
+                    .push(for_each(&i, len, &format!("{to} {op} {from};")));
+                Ok(true)
+            }
             ExprKind::Pop(stack) => {
                 let slots = self
                     .layout
@@ -392,6 +405,7 @@ fn is_random_access(em: &Emitter, e: &Expr) -> Result<bool, Unsupported> {
                     .all(|a| is_random_access(em, a).unwrap_or(false))
         }
         ExprKind::Prim(p, _) if is_check(*p) || is_reduction(*p) => true,
+        ExprKind::Prim(p, args) if super::is_dense(*p, args.len()) => false,
         ExprKind::Prim(_, args) | ExprKind::Partial { args, .. } => args
             .iter()
             .all(|a| is_random_access(em, a).unwrap_or(false)),

@@ -1,0 +1,220 @@
+//! Decompositions, triangular solves and `gp_exp_quad_cov`: values that
+//! are computed whole, by the device functions of
+//! [`super::super::linalg`], into their destination (or a thread-local
+//! array) before the statement reads them. Their operands are read in
+//! place when they are whole variables, else computed whole first.
+
+use language::mir::{Expr, ExprKind, Prim};
+
+use super::super::layout::Place;
+use super::super::shape::{Inner, Shape};
+use super::super::typing::Unsupported;
+use super::{Dest, Emitter, FailKind, LOCAL_LIMIT, Materialized};
+
+/// Primitives computed whole by a dense routine.
+pub fn is_dense(p: Prim, arity: usize) -> bool {
+    matches!(
+        (p, arity),
+        (Prim::CholeskyDecompose, 1)
+            | (Prim::MdivideLeftTriLow, 2)
+            | (Prim::MdivideRightTriLow, 2)
+            | (Prim::GpExpQuadCov, 3)
+    )
+}
+
+/// A value in memory: a pointer to its first element and the stride
+/// between elements (C expressions).
+struct Buffer {
+    ptr: String,
+    stride: String,
+}
+
+impl Buffer {
+    fn args(&self) -> String {
+        format!("{}, {}", self.ptr, self.stride)
+    }
+}
+
+/// The side of a square matrix.
+fn square(shape: &Shape, what: &str) -> Result<usize, Unsupported> {
+    match shape.inner {
+        Inner::Matrix(r, c) if r == c && shape.arrays.is_empty() => Ok(r),
+        _ => Err(format!("{what} of a {shape}, not a square matrix")),
+    }
+}
+
+impl Emitter<'_> {
+    /// `dest = p(args)` over `len` elements (`op` is `=`): false when the
+    /// destination cannot be written through a pointer (then the caller
+    /// computes the value whole first).
+    pub(crate) fn dense_into(
+        &mut self,
+        dest: &Dest,
+        p: Prim,
+        args: &[Expr],
+        op: &str,
+    ) -> Result<bool, Unsupported> {
+        let Some(out) = self.dest_buffer(dest, op) else {
+            return Ok(false);
+        };
+        if self.in_branch > 0 {
+            return Err(format!("{} inside a conditional expression", p.name()));
+        }
+        let shapes = args
+            .iter()
+            .map(|a| self.shape(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        match (p, args) {
+            (Prim::CholeskyDecompose, [a]) => {
+                let n = square(&shapes[0], p.name())?;
+                let a = self.buffer(a)?;
+                let asym = self.fail(
+                    FailKind::Rejection,
+                    "cholesky_decompose: the matrix is not symmetric".to_string(),
+                );
+                let not_pd = self.fail(
+                    FailKind::Rejection,
+                    "cholesky_decompose: the matrix is not positive definite".to_string(),
+                );
+                self.lines.push(format!(
+                    "if (!bat_is_symmetric({a}, {n})) {asym}\nif (!bat_cholesky({a}, {n}, {out})) {not_pd}",
+                    a = a.args(),
+                    out = out.args()
+                ));
+            }
+            (Prim::MdivideLeftTriLow, [l, b]) => {
+                let n = square(&shapes[0], p.name())?;
+                let c = right_hand_side(p, &shapes, &shapes[1], n, true)?;
+                let (l, b) = (self.buffer(l)?, self.buffer(b)?);
+                self.lines.push(format!(
+                    "bat_solve_lower({}, {n}, {}, {c}, {});",
+                    l.args(),
+                    b.args(),
+                    out.args()
+                ));
+            }
+            (Prim::MdivideRightTriLow, [b, l]) => {
+                let n = square(&shapes[1], p.name())?;
+                let r = right_hand_side(p, &shapes, &shapes[0], n, false)?;
+                if n * n > LOCAL_LIMIT {
+                    return Err(format!("{} of a {n}×{n} matrix", p.name()));
+                }
+                let (b, l) = (self.buffer(b)?, self.buffer(l)?);
+                let (m, y, perm) = (self.fresh("lu"), self.fresh("y"), self.fresh("perm"));
+                let singular = self.fail(
+                    FailKind::Rejection,
+                    format!("{}: matrix is singular", p.name()),
+                );
+                self.lines.push(format!(
+                    "double {m}[{}]; double {y}[{}]; int {perm}[{}];\nif (!bat_mdivide_right_tri_low({}, {r}, {}, {n}, {}, {m}, {y}, {perm})) {singular}",
+                    (n * n).max(1),
+                    n.max(1),
+                    n.max(1),
+                    b.args(),
+                    l.args(),
+                    out.args()
+                ));
+            }
+            (Prim::GpExpQuadCov, [x, alpha, rho]) => {
+                let points = &shapes[0];
+                let (n, d) = match (points.arrays.as_slice(), points.inner) {
+                    ([n], Inner::Scalar) => (*n, 1),
+                    ([n], Inner::Vector(d) | Inner::RowVector(d)) => (*n, d),
+                    _ => return Err(format!("gp_exp_quad_cov of a {points}")),
+                };
+                if !shapes[1].is_scalar() || !shapes[2].is_scalar() {
+                    return Err("gp_exp_quad_cov with container scales".to_string());
+                }
+                let x = self.buffer(x)?;
+                let (alpha, rho) = (self.elem(alpha, "0")?, self.elem(rho, "0")?);
+                self.lines.push(format!(
+                    "bat_gp_exp_quad_cov({}, {n}, {d}, {alpha}, {rho}, {});",
+                    x.args(),
+                    out.args()
+                ));
+            }
+            _ => return Err(format!("primitive {}", p.name())),
+        }
+        Ok(true)
+    }
+
+    /// The destination as a buffer, when it is one (a thread-local array
+    /// or a whole variable, assigned).
+    fn dest_buffer(&self, dest: &Dest, op: &str) -> Option<Buffer> {
+        if op != "=" {
+            return None;
+        }
+        match dest {
+            Dest::Local(name) => Some(Buffer {
+                ptr: name.clone(),
+                stride: "1LL".to_string(),
+            }),
+            Dest::State { base, maps } if maps.is_empty() => Some(state_buffer(*base)),
+            Dest::State { .. } => None,
+        }
+    }
+
+    /// `e` in memory: a whole variable where it lives, anything else
+    /// computed whole first.
+    fn buffer(&mut self, e: &Expr) -> Result<Buffer, Unsupported> {
+        if let ExprKind::Var(v) = &e.kind {
+            match self.layout.place(*v) {
+                Some(Place::State { base, .. }) => return Ok(state_buffer(base)),
+                Some(Place::Data { base, .. }) => {
+                    return Ok(Buffer {
+                        ptr: format!("(data + {base})"),
+                        stride: "1LL".to_string(),
+                    });
+                }
+                None => {}
+            }
+        }
+        let address = e as *const Expr as usize;
+        let known = self
+            .materialized
+            .iter()
+            .find(|(a, _)| *a == address)
+            .map(|(_, m)| m.clone());
+        let m = match known {
+            Some(m) => m,
+            None => self.materialize(e)?,
+        };
+        Ok(match m {
+            Materialized::Local(name) => Buffer {
+                ptr: name,
+                stride: "1LL".to_string(),
+            },
+            Materialized::Scratch(base) => state_buffer(base),
+        })
+    }
+}
+
+/// The columns (`left`: L⁻¹B, B n×c or a vector of n) or the rows
+/// (B L⁻¹, B r×n or a row vector of n) of a triangular solve's other
+/// operand `b`.
+fn right_hand_side(
+    p: Prim,
+    shapes: &[Shape],
+    b: &Shape,
+    n: usize,
+    left: bool,
+) -> Result<usize, Unsupported> {
+    match (b.arrays.is_empty(), b.inner, left) {
+        (true, Inner::Vector(m), true) | (true, Inner::RowVector(m), false) if m == n => Ok(1),
+        (true, Inner::Matrix(m, c), true) if m == n => Ok(c),
+        (true, Inner::Matrix(r, m), false) if m == n => Ok(r),
+        _ => Err(format!(
+            "{} of a {} by a {}",
+            p.name(),
+            shapes[0],
+            shapes[1]
+        )),
+    }
+}
+
+fn state_buffer(base: usize) -> Buffer {
+    Buffer {
+        ptr: format!("(state + (long long)({base}) * n_lanes + lane)"),
+        stride: "(long long)n_lanes".to_string(),
+    }
+}
