@@ -113,6 +113,20 @@ impl<T: Copy + 'static> Dense<T> {
     /// Copy lanes `lanes` of `src` (same shape and Z) into `self`.
     pub fn copy_lanes(&mut self, src: &Dense<T>, lanes: &[usize]) {
         let z = self.z;
+        if self.elements() > 1 && 4 * lanes.len() >= z {
+            // Many lanes: a select over every lane of an element (no
+            // index per lane, no bounds checks) is cheaper.
+            let mut take = vec![false; z];
+            for &l in lanes {
+                take[l] = true;
+            }
+            for (dst, from) in self.data.chunks_exact_mut(z).zip(src.data.chunks_exact(z)) {
+                for ((d, &f), &t) in dst.iter_mut().zip(from).zip(&take) {
+                    *d = if t { f } else { *d };
+                }
+            }
+            return;
+        }
         for e in 0..self.elements() {
             let dst = &mut self.data[e * z..(e + 1) * z];
             let from = &src.data[e * z..(e + 1) * z];
