@@ -458,7 +458,12 @@ fn cond(
     let tv = promote(tv, st, &yes);
     let fv = eval(f, st, &no)?;
     let fv = promote(fv, st, &no);
-    let mut out = tv.broadcast(st.z);
-    out.merge(fv.broadcast(st.z), &no);
-    Ok(Arc::new(out))
+    // The side of more lanes is the result, the other's lanes copied in.
+    let (mut out, other, other_lanes) = if yes.len() >= no.len() {
+        (tv, fv, no)
+    } else {
+        (fv, tv, yes)
+    };
+    Slot::merge_lanes(&mut out, other, &other_lanes);
+    Ok(out)
 }

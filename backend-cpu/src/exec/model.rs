@@ -25,6 +25,9 @@ pub struct BatchedModel {
     program: Program,
     /// The PC IR built from `program`, for program-counter batching.
     pc: Option<pc::Program>,
+    /// Liveness of `pc`'s variables at its blocks (its executor's masked
+    /// writes skip what no other lane reads).
+    pc_live: Option<super::pc::LiveIn>,
     model: Model,
     /// Data and transformed data as shared slots (never copied per batch).
     globals: Vec<Option<Arc<Slot>>>,
@@ -49,6 +52,7 @@ impl BatchedModel {
                 Some(pc::build(&program).map_err(|e| ExecError::Setup(e.to_string()))?)
             }
         };
+        let pc_live = pc.as_ref().map(super::pc::LiveIn::of);
         let num_vars = pc
             .as_ref()
             .map_or(program.mir.vars.len(), |p| p.mir.vars.len());
@@ -78,6 +82,7 @@ impl BatchedModel {
             calls,
             program,
             pc,
+            pc_live,
             model,
             globals,
             config,
@@ -292,9 +297,16 @@ impl BatchedModel {
             super::block::set_args(&mut st, &fun.params, &args);
             let lanes = Lanes::from_indices(z, args.iter().map(|(l, _)| *l).collect());
             match &self.pc {
-                Some(p) => {
-                    super::pc::run_refilling(p, f, &mut st, &lanes, &self.config, &mut host, true)?
-                }
+                Some(p) => super::pc::run_refilling(
+                    p,
+                    self.pc_live.as_ref(),
+                    f,
+                    &mut st,
+                    &lanes,
+                    &self.config,
+                    &mut host,
+                    true,
+                )?,
                 None => {
                     let value = self.invoke(f, &mut st, &lanes, &mut host)?;
                     for l in lanes.iter() {
@@ -335,7 +347,6 @@ impl BatchedModel {
         host: &mut dyn BatchHost,
     ) -> Result<Option<Slot>> {
         match &self.pc {
-            None => super::local::run(&self.program, f, st, lanes, &self.config, host),
             Some(p) => {
                 super::pc::run(p, f, st, lanes, &self.config, host)?;
                 Ok(p.function(f)
@@ -343,6 +354,7 @@ impl BatchedModel {
                     .and_then(|r| st.vars[r.0 as usize].clone())
                     .map(Arc::unwrap_or_clone))
             }
+            None => super::local::run(&self.program, f, st, lanes, &self.config, host),
         }
     }
 

@@ -13,6 +13,7 @@ use super::schedule::WaitQueue;
 use super::{ExecConfig, Result};
 use crate::eval::eval;
 use crate::lanes::{Lanes, Slot, State};
+use language::batch::pc::liveness::{self, CallEdges, VarSet};
 use language::batch::pc::lower::external_call;
 use language::batch::pc::{BlockId, FunctionKind, Op, Program, Terminator};
 use language::interp::RuntimeError;
@@ -32,17 +33,50 @@ pub(super) fn run(
     config: &ExecConfig,
     host: &mut dyn BatchHost,
 ) -> Result<()> {
-    run_refilling(p, f, st, lanes, config, host, false)
+    run_refilling(p, None, f, st, lanes, config, host, false)
 }
 
-/// As [`run`]; with `refill`, each lane whose invocation finishes (returns
+/// The variables live at the start of each block of a PC program
+/// (interprocedural: a return continues at every return block of a call
+/// of its function). A lane waiting at a block reads no variable outside
+/// that block's set before writing it, so a masked write of a variable no
+/// waiting lane's block has in its set need not keep the other lanes'
+/// values ([`State::read_elsewhere`]). Only when nothing but the entry's
+/// result is read after an invocation returns: generated quantities, for
+/// one, are variables read once the run is over, dead in the program.
+pub(super) struct LiveIn(Vec<VarSet>);
+
+impl LiveIn {
+    pub(super) fn of(p: &Program) -> LiveIn {
+        LiveIn(liveness::analyse(p, CallEdges::Interprocedural).live_in)
+    }
+
+    /// What lanes waiting in `queue` may read, and the result of `f`
+    /// (read for the lanes that return).
+    fn read_by_waiting(&self, p: &Program, f: FunId, queue: &WaitQueue) -> VarSet {
+        let mut vars = VarSet::new(p.mir.vars.len());
+        for b in queue.points() {
+            vars.union_with(&self.0[b]);
+        }
+        if let Some(result) = p.function(f).result {
+            vars.insert(result);
+        }
+        vars
+    }
+}
+
+/// As [`run`]; with `live` (when the caller reads nothing of a finished
+/// invocation but its result), masked writes skip what no other lane
+/// reads. With `refill`, each lane whose invocation finishes (returns
 /// or fails) reports its result to `host`
 /// ([`BatchHost::invocation_finished`]) and, if the host gives it another
 /// invocation ([`BatchHost::next_invocation`]), starts that one at once
 /// from the function's first block, while the other lanes go on: lanes
 /// never wait for each other at invocation boundaries either.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run_refilling(
     p: &Program,
+    live: Option<&LiveIn>,
     f: FunId,
     st: &mut State,
     lanes: &Lanes,
@@ -61,7 +95,10 @@ pub(super) fn run_refilling(
     queue.add(first, lanes.iter());
     while let Some((b, waiting)) = queue.take(&*config.choice, z) {
         let bl = p.block(BlockId(b as u32));
-        run_ops(&bl.ops, st, &waiting, config, p, &mut scratch, host)?;
+        st.read_elsewhere = live.map(|live| live.read_by_waiting(p, f, &queue));
+        let ran = run_ops(&bl.ops, st, &waiting, config, p, &mut scratch, host);
+        st.read_elsewhere = None;
+        ran?;
         let active = st.running(&waiting);
         // Lanes whose invocation returned in this step.
         let mut returned = Vec::new();
@@ -159,7 +196,7 @@ fn restart(
         st.rng[l] = rng;
         calls[l].clear();
         for stack in scratch.saved.values_mut() {
-            stack.depth[l] = 0;
+            stack.clear_lane(l);
         }
         args.push((l, values));
     }
@@ -291,7 +328,7 @@ fn run_ops(
             Op::Push(v) => {
                 let z = st.z;
                 let stack = scratch.saved.entry(*v).or_insert_with(|| VarStack::new(z));
-                stack.push(st.vars[v.0 as usize].as_deref(), &active);
+                stack.push(st.vars[v.0 as usize].as_ref(), &active);
             }
             Op::Pop(v) | Op::Peek(v) => {
                 let keep = matches!(ops[i], Op::Peek(_));
@@ -314,16 +351,20 @@ pub(super) struct Scratch {
 /// The values `Push` set aside for one variable, for every lane: level
 /// `d` holds, at lane `l`, what lane `l` saved when its stack was `d`
 /// deep. Levels are whole slots, so saving and restoring a dense variable
-/// copies only the lanes concerned, element by element.
+/// copies only the lanes concerned, element by element — or nothing, when
+/// no other lane needs the values replaced: then the level and the
+/// variable share one slot.
 pub(super) struct VarStack {
     levels: Vec<Level>,
     /// Saved values per lane.
     depth: Vec<u32>,
+    /// `saved_at[d]`: lanes with a value saved at level `d` (deeper than `d`).
+    saved_at: Vec<usize>,
 }
 
 struct Level {
     /// `None` until some lane saved a value at this level.
-    values: Option<Slot>,
+    values: Option<Arc<Slot>>,
     /// The lane saved "no value" (the variable was unset).
     unset: Vec<bool>,
 }
@@ -333,11 +374,12 @@ impl VarStack {
         VarStack {
             levels: Vec::new(),
             depth: vec![0; z],
+            saved_at: Vec::new(),
         }
     }
 
     /// Save `current` (the variable's slot, `None` if unset) for `lanes`.
-    fn push(&mut self, current: Option<&Slot>, lanes: &Lanes) {
+    fn push(&mut self, current: Option<&Arc<Slot>>, lanes: &Lanes) {
         let z = lanes.z();
         for (d, group) in by_depth(lanes, &self.depth, 0) {
             while self.levels.len() <= d {
@@ -345,6 +387,7 @@ impl VarStack {
                     values: None,
                     unset: vec![false; z],
                 });
+                self.saved_at.push(0);
             }
             let level = &mut self.levels[d];
             for l in group.iter() {
@@ -352,13 +395,32 @@ impl VarStack {
             }
             if let Some(slot) = current {
                 match &mut level.values {
-                    Some(values) => values.copy_lanes_from(slot, &group),
-                    None => level.values = Some(slot.clone()),
+                    // No lane needs this level's values: share the slot.
+                    Some(values) if self.saved_at[d] > 0 => {
+                        Slot::merge_lanes(values, slot.clone(), &group)
+                    }
+                    values => *values = Some(slot.clone()),
                 }
             }
         }
         for l in lanes.iter() {
+            self.saved_at[self.depth[l] as usize] += 1;
             self.depth[l] += 1;
+        }
+    }
+
+    /// Take lane `l`'s saved value off the top of its stack.
+    fn drop_top(&mut self, l: usize) {
+        if self.depth[l] > 0 {
+            self.depth[l] -= 1;
+            self.saved_at[self.depth[l] as usize] -= 1;
+        }
+    }
+
+    /// Forget everything lane `l` saved.
+    fn clear_lane(&mut self, l: usize) {
+        while self.depth[l] > 0 {
+            self.drop_top(l);
         }
     }
 }
@@ -407,24 +469,32 @@ fn restore(
         block::fail(st, &Lanes::from_indices(st.z, empty), &err);
     }
     let Some(stack) = stack else { return };
-    for (d, group) in by_depth(lanes, &stack.depth, 1) {
+    let groups = by_depth(lanes, &stack.depth, 1);
+    let one_level = groups.len() == 1;
+    for (d, group) in groups {
         let level = &stack.levels[d];
         // A saved "unset" leaves the lane's storage as it is.
-        let group = group.retain(|l| !level.unset[l]);
-        if let Some(values) = &level.values
-            && !group.is_empty()
-        {
-            match &mut st.vars[var.0 as usize] {
-                Some(slot) => Arc::make_mut(slot).copy_lanes_from(values, &group),
-                empty => *empty = Some(Arc::new(values.clone())),
-            }
+        let restored = group.retain(|l| !level.unset[l]);
+        let Some(values) = &level.values else {
+            continue;
+        };
+        if restored.is_empty() {
+            continue;
+        }
+        // All lanes restore from this level and no other lane reads the
+        // variable: it becomes the level's slot, nothing is copied.
+        if one_level && restored.len() == group.len() && !st.is_read_elsewhere(var) {
+            st.vars[var.0 as usize] = Some(values.clone());
+            continue;
+        }
+        match &mut st.vars[var.0 as usize] {
+            Some(slot) => Arc::make_mut(slot).copy_lanes_from(values, &restored),
+            empty => *empty = Some(values.clone()),
         }
     }
     if !keep {
         for l in lanes.iter() {
-            if stack.depth[l] > 0 {
-                stack.depth[l] -= 1;
-            }
+            stack.drop_top(l);
         }
     }
 }

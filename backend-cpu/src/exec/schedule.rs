@@ -110,6 +110,11 @@ impl WaitQueue {
         }
     }
 
+    /// The points where lanes wait.
+    pub fn points(&self) -> impl Iterator<Item = usize> + '_ {
+        self.at.keys().copied()
+    }
+
     /// The point the heuristic picks and all lanes waiting there (out of
     /// `z`); `None` when no lane waits.
     pub fn take(&mut self, choice: &dyn BlockChoice, z: usize) -> Option<(usize, Lanes)> {

@@ -2,6 +2,7 @@
 //! streams, gradient input/output, status and printed output.
 
 use super::{Lanes, Slot};
+use language::batch::pc::liveness::VarSet;
 use language::interp::{ParamLayout, Rng, RuntimeError};
 use language::mir::{Program, VarId};
 use language::value::Value;
@@ -58,6 +59,12 @@ pub struct State<'p> {
     /// matrix product (bit-identical to the lane-by-lane loop; off: lane
     /// by lane).
     pub gemm: bool,
+    /// Variables that lanes other than the ones running now may still
+    /// read (`None`: any variable). A whole-variable write of a variable
+    /// outside this set takes the new slot as it is instead of merging
+    /// the running lanes into the old one: no other lane needs the old
+    /// values (the program-counter executor sets it from liveness).
+    pub read_elsewhere: Option<VarSet>,
     /// Number of failed lanes (0: every lane is running).
     failures: usize,
 }
@@ -92,6 +99,7 @@ impl<'p> State<'p> {
             status: vec![LaneStatus::Running; z],
             output: vec![Vec::new(); z],
             gemm: true,
+            read_elsewhere: None,
             failures: 0,
         }
     }
@@ -159,6 +167,13 @@ impl<'p> State<'p> {
         for stack in &mut self.stacks {
             stack[l].clear();
         }
+    }
+
+    /// Whether lanes other than the running ones may read `var` later.
+    pub fn is_read_elsewhere(&self, var: VarId) -> bool {
+        self.read_elsewhere
+            .as_ref()
+            .is_none_or(|vars| vars.contains(var))
     }
 
     /// `lanes` without those that have failed.
@@ -232,6 +247,7 @@ impl<'p> State<'p> {
             status: ix.iter().map(|&l| self.status[l].clone()).collect(),
             output: ix.iter().map(|&l| self.output[l].clone()).collect(),
             gemm: self.gemm,
+            read_elsewhere: None,
             failures: ix
                 .iter()
                 .filter(|&&l| !matches!(self.status[l], LaneStatus::Running))

@@ -121,16 +121,17 @@ pub fn exec_op(s: &Stmt, st: &mut State, active: &Lanes) -> Result<()> {
 }
 
 /// Set `var` to `value` on the active lanes (the whole slot when every
-/// lane is active or the variable is new). Executors use it to bind
+/// lane is active, the variable is new or no other lane reads it). Executors use it to bind
 /// call arguments, return values and loop variables.
 pub fn set_var(st: &mut State, var: VarId, value: Arc<Slot>, active: &Lanes) {
+    let keep_others = !active.is_full() && st.is_read_elsewhere(var);
     let slot = &mut st.vars[var.0 as usize];
     match slot {
         // `x = x` (e.g. an argument passed on unchanged): nothing to do.
         Some(old) if Arc::ptr_eq(old, &value) => {}
         // Only the active lanes are copied (or, into a fresh value, only
         // the others); neither value is cloned whole.
-        Some(old) if !active.is_full() => Slot::merge_lanes(old, value, active),
+        Some(old) if keep_others => Slot::merge_lanes(old, value, active),
         _ => *slot = Some(value),
     }
 }
