@@ -3,6 +3,7 @@
 //! function — split into sub-batches over threads.
 
 use super::host::{BatchHost, NoHost};
+use super::iterations::Plans;
 use super::{ExecConfig, ExecError, Result};
 use crate::lanes::{LaneStatus, Lanes, Slot, State};
 use language::batch::cfg::{FunctionKind, Program};
@@ -25,6 +26,8 @@ pub struct BatchedModel {
     program: Program,
     /// The PC IR built from `program`, for program-counter batching.
     pc: Option<pc::Program>,
+    /// The PC program's loops whose iterations can run as lanes.
+    loops: Plans,
     model: Model,
     /// Data and transformed data as shared slots (never copied per batch).
     globals: Vec<Option<Arc<Slot>>>,
@@ -74,7 +77,9 @@ impl BatchedModel {
                 .iter()
                 .any(|b| matches!(b.term, language::batch::cfg::Terminator::Call { .. }))
         });
+        let loops = pc.as_ref().map(Plans::of).unwrap_or_default();
         Ok(BatchedModel {
+            loops,
             calls,
             program,
             pc,
@@ -93,6 +98,12 @@ impl BatchedModel {
     /// The PC IR run by program-counter batching.
     pub fn pc_program(&self) -> Option<&pc::Program> {
         self.pc.as_ref()
+    }
+
+    /// How many loops of the program the program-counter executor can run
+    /// with their iterations as lanes (loops over data in small batches).
+    pub fn loops_run_as_lanes(&self) -> usize {
+        self.loops.len()
     }
 
     pub fn model(&self) -> &Model {
@@ -292,9 +303,16 @@ impl BatchedModel {
             super::block::set_args(&mut st, &fun.params, &args);
             let lanes = Lanes::from_indices(z, args.iter().map(|(l, _)| *l).collect());
             match &self.pc {
-                Some(p) => {
-                    super::pc::run_refilling(p, f, &mut st, &lanes, &self.config, &mut host, true)?
-                }
+                Some(p) => super::pc::run_refilling(
+                    p,
+                    &self.loops,
+                    f,
+                    &mut st,
+                    &lanes,
+                    &self.config,
+                    &mut host,
+                    true,
+                )?,
                 None => {
                     let value = self.invoke(f, &mut st, &lanes, &mut host)?;
                     for l in lanes.iter() {
@@ -337,7 +355,7 @@ impl BatchedModel {
         match &self.pc {
             None => super::local::run(&self.program, f, st, lanes, &self.config, host),
             Some(p) => {
-                super::pc::run(p, f, st, lanes, &self.config, host)?;
+                super::pc::run(p, &self.loops, f, st, lanes, &self.config, host)?;
                 Ok(p.function(f)
                     .result
                     .and_then(|r| st.vars[r.0 as usize].clone())

@@ -9,6 +9,7 @@
 
 use super::block::{self, StmtOps};
 use super::host::BatchHost;
+use super::iterations::{self, Plans};
 use super::schedule::WaitQueue;
 use super::{ExecConfig, Result};
 use crate::eval::eval;
@@ -26,13 +27,14 @@ use std::sync::Arc;
 /// in its result variable.
 pub(super) fn run(
     p: &Program,
+    loops: &Plans,
     f: FunId,
     st: &mut State,
     lanes: &Lanes,
     config: &ExecConfig,
     host: &mut dyn BatchHost,
 ) -> Result<()> {
-    run_refilling(p, f, st, lanes, config, host, false)
+    run_refilling(p, loops, f, st, lanes, config, host, false)
 }
 
 /// As [`run`]; with `refill`, each lane whose invocation finishes (returns
@@ -41,8 +43,10 @@ pub(super) fn run(
 /// invocation ([`BatchHost::next_invocation`]), starts that one at once
 /// from the function's first block, while the other lanes go on: lanes
 /// never wait for each other at invocation boundaries either.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run_refilling(
     p: &Program,
+    loops: &Plans,
     f: FunId,
     st: &mut State,
     lanes: &Lanes,
@@ -61,11 +65,27 @@ pub(super) fn run_refilling(
     queue.add(first, lanes.iter());
     while let Some((b, waiting)) = queue.take(&*config.choice, z) {
         let bl = p.block(BlockId(b as u32));
-        run_ops(&bl.ops, st, &waiting, config, p, &mut scratch, host)?;
+        // A loop over data in a small batch: its iterations as lanes, and
+        // the lanes on to the loop's exit.
+        let looped = match loops.get(b) {
+            Some(plan) => iterations::run(plan, p, st, &waiting)?.then(|| plan.exit()),
+            None => None,
+        };
+        let to_exit;
+        let term = match looped {
+            Some(exit) => {
+                to_exit = Terminator::Jump(exit);
+                &to_exit
+            }
+            None => {
+                run_ops(&bl.ops, st, &waiting, config, p, &mut scratch, host)?;
+                &bl.term
+            }
+        };
         let active = st.running(&waiting);
         // Lanes whose invocation returned in this step.
         let mut returned = Vec::new();
-        match &bl.term {
+        match term {
             _ if active.is_empty() => {}
             Terminator::Jump(t) => queue.add(t.0 as usize, active.iter()),
             Terminator::Branch {
