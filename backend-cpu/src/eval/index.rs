@@ -206,6 +206,9 @@ fn shared_by_lane(v: &Value, idx: &[LaneIx], z: usize, active: &Lanes) -> Option
         _ => None,
     };
     let first = active.first()?;
+    if let ([i], Some(n)) = (per_lane.as_slice(), elements_1d(&shape)) {
+        return gather_1d(v, i, n, is_int, z, active, index);
+    }
     let mut ixs = Vec::with_capacity(per_lane.len());
     let mut lane_positions = |l: usize| {
         ixs.clear();
@@ -245,6 +248,58 @@ fn shared_by_lane(v: &Value, idx: &[LaneIx], z: usize, active: &Lanes) -> Option
         let flat = lane::flat_reals(v);
         Slot::Real(Dense::new(
             out_shape,
+            z,
+            at.iter().map(|&p| flat[p]).collect(),
+        ))
+    })
+}
+
+/// The length of a one-dimensional container of scalars.
+fn elements_1d(shape: &Shape) -> Option<usize> {
+    match shape {
+        Shape::Vector(n) | Shape::RowVector(n) => Some(*n),
+        Shape::Array(n, elem) if matches!(**elem, Shape::Real | Shape::Int) => Some(*n),
+        _ => None,
+    }
+}
+
+/// [`shared_by_lane`] of a one-dimensional container of `n` scalars (the
+/// hot case, `y[n]`): lane `l` reads element `index(i, l)`.
+fn gather_1d(
+    v: &Value,
+    i: &Slot,
+    n: usize,
+    is_int: bool,
+    z: usize,
+    active: &Lanes,
+    index: impl Fn(&Slot, usize) -> Option<i64>,
+) -> Option<Slot> {
+    let first = index(i, active.first()?)?;
+    let mut at = vec![0usize; z];
+    let mut mask = vec![false; z];
+    for l in active.iter() {
+        mask[l] = true;
+        let k = index(i, l)?;
+        if k < 1 || k as u64 > n as u64 {
+            return None;
+        }
+        at[l] = k as usize - 1;
+    }
+    for l in (0..z).filter(|&l| !mask[l]) {
+        at[l] = first.clamp(1, n as i64) as usize - 1;
+    }
+    Some(if is_int {
+        let mut flat = Vec::with_capacity(n);
+        flatten_ints(v, &mut flat);
+        Slot::Int(Dense::new(
+            Shape::Int,
+            z,
+            at.iter().map(|&p| flat[p]).collect(),
+        ))
+    } else {
+        let flat = lane::flat_reals(v);
+        Slot::Real(Dense::new(
+            Shape::Real,
             z,
             at.iter().map(|&p| flat[p]).collect(),
         ))

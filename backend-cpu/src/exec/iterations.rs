@@ -379,7 +379,14 @@ pub(super) fn run(plan: &LoopPlan, p: &Program, st: &mut State, lanes: &Lanes) -
         sub.gemm = st.gemm;
         if plan.stacks {
             // Each iteration's own stacks, over a mark it must not pop.
-            sub.stacks = vec![vec![vec![mark()]; zk]; st.stacks.len()];
+            let fresh = || {
+                let mut stack = Vec::with_capacity(16);
+                stack.push(mark());
+                stack
+            };
+            sub.stacks = (0..st.stacks.len())
+                .map(|_| (0..zk).map(|_| fresh()).collect())
+                .collect();
         }
         let mut records = Vec::new();
         let fits = run_body(plan, p, &mut sub, &shapes, &mut records)?
