@@ -89,11 +89,37 @@ pub(crate) fn shared_ixs(
     idx: &[LaneIx],
     active: &Lanes,
 ) -> Option<std::result::Result<Vec<Ix>, RuntimeError>> {
+    // The hot case, single int indexes: no values built on the way.
+    let singles: Option<Vec<Ix>> = idx
+        .iter()
+        .map(|i| match i {
+            LaneIx::Single(s) => uniform_int(s, active).map(Ix::Single),
+            _ => None,
+        })
+        .collect();
+    if singles.is_some() {
+        return singles.map(Ok);
+    }
     let vals = index_slots(idx)
         .into_iter()
         .map(|s| uniform_value(s, active))
         .collect::<Option<Vec<Value>>>()?;
     Some(ixs_from_values(idx, &vals))
+}
+
+/// The int all `active` lanes of `s` hold (as [`uniform_value`]).
+fn uniform_int(s: &Slot, active: &Lanes) -> Option<i64> {
+    match s {
+        Slot::Shared(v) => match **v {
+            Value::Int(i) => Some(i),
+            _ => None,
+        },
+        Slot::Int(d) if d.shape == language::data::Shape::Int => {
+            let first = d.data[active.first()?];
+            active.iter().all(|l| d.data[l] == first).then_some(first)
+        }
+        _ => None,
+    }
 }
 
 /// The value all `active` lanes of `s` hold: a shared value, or a dense
@@ -104,14 +130,7 @@ pub(crate) fn shared_ixs(
 fn uniform_value(s: &Slot, active: &Lanes) -> Option<Value> {
     match s {
         Slot::Shared(v) => Some((**v).clone()),
-        Slot::Int(d) if d.shape == language::data::Shape::Int => {
-            let first = d.data[active.first()?];
-            active
-                .iter()
-                .all(|l| d.data[l] == first)
-                .then_some(Value::Int(first))
-        }
-        _ => None,
+        _ => uniform_int(s, active).map(Value::Int),
     }
 }
 
@@ -151,12 +170,148 @@ pub(crate) fn get(base: &Slot, idx: &[LaneIx], st: &mut State, active: &Lanes, s
         }
         return per_lane(st, active, span, &[base], |v| lane::index_get(&v[0], &ixs));
     }
+    if let Slot::Shared(v) = base
+        && let Some(slot) = shared_by_lane(v, idx, st.z, active)
+    {
+        return slot;
+    }
     let mut args = vec![base];
     args.extend(index_slots(idx));
     per_lane(st, active, span, &args, |vals| {
         let ixs = ixs_from_values(idx, &vals[1..])?;
         lane::index_get(&vals[0], &ixs)
     })
+}
+
+/// Shared data (reals or ints) indexed by single indexes that differ
+/// between lanes (e.g. a loop's iterations run as lanes): each lane's
+/// elements read in place, never a copy of the data per lane. `None` when
+/// not of that form or some active lane's index is out of range (the
+/// caller then goes lane by lane, with the interpreter's errors).
+fn shared_by_lane(v: &Value, idx: &[LaneIx], z: usize, active: &Lanes) -> Option<Slot> {
+    let (shape, is_int) = dense_shape(v)?;
+    let per_lane: Vec<&Slot> = idx
+        .iter()
+        .map(|i| match i {
+            LaneIx::Single(s) => Some(&**s),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let index = |s: &Slot, l: usize| match s {
+        Slot::Int(d) if d.shape == Shape::Int => Some(d.data[l]),
+        Slot::Shared(v) => match **v {
+            Value::Int(i) => Some(i),
+            _ => None,
+        },
+        _ => None,
+    };
+    let first = active.first()?;
+    if let ([i], Some(n)) = (per_lane.as_slice(), elements_1d(&shape)) {
+        return gather_1d(v, i, n, is_int, z, active, index);
+    }
+    let mut ixs = Vec::with_capacity(per_lane.len());
+    let mut lane_positions = |l: usize| {
+        ixs.clear();
+        for s in &per_lane {
+            ixs.push(Ix::Single(index(s, l)?));
+        }
+        single_positions(&shape, &ixs, is_int)
+    };
+    let (_, out_shape) = lane_positions(first)?;
+    let n = out_shape.num_reals();
+    // Element positions per lane; inactive lanes read the first lane's.
+    let mut at = vec![0usize; n * z];
+    let mut positions = |l: usize, from: usize| -> Option<()> {
+        let (pos, _) = lane_positions(from)?;
+        for (e, p) in pos.into_iter().enumerate() {
+            at[e * z + l] = p;
+        }
+        Some(())
+    };
+    let mut mask = vec![false; z];
+    for l in active.iter() {
+        mask[l] = true;
+        positions(l, l)?;
+    }
+    for l in (0..z).filter(|&l| !mask[l]) {
+        positions(l, first)?;
+    }
+    Some(if is_int {
+        let mut flat = Vec::with_capacity(shape.num_reals());
+        flatten_ints(v, &mut flat);
+        Slot::Int(Dense::new(
+            out_shape,
+            z,
+            at.iter().map(|&p| flat[p]).collect(),
+        ))
+    } else {
+        let flat = lane::flat_reals(v);
+        Slot::Real(Dense::new(
+            out_shape,
+            z,
+            at.iter().map(|&p| flat[p]).collect(),
+        ))
+    })
+}
+
+/// The length of a one-dimensional container of scalars.
+fn elements_1d(shape: &Shape) -> Option<usize> {
+    match shape {
+        Shape::Vector(n) | Shape::RowVector(n) => Some(*n),
+        Shape::Array(n, elem) if matches!(**elem, Shape::Real | Shape::Int) => Some(*n),
+        _ => None,
+    }
+}
+
+/// [`shared_by_lane`] of a one-dimensional container of `n` scalars (the
+/// hot case, `y[n]`): lane `l` reads element `index(i, l)`.
+fn gather_1d(
+    v: &Value,
+    i: &Slot,
+    n: usize,
+    is_int: bool,
+    z: usize,
+    active: &Lanes,
+    index: impl Fn(&Slot, usize) -> Option<i64>,
+) -> Option<Slot> {
+    let first = index(i, active.first()?)?;
+    let mut at = vec![0usize; z];
+    let mut mask = vec![false; z];
+    for l in active.iter() {
+        mask[l] = true;
+        let k = index(i, l)?;
+        if k < 1 || k as u64 > n as u64 {
+            return None;
+        }
+        at[l] = k as usize - 1;
+    }
+    for l in (0..z).filter(|&l| !mask[l]) {
+        at[l] = first.clamp(1, n as i64) as usize - 1;
+    }
+    Some(if is_int {
+        let mut flat = Vec::with_capacity(n);
+        flatten_ints(v, &mut flat);
+        Slot::Int(Dense::new(
+            Shape::Int,
+            z,
+            at.iter().map(|&p| flat[p]).collect(),
+        ))
+    } else {
+        let flat = lane::flat_reals(v);
+        Slot::Real(Dense::new(
+            Shape::Real,
+            z,
+            at.iter().map(|&p| flat[p]).collect(),
+        ))
+    })
+}
+
+fn flatten_ints(v: &Value, out: &mut Vec<i64>) {
+    match v {
+        Value::Int(i) => out.push(*i),
+        Value::Array(items) => items.iter().for_each(|i| flatten_ints(i, out)),
+        _ => {}
+    }
 }
 
 /// Dense `base[ixs]` with the same indexes for every lane: copy the

@@ -130,6 +130,13 @@ impl<'a> StmtOps<'a> {
 pub fn branch(cond: &Expr, st: &mut State, lanes: &Lanes) -> Result<(Lanes, Lanes)> {
     let c = eval(cond, st, lanes)?;
     let live = st.running(lanes);
+    // One answer for every lane (a loop over data's bound check).
+    if let Slot::Shared(v) = &*c
+        && let Ok(t) = lane::truthy(v)
+    {
+        let none = Lanes::none(st.z);
+        return Ok(if t { (live, none) } else { (none, live) });
+    }
     let truth: Vec<(usize, std::result::Result<bool, RuntimeError>)> = match &*c {
         Slot::Int(d) if d.elements() == 1 => live.iter().map(|l| (l, Ok(d.data[l] != 0))).collect(),
         Slot::Real(d) if d.elements() == 1 => {

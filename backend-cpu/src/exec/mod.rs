@@ -41,6 +41,7 @@
 
 mod block;
 mod host;
+mod iterations;
 mod local;
 mod model;
 mod pc;

@@ -3,6 +3,7 @@
 //! function — split into sub-batches over threads.
 
 use super::host::{BatchHost, NoHost};
+use super::iterations::Plans;
 use super::{ExecConfig, ExecError, Result};
 use crate::lanes::{LaneStatus, Lanes, Slot, State};
 use language::batch::cfg::{FunctionKind, Program};
@@ -28,6 +29,8 @@ pub struct BatchedModel {
     /// Liveness of `pc`'s variables at its blocks (its executor's masked
     /// writes skip what no other lane reads).
     pc_live: Option<super::pc::LiveIn>,
+    /// The PC program's loops whose iterations can run as lanes.
+    loops: Plans,
     model: Model,
     /// Data and transformed data as shared slots (never copied per batch).
     globals: Vec<Option<Arc<Slot>>>,
@@ -78,7 +81,9 @@ impl BatchedModel {
                 .iter()
                 .any(|b| matches!(b.term, language::batch::cfg::Terminator::Call { .. }))
         });
+        let loops = pc.as_ref().map(Plans::of).unwrap_or_default();
         Ok(BatchedModel {
+            loops,
             calls,
             program,
             pc,
@@ -98,6 +103,12 @@ impl BatchedModel {
     /// The PC IR run by program-counter batching.
     pub fn pc_program(&self) -> Option<&pc::Program> {
         self.pc.as_ref()
+    }
+
+    /// How many loops of the program the program-counter executor can run
+    /// with their iterations as lanes (loops over data in small batches).
+    pub fn loops_run_as_lanes(&self) -> usize {
+        self.loops.len()
     }
 
     pub fn model(&self) -> &Model {
@@ -299,6 +310,7 @@ impl BatchedModel {
             match &self.pc {
                 Some(p) => super::pc::run_refilling(
                     p,
+                    &self.loops,
                     self.pc_live.as_ref(),
                     f,
                     &mut st,
@@ -348,7 +360,7 @@ impl BatchedModel {
     ) -> Result<Option<Slot>> {
         match &self.pc {
             Some(p) => {
-                super::pc::run(p, f, st, lanes, &self.config, host)?;
+                super::pc::run(p, &self.loops, f, st, lanes, &self.config, host)?;
                 Ok(p.function(f)
                     .result
                     .and_then(|r| st.vars[r.0 as usize].clone())

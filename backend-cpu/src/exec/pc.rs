@@ -9,6 +9,7 @@
 
 use super::block::{self, StmtOps};
 use super::host::BatchHost;
+use super::iterations::{self, Plans};
 use super::schedule::WaitQueue;
 use super::{ExecConfig, Result};
 use crate::eval::eval;
@@ -27,13 +28,14 @@ use std::sync::Arc;
 /// in its result variable.
 pub(super) fn run(
     p: &Program,
+    loops: &Plans,
     f: FunId,
     st: &mut State,
     lanes: &Lanes,
     config: &ExecConfig,
     host: &mut dyn BatchHost,
 ) -> Result<()> {
-    run_refilling(p, None, f, st, lanes, config, host, false)
+    run_refilling(p, loops, None, f, st, lanes, config, host, false)
 }
 
 /// The variables live at the start of each block of a PC program
@@ -76,6 +78,7 @@ impl LiveIn {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_refilling(
     p: &Program,
+    loops: &Plans,
     live: Option<&LiveIn>,
     f: FunId,
     st: &mut State,
@@ -95,14 +98,30 @@ pub(super) fn run_refilling(
     queue.add(first, lanes.iter());
     while let Some((b, waiting)) = queue.take(&*config.choice, z) {
         let bl = p.block(BlockId(b as u32));
-        st.read_elsewhere = live.map(|live| live.read_by_waiting(p, f, &queue));
-        let ran = run_ops(&bl.ops, st, &waiting, config, p, &mut scratch, host);
-        st.read_elsewhere = None;
-        ran?;
+        // A loop over data in a small batch: its iterations as lanes, and
+        // the lanes on to the loop's exit.
+        let looped = match loops.get(b) {
+            Some(plan) => iterations::run(plan, p, st, &waiting)?.then(|| plan.exit()),
+            None => None,
+        };
+        let to_exit;
+        let term = match looped {
+            Some(exit) => {
+                to_exit = Terminator::Jump(exit);
+                &to_exit
+            }
+            None => {
+                st.read_elsewhere = live.map(|live| live.read_by_waiting(p, f, &queue));
+                let ran = run_ops(&bl.ops, st, &waiting, config, p, &mut scratch, host);
+                st.read_elsewhere = None;
+                ran?;
+                &bl.term
+            }
+        };
         let active = st.running(&waiting);
         // Lanes whose invocation returned in this step.
         let mut returned = Vec::new();
-        match &bl.term {
+        match term {
             _ if active.is_empty() => {}
             Terminator::Jump(t) => queue.add(t.0 as usize, active.iter()),
             Terminator::Branch {

@@ -59,11 +59,11 @@ pub(crate) fn assign(
     let Some(current) = get_var(st, lhs.var, active, "assigned before declared") else {
         return Ok(());
     };
-    // Whole variable, same dense shape: the value itself.
+    // Whole variable, same dense shape and kind: the value itself (also
+    // a shared one, e.g. an adjoint reset to zeros).
     if path.is_empty()
         && let (Some(a), Some(b)) = (slot_shape(&current), slot_shape(value))
         && a == b
-        && !value.is_shared()
     {
         set_var(st, lhs.var, value.clone(), active);
         return Ok(());
