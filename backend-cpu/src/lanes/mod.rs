@@ -221,7 +221,7 @@ impl Slot {
         }
         let n = shape.num_reals();
         if is_int {
-            let mut data = vec![0i64; n * z];
+            let mut data = pool::filled(n * z, 0i64);
             for (l, v) in values.iter().enumerate() {
                 let mut e = 0;
                 for_each_int(v, &mut |i| {
@@ -231,7 +231,7 @@ impl Slot {
             }
             Slot::Int(Dense::new(shape, z, data))
         } else {
-            let mut data = vec![0.0; n * z];
+            let mut data = pool::filled(n * z, 0.0);
             let mut flat = Vec::with_capacity(n);
             for (l, v) in values.iter().enumerate() {
                 flat.clear();

@@ -90,6 +90,13 @@ pub fn buffer<T: Pooled>(n: usize) -> Vec<T> {
     }
 }
 
+/// A pooled buffer of `n` copies of `x`.
+pub fn filled<T: Pooled>(n: usize, x: T) -> Vec<T> {
+    let mut b = buffer(n);
+    b.resize(n, x);
+    b
+}
+
 /// A pooled copy of `xs`.
 pub fn copy<T: Pooled>(xs: &[T]) -> Vec<T> {
     let mut b = buffer(xs.len());
