@@ -340,7 +340,7 @@ fn reduce(a: &Operand, z: usize, f: impl Fn(f64, f64) -> f64) -> Option<Slot> {
     let Src::Lanes(data, n) = a.src else {
         return None;
     };
-    let mut acc = vec![-0.0; z];
+    let mut acc = crate::lanes::pool::filled(z, -0.0);
     for e in 0..n {
         let xs = &data[e * z..(e + 1) * z];
         for (a, &x) in acc.iter_mut().zip(xs) {
@@ -360,7 +360,7 @@ fn dot(a: &Operand, b: &Operand, z: usize) -> Option<Slot> {
     if len(b) != n {
         return None;
     }
-    let mut acc = vec![-0.0; z];
+    let mut acc = crate::lanes::pool::filled(z, -0.0);
     for e in 0..n {
         match (a.src.col(e, z), b.src.col(e, z)) {
             (ElemCol::Const(x), ElemCol::Const(y)) => acc.iter_mut().for_each(|a| *a += x * y),

@@ -9,7 +9,7 @@
 //! active running lanes can fail, with the interpreter's own error for
 //! their values.
 
-use crate::lanes::{Dense, Lanes, Slot, State};
+use crate::lanes::{Dense, Lanes, Slot, State, pool};
 use language::data::Shape;
 use language::interp::lane;
 use language::mir::{Expr, Prim};
@@ -125,7 +125,9 @@ fn compare<T: PartialOrd>(p: Prim, x: T, y: T) -> bool {
 }
 
 fn ints(z: usize, f: impl Fn(usize) -> i64) -> Slot {
-    Slot::Int(Dense::new(Shape::Int, z, (0..z).map(f).collect()))
+    let mut out = pool::buffer(z);
+    out.extend((0..z).map(f));
+    Slot::Int(Dense::new(Shape::Int, z, out))
 }
 
 /// Integer arithmetic with Stan's 32-bit range: a running active lane
@@ -139,7 +141,8 @@ fn checked_ints(
     f: impl Fn(usize) -> Option<i64>,
 ) -> Slot {
     let in_range = |r: Option<i64>| r.filter(|r| i32::try_from(*r).is_ok());
-    let out: Vec<i64> = (0..z).map(|l| in_range(f(l)).unwrap_or(0)).collect();
+    let mut out = pool::buffer(z);
+    out.extend((0..z).map(|l| in_range(f(l)).unwrap_or(0)));
     let Expr { kind, span, .. } = e;
     let language::mir::ExprKind::Prim(p, _) = kind else {
         return Slot::Int(Dense::new(Shape::Int, z, out));

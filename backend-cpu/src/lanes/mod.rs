@@ -51,20 +51,26 @@ pub struct Dense<T: Copy + 'static> {
 
 impl<T: Copy + 'static> Clone for Dense<T> {
     fn clone(&self) -> Dense<T> {
-        let data = match (&self.data as &dyn std::any::Any).downcast_ref::<Vec<f64>>() {
-            Some(reals) => {
-                let mut b = pool::buffer(reals.len());
-                b.extend_from_slice(reals);
-                *(Box::new(b) as Box<dyn std::any::Any>)
-                    .downcast::<Vec<T>>()
-                    .expect("T is f64")
-            }
-            None => self.data.clone(),
-        };
+        // Reals and ints are copied into pooled buffers (no allocation
+        // for the type dispatch either: `Any` on references).
+        let mut data: Option<Vec<T>> = None;
+        let out = &mut data as &mut dyn std::any::Any;
+        let copied = &self.data as &dyn std::any::Any;
+        if let (Some(out), Some(xs)) = (
+            out.downcast_mut::<Option<Vec<f64>>>(),
+            copied.downcast_ref::<Vec<f64>>(),
+        ) {
+            *out = Some(pool::copy(xs));
+        } else if let (Some(out), Some(xs)) = (
+            out.downcast_mut::<Option<Vec<i64>>>(),
+            copied.downcast_ref::<Vec<i64>>(),
+        ) {
+            *out = Some(pool::copy(xs));
+        }
         Dense {
             shape: self.shape.clone(),
             z: self.z,
-            data,
+            data: data.unwrap_or_else(|| self.data.clone()),
             n: self.n,
         }
     }
@@ -72,9 +78,11 @@ impl<T: Copy + 'static> Clone for Dense<T> {
 
 impl<T: Copy + 'static> Drop for Dense<T> {
     fn drop(&mut self) {
-        let data = std::mem::take(&mut self.data);
-        if let Ok(reals) = (Box::new(data) as Box<dyn std::any::Any>).downcast::<Vec<f64>>() {
-            pool::recycle(*reals);
+        let data = &mut self.data as &mut dyn std::any::Any;
+        if let Some(reals) = data.downcast_mut::<Vec<f64>>() {
+            pool::recycle(std::mem::take(reals));
+        } else if let Some(ints) = data.downcast_mut::<Vec<i64>>() {
+            pool::recycle(std::mem::take(ints));
         }
     }
 }
@@ -213,7 +221,7 @@ impl Slot {
         }
         let n = shape.num_reals();
         if is_int {
-            let mut data = vec![0i64; n * z];
+            let mut data = pool::filled(n * z, 0i64);
             for (l, v) in values.iter().enumerate() {
                 let mut e = 0;
                 for_each_int(v, &mut |i| {
@@ -223,7 +231,7 @@ impl Slot {
             }
             Slot::Int(Dense::new(shape, z, data))
         } else {
-            let mut data = vec![0.0; n * z];
+            let mut data = pool::filled(n * z, 0.0);
             let mut flat = Vec::with_capacity(n);
             for (l, v) in values.iter().enumerate() {
                 flat.clear();

@@ -1,59 +1,134 @@
-//! A per-thread cache of large real buffers. A batch's dense temporaries
-//! are allocated and freed once per operation; for large blocks (e.g.
-//! N × Z = 10,000 × 1,024 reals) the system allocator maps and unmaps
-//! fresh pages every time, which costs more than the arithmetic. Dense
-//! blocks return their buffers here when dropped, and kernels take them
-//! back with [`buffer`].
+//! A per-thread cache of dense buffers (reals and ints). A batch's dense
+//! temporaries are allocated and freed once per operation; for large blocks
+//! (e.g. N × Z = 10,000 × 1,024 reals) the system allocator maps and unmaps
+//! fresh pages every time, which costs more than the arithmetic, and for
+//! the sampler's many lane-sized scalars (Z = 512–1,024 elements) malloc and
+//! free were ≈11% of eight schools' CPU time. Dense blocks return their
+//! buffers here when dropped, and kernels take them back with [`buffer`].
 
 use std::cell::RefCell;
 
-/// Buffers smaller than this go to the system allocator as usual.
-const MIN_POOLED: usize = 1 << 15;
-/// At most this many buffers are kept per thread.
-const MAX_KEPT: usize = 16;
+/// Buffers at least this large are kept by size (largest first).
+const MIN_LARGE: usize = 1 << 15;
+/// At most this many large buffers are kept per thread and element type.
+const MAX_LARGE: usize = 16;
+/// Smaller buffers at least this large are kept most recent first (below
+/// it the allocator's own per-thread cache is as fast).
+const MIN_SMALL: usize = 64;
+/// At most this many small buffers are kept per thread and element type.
+const MAX_SMALL: usize = 64;
 
-thread_local! {
-    static POOL: RefCell<Vec<Vec<f64>>> = const { RefCell::new(Vec::new()) };
+/// The buffers one thread keeps for one element type.
+pub struct Kept<T> {
+    large: Vec<Vec<T>>,
+    small: Vec<Vec<T>>,
 }
 
-/// An empty buffer with room for `n` reals.
-pub fn buffer(n: usize) -> Vec<f64> {
-    if n >= MIN_POOLED {
-        let found = POOL.with(|p| {
-            let mut p = p.borrow_mut();
+impl<T> Kept<T> {
+    const fn new() -> Kept<T> {
+        Kept {
+            large: Vec::new(),
+            small: Vec::new(),
+        }
+    }
+}
+
+thread_local! {
+    static REALS: RefCell<Kept<f64>> = const { RefCell::new(Kept::new()) };
+    static INTS: RefCell<Kept<i64>> = const { RefCell::new(Kept::new()) };
+}
+
+/// An element type with a per-thread pool of buffers.
+pub trait Pooled: Copy + 'static {
+    fn with_kept<R>(f: impl FnOnce(&mut Kept<Self>) -> R) -> R;
+}
+
+impl Pooled for f64 {
+    fn with_kept<R>(f: impl FnOnce(&mut Kept<f64>) -> R) -> R {
+        REALS.with(|k| f(&mut k.borrow_mut()))
+    }
+}
+
+impl Pooled for i64 {
+    fn with_kept<R>(f: impl FnOnce(&mut Kept<i64>) -> R) -> R {
+        INTS.with(|k| f(&mut k.borrow_mut()))
+    }
+}
+
+/// An empty buffer with room for `n` elements.
+pub fn buffer<T: Pooled>(n: usize) -> Vec<T> {
+    let found = if n >= MIN_LARGE {
+        T::with_kept(|k| {
             // The smallest kept buffer that is large enough.
-            let best = p
+            let best = k
+                .large
                 .iter()
                 .enumerate()
                 .filter(|(_, b)| b.capacity() >= n)
                 .min_by_key(|(_, b)| b.capacity())
                 .map(|(i, _)| i);
-            best.map(|i| p.swap_remove(i))
-        });
-        if let Some(mut b) = found {
+            best.map(|i| k.large.swap_remove(i))
+        })
+    } else if n >= MIN_SMALL {
+        T::with_kept(|k| {
+            // The most recently kept buffer that fits without much waste.
+            let fits = k
+                .small
+                .iter()
+                .rposition(|b| b.capacity() >= n && b.capacity() <= 2 * n);
+            fits.map(|i| k.small.swap_remove(i))
+        })
+    } else {
+        None
+    };
+    match found {
+        Some(mut b) => {
             b.clear();
-            return b;
+            b
         }
+        None => Vec::with_capacity(n),
     }
-    Vec::with_capacity(n)
 }
 
-/// Keep `b` for reuse (if large).
-pub fn recycle(b: Vec<f64>) {
-    if b.capacity() >= MIN_POOLED {
-        POOL.with(|p| {
-            let mut p = p.borrow_mut();
-            if p.len() < MAX_KEPT {
-                p.push(b);
-            } else if let Some(smallest) = p
+/// A pooled buffer of `n` copies of `x`.
+pub fn filled<T: Pooled>(n: usize, x: T) -> Vec<T> {
+    let mut b = buffer(n);
+    b.resize(n, x);
+    b
+}
+
+/// A pooled copy of `xs`.
+pub fn copy<T: Pooled>(xs: &[T]) -> Vec<T> {
+    let mut b = buffer(xs.len());
+    b.extend_from_slice(xs);
+    b
+}
+
+/// Keep `b` for reuse (if not tiny).
+pub fn recycle<T: Pooled>(b: Vec<T>) {
+    let capacity = b.capacity();
+    if capacity >= MIN_LARGE {
+        T::with_kept(|k| {
+            if k.large.len() < MAX_LARGE {
+                k.large.push(b);
+            } else if let Some(smallest) = k
+                .large
                 .iter()
                 .enumerate()
                 .min_by_key(|(_, x)| x.capacity())
                 .map(|(i, _)| i)
-                && p[smallest].capacity() < b.capacity()
+                && k.large[smallest].capacity() < capacity
             {
-                p[smallest] = b;
+                k.large[smallest] = b;
             }
+        });
+    } else if capacity >= MIN_SMALL {
+        T::with_kept(|k| {
+            if k.small.len() == MAX_SMALL {
+                // Forget the least recently kept.
+                k.small.remove(0);
+            }
+            k.small.push(b);
         });
     }
 }
