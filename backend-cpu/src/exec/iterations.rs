@@ -24,7 +24,7 @@ use super::block;
 use super::{ExecError, Result};
 use crate::lanes::{Dense, LaneStatus, Lanes, Slot, State, dense_shape};
 use crate::ops::exec_op;
-use language::batch::pc::liveness::{self, CallEdges, Liveness};
+use language::batch::pc::liveness::Liveness;
 use language::batch::pc::{BlockId, Op, Program, Terminator, effects};
 use language::data::Shape;
 use language::interp::RuntimeError;
@@ -70,11 +70,11 @@ pub(super) struct LoopPlan {
 pub(super) struct Plans(HashMap<usize, LoopPlan>);
 
 impl Plans {
-    pub(super) fn of(p: &Program) -> Plans {
-        let live = liveness::analyse(p, CallEdges::Interprocedural);
+    /// `live` must be `p`'s interprocedural liveness.
+    pub(super) fn of(p: &Program, live: &Liveness) -> Plans {
         Plans(
             (0..p.blocks.len())
-                .filter_map(|b| LoopPlan::of(p, BlockId(b as u32), &live).map(|plan| (b, plan)))
+                .filter_map(|b| LoopPlan::of(p, BlockId(b as u32), live).map(|plan| (b, plan)))
                 .collect(),
         )
     }

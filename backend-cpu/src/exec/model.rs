@@ -8,6 +8,7 @@ use super::{ExecConfig, ExecError, Result};
 use crate::lanes::{LaneStatus, Lanes, Slot, State};
 use language::batch::cfg::{FunctionKind, Program};
 use language::batch::pc;
+use language::batch::pc::liveness::{self, CallEdges};
 use language::interp::{Draw, Model, Rng, RuntimeError};
 use language::mir::{FunId, Origin, StmtKind};
 use language::value::Value;
@@ -55,7 +56,16 @@ impl BatchedModel {
                 Some(pc::build(&program).map_err(|e| ExecError::Setup(e.to_string()))?)
             }
         };
-        let pc_live = pc.as_ref().map(super::pc::LiveIn::of);
+        // One interprocedural liveness feeds both the loop plans and the
+        // masked-write check.
+        let live = pc
+            .as_ref()
+            .map(|p| (p, liveness::analyse(p, CallEdges::Interprocedural)));
+        let loops = live
+            .as_ref()
+            .map(|(p, live)| Plans::of(p, live))
+            .unwrap_or_default();
+        let pc_live = live.map(|(_, live)| super::pc::LiveIn::of(live));
         let num_vars = pc
             .as_ref()
             .map_or(program.mir.vars.len(), |p| p.mir.vars.len());
@@ -81,7 +91,6 @@ impl BatchedModel {
                 .iter()
                 .any(|b| matches!(b.term, language::batch::cfg::Terminator::Call { .. }))
         });
-        let loops = pc.as_ref().map(Plans::of).unwrap_or_default();
         Ok(BatchedModel {
             loops,
             calls,

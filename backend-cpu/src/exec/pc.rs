@@ -14,7 +14,7 @@ use super::schedule::WaitQueue;
 use super::{ExecConfig, Result};
 use crate::eval::eval;
 use crate::lanes::{Lanes, Slot, State};
-use language::batch::pc::liveness::{self, CallEdges, VarSet};
+use language::batch::pc::liveness::{Liveness, VarSet};
 use language::batch::pc::lower::external_call;
 use language::batch::pc::{BlockId, FunctionKind, Op, Program, Terminator};
 use language::interp::RuntimeError;
@@ -49,8 +49,9 @@ pub(super) fn run(
 pub(super) struct LiveIn(Vec<VarSet>);
 
 impl LiveIn {
-    pub(super) fn of(p: &Program) -> LiveIn {
-        LiveIn(liveness::analyse(p, CallEdges::Interprocedural).live_in)
+    /// `live` must be the program's interprocedural liveness.
+    pub(super) fn of(live: Liveness) -> LiveIn {
+        LiveIn(live.live_in)
     }
 
     /// What lanes waiting in `queue` may read, and the result of `f`
