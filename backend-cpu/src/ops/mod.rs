@@ -157,7 +157,7 @@ fn declare(
     active: &Lanes,
 ) -> Result<()> {
     let mut size_exprs = Vec::new();
-    size_expressions(ty, &mut size_exprs);
+    ty.for_each_size(&mut |n| size_exprs.push(n));
     let sizes = size_exprs
         .iter()
         .map(|e| eval(e, st, active))
@@ -234,23 +234,6 @@ fn conforms(slot: &Slot, shape: &language::data::Shape, name: &str) -> bool {
             lane::declared_value(name, shape, Some((**v).clone())).is_ok_and(|d| d == **v)
         }
         Slot::PerLane(_) => false,
-    }
-}
-
-/// The size expressions of a declared type, in evaluation order.
-fn size_expressions<'a>(ty: &'a SizedType, out: &mut Vec<&'a Expr>) {
-    match ty {
-        SizedType::Int | SizedType::Real | SizedType::Complex => {}
-        SizedType::Vector(n)
-        | SizedType::RowVector(n)
-        | SizedType::ComplexVector(n)
-        | SizedType::ComplexRowVector(n) => out.push(n),
-        SizedType::Matrix(r, c) | SizedType::ComplexMatrix(r, c) => out.extend([r, c]),
-        SizedType::Array(n, elem) => {
-            out.push(n);
-            size_expressions(elem, out);
-        }
-        SizedType::Tuple(items) => items.iter().for_each(|t| size_expressions(t, out)),
     }
 }
 

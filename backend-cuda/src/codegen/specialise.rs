@@ -340,22 +340,7 @@ impl Renames {
     }
 
     fn sized(&self, ty: &mut SizedType) {
-        match ty {
-            SizedType::Vector(n)
-            | SizedType::RowVector(n)
-            | SizedType::ComplexVector(n)
-            | SizedType::ComplexRowVector(n) => self.expr(n),
-            SizedType::Matrix(r, c) | SizedType::ComplexMatrix(r, c) => {
-                self.expr(r);
-                self.expr(c);
-            }
-            SizedType::Array(n, elem) => {
-                self.expr(n);
-                self.sized(elem);
-            }
-            SizedType::Tuple(items) => items.iter_mut().for_each(|t| self.sized(t)),
-            SizedType::Int | SizedType::Real | SizedType::Complex => {}
-        }
+        ty.for_each_size_mut(&mut |n| self.expr(n));
     }
 
     /// Every expression of `s` (reads).

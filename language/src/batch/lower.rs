@@ -587,26 +587,7 @@ impl<'a> FnBuilder<'a> {
     }
 
     fn sized(&mut self, ty: &SizedType) -> Result<SizedType, Diagnostic> {
-        Ok(match ty {
-            SizedType::Vector(n) => SizedType::Vector(self.expr(n)?),
-            SizedType::RowVector(n) => SizedType::RowVector(self.expr(n)?),
-            SizedType::ComplexVector(n) => SizedType::ComplexVector(self.expr(n)?),
-            SizedType::ComplexRowVector(n) => SizedType::ComplexRowVector(self.expr(n)?),
-            SizedType::Matrix(r, c) => SizedType::Matrix(self.expr(r)?, self.expr(c)?),
-            SizedType::ComplexMatrix(r, c) => {
-                SizedType::ComplexMatrix(self.expr(r)?, self.expr(c)?)
-            }
-            SizedType::Array(n, elem) => {
-                SizedType::Array(self.expr(n)?, Box::new(self.sized(elem)?))
-            }
-            SizedType::Tuple(items) => SizedType::Tuple(
-                items
-                    .iter()
-                    .map(|t| self.sized(t))
-                    .collect::<Result<_, _>>()?,
-            ),
-            SizedType::Int | SizedType::Real | SizedType::Complex => ty.clone(),
-        })
+        ty.try_map_sizes(&mut |n| self.expr(n))
     }
 
     fn printables(&mut self, items: &[Printable]) -> Result<Vec<Printable>, Diagnostic> {

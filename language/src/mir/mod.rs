@@ -142,6 +142,73 @@ pub enum SizedType {
     Tuple(Vec<SizedType>),
 }
 
+impl SizedType {
+    /// Calls `f` on each size expression, in evaluation order (an array's
+    /// size before its element type's).
+    pub fn for_each_size<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
+        match self {
+            SizedType::Vector(n)
+            | SizedType::RowVector(n)
+            | SizedType::ComplexVector(n)
+            | SizedType::ComplexRowVector(n) => f(n),
+            SizedType::Matrix(r, c) | SizedType::ComplexMatrix(r, c) => {
+                f(r);
+                f(c);
+            }
+            SizedType::Array(n, elem) => {
+                f(n);
+                elem.for_each_size(f);
+            }
+            SizedType::Tuple(items) => items.iter().for_each(|t| t.for_each_size(f)),
+            SizedType::Int | SizedType::Real | SizedType::Complex => {}
+        }
+    }
+
+    /// [`SizedType::for_each_size`] with mutable access.
+    pub fn for_each_size_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
+        match self {
+            SizedType::Vector(n)
+            | SizedType::RowVector(n)
+            | SizedType::ComplexVector(n)
+            | SizedType::ComplexRowVector(n) => f(n),
+            SizedType::Matrix(r, c) | SizedType::ComplexMatrix(r, c) => {
+                f(r);
+                f(c);
+            }
+            SizedType::Array(n, elem) => {
+                f(n);
+                elem.for_each_size_mut(f);
+            }
+            SizedType::Tuple(items) => items.iter_mut().for_each(|t| t.for_each_size_mut(f)),
+            SizedType::Int | SizedType::Real | SizedType::Complex => {}
+        }
+    }
+
+    /// The same type with every size expression replaced by `f`'s result,
+    /// in evaluation order; the first error stops.
+    pub fn try_map_sizes<E>(
+        &self,
+        f: &mut impl FnMut(&Expr) -> Result<Expr, E>,
+    ) -> Result<SizedType, E> {
+        Ok(match self {
+            SizedType::Vector(n) => SizedType::Vector(f(n)?),
+            SizedType::RowVector(n) => SizedType::RowVector(f(n)?),
+            SizedType::ComplexVector(n) => SizedType::ComplexVector(f(n)?),
+            SizedType::ComplexRowVector(n) => SizedType::ComplexRowVector(f(n)?),
+            SizedType::Matrix(r, c) => SizedType::Matrix(f(r)?, f(c)?),
+            SizedType::ComplexMatrix(r, c) => SizedType::ComplexMatrix(f(r)?, f(c)?),
+            SizedType::Array(n, elem) => SizedType::Array(f(n)?, Box::new(elem.try_map_sizes(f)?)),
+            SizedType::Tuple(items) => SizedType::Tuple(
+                items
+                    .iter()
+                    .map(|t| t.try_map_sizes(f))
+                    .collect::<Result<_, _>>()?,
+            ),
+            SizedType::Int | SizedType::Real | SizedType::Complex => self.clone(),
+        })
+    }
+}
+
 /// A constraint transform with its argument expressions (bounds, offset,
 /// multiplier). Tuples carry one transform per component.
 #[derive(Clone, Debug, PartialEq)]

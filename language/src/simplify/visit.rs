@@ -3,8 +3,7 @@
 //! whether it has an effect, and whether an expression may fail.
 
 use crate::mir::{
-    Expr, ExprKind, Index, LValue, LValueStep, Prim, Printable, SizedType, Stmt, StmtKind,
-    Transform, VarId,
+    Expr, ExprKind, Index, LValue, LValueStep, Prim, Printable, Stmt, StmtKind, Transform, VarId,
 };
 use crate::types::Type;
 
@@ -294,7 +293,7 @@ fn keys(args: &[Expr], out: &mut String) {
 pub(crate) fn own_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
     match &s.kind {
         StmtKind::Decl { ty, init, .. } => {
-            sized_exprs(ty, f);
+            ty.for_each_size(&mut |e| f(e));
             if let Some(e) = init {
                 f(e);
             }
@@ -336,7 +335,7 @@ pub(crate) fn own_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
 pub(crate) fn own_exprs_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
     match &mut s.kind {
         StmtKind::Decl { ty, init, .. } => {
-            sized_exprs_mut(ty, f);
+            ty.for_each_size_mut(&mut |e| f(e));
             if let Some(e) = init {
                 f(e);
             }
@@ -371,44 +370,6 @@ pub(crate) fn own_exprs_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
         | StmtKind::ReadParam { transform, .. }
         | StmtKind::ParamAdjoint { transform, .. } => transform_exprs_mut(transform, f),
         StmtKind::Block(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
-    }
-}
-
-fn sized_exprs(ty: &SizedType, f: &mut dyn FnMut(&Expr)) {
-    match ty {
-        SizedType::Vector(n)
-        | SizedType::RowVector(n)
-        | SizedType::ComplexVector(n)
-        | SizedType::ComplexRowVector(n) => f(n),
-        SizedType::Matrix(r, c) | SizedType::ComplexMatrix(r, c) => {
-            f(r);
-            f(c);
-        }
-        SizedType::Array(n, inner) => {
-            f(n);
-            sized_exprs(inner, f);
-        }
-        SizedType::Tuple(items) => items.iter().for_each(|t| sized_exprs(t, f)),
-        SizedType::Int | SizedType::Real | SizedType::Complex => {}
-    }
-}
-
-fn sized_exprs_mut(ty: &mut SizedType, f: &mut dyn FnMut(&mut Expr)) {
-    match ty {
-        SizedType::Vector(n)
-        | SizedType::RowVector(n)
-        | SizedType::ComplexVector(n)
-        | SizedType::ComplexRowVector(n) => f(n),
-        SizedType::Matrix(r, c) | SizedType::ComplexMatrix(r, c) => {
-            f(r);
-            f(c);
-        }
-        SizedType::Array(n, inner) => {
-            f(n);
-            sized_exprs_mut(inner, f);
-        }
-        SizedType::Tuple(items) => items.iter_mut().for_each(|t| sized_exprs_mut(t, f)),
-        SizedType::Int | SizedType::Real | SizedType::Complex => {}
     }
 }
 

@@ -80,22 +80,7 @@ impl Effects {
     }
 
     fn sized(&mut self, t: &SizedType) {
-        match t {
-            SizedType::Int | SizedType::Real | SizedType::Complex => {}
-            SizedType::Vector(n)
-            | SizedType::RowVector(n)
-            | SizedType::ComplexVector(n)
-            | SizedType::ComplexRowVector(n) => self.expr(n),
-            SizedType::Matrix(r, c) | SizedType::ComplexMatrix(r, c) => {
-                self.expr(r);
-                self.expr(c);
-            }
-            SizedType::Array(n, elem) => {
-                self.expr(n);
-                self.sized(elem);
-            }
-            SizedType::Tuple(items) => items.iter().for_each(|t| self.sized(t)),
-        }
+        t.for_each_size(&mut |n| self.expr(n));
     }
 
     fn transform(&mut self, t: &Transform) {
