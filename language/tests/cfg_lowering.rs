@@ -75,7 +75,7 @@ fn cfg_runs_like_the_structured_interpreter() {
     let dirs = common::posteriordb_dirs();
     for dir in dirs {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        if exceptions.iter().any(|e| *e == name) {
+        if exceptions.contains(&name) {
             continue;
         }
         checked += 1;

@@ -105,9 +105,9 @@ fn copying_lanes_from_shared_or_dense_sources_keeps_the_others() {
         let mut from_shared = Slot::shared(v.clone());
         let src = Slot::from_lane_values((0..6).map(|l| shifted(&v, 30 + l)).collect());
         from_shared.copy_lanes_from(&src, &lanes);
-        for l in 0..6 {
+        for (l, old) in old.iter().enumerate() {
             let chosen = lanes.indices().contains(&l);
-            let want = if chosen { &constant } else { &old[l] };
+            let want = if chosen { &constant } else { old };
             assert_eq!(&slot.lane_value(l), want, "lane {l} of {v:?}");
             let want = if chosen {
                 shifted(&v, 30 + l)

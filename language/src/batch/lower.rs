@@ -10,6 +10,10 @@ use crate::mir::{
 use crate::span::Span;
 use crate::types::{AdLevel, Type};
 
+/// A lowering error, boxed: the recursive lowering functions return it
+/// through many frames and a `Diagnostic` is large.
+type Lowering = Box<Diagnostic>;
+
 /// Diagnostic code: the batching IR cannot express this construct yet.
 pub const BATCH_NOT_SUPPORTED: &str = "E0301";
 
@@ -52,7 +56,7 @@ pub fn lower(
         };
         match lowered {
             Ok(fun) => functions.push(fun),
-            Err(e) => errors.push(e),
+            Err(e) => errors.push(*e),
         }
     }
     for (name, body) in entries {
@@ -64,7 +68,7 @@ pub fn lower(
             body,
         ) {
             Ok(fun) => functions.push(fun),
-            Err(e) => errors.push(e),
+            Err(e) => errors.push(*e),
         }
     }
     if errors.is_empty() {
@@ -141,7 +145,7 @@ impl<'a> FnBuilder<'a> {
         params: &[VarId],
         ret: Option<Type>,
         body: &[Stmt],
-    ) -> Result<Function, Diagnostic> {
+    ) -> Result<Function, Lowering> {
         self.params = params.to_vec();
         self.stmts(body)?;
         if self.blocks[self.current.0 as usize].1.is_none() {
@@ -213,11 +217,11 @@ impl<'a> FnBuilder<'a> {
 
     // ------------------------------------------------------------ statements
 
-    fn stmts(&mut self, stmts: &[Stmt]) -> Result<(), Diagnostic> {
+    fn stmts(&mut self, stmts: &[Stmt]) -> Result<(), Lowering> {
         stmts.iter().try_for_each(|s| self.stmt(s))
     }
 
-    fn stmt(&mut self, s: &Stmt) -> Result<(), Diagnostic> {
+    fn stmt(&mut self, s: &Stmt) -> Result<(), Lowering> {
         let span = s.span;
         let op = |kind| Stmt { kind, span };
         match &s.kind {
@@ -383,7 +387,7 @@ impl<'a> FnBuilder<'a> {
         body: &[Stmt],
         continue_to: BlockId,
         break_to: BlockId,
-    ) -> Result<(), Diagnostic> {
+    ) -> Result<(), Lowering> {
         self.loops.push(Loop {
             continue_to,
             break_to,
@@ -403,7 +407,7 @@ impl<'a> FnBuilder<'a> {
         body: &[Stmt],
         up: bool,
         span: Span,
-    ) -> Result<(), Diagnostic> {
+    ) -> Result<(), Lowering> {
         self.local(var);
         let first = self.expr(first)?;
         let last = self.expr(last)?;
@@ -468,7 +472,7 @@ impl<'a> FnBuilder<'a> {
 
     /// `e` without user-function calls: each call is run before, by a call
     /// terminator, into a temporary.
-    fn expr(&mut self, e: &Expr) -> Result<Expr, Diagnostic> {
+    fn expr(&mut self, e: &Expr) -> Result<Expr, Lowering> {
         if !contains_call(e) {
             return Ok(e.clone());
         }
@@ -553,7 +557,7 @@ impl<'a> FnBuilder<'a> {
     /// Sibling operands evaluated left to right: operands before the last
     /// call-containing one that have effects are bound to temporaries first,
     /// so hoisting a later call does not move it before their effects.
-    fn exprs_in_order(&mut self, es: &[Expr]) -> Result<Vec<Expr>, Diagnostic> {
+    fn exprs_in_order(&mut self, es: &[Expr]) -> Result<Vec<Expr>, Lowering> {
         let Some(last_call) = es.iter().rposition(contains_call) else {
             return Ok(es.to_vec());
         };
@@ -571,7 +575,7 @@ impl<'a> FnBuilder<'a> {
         Ok(out)
     }
 
-    fn lvalue(&mut self, lv: &LValue) -> Result<LValue, Diagnostic> {
+    fn lvalue(&mut self, lv: &LValue) -> Result<LValue, Lowering> {
         let mut path = Vec::with_capacity(lv.path.len());
         for step in &lv.path {
             path.push(match step {
@@ -586,11 +590,11 @@ impl<'a> FnBuilder<'a> {
         Ok(LValue { var: lv.var, path })
     }
 
-    fn sized(&mut self, ty: &SizedType) -> Result<SizedType, Diagnostic> {
+    fn sized(&mut self, ty: &SizedType) -> Result<SizedType, Lowering> {
         ty.try_map_sizes(&mut |n| self.expr(n))
     }
 
-    fn printables(&mut self, items: &[Printable]) -> Result<Vec<Printable>, Diagnostic> {
+    fn printables(&mut self, items: &[Printable]) -> Result<Vec<Printable>, Lowering> {
         let exprs: Vec<Expr> = items
             .iter()
             .filter_map(|p| match p {
@@ -611,14 +615,16 @@ impl<'a> FnBuilder<'a> {
 
 // ------------------------------------------------------------ helpers
 
-fn unsupported(what: &str, span: Span) -> Diagnostic {
-    Diagnostic::error(
-        Kind::Semantic,
-        BATCH_NOT_SUPPORTED,
-        format!("not yet supported by the batching IR: {what}"),
-        span,
+fn unsupported(what: &str, span: Span) -> Lowering {
+    Box::new(
+        Diagnostic::error(
+            Kind::Semantic,
+            BATCH_NOT_SUPPORTED,
+            format!("not yet supported by the batching IR: {what}"),
+            span,
+        )
+        .with_label("bat cannot batch this yet"),
     )
-    .with_label("bat cannot batch this yet")
 }
 
 fn let_stmt(var: VarId, value: Expr, span: Span) -> Stmt {

@@ -2,6 +2,7 @@
 
 use super::error::{DataError, DataErrorKind};
 use crate::value::Value;
+use std::cmp::Ordering;
 
 /// A bound: one number for every element, or a container of the variable's
 /// own shape giving a bound per element (Stan's vector bounds).
@@ -38,11 +39,11 @@ pub fn check_bounds(
         let below = lo
             .as_ref()
             .and_then(|lo| lo.get(k))
-            .is_some_and(|&l| !(x >= l));
+            .is_some_and(|&l| matches!(x.partial_cmp(&l), None | Some(Ordering::Less)));
         let above = hi
             .as_ref()
             .and_then(|hi| hi.get(k))
-            .is_some_and(|&h| !(x <= h));
+            .is_some_and(|&h| matches!(x.partial_cmp(&h), None | Some(Ordering::Greater)));
         if below || above {
             return Err(DataError {
                 variable: element_name(name, value, k),

@@ -165,8 +165,7 @@ impl Conformer {
                 }
             }
             Shape::Matrix(rows, cols) => {
-                let data =
-                    self.matrix(path, json, *rows, *cols, shape, |p, x| self.real(p, x), 0.0)?;
+                let data = self.matrix(path, json, *rows, *cols, shape, |p, x| self.real(p, x))?;
                 Value::Matrix {
                     rows: *rows,
                     cols: *cols,
@@ -174,15 +173,8 @@ impl Conformer {
                 }
             }
             Shape::ComplexMatrix(rows, cols) => {
-                let data = self.matrix(
-                    path,
-                    json,
-                    *rows,
-                    *cols,
-                    shape,
-                    |p, x| self.complex(p, x),
-                    (0.0, 0.0),
-                )?;
+                let data =
+                    self.matrix(path, json, *rows, *cols, shape, |p, x| self.complex(p, x))?;
                 Value::ComplexMatrix {
                     rows: *rows,
                     cols: *cols,
@@ -242,7 +234,7 @@ impl Conformer {
     }
 
     /// JSON matrices nest rows: `[[row 1], [row 2], ...]`; stored column-major.
-    fn matrix<T: Copy>(
+    fn matrix<T: Copy + Default>(
         &self,
         path: &str,
         json: &Json,
@@ -250,9 +242,8 @@ impl Conformer {
         cols: usize,
         shape: &Shape,
         elem: impl Fn(&str, &Json) -> Result<T, DataError>,
-        zero: T,
     ) -> Result<Vec<T>, DataError> {
-        let mut data = vec![zero; rows * cols];
+        let mut data = vec![T::default(); rows * cols];
         let row_items = self.items(path, json, rows, shape)?;
         if row_items.is_empty() {
             return Ok(data);
