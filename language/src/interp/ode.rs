@@ -1,8 +1,9 @@
 //! Running ODE solves ([`crate::mir::ExprKind::Ode`]): Stan's argument
-//! checks (with its messages), the system function run by the interpreter,
-//! the coupled sensitivity system, and the reverse mode's contraction (see
-//! `crate::mir::ode` for the semantics). The integrators themselves are in
-//! `bat_math::ode`.
+//! checks (with its messages), the system function (compiled to a
+//! [`Tape`] when it is straight-line scalar code, else run by the
+//! interpreter), the coupled sensitivity system, and the reverse mode's
+//! contraction (see `crate::mir::ode` for the semantics). The integrators
+//! themselves are in `bat_math::ode`.
 //!
 //! Every failure Stan reports as a `std::domain_error` — a non-finite or
 //! unsorted input, too many steps, a solution that blows up — is a
@@ -31,8 +32,8 @@ pub(crate) fn solve(program: &Program, call: &OdeSolve, operands: &[Value]) -> R
     let coupled = coupled_system(call, problem.args, problem.y0.len());
     let mut system = System::new(program, call, problem.args, coupled)?;
     let inputs_len = operands.len() - usize::from(call.solution_adjoint.is_some());
-    let key = memo::Key::new(program, call, &operands[..inputs_len]);
-    let solution = match memo::recall(&key) {
+    let inputs = &operands[..inputs_len];
+    let solution = match memo::recall(program, call, inputs) {
         Some(solution) => solution,
         None => {
             let z0 = coupled.initial(&problem.y0);
@@ -49,7 +50,7 @@ pub(crate) fn solve(program: &Program, call: &OdeSolve, operands: &[Value]) -> R
             .map_err(|e| integration_error(&call.name, e))?;
             let solution = std::rc::Rc::new(solution);
             if call.solution_adjoint.is_none() && !coupled.is_plain() {
-                memo::store(key, solution.clone());
+                memo::store(program, call, inputs, solution.clone());
             }
             solution
         }
@@ -497,8 +498,8 @@ mod tape_tests;
 /// solves of the thread are kept so the reverse mode reuses them (halving
 /// the cost of a gradient); a hit returns exactly what a new solve would.
 mod memo {
-    use crate::mir::ode::OdeSolve;
-    use crate::mir::{Function, Program};
+    use crate::mir::ode::{OdeMethod, OdeSolve};
+    use crate::mir::{FunId, Function, Program};
     use crate::value::Value;
     use std::cell::RefCell;
     use std::collections::VecDeque;
@@ -509,25 +510,46 @@ mod memo {
 
     /// Everything a solve's result depends on: the solver and its inputs'
     /// values, and the code of the system and of its reverse function.
-    #[derive(PartialEq)]
-    pub(super) struct Key {
+    struct Key {
         program: usize,
         name: String,
+        method: OdeMethod,
+        legacy: bool,
         system: Function,
         vjp: Option<Function>,
         inputs: Vec<Value>,
     }
 
+    fn function(program: &Program, f: FunId) -> &Function {
+        &program.functions[f.0 as usize]
+    }
+
     impl Key {
-        pub fn new(program: &Program, call: &OdeSolve, inputs: &[Value]) -> Key {
-            let function = |f: crate::mir::FunId| program.functions[f.0 as usize].clone();
+        fn new(program: &Program, call: &OdeSolve, inputs: &[Value]) -> Key {
             Key {
                 program: program as *const Program as usize,
-                name: format!("{}/{:?}/{}", call.name, call.method, call.legacy),
-                system: function(call.system),
-                vjp: call.sensitivity.map(|s| function(s.function)),
+                name: call.name.clone(),
+                method: call.method,
+                legacy: call.legacy,
+                system: function(program, call.system).clone(),
+                vjp: call
+                    .sensitivity
+                    .map(|s| function(program, s.function).clone()),
                 inputs: inputs.to_vec(),
             }
+        }
+
+        /// Whether this is the key of `call` on `inputs`. Compares without
+        /// building a key, and the inputs (which differ between solves of
+        /// a chain) before the functions' code (which is long to compare).
+        fn is(&self, program: &Program, call: &OdeSolve, inputs: &[Value]) -> bool {
+            self.program == program as *const Program as usize
+                && self.inputs == inputs
+                && self.method == call.method
+                && self.legacy == call.legacy
+                && self.name == call.name
+                && self.system == *function(program, call.system)
+                && self.vjp.as_ref() == call.sensitivity.map(|s| function(program, s.function))
         }
     }
 
@@ -537,11 +559,11 @@ mod memo {
         static RECENT: RefCell<VecDeque<(Key, Solution)>> = const { RefCell::new(VecDeque::new()) };
     }
 
-    pub(super) fn recall(key: &Key) -> Option<Solution> {
+    pub(super) fn recall(program: &Program, call: &OdeSolve, inputs: &[Value]) -> Option<Solution> {
         RECENT.with(|r| {
             r.borrow()
                 .iter()
-                .find(|(k, _)| k == key)
+                .find(|(k, _)| k.is(program, call, inputs))
                 .map(|(_, s)| s.clone())
         })
     }
@@ -550,7 +572,8 @@ mod memo {
         RECENT.with(|r| r.borrow_mut().clear());
     }
 
-    pub(super) fn store(key: Key, solution: Solution) {
+    pub(super) fn store(program: &Program, call: &OdeSolve, inputs: &[Value], solution: Solution) {
+        let key = Key::new(program, call, inputs);
         RECENT.with(|r| {
             let mut r = r.borrow_mut();
             if r.len() == CAPACITY {
