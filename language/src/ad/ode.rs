@@ -17,7 +17,9 @@
 //! reverse function `f__rev_MASK` (`functions.rs`) for the call's pattern of
 //! autodiff arguments; the interpreter calls it once per state with the
 //! unit adjoint eᵢ to get row i of both Jacobians, exactly as Stan runs one
-//! reverse pass per state.
+//! reverse pass per state. (Straight-line system functions skip it: the
+//! interpreter compiles them to a tape whose one forward-mode pass gives
+//! both Jacobians, `interp::ode_tape`.)
 //!
 //! # Reverse sweep
 //! The reverse of `t = ode(...)` evaluates the same node with

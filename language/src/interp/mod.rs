@@ -23,6 +23,7 @@ mod index;
 pub mod lane;
 mod linalg;
 mod ode;
+mod ode_tape;
 mod pc_exec;
 mod prims;
 mod prims_matrix;
@@ -35,6 +36,7 @@ mod values;
 pub use error::{ErrorKind, RuntimeError};
 pub use exec::MAX_CALL_DEPTH;
 pub use frame::GradFrame;
+pub use ode::interpret_ode_systems;
 pub use pc_exec::SharedTrace;
 pub use rng::{Rng, philox4x32};
 

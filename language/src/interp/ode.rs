@@ -1,8 +1,9 @@
 //! Running ODE solves ([`crate::mir::ExprKind::Ode`]): Stan's argument
-//! checks (with its messages), the system function run by the interpreter,
-//! the coupled sensitivity system, and the reverse mode's contraction (see
-//! `crate::mir::ode` for the semantics). The integrators themselves are in
-//! `bat_math::ode`.
+//! checks (with its messages), the system function (compiled to a
+//! [`Tape`] when it is straight-line scalar code, else run by the
+//! interpreter), the coupled sensitivity system, and the reverse mode's
+//! contraction (see `crate::mir::ode` for the semantics). The integrators
+//! themselves are in `bat_math::ode`.
 //!
 //! Every failure Stan reports as a `std::domain_error` — a non-finite or
 //! unsorted input, too many steps, a solution that blows up — is a
@@ -14,6 +15,7 @@
 use super::error::{ErrorKind, Result, RuntimeError, mismatch};
 use super::exec::Machine;
 use super::grad::GradState;
+use super::ode_tape::Tape;
 use super::values::{flat, int, real, with_data};
 use crate::mir::ode::{OdeMethod, OdeSolve};
 use crate::mir::{FunId, Program};
@@ -27,23 +29,11 @@ use bat_math::ode::{OdeError, Tolerances, cash_karp, dopri5};
 /// tuple of the autodiff inputs' adjoints.
 pub(crate) fn solve(program: &Program, call: &OdeSolve, operands: &[Value]) -> Result<Value> {
     let problem = Problem::read(call, operands)?;
-    let inputs = call.autodiff_inputs();
-    let params: Vec<f64> = problem
-        .args
-        .iter()
-        .zip(&inputs.args)
-        .filter(|(_, on)| **on)
-        .flat_map(|(a, _)| flat(a))
-        .collect();
-    let coupled = Coupled {
-        states: problem.y0.len(),
-        initial_state: inputs.initial_state_sensitivity(),
-        params: params.len(),
-    };
+    let coupled = coupled_system(call, problem.args, problem.y0.len());
     let mut system = System::new(program, call, problem.args, coupled)?;
     let inputs_len = operands.len() - usize::from(call.solution_adjoint.is_some());
-    let key = memo::Key::new(program, call, &operands[..inputs_len]);
-    let solution = match memo::recall(&key) {
+    let inputs = &operands[..inputs_len];
+    let solution = match memo::recall(program, call, inputs) {
         Some(solution) => solution,
         None => {
             let z0 = coupled.initial(&problem.y0);
@@ -60,7 +50,7 @@ pub(crate) fn solve(program: &Program, call: &OdeSolve, operands: &[Value]) -> R
             .map_err(|e| integration_error(&call.name, e))?;
             let solution = std::rc::Rc::new(solution);
             if call.solution_adjoint.is_none() && !coupled.is_plain() {
-                memo::store(key, solution.clone());
+                memo::store(program, call, inputs, solution.clone());
             }
             solution
         }
@@ -82,6 +72,23 @@ pub(crate) fn solve(program: &Program, call: &OdeSolve, operands: &[Value]) -> R
             };
             adjoints(&mut system, &problem, operands, &solution, &adjoint)
         }
+    }
+}
+
+/// The shape of the coupled system of a solve with `states` states and
+/// system arguments `args`.
+fn coupled_system(call: &OdeSolve, args: &[Value], states: usize) -> Coupled {
+    let inputs = call.autodiff_inputs();
+    let params = args
+        .iter()
+        .zip(&inputs.args)
+        .filter(|(_, on)| **on)
+        .map(|(a, _)| flat(a).len())
+        .sum();
+    Coupled {
+        states,
+        initial_state: inputs.initial_state_sensitivity(),
+        params,
     }
 }
 
@@ -217,15 +224,32 @@ fn integration_error(name: &str, e: OdeError<RuntimeError>) -> RuntimeError {
 
 /// The right-hand side as the integrators see it: the user's system
 /// function, and (for the coupled system and BDF's Newton matrix) its
-/// Jacobians from the AD-made reverse function.
+/// Jacobians — from the function's [`Tape`] when it compiles to one, else
+/// from the interpreter and the AD-made reverse function.
 struct System<'p, 'c, 'v> {
     machine: Machine<'p>,
     call: &'c OdeSolve,
     args: &'v [Value],
     coupled: Coupled,
+    tape: Option<Tape>,
+    /// f at the last evaluation (tape only).
+    f: Vec<f64>,
     /// Row-major ∂f/∂y (n × n) and ∂f/∂θ (n × m) at the last evaluation.
     jy: Vec<f64>,
     jp: Vec<f64>,
+}
+
+thread_local! {
+    static INTERPRETED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run ODE system functions in the interpreter even when they compile to a
+/// tape (on this thread; for tests comparing the two). Forgets the
+/// thread's remembered solves.
+#[doc(hidden)]
+pub fn interpret_ode_systems(on: bool) {
+    INTERPRETED.with(|i| i.set(on));
+    memo::clear();
 }
 
 impl<'p, 'c, 'v> System<'p, 'c, 'v> {
@@ -256,11 +280,24 @@ impl<'p, 'c, 'v> System<'p, 'c, 'v> {
             None => {}
         }
         let n = coupled.states;
+        let tape = if INTERPRETED.with(|i| i.get()) {
+            None
+        } else {
+            Tape::compile(
+                &program.functions[call.system.0 as usize],
+                args,
+                &call.autodiff_inputs().args,
+                n,
+            )
+            .filter(|t| t.params() == coupled.params)
+        };
         Ok(System {
             machine,
             call,
             args,
             coupled,
+            tape,
+            f: vec![0.0; n],
             jy: vec![0.0; n * n],
             jp: vec![0.0; n * coupled.params],
         })
@@ -285,6 +322,11 @@ impl<'p, 'c, 'v> System<'p, 'c, 'v> {
 
     /// f(t, y).
     fn derivative(&mut self, t: f64, y: &[f64]) -> Result<Vec<f64>> {
+        if let Some(tape) = &mut self.tape {
+            let mut f = vec![0.0; y.len()];
+            tape.eval(t, y, &mut f);
+            return Ok(f);
+        }
         let args = self.call_args(t, y);
         let value = self
             .machine
@@ -313,6 +355,10 @@ impl<'p, 'c, 'v> System<'p, 'c, 'v> {
         };
         let n = y.len();
         let m = self.coupled.params;
+        if let Some(tape) = &mut self.tape {
+            tape.eval_with_jacobians(t, y, &mut self.f, &mut self.jy, &mut self.jp);
+            return Ok(());
+        }
         for i in 0..n {
             let mut unit = vec![0.0; n];
             unit[i] = 1.0;
@@ -345,6 +391,15 @@ impl<'p, 'c, 'v> System<'p, 'c, 'v> {
     /// dz/dt of the (coupled) system.
     fn rhs(&mut self, t: f64, z: &[f64], dz: &mut [f64]) -> Result<()> {
         let n = self.coupled.states;
+        if let Some(tape) = &mut self.tape {
+            if self.coupled.is_plain() {
+                tape.eval(t, &z[..n], dz);
+            } else {
+                tape.eval_with_jacobians(t, &z[..n], &mut self.f, &mut self.jy, &mut self.jp);
+                self.coupled.derivative(z, &self.f, &self.jy, &self.jp, dz);
+            }
+            return Ok(());
+        }
         let f = self.derivative(t, &z[..n])?;
         if self.coupled.is_plain() {
             dz.copy_from_slice(&f);
@@ -434,14 +489,17 @@ fn adjoints(
     Ok(Value::Tuple(out))
 }
 
+#[cfg(test)]
+mod tape_tests;
+
 /// The sensitivities a gradient program's reverse sweep needs are those its
 /// forward sweep just computed: the solve of the reverse-mode node is the
 /// same deterministic computation on the same inputs. A few recent forward
 /// solves of the thread are kept so the reverse mode reuses them (halving
 /// the cost of a gradient); a hit returns exactly what a new solve would.
 mod memo {
-    use crate::mir::ode::OdeSolve;
-    use crate::mir::{Function, Program};
+    use crate::mir::ode::{OdeMethod, OdeSolve};
+    use crate::mir::{FunId, Function, Program};
     use crate::value::Value;
     use std::cell::RefCell;
     use std::collections::VecDeque;
@@ -452,25 +510,46 @@ mod memo {
 
     /// Everything a solve's result depends on: the solver and its inputs'
     /// values, and the code of the system and of its reverse function.
-    #[derive(PartialEq)]
-    pub(super) struct Key {
+    struct Key {
         program: usize,
         name: String,
+        method: OdeMethod,
+        legacy: bool,
         system: Function,
         vjp: Option<Function>,
         inputs: Vec<Value>,
     }
 
+    fn function(program: &Program, f: FunId) -> &Function {
+        &program.functions[f.0 as usize]
+    }
+
     impl Key {
-        pub fn new(program: &Program, call: &OdeSolve, inputs: &[Value]) -> Key {
-            let function = |f: crate::mir::FunId| program.functions[f.0 as usize].clone();
+        fn new(program: &Program, call: &OdeSolve, inputs: &[Value]) -> Key {
             Key {
                 program: program as *const Program as usize,
-                name: format!("{}/{:?}/{}", call.name, call.method, call.legacy),
-                system: function(call.system),
-                vjp: call.sensitivity.map(|s| function(s.function)),
+                name: call.name.clone(),
+                method: call.method,
+                legacy: call.legacy,
+                system: function(program, call.system).clone(),
+                vjp: call
+                    .sensitivity
+                    .map(|s| function(program, s.function).clone()),
                 inputs: inputs.to_vec(),
             }
+        }
+
+        /// Whether this is the key of `call` on `inputs`. Compares without
+        /// building a key, and the inputs (which differ between solves of
+        /// a chain) before the functions' code (which is long to compare).
+        fn is(&self, program: &Program, call: &OdeSolve, inputs: &[Value]) -> bool {
+            self.program == program as *const Program as usize
+                && self.inputs == inputs
+                && self.method == call.method
+                && self.legacy == call.legacy
+                && self.name == call.name
+                && self.system == *function(program, call.system)
+                && self.vjp.as_ref() == call.sensitivity.map(|s| function(program, s.function))
         }
     }
 
@@ -480,16 +559,21 @@ mod memo {
         static RECENT: RefCell<VecDeque<(Key, Solution)>> = const { RefCell::new(VecDeque::new()) };
     }
 
-    pub(super) fn recall(key: &Key) -> Option<Solution> {
+    pub(super) fn recall(program: &Program, call: &OdeSolve, inputs: &[Value]) -> Option<Solution> {
         RECENT.with(|r| {
             r.borrow()
                 .iter()
-                .find(|(k, _)| k == key)
+                .find(|(k, _)| k.is(program, call, inputs))
                 .map(|(_, s)| s.clone())
         })
     }
 
-    pub(super) fn store(key: Key, solution: Solution) {
+    pub(super) fn clear() {
+        RECENT.with(|r| r.borrow_mut().clear());
+    }
+
+    pub(super) fn store(program: &Program, call: &OdeSolve, inputs: &[Value], solution: Solution) {
+        let key = Key::new(program, call, inputs);
         RECENT.with(|r| {
             let mut r = r.borrow_mut();
             if r.len() == CAPACITY {
