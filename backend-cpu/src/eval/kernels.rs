@@ -137,59 +137,82 @@ fn map1(p: Prim, a: &Operand, z: usize, f: impl Fn(f64) -> f64) -> Option<Slot> 
     let mut out = crate::lanes::pool::buffer(n * z);
     if let Src::Lanes(xs, m) = a.src
         && m == n
+        && map_wide(p, Wide::Append(&xs[..n * z], &mut out))
     {
-        out.extend_from_slice(&xs[..n * z]);
-        map_in_place(p, &mut out, f);
-    } else {
-        for e in 0..n {
-            match a.src.col(e, z) {
-                ElemCol::Const(x) => out.extend(std::iter::repeat_n(f(x), z)),
-                ElemCol::Lane(xs) => out.extend(xs.iter().map(|&x| f(x))),
-            }
+        return Some(Slot::Real(Dense::new(shape, z, out)));
+    }
+    for e in 0..n {
+        match a.src.col(e, z) {
+            ElemCol::Const(x) => out.extend(std::iter::repeat_n(f(x), z)),
+            ElemCol::Lane(xs) => out.extend(xs.iter().map(|&x| f(x))),
         }
     }
     Some(Slot::Real(Dense::new(shape, z, out)))
 }
 
-/// `x = f(x)` over `xs`, where `f` is `p`'s scalar function.
-#[inline(always)]
-fn map_in_place(p: Prim, xs: &mut [f64], f: impl Fn(f64) -> f64) {
-    if !map_wide(p, xs) {
-        xs.iter_mut().for_each(|x| *x = f(*x));
-    }
+/// Where [`map_wide`] writes.
+enum Wide<'a> {
+    /// `x = f(x)` for each element.
+    InPlace(&'a mut [f64]),
+    /// `f` of each source element appended to the vector.
+    Append(&'a [f64], &'a mut Vec<f64>),
 }
 
-/// `x = f(x)` over `xs` for the primitives whose `f` is branch-free
+/// `f` elementwise for the primitives whose `f` is branch-free
 /// (bat_math's logistic functions on [`bat_math::scalar::branchless`]),
 /// compiled also for AVX2 and AVX-512 so it runs 4 or 8 lanes per
-/// instruction; `false` for other primitives. The results are the
-/// interpreter's at every width: each IEEE operation rounds the same way
-/// in a vector, and Rust never fuses a multiply and an add.
-fn map_wide(p: Prim, xs: &mut [f64]) -> bool {
+/// instruction; `false` (nothing written) for other primitives. The
+/// results are the interpreter's at every width: each IEEE operation
+/// rounds the same way in a vector, and Rust never fuses a multiply and
+/// an add.
+fn map_wide(p: Prim, target: Wide) -> bool {
+    // Plain loops, no closures: LLVM then inlines `$f` into each loop
+    // and vectorizes it (through a closure it keeps a scalar call).
+    macro_rules! run {
+        ($f:path, $target:expr) => {
+            match $target {
+                Wide::InPlace(xs) => {
+                    for x in xs {
+                        *x = $f(*x);
+                    }
+                }
+                Wide::Append(xs, out) => {
+                    out.reserve(xs.len());
+                    for (o, &x) in out.spare_capacity_mut().iter_mut().zip(xs) {
+                        o.write($f(x));
+                    }
+                    let len = out.len() + xs.len();
+                    // SAFETY: the first xs.len() spare elements (there are
+                    // that many, reserved above) were written just now.
+                    unsafe { out.set_len(len) };
+                }
+            }
+        };
+    }
     macro_rules! wide {
         ($f:path) => {{
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f")]
-                fn avx512(xs: &mut [f64]) {
-                    xs.iter_mut().for_each(|x| *x = $f(*x));
+                fn avx512(target: Wide) {
+                    run!($f, target)
                 }
                 #[target_feature(enable = "avx2")]
-                fn avx2(xs: &mut [f64]) {
-                    xs.iter_mut().for_each(|x| *x = $f(*x));
+                fn avx2(target: Wide) {
+                    run!($f, target)
                 }
                 if std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: the CPU has AVX-512F (checked above).
-                    unsafe { avx512(xs) };
+                    unsafe { avx512(target) };
                     return true;
                 }
                 if std::arch::is_x86_feature_detected!("avx2") {
                     // SAFETY: the CPU has AVX2 (checked above).
-                    unsafe { avx2(xs) };
+                    unsafe { avx2(target) };
                     return true;
                 }
             }
-            xs.iter_mut().for_each(|x| *x = $f(*x));
+            run!($f, target);
             true
         }};
     }
@@ -339,7 +362,9 @@ pub(crate) fn prim_in_place(p: Prim, args: &mut [Arc<Slot>], z: usize) -> Option
         let Slot::Real(d) = d else { return None };
         return unary!(p, f => {
             let mut d = std::mem::replace(d, Dense::new(Shape::Array(0, Box::new(Shape::Real)), 0, Vec::new()));
-            map_in_place(p, &mut d.data, f);
+            if !map_wide(p, Wide::InPlace(&mut d.data)) {
+                d.data.iter_mut().for_each(|x| *x = f(*x));
+            }
             Some(Slot::Real(d))
         });
     }
@@ -679,19 +704,25 @@ mod tests {
             f64::NEG_INFINITY,
             f64::NAN,
         ]);
-        let scalar: [(Prim, fn(f64) -> f64); 2] = [
+        type Scalar = fn(f64) -> f64;
+        let scalar: [(Prim, Scalar); 2] = [
             (Prim::InvLogit, m::inv_logit),
             (Prim::LogInvLogit, m::log_inv_logit),
         ];
         for (p, f) in scalar {
             for len in [xs.len(), 1, 3, 8, 13] {
-                let mut wide = xs[xs.len() - len..].to_vec();
-                assert!(map_wide(p, &mut wide));
-                for (x, w) in xs[xs.len() - len..].iter().zip(&wide) {
-                    assert_eq!(w.to_bits(), f(*x).to_bits(), "{p:?}({x})");
+                let src = &xs[xs.len() - len..];
+                let mut in_place = src.to_vec();
+                assert!(map_wide(p, Wide::InPlace(&mut in_place)));
+                let mut appended = vec![];
+                assert!(map_wide(p, Wide::Append(src, &mut appended)));
+                assert_eq!(appended.len(), len);
+                for ((x, a), b) in src.iter().zip(&in_place).zip(&appended) {
+                    assert_eq!(a.to_bits(), f(*x).to_bits(), "{p:?}({x}) in place");
+                    assert_eq!(b.to_bits(), f(*x).to_bits(), "{p:?}({x})");
                 }
             }
         }
-        assert!(!map_wide(Prim::Exp, &mut xs));
+        assert!(!map_wide(Prim::Exp, Wide::InPlace(&mut xs)));
     }
 }
