@@ -119,14 +119,17 @@ struct Strided<'a> {
 /// loop is SIMD over lanes; the last lanes in blocks of 4, 2 and 1 with
 /// more rows at once, so a batch of a few chains is not one long chain of
 /// dependent additions), blocks of rows that stay in cache while the
-/// lanes stream past, and AVX2 where the CPU has it; with AVX-512, the
-/// cache-blocked register-tiled kernel of [`avx512`].
+/// lanes stream past, and AVX2 where the CPU has it; with AVX-512 and at
+/// least 16 lanes, the cache-blocked register-tiled kernel of [`avx512`]
+/// (below that, packing A costs more than it saves: at one lane A is used
+/// once).
 fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
     assert!(a.m == 0 || a.k == 0 || (a.m - 1) * a.rsa + (a.k - 1) * a.csa < a.data.len());
     assert!(v.len() >= a.k * z && out.len() >= a.m * z);
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        // Packing A pays off once it serves at least one full 16-lane tile.
+        if z >= 16 && std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512F (checked above).
             return unsafe { avx512::lane_product(a, v, z, out) };
         }
