@@ -2,6 +2,7 @@
 //! (Stan: `prim/fun/log1p_exp.hpp`, `log_sum_exp.hpp`, `log_inv_logit.hpp`, …).
 
 use super::LOG_EPSILON;
+use super::branchless::{exp_nonpos, log1p_unit};
 
 /// `log(1 - x)`; NaN for `x > 1` (Stan's `log1m`).
 pub fn log1m(x: f64) -> f64 {
@@ -111,31 +112,30 @@ pub fn logit_d(u: f64) -> f64 {
     1.0 / (u * (1.0 - u))
 }
 
-/// `1 / (1 + exp(-a))`, accurate in both tails.
+/// `1 / (1 + exp(-a))`, accurate in both tails. Branch-free (selects
+/// around [`exp_nonpos`] of `−|a|`), so mapping it over a slice
+/// vectorizes.
+#[inline(always)]
 pub fn inv_logit(a: f64) -> f64 {
+    let e = exp_nonpos(-a.abs());
     if a < 0.0 {
-        let exp_a = a.exp();
-        if a < LOG_EPSILON {
-            exp_a
-        } else {
-            exp_a / (1.0 + exp_a)
-        }
+        if a < LOG_EPSILON { e } else { e / (1.0 + e) }
     } else {
-        1.0 / (1.0 + (-a).exp())
+        1.0 / (1.0 + e)
     }
 }
 pub fn inv_logit_d(a: f64) -> f64 {
     inv_logit(a) * inv_logit(-a)
 }
 
-/// `log(inv_logit(u))`.
+/// `log(inv_logit(u))`: `u − log1p(eᵘ)` for `u < 0`, else
+/// `−log1p(e⁻ᵘ)`, branch-free as [`inv_logit`].
+#[inline(always)]
 pub fn log_inv_logit(u: f64) -> f64 {
-    if u < 0.0 {
-        u - u.exp().ln_1p()
-    } else {
-        -(-u).exp().ln_1p()
-    }
+    let l = log1p_unit(exp_nonpos(-u.abs()));
+    if u < 0.0 { u - l } else { -l }
 }
+#[inline(always)]
 pub fn log_inv_logit_d(u: f64) -> f64 {
     inv_logit(-u)
 }

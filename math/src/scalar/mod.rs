@@ -5,6 +5,7 @@
 //! `f_grad`. Integer-valued helpers live in [`integer`].
 
 mod bessel;
+pub mod branchless;
 mod exp_log;
 mod gamma;
 mod incomplete;
