@@ -1,7 +1,8 @@
 //! Log-density gradients of every posteriordb model and example through
 //! both executors: each lane's log density and gradient (or error) at its
 //! own random θ equals the structured interpreter's
-//! (`Model::log_density_gradient`) exactly — bit for bit, with and
+//! (`Model::log_density_gradient`) exactly — through the per-lane and the
+//! column API (`log_density_gradient_columns`) — bit for bit, with and
 //! without the batched shared-matrix product — for Z = 7 (and 1, 64 with
 //! BAT_FULL_SWEEP=1; on two examples always). Models the
 //! AD cannot differentiate yet are those of
@@ -120,9 +121,34 @@ fn check(name: &str, model: &Path, data: &Path, sizes: &[usize]) -> Result<(), S
                 let ours = batched
                     .log_density_gradient(&th, jacobian)
                     .map_err(|e| format!("executor: {e}"))?;
-                for (l, got) in ours.iter().enumerate() {
+                // The same through the column API (θ and gradient as
+                // `[coordinate][lane]`), back to one result per lane.
+                let mut columns = vec![0.0; n * z];
+                for (l, t) in th.iter().enumerate() {
+                    for (k, x) in t.iter().enumerate() {
+                        columns[k * z + l] = *x;
+                    }
+                }
+                let by_columns = batched
+                    .log_density_gradient_columns(&columns, z, jacobian)
+                    .map_err(|e| format!("executor (columns): {e}"))?;
+                let by_columns = (0..z).map(|l| match &by_columns.errors[l] {
+                    Some(e) => Err(e.clone()),
+                    None => Ok((
+                        by_columns.lp[l],
+                        (0..n).map(|k| by_columns.gradient[k * z + l]).collect(),
+                    )),
+                });
+                let lanes = ours
+                    .iter()
+                    .cloned()
+                    .enumerate()
+                    .map(|(l, r)| ("lanes", l, r));
+                let columns = by_columns.enumerate().map(|(l, r)| ("columns", l, r));
+                for (api, l, got) in lanes.chain(columns) {
+                    let got = &got;
                     let truth = model.log_density_gradient(&g, &th[l], jacobian);
-                    let at = format!("Z={z} lane {l} jacobian={jacobian} {config:?}");
+                    let at = format!("{api}: Z={z} lane {l} jacobian={jacobian} {config:?}");
                     match (got, &truth) {
                         (Ok((lp, grad)), Ok((lp0, grad0))) => {
                             if !same(*lp, *lp0, rel) {

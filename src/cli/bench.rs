@@ -81,15 +81,25 @@ fn measure(opts: &Options) -> Result<Vec<Row>, Reported> {
                     (0..n).map(|_| 4.0 * rng.uniform() - 2.0).collect()
                 })
                 .collect();
+            // θ as `[coordinate][lane]` columns, the layout the sampler
+            // hands its gradient batches in (no vector per lane).
+            let mut columns = vec![0.0; n * chains];
+            for (l, t) in thetas.iter().enumerate() {
+                for (k, &x) in t.iter().enumerate() {
+                    columns[k * chains + l] = x;
+                }
+            }
             let evaluate = || {
-                batched.log_density_gradient(&thetas, true).map_err(|e| {
-                    eprintln!("error: {}: {e}", compiled.file.name);
-                    Reported
-                })
+                batched
+                    .log_density_gradient_columns(&columns, chains, true)
+                    .map_err(|e| {
+                        eprintln!("error: {}: {e}", compiled.file.name);
+                        Reported
+                    })
             };
             // One untimed evaluation (allocations, thread start-up).
             let first = evaluate()?;
-            let failed_lanes = first.iter().filter(|r| r.is_err()).count();
+            let failed_lanes = first.errors.iter().filter(|e| e.is_some()).count();
             let budget = Duration::from_secs_f64(opts.seconds.max(0.0));
             let start = Instant::now();
             let mut batches = 0;

@@ -104,19 +104,15 @@ impl GradientBatch for CpuGradients {
         lanes: &[usize],
         theta: &[f64],
     ) -> Result<GradientValues, String> {
-        let z = lanes.len();
-        let n = self.model.model().num_unconstrained();
-        let thetas: Vec<Vec<f64>> = (0..z)
-            .map(|i| (0..n).map(|k| theta[k * z + i]).collect())
-            .collect();
-        let evaluated = self
+        // θ and the gradient stay columns both ways (no vector per lane).
+        let out = self
             .model
-            .log_density_gradient(&thetas, true)
+            .log_density_gradient_columns(theta, lanes.len(), true)
             .map_err(|e| e.to_string())?;
-        let mut out = GradientValues::new(z, n);
-        for (i, e) in evaluated.into_iter().enumerate() {
-            out.set(i, e);
-        }
-        Ok(out)
+        Ok(GradientValues {
+            lp: out.lp,
+            gradient: out.gradient,
+            errors: out.errors,
+        })
     }
 }

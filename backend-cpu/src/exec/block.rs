@@ -287,7 +287,7 @@ impl Returned {
         }
         match &mut self.value {
             None => self.value = Some(value),
-            Some(old) => Arc::make_mut(old).copy_lanes_from(&value, lanes),
+            Some(old) => Slot::merge_lanes(old, value, lanes),
         }
     }
 }

@@ -48,7 +48,7 @@ mod pc;
 mod schedule;
 
 pub use host::{BatchAnswer, BatchHost, NoHost};
-pub use model::{BatchedModel, LaneResult, LogDensityGradient};
+pub use model::{BatchedModel, GradientColumns, LaneResult, LogDensityGradient};
 pub use schedule::{BlockChoice, EarliestFirst, FurthestFromBarrier, MostWaiting, Waiting};
 
 use crate::eval::BatchError;

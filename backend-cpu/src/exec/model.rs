@@ -21,6 +21,18 @@ pub type LaneResult<T> = std::result::Result<T, RuntimeError>;
 /// A lane's log density and its gradient.
 pub type LogDensityGradient = (f64, Vec<f64>);
 
+/// Log densities and gradients of a batch as columns
+/// ([`BatchedModel::log_density_gradient_columns`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GradientColumns {
+    /// Per lane (NaN for a lane that failed).
+    pub lp: Vec<f64>,
+    /// `gradient[k * z + l]`: coordinate k of lane l.
+    pub gradient: Vec<f64>,
+    /// Why a lane failed.
+    pub errors: Vec<Option<RuntimeError>>,
+}
+
 /// A CFG program and the model (data, transformed data, parameter layout)
 /// it was lowered from, ready to run batches of lanes.
 pub struct BatchedModel {
@@ -143,14 +155,18 @@ impl BatchedModel {
             let z = chunk.len();
             let mut st = self.state(z);
             st.jacobian = jacobian;
-            let padded: Vec<Vec<f64>> = chunk
-                .iter()
-                .map(|t| (0..n).map(|i| t.get(i).copied().unwrap_or(0.0)).collect())
-                .collect();
-            st.set_gradient_input(
+            // Straight to `[coordinate][lane]`, a short θ padded with zeros
+            // (its lane fails below), without a padded copy per lane.
+            let mut columns = vec![0.0; n * z];
+            for (l, t) in chunk.iter().enumerate() {
+                for (k, &x) in t.iter().take(n).enumerate() {
+                    columns[k * z + l] = x;
+                }
+            }
+            st.set_gradient_columns(
                 self.model.params(),
                 self.program.num_ad_stacks as usize,
-                &padded,
+                columns,
             );
             for (l, t) in chunk.iter().enumerate() {
                 if t.len() != n {
@@ -167,6 +183,79 @@ impl BatchedModel {
                 })
                 .collect())
         })
+    }
+
+    /// As [`BatchedModel::log_density_gradient`] with θ and the gradient
+    /// as `[coordinate][lane]` columns (`theta.len()` is the number of
+    /// unconstrained coordinates times `z`), the layout a batched sampler
+    /// keeps them in: no vector per lane on the way in or out (for eight
+    /// schools at Z = 1,024 those were ≈3 Z allocations per call). Each
+    /// lane's lp, gradient and error are bit for bit those of
+    /// [`BatchedModel::log_density_gradient`].
+    pub fn log_density_gradient_columns(
+        &self,
+        theta: &[f64],
+        z: usize,
+        jacobian: bool,
+    ) -> Result<GradientColumns> {
+        let entry = self.entry(language::batch::GRADIENT_ENTRY)?;
+        let n = self.model.num_unconstrained();
+        if theta.len() != n * z {
+            return Err(ExecError::Setup(format!(
+                "expected {n} unconstrained parameters for each of {z} lanes, found {} values",
+                theta.len()
+            )));
+        }
+        let chunks = self.split(z, |range| {
+            let zc = range.len();
+            let mut st = self.state(zc);
+            st.jacobian = jacobian;
+            let mut columns = Vec::with_capacity(n * zc);
+            for k in 0..n {
+                columns.extend_from_slice(&theta[k * z + range.start..k * z + range.end]);
+            }
+            st.set_gradient_columns(
+                self.model.params(),
+                self.program.num_ad_stacks as usize,
+                columns,
+            );
+            let all = st.running(&Lanes::all(zc));
+            self.invoke(entry, &mut st, &all, &mut NoHost)?;
+            let errors: Vec<Option<RuntimeError>> = st
+                .status
+                .iter()
+                .map(|s| match s {
+                    LaneStatus::Failed(e) => Some(e.clone()),
+                    LaneStatus::Running => None,
+                })
+                .collect();
+            Ok(vec![(
+                range,
+                std::mem::take(&mut st.target),
+                std::mem::take(&mut st.gradient),
+                errors,
+            )])
+        })?;
+        let mut out = GradientColumns {
+            lp: vec![f64::NAN; z],
+            gradient: vec![0.0; n * z],
+            errors: vec![None; z],
+        };
+        for (range, lp, gradient, errors) in chunks {
+            let zc = range.len();
+            for k in 0..n {
+                out.gradient[k * z + range.start..k * z + range.end]
+                    .copy_from_slice(&gradient[k * zc..(k + 1) * zc]);
+            }
+            for (i, (lp, e)) in lp.into_iter().zip(errors).enumerate() {
+                let l = range.start + i;
+                if e.is_none() {
+                    out.lp[l] = lp;
+                }
+                out.errors[l] = e;
+            }
+        }
+        Ok(out)
     }
 
     /// Parameters, transformed parameters and generated quantities of each

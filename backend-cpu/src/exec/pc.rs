@@ -508,7 +508,9 @@ fn restore(
             continue;
         }
         match &mut st.vars[var.0 as usize] {
-            Some(slot) => Arc::make_mut(slot).copy_lanes_from(values, &restored),
+            // A masked update: the variable is not cloned whole first when
+            // someone else holds it too.
+            Some(slot) => Slot::merge_lanes(slot, values.clone(), &restored),
             empty => *empty = Some(values.clone()),
         }
     }

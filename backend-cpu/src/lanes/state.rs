@@ -113,14 +113,28 @@ impl<'p> State<'p> {
         thetas: &[Vec<f64>],
     ) {
         let n: usize = layout.iter().map(|p| p.unconstrained_len).sum();
-        self.layout = layout.to_vec();
-        self.stacks = vec![vec![Vec::new(); self.z]; num_stacks];
-        self.theta = vec![0.0; n * self.z];
+        let mut columns = vec![0.0; n * self.z];
         for (l, th) in thetas.iter().enumerate() {
             for (k, x) in th.iter().enumerate() {
-                self.theta[k * self.z + l] = *x;
+                columns[k * self.z + l] = *x;
             }
         }
+        self.set_gradient_columns(layout, num_stacks, columns);
+    }
+
+    /// As [`State::set_gradient_input`] with θ already `[coordinate][lane]`
+    /// (`theta.len()` is the number of coordinates times Z).
+    pub fn set_gradient_columns(
+        &mut self,
+        layout: &[ParamLayout],
+        num_stacks: usize,
+        theta: Vec<f64>,
+    ) {
+        let n: usize = layout.iter().map(|p| p.unconstrained_len).sum();
+        assert_eq!(theta.len(), n * self.z, "θ columns of the wrong size");
+        self.layout = layout.to_vec();
+        self.stacks = vec![vec![Vec::new(); self.z]; num_stacks];
+        self.theta = theta;
         self.gradient = vec![0.0; n * self.z];
     }
 
