@@ -35,6 +35,22 @@ impl Rng {
     }
 }
 
+/// Asserts `got` is within `max` ulps of `want` at every point, naming the
+/// worst point.
+fn assert_within_ulps(
+    name: &str,
+    points: &[f64],
+    max: u64,
+    got: impl Fn(f64) -> f64,
+    want: impl Fn(f64) -> f64,
+) {
+    let (worst, at) = points
+        .iter()
+        .map(|&x| (ulps(got(x), want(x)), x))
+        .fold((0, 0.0), |w, p| if p.0 > w.0 { p } else { w });
+    assert!(worst <= max, "{name}({at}) is {worst} ulps off");
+}
+
 fn neighbours(x: f64) -> [f64; 3] {
     [
         f64::from_bits(x.to_bits() - 1),
@@ -72,20 +88,7 @@ fn exp_nonpos_is_within_one_ulp_of_libm() {
     points.extend(neighbours(-745.133_219_101_941_1)); // smallest non-zero result
     points.extend(neighbours(-745.133_219_101_941_2));
     points.extend(neighbours(-std::f64::consts::LN_2 / 2.0));
-    let mut worst = (0, 0.0);
-    for &x in &points {
-        let (got, want) = (exp_nonpos(x), x.exp());
-        let u = ulps(got, want);
-        if u > worst.0 {
-            worst = (u, x);
-        }
-    }
-    assert!(
-        worst.0 <= 1,
-        "exp_nonpos({}) is {} ulps off",
-        worst.1,
-        worst.0
-    );
+    assert_within_ulps("exp_nonpos", &points, 1, exp_nonpos, f64::exp);
     // Special values exactly.
     assert_eq!(exp_nonpos(0.0), 1.0);
     assert_eq!(exp_nonpos(-0.0), 1.0);
@@ -114,19 +117,7 @@ fn log1p_unit_is_within_one_ulp_of_libm() {
         1e-300,
         2f64.powi(-53),
     ]);
-    let mut worst = (0, 0.0);
-    for &t in &points {
-        let u = ulps(log1p_unit(t), t.ln_1p());
-        if u > worst.0 {
-            worst = (u, t);
-        }
-    }
-    assert!(
-        worst.0 <= 1,
-        "log1p_unit({}) is {} ulps off",
-        worst.1,
-        worst.0
-    );
+    assert_within_ulps("log1p_unit", &points, 1, log1p_unit, f64::ln_1p);
     assert_eq!(log1p_unit(0.0).to_bits(), 0.0f64.to_bits());
     assert_eq!(log1p_unit(f64::from_bits(1)), f64::from_bits(1));
     assert_eq!(log1p_unit(1.0), std::f64::consts::LN_2);
@@ -153,35 +144,23 @@ fn logistic_functions_match_their_libm_formulas() {
         }
     }
     let mut rng = Rng(3);
-    let mut worst = [(0, 0.0); 2];
-    for i in 0..2_000_000 {
-        let mag = if i % 2 == 0 {
-            40.0 * rng.unit()
-        } else {
-            rng.log_uniform(-320.0, 3.0)
-        };
-        let a = if rng.unit() < 0.5 { -mag } else { mag };
-        for (w, (got, want)) in worst.iter_mut().zip([
-            (inv_logit(a), inv_logit_libm(a)),
-            (log_inv_logit(a), log_inv_logit_libm(a)),
-        ]) {
-            let u = ulps(got, want);
-            if u > w.0 {
-                *w = (u, a);
-            }
-        }
-    }
-    assert!(
-        worst[0].0 <= 2,
-        "inv_logit({}) is {} ulps off",
-        worst[0].1,
-        worst[0].0
-    );
-    assert!(
-        worst[1].0 <= 2,
-        "log_inv_logit({}) is {} ulps off",
-        worst[1].1,
-        worst[1].0
+    let points: Vec<f64> = (0..2_000_000)
+        .map(|i| {
+            let mag = if i % 2 == 0 {
+                40.0 * rng.unit()
+            } else {
+                rng.log_uniform(-320.0, 3.0)
+            };
+            if rng.unit() < 0.5 { -mag } else { mag }
+        })
+        .collect();
+    assert_within_ulps("inv_logit", &points, 2, inv_logit, inv_logit_libm);
+    assert_within_ulps(
+        "log_inv_logit",
+        &points,
+        2,
+        log_inv_logit,
+        log_inv_logit_libm,
     );
     for a in [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, 800.0, -800.0] {
         assert_eq!(
