@@ -71,13 +71,14 @@ fn events(
     executor.run(&job, chains, &tx, &stop);
     drop(tx);
     let mut out: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    for event in rx {
+    for event in rx.into_iter().flat_map(Event::flatten) {
         let chain = match &event {
             Event::Iteration { chain, .. }
             | Event::Adaptation { chain, .. }
             | Event::Finished { chain, .. } => *chain,
             // Executor statistics, not a chain's.
             Event::Batches(_) => continue,
+            Event::Many(_) => unreachable!("flattened"),
         };
         out.entry(chain).or_default().push(format!("{event:?}"));
     }
@@ -120,6 +121,61 @@ fn batched_chains_equal_the_interpreter_chains() {
             assert_eq!(ours[chain].len(), truth[chain].len());
         }
     }
+}
+
+/// The emits of all lanes waiting in one batched host call reach the driver
+/// as ONE message (`Event::Many`, iterations and adaptations only, one
+/// per chain), not one per chain; flattened, every chain's events are the
+/// interpreter's (the tests above).
+#[test]
+fn emits_of_a_batch_are_one_message() {
+    let (model, grad) = eight_schools();
+    let s = settings(10, 10);
+    let chains: Vec<usize> = (0..8).collect();
+    let job = ChainJob {
+        model: &model,
+        grad: &grad,
+        settings: &s,
+    };
+    let (tx, rx) = mpsc::channel();
+    let stop = AtomicBool::new(false);
+    batched(Batching::ProgramCounter, 1).run(&job, &chains, &tx, &stop);
+    drop(tx);
+    let (mut messages, mut iterations, mut many) = (0, 0, 0);
+    for event in rx {
+        messages += 1;
+        let events = match event {
+            Event::Many(events) => {
+                many += 1;
+                assert!(events.len() > 1, "a single event is sent as itself");
+                events
+            }
+            event => vec![event],
+        };
+        let mut seen = Vec::new();
+        for event in events {
+            match event {
+                Event::Iteration { chain, .. } => {
+                    iterations += 1;
+                    seen.push(chain);
+                }
+                Event::Adaptation { chain, .. } => seen.push(chain),
+                Event::Finished { .. } | Event::Batches(_) => assert!(seen.is_empty()),
+                Event::Many(_) => panic!("nested Event::Many"),
+            }
+        }
+        let n = seen.len();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), n, "one event per chain in a message");
+    }
+    assert_eq!(iterations, 8 * 20);
+    assert!(many > 0, "no batched emits");
+    // Per chain 20 iterations, an adaptation and finished, plus the
+    // batch's totals.
+    let events = 8 * 22 + 1;
+    eprintln!("{messages} messages for {events} events");
+    assert!(messages < events, "{messages} messages for {events} events");
 }
 
 #[test]
@@ -273,7 +329,7 @@ fn sixty_four_batched_chains_recover_the_reference_posterior() {
     let mut finished = 0;
     let mut gradient_evaluations = 0;
     let mut batches = bat::sampler::BatchTotals::default();
-    for event in rx {
+    for event in rx.into_iter().flat_map(Event::flatten) {
         match event {
             Event::Batches(totals) => batches.add(totals),
             Event::Iteration { chain, record } => {
@@ -300,7 +356,7 @@ fn sixty_four_batched_chains_recover_the_reference_posterior() {
                 gradient_evaluations += result.expect("chain finishes").gradient_evaluations;
                 finished += 1;
             }
-            Event::Adaptation { .. } => {}
+            Event::Adaptation { .. } | Event::Many(_) => {}
         }
     }
     assert_eq!(finished, 64);

@@ -3,17 +3,19 @@
 //! program-counter executor. Chains meet the host at the program's
 //! external calls: every lane waiting at `model_log_density_gradient` is
 //! answered by ONE batched evaluation of the model's gradient program;
-//! `emit_draw` and `emit_adaptation` go lane by lane to that chain's
-//! [`ChainHost`], exactly as with the interpreter executor.
+//! `emit_draw` and `emit_adaptation` of all waiting lanes are answered
+//! together by the [`Emitter`] (no chain's host locked), their events
+//! sent as ONE [`Event::Many`], in lane order: each chain's events are the
+//! interpreter executor's, in its order.
 //!
 //! Lane `i` is chain `chains[i]` with the interpreter executor's arguments
 //! and random stream, so its draws are the interpreter executor's
 //! (bit for bit, shared-matrix products included) whatever the number of chains, the
 //! executor or the split over threads.
 
-use super::executor::{chain_error, chain_start};
+use super::executor::{chain_error, chain_start, emitter};
 use super::gradients::{CpuGradients, GradientBatch};
-use super::host::{ChainHost, INTERRUPTED};
+use super::host::{ChainHost, Emitter, INTERRUPTED};
 use super::program::{CHAIN_FUNCTION, nuts_program};
 use super::{BatchTotals, ChainJob, ChainTotals, Event, SamplerExecutor};
 use backend_cpu::exec::{BatchAnswer, BatchHost, BatchedModel, Batching, ExecConfig, LaneResult};
@@ -72,7 +74,12 @@ impl BatchedExecutor {
             starts.push((args, rng));
         }
         let counters = BatchCounters::default();
-        let results = self.run_lanes(job, &hosts, starts, &counters, stop, gradients);
+        let emits = Emits {
+            emitter: emitter(job, stop),
+            chains,
+            events,
+        };
+        let results = self.run_lanes(job, &hosts, starts, &emits, &counters, gradients);
         let _ = events.send(Event::Batches(counters.totals()));
         for (i, &chain) in chains.iter().enumerate() {
             let mut host = hosts[i].lock().unwrap_or_else(|e| e.into_inner());
@@ -120,8 +127,8 @@ impl BatchedExecutor {
         job: &ChainJob<'_>,
         hosts: &[Mutex<ChainHost>],
         starts: Vec<(Vec<Value>, language::interp::Rng)>,
+        emits: &Emits<'_>,
         counters: &BatchCounters,
-        stop: &AtomicBool,
         gradients: Option<&dyn GradientBatch>,
     ) -> Result<Vec<LaneResult<Option<Value>>>, String> {
         let program = nuts_program()?;
@@ -151,13 +158,15 @@ impl BatchedExecutor {
             starts,
             next: AtomicUsize::new(0),
             results: Mutex::new(vec![None; hosts.len()]),
-            stop,
+            stop: emits.emitter.stop,
         };
         let n = job.model.num_unconstrained();
         sampler
             .run_invocations(CHAIN_FUNCTION, lanes, |range| SamplerHost {
                 lane_chain: vec![None; range.len()],
                 hosts,
+                emits,
+                events: emits.events.clone(),
                 queue: &queue,
                 gradient,
                 n,
@@ -205,11 +214,22 @@ impl BatchCounters {
     }
 }
 
+/// What answers the emits of every sub-batch: chain `chains[i]` is
+/// `hosts[i]`'s.
+struct Emits<'a> {
+    emitter: Emitter<'a>,
+    chains: &'a [usize],
+    events: &'a Sender<Event>,
+}
+
 /// The host of one sub-batch: lane `i` runs chain `lane_chain[i]` (an
 /// index into the executor's chains and `hosts`), taken from `queue`.
 struct SamplerHost<'a, 'm> {
     lane_chain: Vec<Option<usize>>,
     hosts: &'a [Mutex<ChainHost<'m>>],
+    emits: &'a Emits<'a>,
+    /// This sub-batch's sender (one per thread).
+    events: Sender<Event>,
     queue: &'a ChainQueue<'a>,
     gradient: &'a dyn GradientBatch,
     /// Unconstrained coordinates of the model.
@@ -227,6 +247,33 @@ impl<'m> SamplerHost<'_, 'm> {
         self.hosts[self.chain(lane)]
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// `emit_draw` or `emit_adaptation` (`name`) for all `lanes`: their
+    /// events, in lane order, as one message.
+    fn emit(
+        &self,
+        name: &str,
+        lanes: &Lanes,
+        args: &[Arc<Slot>],
+    ) -> Vec<LaneResult<Option<Value>>> {
+        let mut batch = Vec::with_capacity(lanes.len());
+        let results = lanes
+            .iter()
+            .map(|l| {
+                let values = args.iter().map(|a| a.lane_value(l)).collect();
+                let chain = self.emits.chains[self.chain(l)];
+                batch.push(self.emits.emitter.event(name, chain, values)?);
+                Ok(None)
+            })
+            .collect();
+        // A closed channel means the driver has stopped listening.
+        let _ = match batch.len() {
+            0 => Ok(()),
+            1 => self.events.send(batch.pop().expect("one event")),
+            _ => self.events.send(Event::Many(batch)),
+        };
+        results
     }
 
     /// One batched evaluation for all `lanes`, each answered as its
@@ -311,6 +358,9 @@ impl BatchHost for SamplerHost<'_, '_> {
         lanes: &Lanes,
         args: &[Arc<Slot>],
     ) -> Vec<LaneResult<Option<Value>>> {
+        if Emitter::answers(name) {
+            return self.emit(name, lanes, args);
+        }
         lanes
             .iter()
             .map(|l| {

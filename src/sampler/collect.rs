@@ -89,9 +89,19 @@ pub fn collect(
     let mut accept_sum = 0.0;
     let mut accept_count = 0usize;
     let mut report = RunReport::default();
-    while state.chains_finished < n_chains {
-        let Ok(event) = events.recv() else { break };
+    // The events of the last `Event::Many` not handled yet.
+    let mut pending = Vec::new().into_iter();
+    loop {
+        let event = match pending.next() {
+            Some(event) => event,
+            None if state.chains_finished < n_chains => match events.recv() {
+                Ok(event) => event,
+                Err(_) => break,
+            },
+            None => break,
+        };
         match event {
+            Event::Many(many) => pending = many.into_iter(),
             Event::Iteration { chain, record } => {
                 state.iterations_done += 1;
                 if record.warmup {

@@ -2,7 +2,7 @@
 //! sees the [`SamplerExecutor`] trait, so a batched executor can replace
 //! the reference one without touching it.
 
-use super::host::{ChainHost, INTERRUPTED};
+use super::host::{ChainHost, Emitter, INTERRUPTED};
 use super::program::{CHAIN_FUNCTION, nuts_program};
 use super::{ChainError, ChainJob, ChainTotals, Event, Init, MAX_INIT_TRIES};
 use language::interp::{Rng, RuntimeError, run_function};
@@ -85,15 +85,10 @@ pub(super) fn chain_start<'a>(
         Init::Values(values) => (values.clone(), 0.0, 1),
     };
     let host = ChainHost {
-        model: job.model,
+        emitter: emitter(job, stop),
         grad: job.grad,
-        seed: settings.seed,
         chain,
-        num_warmup: settings.num_warmup,
-        thin: settings.thin.max(1),
-        save_warmup: settings.save_warmup,
         events,
-        stop,
         last_error: None,
         gradient_evaluations: 0,
     };
@@ -108,6 +103,19 @@ pub(super) fn chain_start<'a>(
     ];
     let rng = Rng::new(settings.seed, chain as u32, 0);
     (host, args, rng)
+}
+
+/// What answers every chain's `emit_draw` and `emit_adaptation` in `job`.
+pub(super) fn emitter<'a>(job: &ChainJob<'a>, stop: &'a AtomicBool) -> Emitter<'a> {
+    let settings = job.settings;
+    Emitter {
+        model: job.model,
+        seed: settings.seed,
+        num_warmup: settings.num_warmup,
+        thin: settings.thin.max(1),
+        save_warmup: settings.save_warmup,
+        stop,
+    }
 }
 
 /// Chain `chain`'s failure (interrupted when the host stopped it).

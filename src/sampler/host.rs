@@ -12,17 +12,26 @@ use std::sync::mpsc::Sender;
 /// Message of the error the host raises to stop a chain on Ctrl-C.
 pub const INTERRUPTED: &str = "interrupted";
 
-/// Answers one chain's external calls.
-pub struct ChainHost<'a> {
+/// Turns `emit_draw` and `emit_adaptation` calls into [`Event`]s. It
+/// holds only the run's settings, no chain's mutable state, so a batched
+/// host answers the calls of many chains at once without locking each
+/// chain's [`ChainHost`].
+#[derive(Clone, Copy)]
+pub struct Emitter<'a> {
     pub model: &'a Model,
-    pub grad: &'a GradProgram,
     pub seed: u64,
-    pub chain: usize,
     pub num_warmup: usize,
     pub thin: usize,
     pub save_warmup: bool,
-    pub events: Sender<Event>,
     pub stop: &'a AtomicBool,
+}
+
+/// Answers one chain's external calls.
+pub struct ChainHost<'a> {
+    pub emitter: Emitter<'a>,
+    pub grad: &'a GradProgram,
+    pub chain: usize,
+    pub events: Sender<Event>,
     /// The last failed log density evaluation (reported if initialization fails).
     pub last_error: Option<RuntimeError>,
     /// Log density gradient evaluations so far.
@@ -34,7 +43,10 @@ impl ChainHost<'_> {
     /// step diverges and the chain goes on), except `fatal_error` and
     /// unsupported constructs, which stop the chain.
     fn log_density_gradient(&mut self, theta: Vec<f64>) -> Result<Value, RuntimeError> {
-        let evaluated = self.model.log_density_gradient(self.grad, &theta, true);
+        let evaluated = self
+            .emitter
+            .model
+            .log_density_gradient(self.grad, &theta, true);
         self.gradient_answer(evaluated, theta.len())
     }
 
@@ -77,8 +89,26 @@ impl ChainHost<'_> {
             }
         }
     }
+}
 
-    fn draw(&mut self, args: Vec<Value>) -> Result<(), RuntimeError> {
+impl Emitter<'_> {
+    /// Whether `name` is an external function the emitter answers.
+    pub fn answers(name: &str) -> bool {
+        matches!(name, "emit_draw" | "emit_adaptation")
+    }
+
+    /// Chain `chain`'s call of `name` (one [`Emitter::answers`]) as an event.
+    pub fn event(&self, name: &str, chain: usize, args: Vec<Value>) -> Result<Event, RuntimeError> {
+        if name == "emit_draw" {
+            self.draw(chain, args)
+        } else {
+            self.adaptation(chain, args)
+        }
+    }
+
+    /// Chain `chain`'s `emit_draw(args)`: the iteration's event, with the
+    /// draw's values if the iteration is kept.
+    pub fn draw(&self, chain: usize, args: Vec<Value>) -> Result<Event, RuntimeError> {
         if self.stop.load(Ordering::Relaxed) {
             return Err(RuntimeError::fatal(INTERRUPTED));
         }
@@ -107,7 +137,7 @@ impl ChainHost<'_> {
         let values = if kept {
             // Generated quantities draw from their own stream per iteration;
             // stream 0 of the chain is the sampler's.
-            let rng = Rng::new(self.seed, self.chain as u32, iteration as u64);
+            let rng = Rng::new(self.seed, chain as u32, iteration as u64);
             Some(self.model.generated_quantities(&theta, rng)?.values)
         } else {
             None
@@ -125,12 +155,19 @@ impl ChainHost<'_> {
                 energy,
             },
         };
-        // A closed channel means the driver has stopped listening.
-        let _ = self.events.send(Event::Iteration {
-            chain: self.chain,
-            record,
-        });
-        Ok(())
+        Ok(Event::Iteration { chain, record })
+    }
+
+    /// Chain `chain`'s `emit_adaptation(args)`.
+    pub fn adaptation(&self, chain: usize, args: Vec<Value>) -> Result<Event, RuntimeError> {
+        match <[Value; 2]>::try_from(args) {
+            Ok([Value::Real(step_size), Value::Vector(inv_metric)]) => Ok(Event::Adaptation {
+                chain,
+                step_size,
+                inv_metric,
+            }),
+            _ => Err(bad_call("emit_adaptation")),
+        }
     }
 }
 
@@ -149,18 +186,12 @@ impl Host for ChainHost<'_> {
                 Ok([Value::Vector(theta)]) => self.log_density_gradient(theta).map(Some),
                 _ => Err(bad_call(name)),
             },
-            "emit_draw" => self.draw(args).map(|()| None),
-            "emit_adaptation" => match <[Value; 2]>::try_from(args) {
-                Ok([Value::Real(step_size), Value::Vector(inv_metric)]) => {
-                    let _ = self.events.send(Event::Adaptation {
-                        chain: self.chain,
-                        step_size,
-                        inv_metric,
-                    });
-                    Ok(None)
-                }
-                _ => Err(bad_call(name)),
-            },
+            _ if Emitter::answers(name) => {
+                let event = self.emitter.event(name, self.chain, args)?;
+                // A closed channel means the driver has stopped listening.
+                let _ = self.events.send(event);
+                Ok(None)
+            }
             _ => Err(RuntimeError::fatal(format!(
                 "sampler program: unknown external function `{name}`"
             ))),

@@ -5,7 +5,9 @@
 //! the initial step-size search, dual averaging and windowed metric
 //! adaptation, and loops over the iterations of one chain. It talks to the
 //! host only through external functions (the model's log density gradient,
-//! `emit_draw`, `emit_adaptation`), answered per chain by [`host`].
+//! `emit_draw`, `emit_adaptation`), answered per chain by [`host`]
+//! (a batched executor answers the emits of all its waiting chains at once
+//! and sends their events as one [`Event::Many`]).
 //!
 //! A [`SamplerExecutor`] runs the program for a set of chains: the
 //! [`BatchedExecutor`] runs all chains as the lanes of one batch on the
@@ -134,6 +136,21 @@ pub enum Event {
     },
     /// How a batched executor evaluated gradients (once per sub-batch).
     Batches(BatchTotals),
+    /// Iterations and adaptations of several chains, in order, sent at
+    /// once by a batched executor (one message per batched host call
+    /// rather than one per chain); never nested, never `Finished`.
+    Many(Vec<Event>),
+}
+
+impl Event {
+    /// The events this one stands for, in order: those of
+    /// [`Event::Many`], or the event itself.
+    pub fn flatten(self) -> Vec<Event> {
+        match self {
+            Event::Many(events) => events,
+            event => vec![event],
+        }
+    }
 }
 
 /// Batched gradient evaluations of one batch of chains: how full they were.
