@@ -12,6 +12,7 @@ use language::interp::lane;
 use language::mir::{Expr, Prim};
 use language::types::Type;
 use language::value::Value;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bat_math::scalar as m;
@@ -20,8 +21,10 @@ use bat_math::scalar as m;
 enum Src<'a> {
     /// The same scalar for every element and lane.
     Scalar(f64),
-    /// A shared container: element e is the same for every lane.
-    Elems(Vec<f64>),
+    /// A shared container: element e is the same for every lane. Borrowed
+    /// from vectors and matrices (an N×D data matrix is not copied per
+    /// operation), flattened only for arrays.
+    Elems(Cow<'a, [f64]>),
     /// A dense real slot of `n` elements.
     Lanes(&'a [f64], usize),
 }
@@ -74,8 +77,15 @@ fn operand(slot: &Slot) -> Option<Operand<'_>> {
             }),
             other => {
                 let (shape, _) = crate::lanes::dense_shape(other)?;
+                let elems = match other {
+                    // Stored in Stan's element order already.
+                    Value::Vector(xs) | Value::RowVector(xs) | Value::Matrix { data: xs, .. } => {
+                        Cow::Borrowed(xs.as_slice())
+                    }
+                    _ => Cow::Owned(lane::flat_reals(other)),
+                };
                 Some(Operand {
-                    src: Src::Elems(lane::flat_reals(other)),
+                    src: Src::Elems(elems),
                     shape: Some(shape),
                 })
             }
@@ -223,17 +233,16 @@ fn map_wide(p: Prim, target: Wide) -> bool {
     }
 }
 
+/// An operand's shape with no data (for [`zip_shape`]).
+fn shape_only(o: &Operand) -> Operand<'static> {
+    Operand {
+        src: Src::Scalar(0.0),
+        shape: o.shape.clone(),
+    }
+}
+
 fn map2(a: &Operand, b: &Operand, z: usize, f: impl Fn(f64, f64) -> f64) -> Option<Slot> {
-    let (shape, n) = zip_shape(&[
-        Operand {
-            src: Src::Scalar(0.0),
-            shape: a.shape.clone(),
-        },
-        Operand {
-            src: Src::Scalar(0.0),
-            shape: b.shape.clone(),
-        },
-    ])?;
+    let (shape, n) = zip_shape(&[shape_only(a), shape_only(b)])?;
     let mut out = crate::lanes::pool::buffer(n * z);
     for e in 0..n {
         match (a.src.col(e, z), b.src.col(e, z)) {
@@ -249,13 +258,7 @@ fn map2(a: &Operand, b: &Operand, z: usize, f: impl Fn(f64, f64) -> f64) -> Opti
 }
 
 fn map3(ops: &[Operand; 3], z: usize, f: impl Fn(f64, f64, f64) -> f64) -> Option<Slot> {
-    let shapes: Vec<Operand> = ops
-        .iter()
-        .map(|o| Operand {
-            src: Src::Scalar(0.0),
-            shape: o.shape.clone(),
-        })
-        .collect();
+    let shapes: Vec<Operand> = ops.iter().map(shape_only).collect();
     let (shape, n) = zip_shape(&shapes)?;
     let mut out = crate::lanes::pool::buffer(n * z);
     for e in 0..n {
@@ -368,33 +371,42 @@ pub(crate) fn prim_in_place(p: Prim, args: &mut [Arc<Slot>], z: usize) -> Option
             Some(Slot::Real(d))
         });
     }
-    if args.len() != 2 {
+    // A cheap test first: operands of other primitives are not built.
+    binary!(p, _f => Some(()))?;
+    // One operand() per argument: the result's shape comes from both, and
+    // the one not reused is read through its operand below.
+    let [a, b] = args else { return None };
+    let (op_a, op_b) = (operand(a)?, operand(b)?);
+    // Shape stand-ins: an array of the operands would tie both borrows
+    // to one lifetime and keep the reused one borrowed.
+    let shapes = [shape_only(&op_a), shape_only(&op_b)];
+    if !elementwise_applies(p, &shapes) {
         return None;
     }
+    let (result_shape, _) = zip_shape(&shapes)?;
     // Reuse the operand that has the result's shape and is unique.
-    let (result_shape, _) = {
-        let ops: Vec<Operand> = args.iter().map(|a| operand(a)).collect::<Option<_>>()?;
-        if !elementwise_applies(p, &ops) {
-            return None;
-        }
-        binary!(p, _f => Some(()))?;
-        zip_shape(&ops)?
+    let reusable = |s: &Arc<Slot>| {
+        matches!(&**s, Slot::Real(d) if d.shape == result_shape)
+            && Arc::strong_count(s) == 1
+            && Arc::weak_count(s) == 0
     };
-    let k = (0..2).find(|&k| {
-        matches!(&*args[k], Slot::Real(d) if d.shape == result_shape)
-            && Arc::strong_count(&args[k]) == 1
-            && Arc::weak_count(&args[k]) == 0
-    })?;
-    let (left, right) = args.split_at_mut(1);
-    let (mine, other) = if k == 0 {
-        (&mut left[0], &right[0])
+    let k = if reusable(a) {
+        0
+    } else if reusable(b) {
+        1
     } else {
-        (&mut right[0], &left[0])
+        return None;
+    };
+    let (mine, other) = if k == 0 {
+        drop(op_a);
+        (a, op_b)
+    } else {
+        drop(op_b);
+        (b, op_a)
     };
     let Some(Slot::Real(d)) = Arc::get_mut(mine) else {
         return None;
     };
-    let other = operand(other)?;
     let n = d.elements();
     binary!(p, f => {
         for e in 0..n {
