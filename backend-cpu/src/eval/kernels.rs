@@ -147,7 +147,7 @@ fn map1(p: Prim, a: &Operand, z: usize, f: impl Fn(f64) -> f64) -> Option<Slot> 
     let mut out = crate::lanes::pool::buffer(n * z);
     if let Src::Lanes(xs, m) = a.src
         && m == n
-        && map_wide(p, Wide::Append(&xs[..n * z], &mut out))
+        && map_wide(p, false, Wide::Append(&xs[..n * z], &mut out))
     {
         return Some(Slot::Real(Dense::new(shape, z, out)));
     }
@@ -171,11 +171,12 @@ enum Wide<'a> {
 /// `f` elementwise for the primitives whose `f` is branch-free
 /// (bat_math's logistic functions on [`bat_math::scalar::branchless`]),
 /// compiled also for AVX2 and AVX-512 so it runs 4 or 8 lanes per
-/// instruction; `false` (nothing written) for other primitives. The
-/// results are the interpreter's at every width: each IEEE operation
-/// rounds the same way in a vector, and Rust never fuses a multiply and
-/// an add.
-fn map_wide(p: Prim, target: Wide) -> bool {
+/// instruction; `false` (nothing written) for other primitives. With
+/// `negate`, `f(-x)`: `p(minus(x))` in one pass (the logistic gradient's
+/// `inv_logit(-η)`). The results are the interpreter's at every width:
+/// each IEEE operation rounds the same way in a vector, negation is
+/// exact, and Rust never fuses a multiply and an add.
+fn map_wide(p: Prim, negate: bool, target: Wide) -> bool {
     // Plain loops, no closures: LLVM then inlines `$f` into each loop
     // and vectorizes it (through a closure it keeps a scalar call).
     macro_rules! run {
@@ -226,11 +227,44 @@ fn map_wide(p: Prim, target: Wide) -> bool {
             true
         }};
     }
-    match p {
-        Prim::InvLogit => wide!(m::inv_logit),
-        Prim::LogInvLogit => wide!(m::log_inv_logit),
+    match (p, negate) {
+        (Prim::InvLogit, false) => wide!(m::inv_logit),
+        (Prim::LogInvLogit, false) => wide!(m::log_inv_logit),
+        (Prim::InvLogit, true) => wide!(neg_inv_logit),
+        (Prim::LogInvLogit, true) => wide!(neg_log_inv_logit),
         _ => false,
     }
+}
+
+#[inline(always)]
+fn neg_inv_logit(x: f64) -> f64 {
+    m::inv_logit(-x)
+}
+
+#[inline(always)]
+fn neg_log_inv_logit(x: f64) -> f64 {
+    m::log_inv_logit(-x)
+}
+
+/// `p(minus(x))` for a dense real `x` in one pass, into `x`'s buffer when
+/// nothing else holds it; `None` when `x` is not dense reals or `p` has
+/// no fused form (the caller then negates and applies `p` separately).
+pub(crate) fn map_negated(p: Prim, x: &mut Arc<Slot>) -> Option<Slot> {
+    if !matches!(p, Prim::InvLogit | Prim::LogInvLogit) {
+        return None;
+    }
+    if let Some(Slot::Real(d)) = Arc::get_mut(x) {
+        let mut d = std::mem::replace(
+            d,
+            Dense::new(Shape::Array(0, Box::new(Shape::Real)), 0, Vec::new()),
+        );
+        map_wide(p, true, Wide::InPlace(&mut d.data));
+        return Some(Slot::Real(d));
+    }
+    let Slot::Real(d) = &**x else { return None };
+    let mut out = crate::lanes::pool::buffer(d.data.len());
+    map_wide(p, true, Wide::Append(&d.data, &mut out));
+    Some(Slot::Real(Dense::new(d.shape.clone(), d.z, out)))
 }
 
 /// An operand's shape with no data (for [`zip_shape`]).
@@ -365,7 +399,7 @@ pub(crate) fn prim_in_place(p: Prim, args: &mut [Arc<Slot>], z: usize) -> Option
         let Slot::Real(d) = d else { return None };
         return unary!(p, f => {
             let mut d = std::mem::replace(d, Dense::new(Shape::Array(0, Box::new(Shape::Real)), 0, Vec::new()));
-            if !map_wide(p, Wide::InPlace(&mut d.data)) {
+            if !map_wide(p, false, Wide::InPlace(&mut d.data)) {
                 d.data.iter_mut().for_each(|x| *x = f(*x));
             }
             Some(Slot::Real(d))
@@ -690,6 +724,39 @@ fn mentions_complex(ty: &Type) -> bool {
 mod tests {
     use super::*;
 
+    /// `map_negated` gives `p(-x)` elementwise, in place for a unique
+    /// slot and into a new buffer (leaving `x` as it was) for a held one,
+    /// and declines what it has no fused form for.
+    #[test]
+    fn negated_maps_in_place_and_copied() {
+        let (z, n) = (5, 3);
+        let xs: Vec<f64> = (0..n * z).map(|i| i as f64 * 7.5 - 50.0).collect();
+        let dense = || Slot::Real(Dense::new(Shape::Vector(n), z, xs.clone()));
+        let reference = [
+            (Prim::InvLogit, m::inv_logit as fn(f64) -> f64),
+            (Prim::LogInvLogit, m::log_inv_logit),
+        ];
+        for (p, f) in reference {
+            let want: Vec<u64> = xs.iter().map(|&x| f(-x).to_bits()).collect();
+            let mut unique = Arc::new(dense());
+            let mut held = Arc::new(dense());
+            let holder = held.clone();
+            for x in [&mut unique, &mut held] {
+                let Some(Slot::Real(d)) = map_negated(p, x) else {
+                    panic!("{p:?}: not mapped")
+                };
+                assert_eq!((&d.shape, d.z), (&Shape::Vector(n), z));
+                let got: Vec<u64> = d.data.iter().map(|y| y.to_bits()).collect();
+                assert_eq!(got, want, "{p:?}");
+            }
+            let Slot::Real(d) = &*holder else { panic!() };
+            assert_eq!(d.data, xs, "{p:?}: a held operand was overwritten");
+        }
+        assert!(map_negated(Prim::Exp, &mut Arc::new(dense())).is_none());
+        let shared = Slot::shared(Value::Vector(xs.clone()));
+        assert!(map_negated(Prim::InvLogit, &mut Arc::new(shared)).is_none());
+    }
+
     /// The wide loops give each element the scalar function's bits (the
     /// interpreter's), at whatever width this CPU runs them, including
     /// the vector remainders and the special values.
@@ -724,17 +791,23 @@ mod tests {
         for (p, f) in scalar {
             for len in [xs.len(), 1, 3, 8, 13] {
                 let src = &xs[xs.len() - len..];
-                let mut in_place = src.to_vec();
-                assert!(map_wide(p, Wide::InPlace(&mut in_place)));
-                let mut appended = vec![];
-                assert!(map_wide(p, Wide::Append(src, &mut appended)));
-                assert_eq!(appended.len(), len);
-                for ((x, a), b) in src.iter().zip(&in_place).zip(&appended) {
-                    assert_eq!(a.to_bits(), f(*x).to_bits(), "{p:?}({x}) in place");
-                    assert_eq!(b.to_bits(), f(*x).to_bits(), "{p:?}({x})");
+                for negate in [false, true] {
+                    // The interpreter's: negate (if fused), then f.
+                    let f = |x: f64| f(if negate { -x } else { x });
+                    let mut in_place = src.to_vec();
+                    assert!(map_wide(p, negate, Wide::InPlace(&mut in_place)));
+                    let mut appended = vec![];
+                    assert!(map_wide(p, negate, Wide::Append(src, &mut appended)));
+                    assert_eq!(appended.len(), len);
+                    for ((x, a), b) in src.iter().zip(&in_place).zip(&appended) {
+                        let want = f(*x).to_bits();
+                        assert_eq!(a.to_bits(), want, "{p:?}({x}, {negate}) in place");
+                        assert_eq!(b.to_bits(), want, "{p:?}({x}, {negate})");
+                    }
                 }
             }
         }
-        assert!(!map_wide(Prim::Exp, Wide::InPlace(&mut xs)));
+        assert!(!map_wide(Prim::Exp, false, Wide::InPlace(&mut xs)));
+        assert!(!map_wide(Prim::Exp, true, Wide::InPlace(&mut xs)));
     }
 }
