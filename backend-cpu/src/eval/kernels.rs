@@ -12,6 +12,7 @@ use language::interp::lane;
 use language::mir::{Expr, Prim};
 use language::types::Type;
 use language::value::Value;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bat_math::scalar as m;
@@ -20,8 +21,10 @@ use bat_math::scalar as m;
 enum Src<'a> {
     /// The same scalar for every element and lane.
     Scalar(f64),
-    /// A shared container: element e is the same for every lane.
-    Elems(Vec<f64>),
+    /// A shared container: element e is the same for every lane. Borrowed
+    /// from vectors and matrices (an N×D data matrix is not copied per
+    /// operation), flattened only for arrays.
+    Elems(Cow<'a, [f64]>),
     /// A dense real slot of `n` elements.
     Lanes(&'a [f64], usize),
 }
@@ -74,8 +77,15 @@ fn operand(slot: &Slot) -> Option<Operand<'_>> {
             }),
             other => {
                 let (shape, _) = crate::lanes::dense_shape(other)?;
+                let elems = match other {
+                    // Stored in Stan's element order already.
+                    Value::Vector(xs) | Value::RowVector(xs) | Value::Matrix { data: xs, .. } => {
+                        Cow::Borrowed(xs.as_slice())
+                    }
+                    _ => Cow::Owned(lane::flat_reals(other)),
+                };
                 Some(Operand {
-                    src: Src::Elems(lane::flat_reals(other)),
+                    src: Src::Elems(elems),
                     shape: Some(shape),
                 })
             }
@@ -137,7 +147,7 @@ fn map1(p: Prim, a: &Operand, z: usize, f: impl Fn(f64) -> f64) -> Option<Slot> 
     let mut out = crate::lanes::pool::buffer(n * z);
     if let Src::Lanes(xs, m) = a.src
         && m == n
-        && map_wide(p, Wide::Append(&xs[..n * z], &mut out))
+        && map_wide(p, false, Wide::Append(&xs[..n * z], &mut out))
     {
         return Some(Slot::Real(Dense::new(shape, z, out)));
     }
@@ -161,11 +171,12 @@ enum Wide<'a> {
 /// `f` elementwise for the primitives whose `f` is branch-free
 /// (bat_math's logistic functions on [`bat_math::scalar::branchless`]),
 /// compiled also for AVX2 and AVX-512 so it runs 4 or 8 lanes per
-/// instruction; `false` (nothing written) for other primitives. The
-/// results are the interpreter's at every width: each IEEE operation
-/// rounds the same way in a vector, and Rust never fuses a multiply and
-/// an add.
-fn map_wide(p: Prim, target: Wide) -> bool {
+/// instruction; `false` (nothing written) for other primitives. With
+/// `negate`, `f(-x)`: `p(minus(x))` in one pass (the logistic gradient's
+/// `inv_logit(-η)`). The results are the interpreter's at every width:
+/// each IEEE operation rounds the same way in a vector, negation is
+/// exact, and Rust never fuses a multiply and an add.
+fn map_wide(p: Prim, negate: bool, target: Wide) -> bool {
     // Plain loops, no closures: LLVM then inlines `$f` into each loop
     // and vectorizes it (through a closure it keeps a scalar call).
     macro_rules! run {
@@ -216,24 +227,56 @@ fn map_wide(p: Prim, target: Wide) -> bool {
             true
         }};
     }
-    match p {
-        Prim::InvLogit => wide!(m::inv_logit),
-        Prim::LogInvLogit => wide!(m::log_inv_logit),
+    match (p, negate) {
+        (Prim::InvLogit, false) => wide!(m::inv_logit),
+        (Prim::LogInvLogit, false) => wide!(m::log_inv_logit),
+        (Prim::InvLogit, true) => wide!(neg_inv_logit),
+        (Prim::LogInvLogit, true) => wide!(neg_log_inv_logit),
         _ => false,
     }
 }
 
+#[inline(always)]
+fn neg_inv_logit(x: f64) -> f64 {
+    m::inv_logit(-x)
+}
+
+#[inline(always)]
+fn neg_log_inv_logit(x: f64) -> f64 {
+    m::log_inv_logit(-x)
+}
+
+/// `p(minus(x))` for a dense real `x` in one pass, into `x`'s buffer when
+/// nothing else holds it; `None` when `x` is not dense reals or `p` has
+/// no fused form (the caller then negates and applies `p` separately).
+pub(crate) fn map_negated(p: Prim, x: &mut Arc<Slot>) -> Option<Slot> {
+    if !matches!(p, Prim::InvLogit | Prim::LogInvLogit) {
+        return None;
+    }
+    if let Some(Slot::Real(d)) = Arc::get_mut(x) {
+        let mut d = std::mem::replace(
+            d,
+            Dense::new(Shape::Array(0, Box::new(Shape::Real)), 0, Vec::new()),
+        );
+        map_wide(p, true, Wide::InPlace(&mut d.data));
+        return Some(Slot::Real(d));
+    }
+    let Slot::Real(d) = &**x else { return None };
+    let mut out = crate::lanes::pool::buffer(d.data.len());
+    map_wide(p, true, Wide::Append(&d.data, &mut out));
+    Some(Slot::Real(Dense::new(d.shape.clone(), d.z, out)))
+}
+
+/// An operand's shape with no data (for [`zip_shape`]).
+fn shape_only(o: &Operand) -> Operand<'static> {
+    Operand {
+        src: Src::Scalar(0.0),
+        shape: o.shape.clone(),
+    }
+}
+
 fn map2(a: &Operand, b: &Operand, z: usize, f: impl Fn(f64, f64) -> f64) -> Option<Slot> {
-    let (shape, n) = zip_shape(&[
-        Operand {
-            src: Src::Scalar(0.0),
-            shape: a.shape.clone(),
-        },
-        Operand {
-            src: Src::Scalar(0.0),
-            shape: b.shape.clone(),
-        },
-    ])?;
+    let (shape, n) = zip_shape(&[shape_only(a), shape_only(b)])?;
     let mut out = crate::lanes::pool::buffer(n * z);
     for e in 0..n {
         match (a.src.col(e, z), b.src.col(e, z)) {
@@ -249,13 +292,7 @@ fn map2(a: &Operand, b: &Operand, z: usize, f: impl Fn(f64, f64) -> f64) -> Opti
 }
 
 fn map3(ops: &[Operand; 3], z: usize, f: impl Fn(f64, f64, f64) -> f64) -> Option<Slot> {
-    let shapes: Vec<Operand> = ops
-        .iter()
-        .map(|o| Operand {
-            src: Src::Scalar(0.0),
-            shape: o.shape.clone(),
-        })
-        .collect();
+    let shapes: Vec<Operand> = ops.iter().map(shape_only).collect();
     let (shape, n) = zip_shape(&shapes)?;
     let mut out = crate::lanes::pool::buffer(n * z);
     for e in 0..n {
@@ -362,39 +399,48 @@ pub(crate) fn prim_in_place(p: Prim, args: &mut [Arc<Slot>], z: usize) -> Option
         let Slot::Real(d) = d else { return None };
         return unary!(p, f => {
             let mut d = std::mem::replace(d, Dense::new(Shape::Array(0, Box::new(Shape::Real)), 0, Vec::new()));
-            if !map_wide(p, Wide::InPlace(&mut d.data)) {
+            if !map_wide(p, false, Wide::InPlace(&mut d.data)) {
                 d.data.iter_mut().for_each(|x| *x = f(*x));
             }
             Some(Slot::Real(d))
         });
     }
-    if args.len() != 2 {
+    // A cheap test first: operands of other primitives are not built.
+    binary!(p, _f => Some(()))?;
+    // One operand() per argument: the result's shape comes from both, and
+    // the one not reused is read through its operand below.
+    let [a, b] = args else { return None };
+    let (op_a, op_b) = (operand(a)?, operand(b)?);
+    // Shape stand-ins: an array of the operands would tie both borrows
+    // to one lifetime and keep the reused one borrowed.
+    let shapes = [shape_only(&op_a), shape_only(&op_b)];
+    if !elementwise_applies(p, &shapes) {
         return None;
     }
+    let (result_shape, _) = zip_shape(&shapes)?;
     // Reuse the operand that has the result's shape and is unique.
-    let (result_shape, _) = {
-        let ops: Vec<Operand> = args.iter().map(|a| operand(a)).collect::<Option<_>>()?;
-        if !elementwise_applies(p, &ops) {
-            return None;
-        }
-        binary!(p, _f => Some(()))?;
-        zip_shape(&ops)?
+    let reusable = |s: &Arc<Slot>| {
+        matches!(&**s, Slot::Real(d) if d.shape == result_shape)
+            && Arc::strong_count(s) == 1
+            && Arc::weak_count(s) == 0
     };
-    let k = (0..2).find(|&k| {
-        matches!(&*args[k], Slot::Real(d) if d.shape == result_shape)
-            && Arc::strong_count(&args[k]) == 1
-            && Arc::weak_count(&args[k]) == 0
-    })?;
-    let (left, right) = args.split_at_mut(1);
-    let (mine, other) = if k == 0 {
-        (&mut left[0], &right[0])
+    let k = if reusable(a) {
+        0
+    } else if reusable(b) {
+        1
     } else {
-        (&mut right[0], &left[0])
+        return None;
+    };
+    let (mine, other) = if k == 0 {
+        drop(op_a);
+        (a, op_b)
+    } else {
+        drop(op_b);
+        (b, op_a)
     };
     let Some(Slot::Real(d)) = Arc::get_mut(mine) else {
         return None;
     };
-    let other = operand(other)?;
     let n = d.elements();
     binary!(p, f => {
         for e in 0..n {
@@ -678,6 +724,39 @@ fn mentions_complex(ty: &Type) -> bool {
 mod tests {
     use super::*;
 
+    /// `map_negated` gives `p(-x)` elementwise, in place for a unique
+    /// slot and into a new buffer (leaving `x` as it was) for a held one,
+    /// and declines what it has no fused form for.
+    #[test]
+    fn negated_maps_in_place_and_copied() {
+        let (z, n) = (5, 3);
+        let xs: Vec<f64> = (0..n * z).map(|i| i as f64 * 7.5 - 50.0).collect();
+        let dense = || Slot::Real(Dense::new(Shape::Vector(n), z, xs.clone()));
+        let reference = [
+            (Prim::InvLogit, m::inv_logit as fn(f64) -> f64),
+            (Prim::LogInvLogit, m::log_inv_logit),
+        ];
+        for (p, f) in reference {
+            let want: Vec<u64> = xs.iter().map(|&x| f(-x).to_bits()).collect();
+            let mut unique = Arc::new(dense());
+            let mut held = Arc::new(dense());
+            let holder = held.clone();
+            for x in [&mut unique, &mut held] {
+                let Some(Slot::Real(d)) = map_negated(p, x) else {
+                    panic!("{p:?}: not mapped")
+                };
+                assert_eq!((&d.shape, d.z), (&Shape::Vector(n), z));
+                let got: Vec<u64> = d.data.iter().map(|y| y.to_bits()).collect();
+                assert_eq!(got, want, "{p:?}");
+            }
+            let Slot::Real(d) = &*holder else { panic!() };
+            assert_eq!(d.data, xs, "{p:?}: a held operand was overwritten");
+        }
+        assert!(map_negated(Prim::Exp, &mut Arc::new(dense())).is_none());
+        let shared = Slot::shared(Value::Vector(xs.clone()));
+        assert!(map_negated(Prim::InvLogit, &mut Arc::new(shared)).is_none());
+    }
+
     /// The wide loops give each element the scalar function's bits (the
     /// interpreter's), at whatever width this CPU runs them, including
     /// the vector remainders and the special values.
@@ -712,17 +791,23 @@ mod tests {
         for (p, f) in scalar {
             for len in [xs.len(), 1, 3, 8, 13] {
                 let src = &xs[xs.len() - len..];
-                let mut in_place = src.to_vec();
-                assert!(map_wide(p, Wide::InPlace(&mut in_place)));
-                let mut appended = vec![];
-                assert!(map_wide(p, Wide::Append(src, &mut appended)));
-                assert_eq!(appended.len(), len);
-                for ((x, a), b) in src.iter().zip(&in_place).zip(&appended) {
-                    assert_eq!(a.to_bits(), f(*x).to_bits(), "{p:?}({x}) in place");
-                    assert_eq!(b.to_bits(), f(*x).to_bits(), "{p:?}({x})");
+                for negate in [false, true] {
+                    // The interpreter's: negate (if fused), then f.
+                    let f = |x: f64| f(if negate { -x } else { x });
+                    let mut in_place = src.to_vec();
+                    assert!(map_wide(p, negate, Wide::InPlace(&mut in_place)));
+                    let mut appended = vec![];
+                    assert!(map_wide(p, negate, Wide::Append(src, &mut appended)));
+                    assert_eq!(appended.len(), len);
+                    for ((x, a), b) in src.iter().zip(&in_place).zip(&appended) {
+                        let want = f(*x).to_bits();
+                        assert_eq!(a.to_bits(), want, "{p:?}({x}, {negate}) in place");
+                        assert_eq!(b.to_bits(), want, "{p:?}({x}, {negate})");
+                    }
                 }
             }
         }
-        assert!(!map_wide(Prim::Exp, Wide::InPlace(&mut xs)));
+        assert!(!map_wide(Prim::Exp, false, Wide::InPlace(&mut xs)));
+        assert!(!map_wide(Prim::Exp, true, Wide::InPlace(&mut xs)));
     }
 }

@@ -178,7 +178,20 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
         });
         return Ok(Arc::new(apply(p, &[&xt, &v], st, active, e)));
     }
-    let mut args = eval_all(args, st, active)?;
+    let mut args = match args {
+        // `inv_logit(-x)`: one pass over x (no temporary for -x).
+        [arg] if matches!(p, Prim::InvLogit | Prim::LogInvLogit) => match &arg.kind {
+            ExprKind::Prim(Prim::Neg, inner) if inner.len() == 1 => {
+                let mut x = eval(&inner[0], st, active)?;
+                if let Some(slot) = kernels::map_negated(p, &mut x) {
+                    return Ok(Arc::new(slot));
+                }
+                vec![Arc::new(apply(Prim::Neg, &[&x], st, active, arg))]
+            }
+            _ => eval_all(args, st, active)?,
+        },
+        _ => eval_all(args, st, active)?,
+    };
     if let Some(slot) = shape_query(p, &args, st, active, e) {
         return Ok(slot);
     }
