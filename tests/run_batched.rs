@@ -53,14 +53,14 @@ fn settings(warmup: usize, samples: usize) -> Settings {
     }
 }
 
-/// Every event of every chain, in order, debug-printed (NaN-safe equality).
-fn events(
+/// The messages `executor` sends for `chains`, as sent (not flattened).
+fn messages(
     executor: &dyn SamplerExecutor,
     model: &Model,
     grad: &GradProgram,
     settings: &Settings,
     chains: &[usize],
-) -> BTreeMap<usize, Vec<String>> {
+) -> Vec<Event> {
     let job = ChainJob {
         model,
         grad,
@@ -70,8 +70,22 @@ fn events(
     let stop = AtomicBool::new(false);
     executor.run(&job, chains, &tx, &stop);
     drop(tx);
+    rx.into_iter().collect()
+}
+
+/// Every event of every chain, in order, debug-printed (NaN-safe equality).
+fn events(
+    executor: &dyn SamplerExecutor,
+    model: &Model,
+    grad: &GradProgram,
+    settings: &Settings,
+    chains: &[usize],
+) -> BTreeMap<usize, Vec<String>> {
     let mut out: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    for event in rx.into_iter().flat_map(Event::flatten) {
+    for event in messages(executor, model, grad, settings, chains)
+        .into_iter()
+        .flat_map(Event::flatten)
+    {
         let chain = match &event {
             Event::Iteration { chain, .. }
             | Event::Adaptation { chain, .. }
@@ -132,17 +146,15 @@ fn emits_of_a_batch_are_one_message() {
     let (model, grad) = eight_schools();
     let s = settings(10, 10);
     let chains: Vec<usize> = (0..8).collect();
-    let job = ChainJob {
-        model: &model,
-        grad: &grad,
-        settings: &s,
-    };
-    let (tx, rx) = mpsc::channel();
-    let stop = AtomicBool::new(false);
-    batched(Batching::ProgramCounter, 1).run(&job, &chains, &tx, &stop);
-    drop(tx);
+    let sent = messages(
+        &batched(Batching::ProgramCounter, 1),
+        &model,
+        &grad,
+        &s,
+        &chains,
+    );
     let (mut messages, mut iterations, mut many) = (0, 0, 0);
-    for event in rx {
+    for event in sent {
         messages += 1;
         let events = match event {
             Event::Many(events) => {
@@ -314,22 +326,20 @@ fn sixty_four_batched_chains_recover_the_reference_posterior() {
     let mut s = settings(300, 100);
     s.save_warmup = false;
     let chains: Vec<usize> = (0..64).collect();
-    let job = ChainJob {
-        model: &model,
-        grad: &grad,
-        settings: &s,
-    };
-    let (tx, rx) = mpsc::channel();
-    let stop = AtomicBool::new(false);
-    batched(Batching::ProgramCounter, 2).run(&job, &chains, &tx, &stop);
-    drop(tx);
+    let sent = messages(
+        &batched(Batching::ProgramCounter, 2),
+        &model,
+        &grad,
+        &s,
+        &chains,
+    );
     // Per chain, the means of each quantity (for Monte-Carlo errors from
     // chain means) and all draws (for the sd).
     let mut draws: BTreeMap<String, Vec<Vec<f64>>> = BTreeMap::new();
     let mut finished = 0;
     let mut gradient_evaluations = 0;
     let mut batches = bat::sampler::BatchTotals::default();
-    for event in rx.into_iter().flat_map(Event::flatten) {
+    for event in sent.into_iter().flat_map(Event::flatten) {
         match event {
             Event::Batches(totals) => batches.add(totals),
             Event::Iteration { chain, record } => {
