@@ -36,7 +36,6 @@ mod values;
 pub use error::{ErrorKind, RuntimeError};
 pub use exec::MAX_CALL_DEPTH;
 pub use frame::GradFrame;
-pub use ode::interpret_ode_systems;
 pub use pc_exec::SharedTrace;
 pub use rng::{Rng, philox4x32};
 

@@ -239,17 +239,26 @@ struct System<'p, 'c, 'v> {
     jp: Vec<f64>,
 }
 
+#[cfg(test)]
 thread_local! {
     static INTERPRETED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Run ODE system functions in the interpreter even when they compile to a
-/// tape (on this thread; for tests comparing the two). Forgets the
+/// tape (on this thread; for the tests comparing the two). Forgets the
 /// thread's remembered solves.
-#[doc(hidden)]
-pub fn interpret_ode_systems(on: bool) {
+#[cfg(test)]
+fn interpret_ode_systems(on: bool) {
     INTERPRETED.with(|i| i.set(on));
     memo::clear();
+}
+
+/// Whether the tests asked for the interpreter (never outside tests).
+fn interpreted() -> bool {
+    #[cfg(test)]
+    return INTERPRETED.with(|i| i.get());
+    #[cfg(not(test))]
+    false
 }
 
 impl<'p, 'c, 'v> System<'p, 'c, 'v> {
@@ -280,7 +289,7 @@ impl<'p, 'c, 'v> System<'p, 'c, 'v> {
             None => {}
         }
         let n = coupled.states;
-        let tape = if INTERPRETED.with(|i| i.get()) {
+        let tape = if interpreted() {
             None
         } else {
             Tape::compile(
@@ -568,6 +577,7 @@ mod memo {
         })
     }
 
+    #[cfg(test)]
     pub(super) fn clear() {
         RECENT.with(|r| r.borrow_mut().clear());
     }
