@@ -202,3 +202,42 @@ fn wide_batches_match_the_interpreter() {
         check(name, &model, &data, &[1, 64]).unwrap();
     }
 }
+
+/// A lane whose θ has the wrong length fails with a message naming both
+/// lengths; the other lanes of its batch are the interpreter's. The column
+/// API refuses a θ of the wrong size as a whole.
+#[test]
+fn a_lane_with_the_wrong_number_of_parameters_fails_alone() {
+    let source = "parameters { real a; real b; }\nmodel { a ~ normal(0, 1); b ~ normal(a, 2); }\n";
+    let program = match language::compile_model(source, "two") {
+        (Some(p), _) => p,
+        (None, ds) => panic!("does not compile: {}", ds[0].message),
+    };
+    let data = DataFile::parse("{}").unwrap();
+    let g = language::ad::gradient(&program).unwrap();
+    let cfg = language::batch::lower_gradient(&g).unwrap();
+    let thetas = vec![vec![0.3, -0.2], vec![1.0], vec![-0.7, 0.4]];
+    for (config, _) in configs() {
+        let model = Model::new(&program, &data).unwrap();
+        let batched = BatchedModel::new(cfg.clone(), model, config.clone()).unwrap();
+        let got = batched.log_density_gradient(&thetas, true).unwrap();
+        let err = got[1].as_ref().unwrap_err();
+        assert!(
+            err.message
+                .contains("expected 2 unconstrained parameters, found 1"),
+            "{config:?}: {}",
+            err.message
+        );
+        for l in [0, 2] {
+            let (lp, grad) = got[l].as_ref().unwrap();
+            let (lp0, grad0) = batched
+                .model()
+                .log_density_gradient(&g, &thetas[l], true)
+                .unwrap();
+            assert_eq!(lp.to_bits(), lp0.to_bits(), "{config:?} lane {l}");
+            assert_eq!(grad, &grad0, "{config:?} lane {l}");
+        }
+        let wrong = batched.log_density_gradient_columns(&[0.0; 5], 3, true);
+        assert!(wrong.is_err(), "{config:?}: 5 values for 3 lanes of 2");
+    }
+}

@@ -153,29 +153,23 @@ impl BatchedModel {
         self.split(thetas.len(), |range| {
             let chunk = &thetas[range];
             let z = chunk.len();
-            let mut st = self.state(z);
-            st.jacobian = jacobian;
             // Straight to `[coordinate][lane]`, a short θ padded with zeros
-            // (its lane fails below), without a padded copy per lane.
+            // (its lane fails), without a padded copy per lane.
             let mut columns = vec![0.0; n * z];
             for (l, t) in chunk.iter().enumerate() {
                 for (k, &x) in t.iter().take(n).enumerate() {
                     columns[k * z + l] = x;
                 }
             }
-            st.set_gradient_columns(
-                self.model.params(),
-                self.program.num_ad_stacks as usize,
-                columns,
-            );
-            for (l, t) in chunk.iter().enumerate() {
-                if t.len() != n {
+            let short = chunk
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.len() != n)
+                .map(|(l, t)| {
                     let msg = format!("expected {n} unconstrained parameters, found {}", t.len());
-                    st.fail(l, RuntimeError::fatal(msg));
-                }
-            }
-            let all = st.running(&Lanes::all(z));
-            self.invoke(entry, &mut st, &all, &mut NoHost)?;
+                    (l, RuntimeError::fatal(msg))
+                });
+            let st = self.run_gradient(entry, columns, z, jacobian, short)?;
             Ok((0..z)
                 .map(|l| match &st.status[l] {
                     LaneStatus::Failed(e) => Err(e.clone()),
@@ -208,19 +202,11 @@ impl BatchedModel {
         }
         let chunks = self.split(z, |range| {
             let zc = range.len();
-            let mut st = self.state(zc);
-            st.jacobian = jacobian;
             let mut columns = Vec::with_capacity(n * zc);
             for k in 0..n {
                 columns.extend_from_slice(&theta[k * z + range.start..k * z + range.end]);
             }
-            st.set_gradient_columns(
-                self.model.params(),
-                self.program.num_ad_stacks as usize,
-                columns,
-            );
-            let all = st.running(&Lanes::all(zc));
-            self.invoke(entry, &mut st, &all, &mut NoHost)?;
+            let mut st = self.run_gradient(entry, columns, zc, jacobian, std::iter::empty())?;
             let errors: Vec<Option<RuntimeError>> = st
                 .status
                 .iter()
@@ -466,6 +452,32 @@ impl BatchedModel {
             }
             None => super::local::run(&self.program, f, st, lanes, &self.config, host),
         }
+    }
+
+    /// Runs the gradient entry for `z` lanes at θ given as
+    /// `[coordinate][lane]` `columns`, the lanes in `failed` failed before
+    /// they start; the final state.
+    fn run_gradient(
+        &self,
+        entry: FunId,
+        columns: Vec<f64>,
+        z: usize,
+        jacobian: bool,
+        failed: impl Iterator<Item = (usize, RuntimeError)>,
+    ) -> Result<State<'_>> {
+        let mut st = self.state(z);
+        st.jacobian = jacobian;
+        st.set_gradient_columns(
+            self.model.params(),
+            self.program.num_ad_stacks as usize,
+            columns,
+        );
+        for (l, e) in failed {
+            st.fail(l, e);
+        }
+        let all = st.running(&Lanes::all(z));
+        self.invoke(entry, &mut st, &all, &mut NoHost)?;
+        Ok(st)
     }
 
     fn state(&self, z: usize) -> State<'_> {
