@@ -22,6 +22,33 @@ pub struct Options<'a> {
     pub color: bool,
 }
 
+/// The inits the batches cycle through: uniform(−2, 2) per coordinate, each
+/// lane of each set from its own stream, as `[coordinate][lane]` columns
+/// (the layout the sampler hands its gradient batches in). Repeating one
+/// point would time ODE solves remembered from the previous batch (see
+/// [`language::interp::ODE_MEMO_CAPACITY`]) instead of real ones, so the
+/// cycle holds more points per thread than a thread remembers.
+fn init_sets(n: usize, chains: usize, threads: usize) -> Vec<Vec<f64>> {
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let per_thread = chains.div_ceil(threads).max(1);
+    let count = (2 * language::interp::ODE_MEMO_CAPACITY / per_thread + 1).max(2);
+    (0..count)
+        .map(|set| {
+            let mut columns = vec![0.0; n * chains];
+            for lane in 0..chains {
+                let mut rng = Rng::new(20261122, lane as u32, set as u64);
+                for k in 0..n {
+                    columns[k * chains + lane] = 4.0 * rng.uniform() - 2.0;
+                }
+            }
+            columns
+        })
+        .collect()
+}
+
 /// One measurement.
 struct Row {
     chains: usize,
@@ -29,7 +56,8 @@ struct Row {
     threads: usize,
     batches: usize,
     seconds: f64,
-    /// Lanes whose evaluation failed at their init (e.g. a domain error).
+    /// Lanes whose evaluation failed at the first set of inits (e.g. a
+    /// domain error).
     failed_lanes: usize,
 }
 
@@ -75,29 +103,20 @@ fn measure(opts: &Options) -> Result<Vec<Row>, Reported> {
         })?;
         let n = batched.model().num_unconstrained();
         for &chains in opts.chains {
-            let thetas: Vec<Vec<f64>> = (0..chains)
-                .map(|l| {
-                    let mut rng = Rng::new(20261122, l as u32, 0);
-                    (0..n).map(|_| 4.0 * rng.uniform() - 2.0).collect()
-                })
-                .collect();
-            // θ as `[coordinate][lane]` columns, the layout the sampler
-            // hands its gradient batches in (no vector per lane).
-            let mut columns = vec![0.0; n * chains];
-            for (l, t) in thetas.iter().enumerate() {
-                for (k, &x) in t.iter().enumerate() {
-                    columns[k * chains + l] = x;
-                }
-            }
-            let evaluate = || {
+            let sets = init_sets(n, chains, opts.threads);
+            let mut next = 0;
+            let mut evaluate = || {
+                let columns = &sets[next];
+                next = (next + 1) % sets.len();
                 batched
-                    .log_density_gradient_columns(&columns, chains, true)
+                    .log_density_gradient_columns(columns, chains, true)
                     .map_err(|e| {
                         eprintln!("error: {}: {e}", compiled.file.name);
                         Reported
                     })
             };
-            // One untimed evaluation (allocations, thread start-up).
+            // One untimed evaluation (allocations, thread start-up); its
+            // failures are the ones reported.
             let first = evaluate()?;
             let failed_lanes = first.errors.iter().filter(|e| e.is_some()).count();
             let budget = Duration::from_secs_f64(opts.seconds.max(0.0));
@@ -161,4 +180,49 @@ fn table(file: &Path, rows: &[Row]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::init_sets;
+
+    /// Every lane of every set is its own point, and each thread meets more
+    /// points per cycle than it remembers ODE solutions: no timed batch can
+    /// be answered from the memo.
+    #[test]
+    fn init_sets_cycle_through_more_points_than_a_thread_remembers() {
+        let capacity = language::interp::ODE_MEMO_CAPACITY;
+        for (chains, threads) in [(1, 1), (4, 1), (4, 2), (16, 2), (17, 2), (1024, 1), (3, 0)] {
+            let n = 3;
+            let sets = init_sets(n, chains, threads);
+            assert!(sets.len() >= 2);
+            let threads = if threads == 0 { 1 } else { threads };
+            let per_thread = chains / threads;
+            assert!(
+                sets.len() * per_thread.max(1) > capacity,
+                "{chains} chains on {threads} threads: {} sets",
+                sets.len()
+            );
+            let mut points: Vec<Vec<u64>> = Vec::new();
+            for columns in &sets {
+                assert_eq!(columns.len(), n * chains);
+                for lane in 0..chains {
+                    let point: Vec<u64> = (0..n)
+                        .map(|k| columns[k * chains + lane].to_bits())
+                        .collect();
+                    assert!(
+                        point
+                            .iter()
+                            .all(|&b| (-2.0..=2.0).contains(&f64::from_bits(b))),
+                        "{point:?}"
+                    );
+                    points.push(point);
+                }
+            }
+            let total = points.len();
+            points.sort();
+            points.dedup();
+            assert_eq!(points.len(), total, "repeated points");
+        }
+    }
 }

@@ -36,6 +36,7 @@ mod values;
 pub use error::{ErrorKind, RuntimeError};
 pub use exec::MAX_CALL_DEPTH;
 pub use frame::GradFrame;
+pub use ode::MEMO_CAPACITY as ODE_MEMO_CAPACITY;
 pub use pc_exec::SharedTrace;
 pub use rng::{Rng, philox4x32};
 

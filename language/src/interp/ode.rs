@@ -501,6 +501,12 @@ fn adjoints(
 #[cfg(test)]
 mod tape_tests;
 
+/// How many ODE solutions each thread remembers (the most recent ones, by
+/// the solve's inputs): the gradient after a log density at the same point
+/// reuses the forward solve. A benchmark that repeats points must cycle
+/// through more than this many per thread to time real solves.
+pub const MEMO_CAPACITY: usize = memo::CAPACITY;
+
 /// The sensitivities a gradient program's reverse sweep needs are those its
 /// forward sweep just computed: the solve of the reverse-mode node is the
 /// same deterministic computation on the same inputs. A few recent forward
@@ -515,7 +521,7 @@ mod memo {
     use std::rc::Rc;
 
     /// Solves remembered per thread.
-    const CAPACITY: usize = 16;
+    pub(crate) const CAPACITY: usize = 16;
 
     /// Everything a solve's result depends on: the solver and its inputs'
     /// values, and the code of the system and of its reverse function.
