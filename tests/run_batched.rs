@@ -254,6 +254,72 @@ fn chains_queued_for_fewer_lanes_equal_the_interpreter_chains() {
     }
 }
 
+/// A model whose draws have transformed parameters and generated
+/// quantities with random draws (real and int), and a rare `reject` in
+/// generated quantities that ends its chain.
+fn generated() -> (Model, GradProgram) {
+    let source = "data { int N; vector[N] y; }\n\
+                  parameters { real mu; real<lower=0> sigma; }\n\
+                  transformed parameters { real s2 = square(sigma); }\n\
+                  model {\n  mu ~ normal(0, 5);\n  sigma ~ exponential(1);\n  \
+                  y ~ normal(mu, sigma);\n}\n\
+                  generated quantities {\n  \
+                  array[N] real y_rep = normal_rng(mu + y, sigma);\n  \
+                  int k = poisson_rng(3);\n  \
+                  real m = mean(y_rep) + k;\n  \
+                  if (uniform_rng(0, 1) < 0.03) reject(\"rare draw \", m);\n}\n";
+    let (program, diagnostics) = language::compile_model(source, "generated");
+    let program = program.unwrap_or_else(|| panic!("{diagnostics:?}"));
+    let grad = language::ad::gradient(&program).unwrap();
+    let data = DataFile::parse(r#"{"N": 5, "y": [0.3, -1.2, 2.5, 0.8, 1.1]}"#).unwrap();
+    (Model::new(&program, &data).unwrap(), grad)
+}
+
+/// The draws' values of all lanes at an `emit_draw` are computed together
+/// by the batched generated-quantities program: each chain's values,
+/// random draws and `reject` (some chains end with it) are still the
+/// interpreter's, with thinning and with or without warmup draws.
+#[test]
+fn batched_draws_values_equal_the_interpreters() {
+    let (model, grad) = generated();
+    let chains: Vec<usize> = (0..9).collect();
+    for save_warmup in [true, false] {
+        let s = Settings {
+            thin: 3,
+            save_warmup,
+            ..settings(40, 40)
+        };
+        let truth = events(
+            &InterpreterExecutor { threads: 1 },
+            &model,
+            &grad,
+            &s,
+            &chains,
+        );
+        let rejected = truth
+            .values()
+            .filter(|evs| evs.last().unwrap().contains("rare draw"))
+            .count();
+        assert!(
+            (1..chains.len()).contains(&rejected),
+            "some chains but not all end with the reject: {rejected}"
+        );
+        for (batching, threads) in [
+            (Batching::ProgramCounter, 1),
+            (Batching::ProgramCounter, 2),
+            (Batching::Local, 1),
+        ] {
+            let ours = events(&batched(batching, threads), &model, &grad, &s, &chains);
+            for chain in &chains {
+                assert_eq!(
+                    ours[chain], truth[chain],
+                    "chain {chain}, {batching:?}, {threads} threads, save_warmup {save_warmup}"
+                );
+            }
+        }
+    }
+}
+
 /// Linear regression: the gradient multiplies a data matrix by every
 /// lane's vector in one lane-parallel product (backend-cpu's GEMM path).
 fn regression() -> (Model, GradProgram) {

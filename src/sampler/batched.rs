@@ -15,7 +15,7 @@
 
 use super::executor::{chain_error, chain_start, emitter};
 use super::gradients::{CpuGradients, GradientBatch};
-use super::host::{ChainHost, Emitter, INTERRUPTED};
+use super::host::{ChainHost, DrawCall, Emitter, INTERRUPTED};
 use super::program::{CHAIN_FUNCTION, nuts_program};
 use super::{BatchTotals, ChainJob, ChainTotals, Event, SamplerExecutor};
 use backend_cpu::exec::{BatchAnswer, BatchHost, BatchedModel, Batching, ExecConfig, LaneResult};
@@ -78,6 +78,7 @@ impl BatchedExecutor {
             emitter: emitter(job, stop),
             chains,
             events,
+            draws: self.draws_model(job),
         };
         let results = self.run_lanes(job, &hosts, starts, &emits, &counters, gradients);
         let _ = events.send(Event::Batches(counters.totals()));
@@ -119,6 +120,23 @@ impl BatchedExecutor {
             choice: std::sync::Arc::new(backend_cpu::exec::FurthestFromBarrier),
             ..ExecConfig::default()
         }
+    }
+
+    /// The model's transformed parameters and generated quantities as a
+    /// batched program, run for all kept draws of an `emit_draw` call at
+    /// once (one thread: each sub-batch's host runs it for its own lanes).
+    /// `None` if they do not lower to the batching IR; the interpreter
+    /// then computes each draw, with the same values (a slower path, not
+    /// a different result: both give the interpreter's bits).
+    fn draws_model(&self, job: &ChainJob<'_>) -> Option<BatchedModel> {
+        let cfg = language::batch::lower_generated_quantities(job.model.program()).ok()?;
+        let config = ExecConfig {
+            batching: self.batching,
+            threads: 1,
+            gemm: self.gemm,
+            ..ExecConfig::default()
+        };
+        BatchedModel::new(cfg, job.model.clone(), config).ok()
     }
 
     /// Every chain's outcome (lane by lane), or why the batch could not run.
@@ -220,6 +238,9 @@ struct Emits<'a> {
     emitter: Emitter<'a>,
     chains: &'a [usize],
     events: &'a Sender<Event>,
+    /// Transformed parameters and generated quantities, batched (see
+    /// [`BatchedExecutor::draws_model`]).
+    draws: Option<BatchedModel>,
 }
 
 /// The host of one sub-batch: lane `i` runs chain `lane_chain[i]` (an
@@ -258,15 +279,19 @@ impl<'m> SamplerHost<'_, 'm> {
         args: &[Arc<Slot>],
     ) -> Vec<LaneResult<Option<Value>>> {
         let mut batch = Vec::with_capacity(lanes.len());
-        let results = lanes
-            .iter()
-            .map(|l| {
-                let values = args.iter().map(|a| a.lane_value(l)).collect();
-                let chain = self.emits.chains[self.chain(l)];
-                batch.push(self.emits.emitter.event(name, chain, values)?);
-                Ok(None)
-            })
-            .collect();
+        let results = if name == "emit_draw" {
+            self.emit_draws(lanes, args, &mut batch)
+        } else {
+            lanes
+                .iter()
+                .map(|l| {
+                    let values = args.iter().map(|a| a.lane_value(l)).collect();
+                    let chain = self.emits.chains[self.chain(l)];
+                    batch.push(self.emits.emitter.event(name, chain, values)?);
+                    Ok(None)
+                })
+                .collect()
+        };
         // A closed channel means the driver has stopped listening.
         let _ = match batch.len() {
             0 => Ok(()),
@@ -274,6 +299,81 @@ impl<'m> SamplerHost<'_, 'm> {
             _ => self.events.send(Event::Many(batch)),
         };
         results
+    }
+
+    /// `emit_draw` for all `lanes`: each lane's event pushed to `batch`
+    /// in lane order, the values of all kept draws computed together by
+    /// the batched draws program (lane by lane the interpreter's, as
+    /// [`Emitter::draw`] would compute them).
+    fn emit_draws(
+        &self,
+        lanes: &Lanes,
+        args: &[Arc<Slot>],
+        batch: &mut Vec<Event>,
+    ) -> Vec<LaneResult<Option<Value>>> {
+        let emitter = &self.emits.emitter;
+        let mut calls: Vec<(usize, LaneResult<DrawCall>)> = lanes
+            .iter()
+            .map(|l| {
+                let values = args.iter().map(|a| a.lane_value(l)).collect();
+                let chain = self.emits.chains[self.chain(l)];
+                (chain, emitter.read_draw(values))
+            })
+            .collect();
+        let kept: Vec<usize> = (0..calls.len())
+            .filter(|&i| matches!(&calls[i].1, Ok(call) if call.kept))
+            .collect();
+        let mut values: Vec<Option<LaneResult<Vec<(String, Value)>>>> = vec![None; calls.len()];
+        let rngs: Vec<_> = kept
+            .iter()
+            .map(|&i| match &calls[i] {
+                (chain, Ok(call)) => emitter.draw_rng(*chain, call),
+                _ => unreachable!("kept calls were read"),
+            })
+            .collect();
+        match &self.emits.draws {
+            Some(model) if !kept.is_empty() => {
+                let thetas: Vec<Vec<f64>> = kept
+                    .iter()
+                    .map(|&i| match &mut calls[i].1 {
+                        Ok(call) => std::mem::take(&mut call.theta),
+                        Err(_) => unreachable!("kept calls were read"),
+                    })
+                    .collect();
+                match model.generated_quantities(&thetas, &rngs) {
+                    Ok(draws) => {
+                        for (&i, draw) in kept.iter().zip(draws) {
+                            values[i] = Some(draw.map(|d| d.values));
+                        }
+                    }
+                    Err(e) => {
+                        let error = RuntimeError::fatal(format!(
+                            "internal error: the batched generated quantities: {e}"
+                        ));
+                        for &i in &kept {
+                            values[i] = Some(Err(error.clone()));
+                        }
+                    }
+                }
+            }
+            _ => {
+                for (&i, rng) in kept.iter().zip(rngs) {
+                    if let Ok(call) = &calls[i].1 {
+                        let draw = emitter.model.generated_quantities(&call.theta, rng);
+                        values[i] = Some(draw.map(|d| d.values));
+                    }
+                }
+            }
+        }
+        calls
+            .into_iter()
+            .zip(values)
+            .map(|((chain, call), values)| {
+                let call = call?;
+                batch.push(call.event(chain, values.transpose()?));
+                Ok(None)
+            })
+            .collect()
     }
 
     /// One batched evaluation for all `lanes`, each answered as its

@@ -26,6 +26,33 @@ pub struct Emitter<'a> {
     pub stop: &'a AtomicBool,
 }
 
+/// One `emit_draw` call: the iteration, its statistics and unconstrained
+/// point, and whether its draw is kept.
+pub struct DrawCall {
+    pub iteration: usize,
+    /// The unconstrained point of the draw.
+    pub theta: Vec<f64>,
+    pub warmup: bool,
+    /// Whether the draw's values are written (thinning, `--save-warmup`).
+    pub kept: bool,
+    pub stats: SampleStats,
+}
+
+impl DrawCall {
+    /// Chain `chain`'s event for this call, with the draw's `values` (by
+    /// name, in declaration order) if it is kept.
+    pub fn event(self, chain: usize, values: Option<Vec<(String, Value)>>) -> Event {
+        Event::Iteration {
+            chain,
+            record: DrawRecord {
+                warmup: self.warmup,
+                values,
+                stats: self.stats,
+            },
+        }
+    }
+}
+
 /// Answers one chain's external calls.
 pub struct ChainHost<'a> {
     pub emitter: Emitter<'a>,
@@ -107,8 +134,23 @@ impl Emitter<'_> {
     }
 
     /// Chain `chain`'s `emit_draw(args)`: the iteration's event, with the
-    /// draw's values if the iteration is kept.
+    /// draw's values (by the interpreter) if the iteration is kept.
     pub fn draw(&self, chain: usize, args: Vec<Value>) -> Result<Event, RuntimeError> {
+        let call = self.read_draw(args)?;
+        let values = if call.kept {
+            let draw = self
+                .model
+                .generated_quantities(&call.theta, self.draw_rng(chain, &call))?;
+            Some(draw.values)
+        } else {
+            None
+        };
+        Ok(call.event(chain, values))
+    }
+
+    /// The arguments of an `emit_draw` call (an error once the run is
+    /// stopped, which ends the chain).
+    pub fn read_draw(&self, args: Vec<Value>) -> Result<DrawCall, RuntimeError> {
         if self.stop.load(Ordering::Relaxed) {
             return Err(RuntimeError::fatal(INTERRUPTED));
         }
@@ -133,18 +175,11 @@ impl Emitter<'_> {
         } else {
             iteration - 1 - self.num_warmup
         };
-        let kept = (!warmup || self.save_warmup) && index.is_multiple_of(self.thin);
-        let values = if kept {
-            // Generated quantities draw from their own stream per iteration;
-            // stream 0 of the chain is the sampler's.
-            let rng = Rng::new(self.seed, chain as u32, iteration as u64);
-            Some(self.model.generated_quantities(&theta, rng)?.values)
-        } else {
-            None
-        };
-        let record = DrawRecord {
+        Ok(DrawCall {
+            iteration,
+            theta,
             warmup,
-            values,
+            kept: (!warmup || self.save_warmup) && index.is_multiple_of(self.thin),
             stats: SampleStats {
                 lp,
                 accept_stat,
@@ -154,8 +189,14 @@ impl Emitter<'_> {
                 divergent: divergent != 0,
                 energy,
             },
-        };
-        Ok(Event::Iteration { chain, record })
+        })
+    }
+
+    /// The stream chain `chain`'s generated quantities draw from at the
+    /// iteration of `call`: their own per iteration (stream 0 of the chain
+    /// is the sampler's).
+    pub fn draw_rng(&self, chain: usize, call: &DrawCall) -> Rng {
+        Rng::new(self.seed, chain as u32, call.iteration as u64)
     }
 
     /// Chain `chain`'s `emit_adaptation(args)`.
