@@ -13,7 +13,11 @@
 //! dense output for the output times, `max_num_steps` counted between two
 //! outputs, and a state that becomes non-finite stopping the solve. With
 //! IEEE arithmetic and no fused multiply-adds (NVRTC `--fmad=false`, g++
-//! `-ffp-contract=off`), step acceptance decisions are the CPU's.
+//! `-ffp-contract=off`), step acceptance decisions are the CPU's: through
+//! the CUDA-on-CPU shim (the same libm) bit for bit. On a GPU, libdevice's
+//! `pow` (in the step-size controller) may move a step size in its last
+//! bits, as its `exp` and `log` may move values: the steps then differ by
+//! rounding, and the solution by far less than the tolerances.
 //!
 //! The right-hand side comes from the interpreter's own compiled form of
 //! the system function, `language::interp::ode_tape::Tape`: [`System`]
