@@ -488,6 +488,26 @@ fn child_dense_linear_algebra_and_per_call_site_functions() {
     assert!(got.iter().all(Result::is_ok), "{got:?}");
 }
 
+/// The ODE program of [`child_ode_solves_match_backend_cpu`].
+const ODE_MODEL: &str = "functions {\n\
+           vector sys(real t, vector y, real k, vector c, real d, int p) {\n\
+             real a = -k * y[1] + c[1] * sqrt(square(y[2]) + 1);\n\
+             real b = c[2] * exp(-y[1] / d) - log(1 + square(y[2])) / p;\n\
+             real u = a * b;\n\
+             u = u / (1 + square(u));\n\
+             return [a, b - u + t / 10]';\n\
+           }\n\
+         }\n\
+         data { int T; array[T] real ts; real d; int p; int steps; }\n\
+         parameters { real<lower=0> k; vector[2] c; vector[2] y0; }\n\
+         transformed parameters {\n\
+           array[T] vector[2] y = ode_rk45_tol(sys, [y0[1], exp(y0[2])]', 0.0, ts, 1e-6, 1e-6, steps, k, c, d, p);\n\
+         }\n\
+         model {\n\
+           k ~ lognormal(0, 1); c ~ normal(0, 1); y0 ~ normal(0, 1);\n\
+           for (t in 1:T) target += -0.5 * (square(y[t, 1]) + square(y[t, 2]));\n\
+         }\n";
+
 #[test]
 fn ode_solves_match_backend_cpu_through_the_stub_driver() {
     let out = run_child_on_the_stub("child_ode_solves_match_backend_cpu");
@@ -510,24 +530,7 @@ fn child_ode_solves_match_backend_cpu() {
     let case = case_from(
         dir.path(),
         "ode",
-        "functions {\n\
-           vector sys(real t, vector y, real k, vector c, real d, int p) {\n\
-             real a = -k * y[1] + c[1] * sqrt(square(y[2]) + 1);\n\
-             real b = c[2] * exp(-y[1] / d) - log(1 + square(y[2])) / p;\n\
-             real u = a * b;\n\
-             u = u / (1 + square(u));\n\
-             return [a, b - u + t / 10]';\n\
-           }\n\
-         }\n\
-         data { int T; array[T] real ts; real d; int p; int steps; }\n\
-         parameters { real<lower=0> k; vector[2] c; vector[2] y0; }\n\
-         transformed parameters {\n\
-           array[T] vector[2] y = ode_rk45_tol(sys, [y0[1], exp(y0[2])]', 0.0, ts, 1e-6, 1e-6, steps, k, c, d, p);\n\
-         }\n\
-         model {\n\
-           k ~ lognormal(0, 1); c ~ normal(0, 1); y0 ~ normal(0, 1);\n\
-           for (t in 1:T) target += -0.5 * (square(y[t, 1]) + square(y[t, 2]));\n\
-         }\n",
+        ODE_MODEL,
         r#"{"T": 4, "ts": [0.5, 1.0, 1.0, 3.0], "d": 2.5, "p": 3, "steps": 12}"#,
     );
     // (log k, c, y0): slow systems; a fast one (k = e^5) that needs more
@@ -587,6 +590,22 @@ fn child_ode_solves_match_backend_cpu() {
         let err = got[lane].as_ref().unwrap_err();
         assert_eq!(err.kind, ErrorKind::Rejection);
         assert_eq!(err.message, message);
+    }
+    // Unsorted output times reject every lane, with Stan's message.
+    let unsorted = case_from(
+        dir.path(),
+        "unsorted",
+        ODE_MODEL,
+        r#"{"T": 4, "ts": [0.5, 0.25, 1.0, 3.0], "d": 2.5, "p": 3, "steps": 12}"#,
+    );
+    for r in compare_points("unsorted", &unsorted, &points[..3]) {
+        let err = r.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Rejection);
+        assert_eq!(
+            err.message,
+            "ode_rk45_tol: times is not a valid sorted vector. The element at 2 is 0.25, but \
+             should be greater than or equal to the previous element, 0.5"
+        );
     }
 }
 
