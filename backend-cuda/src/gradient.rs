@@ -191,7 +191,6 @@ pub fn generate(
     model: &Model,
 ) -> Result<(pc::Program, DeviceProgram, Vec<usize>), GradientDeviceError> {
     let pc = pc::build(grad_cfg).map_err(|e| GradientDeviceError::Setup(e.to_string()))?;
-    refuse_ode(&pc)?;
     let pc = sized_program(pc, model);
     // AD stacks are sized from the interpreter at a few initial points.
     let capacities = match frames::lanes(model, &pc, 8, 0x5eed) {
@@ -223,51 +222,6 @@ fn sized_program(pc: pc::Program, model: &Model) -> pc::Program {
         Some(copies) if has_layout(&copies) => copies,
         _ => pc,
     }
-}
-
-/// ODE solves run only on the CPU (there is no device integrator, and the
-/// system function's variables get no device layout): a program with one
-/// is refused naming the solver and its statement, before the layout
-/// would fail on one of the system's variables.
-fn refuse_ode(pc: &pc::Program) -> Result<(), GradientDeviceError> {
-    let mir = &pc.mir;
-    let mut parts: Vec<(String, Vec<language::mir::Stmt>)> = vec![
-        ("transformed data".to_string(), mir.transformed_data.clone()),
-        (
-            "transformed parameters".to_string(),
-            mir.transformed_parameters.clone(),
-        ),
-        ("model".to_string(), mir.model.clone()),
-        (
-            "generated quantities".to_string(),
-            mir.generated_quantities.clone(),
-        ),
-    ];
-    parts.extend(
-        mir.functions
-            .iter()
-            .map(|f| (format!("function {}", f.name), f.body.clone())),
-    );
-    for (part, mut stmts) in parts {
-        let mut found = None;
-        language::mir::visit::for_each_expr(&mut stmts, &mut |e| {
-            if found.is_none()
-                && let language::mir::ExprKind::Ode(call) = &e.kind
-            {
-                found = Some((call.name.clone(), e.span));
-            }
-        });
-        if let Some((name, span)) = found {
-            return Err(GradientDeviceError::Refused(vec![RefusedOp {
-                at: part,
-                reason: format!(
-                    "the ODE solver `{name}` is not on the device (ODE solves run only on the CPU)"
-                ),
-                span: Some(span),
-            }]));
-        }
-    }
-    Ok(())
 }
 
 /// [`generate`], refusing a program with any op the generator lacks.
@@ -594,8 +548,10 @@ impl GradientDevice {
                 }
                 match l.program.sites.get(site as usize) {
                     Some(s) if s.kind == FailKind::StackOverflow => Outcome::StackOverflow,
+                    // With the values the lane stored for its message
+                    // (`reject`, ODE failures), read back for failed lanes only.
                     Some(_) => Outcome::Done(Err(self
-                        .site_error(site as usize)
+                        .lane_site_error(site as usize, lanes[i])
                         .expect("the site exists"))),
                     None => Outcome::Done(Err(RuntimeError::fatal(format!(
                         "the device reported an unknown failure (status {status}, site {site:?})"

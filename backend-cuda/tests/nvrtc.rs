@@ -62,3 +62,39 @@ fn compile_errors_carry_the_nvrtc_log() {
         other => panic!("expected a compile error, got {other:?}"),
     }
 }
+
+/// The device ODE integrator (a template over lambdas, in every kernel
+/// file's prelude) compiles for every checked target. (Its PTX has fused
+/// multiply-adds: libdevice's `pow`, in the step-size controller, uses
+/// them internally, so on a GPU a step size may differ from the CPU's in
+/// the last bits, as `exp` or `log` may.)
+#[test]
+fn the_ode_integrator_compiles_for_every_checked_target() {
+    let source = format!(
+        "{}\n{}",
+        backend_cuda::codegen::prelude(),
+        r#"
+extern "C" __global__ void decay(const double* k, double* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const double rate = k[i];
+    auto rhs = [&](double t, const double* z, double* dz) { dz[0] = -rate * z[0] + t * z[1]; dz[1] = z[0]; };
+    auto obs = [&](int j, const double* z) { y[i * 4 + j] = z[0]; };
+    double w[24];
+    double z0[2] = {1.0, 0.0};
+    double ts[4] = {0.5, 1.0, 1.5, 2.0};
+    double fail_time = 0.0;
+    if (bat_dopri5(rhs, obs, 2, w, z0, 0.0, ts, 4, 1e-6, 1e-6, 1000LL, &fail_time) != 0) y[i * 4] = fail_time;
+}
+"#
+    );
+    for target in CHECKED_TARGETS {
+        match compile(&source, target) {
+            Ok(Compiled::Ptx(ptx)) => {
+                assert!(ptx.contains(".entry decay"), "{target:?}");
+            }
+            Ok(Compiled::Cubin(cubin)) => assert_eq!(&cubin[..4], b"\x7fELF"),
+            Err(e) => panic!("{target:?}: {e:?}"),
+        }
+    }
+}

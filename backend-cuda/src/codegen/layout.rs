@@ -146,7 +146,8 @@ impl LayoutBuilder {
             let Some(value) = globals.get(i).and_then(Option::as_ref) else {
                 continue;
             };
-            let Some(shape) = Shape::of_value(value) else {
+            let Some(shape) = Shape::of_value(value).or_else(|| empty_array(value, &info.ty))
+            else {
                 continue;
             };
             let values = reals(value);
@@ -451,5 +452,25 @@ impl Layout {
             .values()
             .chain(self.var_stacks.values())
             .chain(self.call_stack.iter())
+    }
+}
+
+/// The shape of an empty one-dimensional array of scalars (such as the
+/// `rep_array(0.0, 0)` data arguments of `integrate_ode_*`), which its
+/// value alone does not give: its declared element type does.
+fn empty_array(value: &Value, ty: &language::types::Type) -> Option<Shape> {
+    use language::types::Type;
+    match (value, ty.array_dims()) {
+        (Value::Array(items), (1, elem @ (Type::Int | Type::Real))) if items.is_empty() => {
+            Some(Shape {
+                arrays: vec![0],
+                ..if *elem == Type::Int {
+                    Shape::INT
+                } else {
+                    Shape::REAL
+                }
+            })
+        }
+        _ => None,
     }
 }

@@ -11,6 +11,8 @@
 //! - [`scalar`]: the elementwise primitives and their derivatives, as
 //!   bat-math computes them.
 //! - [`rng`]: per-lane Philox-4x32-10 streams, the CPU's bit for bit.
+//! - [`ode`]: ODE solves, each lane integrating its own system with the
+//!   CPU's Dormand–Prince stepper, operation for operation.
 //!
 //! Every op the generator cannot translate is listed in
 //! [`program::DeviceProgram::not_generated`] with the reason and gets a
@@ -22,6 +24,7 @@ pub mod entry;
 pub mod frames;
 pub mod layout;
 mod linalg;
+pub mod ode;
 pub mod program;
 pub mod rng;
 mod scalar;
@@ -54,10 +57,11 @@ pub struct NotGenerated {
 /// starts with.
 pub fn prelude() -> String {
     format!(
-        "{}{}{}",
+        "{}{}{}{}",
         scalar::prelude(),
         linalg::LINALG_SOURCE,
-        rng::RNG_SOURCE
+        rng::RNG_SOURCE,
+        ode::ODE_SOURCE
     )
 }
 

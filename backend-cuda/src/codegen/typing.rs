@@ -178,8 +178,7 @@ pub fn shape_of(env: &dyn ShapeEnv, e: &Expr) -> Result<Shape, Unsupported> {
         ExprKind::Pop(s) => env
             .stack_shape(*s)
             .ok_or_else(|| format!("stack {} holds values of no known size", s.0)),
-        // ODE solves run only on the CPU (no device integrator yet).
-        ExprKind::Ode(call) => Err(format!("ODE solver {}", call.name)),
+        ExprKind::Ode(call) => super::ode::solution_shape(env, call),
         ExprKind::ZerosLike(inner) => {
             let s = shape_of(env, inner)?;
             Ok(if s == Shape::INT { s } else { s.real() })

@@ -23,7 +23,7 @@ mod index;
 pub mod lane;
 mod linalg;
 mod ode;
-mod ode_tape;
+pub mod ode_tape;
 mod pc_exec;
 mod prims;
 mod prims_matrix;

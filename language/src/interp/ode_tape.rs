@@ -19,15 +19,21 @@
 //!   instead of n reverse passes of the interpreted reverse function. They
 //!   equal the reverse function's up to rounding (the chain rule's products
 //!   are summed in another order).
+//!
+//! The tape is public so that other backends can generate code from it
+//! (`backend-cuda`'s ODE solves on the device emit its operations in the
+//! same order, so their right-hand sides are this tape's to the bit):
+//! [`Tape::ops`], [`Tape::outputs`], [`Tape::arg_slots`],
+//! [`Tape::constants`] and [`Tape::seeds`] describe it whole.
 
 use crate::mir::{Expr, ExprKind, Function, Index, Prim, Stmt, StmtKind, VarId};
 use crate::types::Type;
 use crate::value::Value;
 use std::collections::HashMap;
 
-/// One operation on earlier slots.
-#[derive(Clone, Copy, Debug)]
-enum Op {
+/// One operation on earlier slots (their indexes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
     Add(usize, usize),
     Sub(usize, usize),
     Mul(usize, usize),
@@ -41,7 +47,7 @@ enum Op {
 
 /// A compiled system function f(t, y, args…) for one solve.
 #[derive(Debug)]
-pub(super) struct Tape {
+pub struct Tape {
     /// Slot values: t, y₁…yₙ, the arguments' numbers, then constants and
     /// operation results in the order compiled.
     values: Vec<f64>,
@@ -55,6 +61,13 @@ pub(super) struct Tape {
     /// Row-major `slots × dirs` derivatives; the inputs' rows (unit vectors
     /// for y and θ, zeros for data and constants) are set once.
     tangents: Vec<f64>,
+    /// Per argument (after t and y): its first slot, if the tape binds it
+    /// (its numbers are in consecutive slots, flattened).
+    arg_slots: Vec<Option<usize>>,
+    /// (slot, direction) of each input whose tangent is a unit vector.
+    seeds: Vec<(usize, usize)>,
+    /// The first slot after the inputs (t, y, the arguments).
+    inputs_end: usize,
 }
 
 /// What a variable of the function stands for.
@@ -79,7 +92,7 @@ impl Tape {
     /// arguments `args` (after t and y), of which those flagged in
     /// `autodiff` are the parameters θ, in order. `None` when the function
     /// uses anything the tape does not support.
-    pub(super) fn compile(
+    pub fn compile(
         fun: &Function,
         args: &[Value],
         autodiff: &[bool],
@@ -102,7 +115,8 @@ impl Tape {
             c.seeds.push((1 + i, i));
         }
         let mut direction = states;
-        for ((&var, arg), &on) in fun.args[2..].iter().zip(args).zip(autodiff) {
+        let mut arg_slots = vec![None; args.len()];
+        for (k, ((&var, arg), &on)) in fun.args[2..].iter().zip(args).zip(autodiff).enumerate() {
             let numbers: Vec<f64> = match arg {
                 Value::Int(i) => vec![*i as f64],
                 Value::Real(x) => vec![*x],
@@ -127,6 +141,7 @@ impl Tape {
                 _ => continue,
             };
             let first = c.values.len();
+            arg_slots[k] = Some(first);
             c.values.extend(&numbers);
             let slots: Vec<usize> = (first..c.values.len()).collect();
             if on {
@@ -141,6 +156,7 @@ impl Tape {
             };
             c.vars.insert(var, binding);
         }
+        let inputs_end = c.values.len();
         let outputs = c.body(&fun.body)?;
         if outputs.len() != states {
             // Let the interpreter report the size mismatch.
@@ -158,12 +174,56 @@ impl Tape {
             states,
             dirs,
             tangents,
+            arg_slots,
+            seeds: c.seeds,
+            inputs_end,
         })
     }
 
     /// Number m of parameters θ.
-    pub(super) fn params(&self) -> usize {
+    pub fn params(&self) -> usize {
         self.dirs - self.states
+    }
+
+    /// Number of slots: t (slot 0), y (slots 1…n), the arguments' numbers,
+    /// then constants and operation results.
+    pub fn slots(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Derivative directions (n + m).
+    pub fn dirs(&self) -> usize {
+        self.dirs
+    }
+
+    /// The operations in order, each with the slot it writes.
+    pub fn ops(&self) -> &[(usize, Op)] {
+        &self.ops
+    }
+
+    /// The slot of each fᵢ.
+    pub fn outputs(&self) -> &[usize] {
+        &self.outputs
+    }
+
+    /// Per argument after t and y: the slot of its first number (flattened,
+    /// in consecutive slots), or `None` when the tape does not read it.
+    pub fn arg_slots(&self) -> &[Option<usize>] {
+        &self.arg_slots
+    }
+
+    /// The slots holding literals, with their values.
+    pub fn constants(&self) -> Vec<(usize, f64)> {
+        (self.inputs_end..self.values.len())
+            .filter(|s| !self.ops.iter().any(|(r, _)| r == s))
+            .map(|s| (s, self.values[s]))
+            .collect()
+    }
+
+    /// (slot, direction) of each input slot whose tangent is the unit
+    /// vector of that direction (all other inputs' and constants' are 0).
+    pub fn seeds(&self) -> &[(usize, usize)] {
+        &self.seeds
     }
 
     /// f(t, y) into `f`.

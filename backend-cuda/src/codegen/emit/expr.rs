@@ -42,8 +42,14 @@ impl Emitter<'_> {
                     self.var_name(*var)
                 )),
             },
-            // ODE solves run only on the CPU (no device integrator yet).
-            ExprKind::Ode(call) => Err(format!("ODE solver {}", call.name)),
+            // Solved whole first (codegen::ode).
+            ExprKind::Ode(_) => {
+                if self.in_branch > 0 {
+                    return Err("an ODE solve inside a conditional expression".to_string());
+                }
+                let m = self.materialize(e)?;
+                Ok(m.at(idx))
+            }
             ExprKind::ZerosLike(_) => Ok("0.0".to_string()),
             ExprKind::Cond(c, a, b) => {
                 // A condition on data alone (the `ok` flag of a value

@@ -21,6 +21,7 @@
 mod calls;
 mod expr;
 mod linalg;
+mod ode;
 mod params;
 mod rng;
 mod stmt;
@@ -88,6 +89,11 @@ pub enum MessagePart {
         slot: usize,
         int: bool,
     },
+    /// A real the lane stored in this state slot, as Rust's `Display`
+    /// writes it (`nan`, `inf`), as the interpreter's ODE messages do.
+    Shortest {
+        slot: usize,
+    },
 }
 
 impl Site {
@@ -106,6 +112,16 @@ impl Site {
                 ),
                 MessagePart::Value { slot, int: false } => {
                     language::interp::print_value(&language::value::Value::Real(slot_value(*slot)))
+                }
+                MessagePart::Shortest { slot } => {
+                    let x = slot_value(*slot);
+                    if x.is_nan() {
+                        "nan".to_string()
+                    } else if x.is_infinite() {
+                        if x > 0.0 { "inf" } else { "-inf" }.to_string()
+                    } else {
+                        x.to_string()
+                    }
                 }
             })
             .collect()

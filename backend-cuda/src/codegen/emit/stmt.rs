@@ -330,6 +330,10 @@ impl Emitter<'_> {
                     .push(for_each(&i, len, &format!("{to} {op} {from};")));
                 Ok(true)
             }
+            ExprKind::Ode(call) => {
+                self.ode_into(dest, len, call, op)?;
+                Ok(true)
+            }
             ExprKind::Pop(stack) => {
                 let slots = self
                     .layout
@@ -394,6 +398,7 @@ impl Emitter<'_> {
 fn is_random_access(em: &Emitter, e: &Expr) -> Result<bool, Unsupported> {
     Ok(match &e.kind {
         ExprKind::Pop(_)
+        | ExprKind::Ode(_)
         | ExprKind::ArrayLit(_)
         | ExprKind::RowVectorLit(_)
         | ExprKind::TupleLit(_) => false,

@@ -1,0 +1,292 @@
+//! ODE solves in a statement: the operands read into thread-local arrays,
+//! Stan's argument checks as `language::interp::ode` makes them (same
+//! order, kinds and messages), the system's right-hand side and the call
+//! of the device integrator ([`super::super::ode`]), and the solution (or,
+//! in reverse mode, the contracted adjoints) copied into the destination.
+
+use language::mir::ode::OdeSolve;
+
+use super::super::ode;
+use super::super::typing::Unsupported;
+use super::{Dest, Emitter, FailKind, LOCAL_LIMIT, MessagePart, for_each};
+
+/// A piece of a failure message: text, or a C expression whose value the
+/// lane stores for the host to print (a real, or an int).
+enum Part {
+    Text(String),
+    Real(String),
+    Int(String),
+}
+
+/// Largest thread-local array of a solve (work space, outputs, tangents).
+const ODE_LOCAL_LIMIT: usize = 8 * LOCAL_LIMIT;
+
+impl Emitter<'_> {
+    /// `dest op= call` over `len` values.
+    pub(crate) fn ode_into(
+        &mut self,
+        dest: &Dest,
+        len: usize,
+        call: &OdeSolve,
+        op: &str,
+    ) -> Result<(), Unsupported> {
+        if self.in_branch > 0 {
+            return Err(format!("`{}` inside a conditional expression", call.name));
+        }
+        let solve = ode::plan(self.program, self.layout, call)?;
+        let (n, nt, big_n) = (solve.n, solve.times, solve.coupled());
+        let columns = solve.n0 + solve.m;
+        let out_len = if call.solution_adjoint.is_some() {
+            columns
+        } else {
+            nt * n
+        };
+        if out_len != len {
+            return Err(format!("`{}` into {len} values", call.name));
+        }
+        let tape_len = solve.tape.slots() * solve.tape.dirs();
+        if 12 * big_n > ODE_LOCAL_LIMIT || nt * n > ODE_LOCAL_LIMIT || tape_len > ODE_LOCAL_LIMIT {
+            return Err(format!(
+                "`{}` of {big_n} coupled states at {nt} times is too large for a thread",
+                call.name
+            ));
+        }
+        let name = call.name.clone();
+        let p = self.fresh("ode");
+        // The operands, in the interpreter's order.
+        let y0 = self.ode_array(&call.initial_state, &format!("{p}_y0"))?;
+        let t0_array = format!("{p}_t0");
+        let v = self.elem(&call.initial_time, "0")?;
+        self.lines
+            .push(format!("double {t0_array}[1] = {{ {v} }};"));
+        let t0 = format!("{t0_array}[0]");
+        let ts = self.ode_array(&call.times, &format!("{p}_ts"))?;
+        let mut args = Vec::new();
+        for (k, a) in call.args.iter().enumerate() {
+            args.push(self.ode_array(a, &format!("{p}_a{k}"))?);
+        }
+        let (rtol, atol, steps) = (
+            format!("{p}_rtol"),
+            format!("{p}_atol"),
+            format!("{p}_steps"),
+        );
+        match ode::control(call) {
+            Some([r, a, m]) => {
+                let (r, a) = (self.elem(r, "0")?, self.elem(a, "0")?);
+                let int = self.shape(m)?.int;
+                let m = self.elem(m, "0")?;
+                // The deprecated interface passes a real (truncated).
+                let m = if int {
+                    format!("(long long)({m})")
+                } else {
+                    format!("bat_ode_steps({m})")
+                };
+                self.lines.push(format!(
+                    "const double {rtol} = {r}; const double {atol} = {a}; const long long {steps} = {m};"
+                ));
+            }
+            None => {
+                let (r, a, m) = call.method.default_control();
+                self.lines.push(format!(
+                    "const double {rtol} = {}; const double {atol} = {}; const long long {steps} = {m}LL;",
+                    super::real_literal(r),
+                    super::real_literal(a)
+                ));
+            }
+        }
+        let yb = match &call.solution_adjoint {
+            Some(adjoint) => {
+                if self.shape(adjoint)?.len() != nt * n {
+                    return Err(format!("the adjoint of `{name}` of another size"));
+                }
+                Some(self.ode_array(adjoint, &format!("{p}_yb"))?)
+            }
+            None => None,
+        };
+        // Stan's checks, as Problem::read makes them.
+        self.check_finite(&name, "initial state", &y0, n, true);
+        self.check_finite(&name, "initial time", &t0_array, 1, false);
+        self.check_finite(&name, "times", &ts, nt, true);
+        for (k, a) in call.args.iter().enumerate() {
+            let scalar = self.shape(a)?.is_scalar();
+            self.check_finite(
+                &name,
+                "ode parameters and data",
+                &args[k],
+                solve.arg_lens[k],
+                !scalar,
+            );
+        }
+        let unsorted = self.ode_fail(
+            FailKind::Rejection,
+            vec![
+                Part::Text(format!(
+                    "{name}: times is not a valid sorted vector. The element at "
+                )),
+                Part::Int("e + 1".to_string()),
+                Part::Text(" is ".to_string()),
+                Part::Real(format!("{ts}[e]")),
+                Part::Text(
+                    ", but should be greater than or equal to the previous element, ".to_string(),
+                ),
+                Part::Real(format!("{ts}[e - 1]")),
+            ],
+        );
+        self.lines.push(format!(
+            "for (int e = 1; e < {nt}; ++e) if (!({ts}[e] >= {ts}[e - 1])) {unsorted}"
+        ));
+        let late = self.ode_fail(
+            FailKind::Rejection,
+            vec![
+                Part::Text(format!("{name}: initial time is ")),
+                Part::Real(t0.clone()),
+                Part::Text(", but must be less than ".to_string()),
+                Part::Real(format!("{ts}[0]")),
+            ],
+        );
+        self.lines.push(format!("if (!({t0} < {ts}[0])) {late}"));
+        for (what, x) in [("relative_tolerance", &rtol), ("absolute_tolerance", &atol)] {
+            let fail = self.ode_fail(
+                FailKind::Rejection,
+                vec![
+                    Part::Text(format!("{name}: {what} is ")),
+                    Part::Real(x.clone()),
+                    Part::Text(", but must be positive finite!".to_string()),
+                ],
+            );
+            self.lines
+                .push(format!("if (!({x} > 0.0 && isfinite({x}))) {fail}"));
+        }
+        let fail = self.ode_fail(
+            FailKind::Rejection,
+            vec![
+                Part::Text(format!("{name}: max_num_steps is ")),
+                Part::Int(steps.clone()),
+                Part::Text(", but must be positive!".to_string()),
+            ],
+        );
+        self.lines.push(format!("if ({steps} <= 0) {fail}"));
+        // The coupled initial state: y0, the identity (∂y/∂y0), zeros.
+        let z0 = format!("{p}_z0");
+        self.lines.push(format!(
+            "double {z0}[{big_n}]; for (int i = 0; i < {big_n}; ++i) {z0}[i] = 0.0;\nfor (int i = 0; i < {n}; ++i) {z0}[i] = {y0}[i];\nfor (int j = 0; j < {}; ++j) {z0}[{n} + {n} * j + j] = 1.0;",
+            solve.n0
+        ));
+        let system = ode::system(&solve, &format!("{p}_rhs"), &format!("{p}_"), &args);
+        self.lines.push(system.setup);
+        self.lines.push(system.lambda);
+        let out = format!("{p}_out");
+        self.lines
+            .push(format!("double {out}[{}];", out_len.max(1)));
+        match &yb {
+            None => self.lines.push(format!(
+                "auto {p}_obs = [&](int i, const double* z) {{ for (int k = 0; k < {n}; ++k) {out}[i * {n} + k] = z[k]; }};"
+            )),
+            Some(yb) => {
+                // Σ over output times of Σₖ ȳᵢ[k]·∂y_k/∂(column c), summed
+                // as the interpreter's adjoints() sums them.
+                self.lines.push(format!(
+                    "for (int c = 0; c < {columns}; ++c) {out}[c] = -0.0;\nauto {p}_obs = [&](int i, const double* z) {{ for (int c = 0; c < {columns}; ++c) {{ double inner = -0.0; for (int k = 0; k < {n}; ++k) inner += {yb}[i * {n} + k] * z[{n} + {n} * c + k]; {out}[c] += inner; }} }};"
+                ));
+            }
+        }
+        let (w, ft, rc) = (format!("{p}_w"), format!("{p}_ft"), format!("{p}_rc"));
+        self.lines.push(format!(
+            "double {w}[{}]; double {ft} = 0.0;\nconst int {rc} = bat_dopri5({p}_rhs, {p}_obs, {big_n}, {w}, {z0}, {t0}, {ts}, {nt}, {rtol}, {atol}, {steps}, &{ft});",
+            12 * big_n
+        ));
+        for (code, text) in [
+            (
+                "BAT_ODE_MAX_STEPS",
+                format!("{name}: Failed to integrate to next output time ("),
+            ),
+            (
+                "BAT_ODE_TOO_SMALL",
+                format!("{name}: the step size became too small to meet the tolerances at time "),
+            ),
+            (
+                "BAT_ODE_NON_FINITE",
+                format!("{name}: the solution became infinite or NaN at time "),
+            ),
+        ] {
+            let mut parts = vec![Part::Text(text), Part::Real(ft.clone())];
+            if code == "BAT_ODE_MAX_STEPS" {
+                parts.push(Part::Text(") in less than max_num_steps steps".to_string()));
+            }
+            let fail = self.ode_fail(FailKind::Rejection, parts);
+            self.lines.push(format!("if ({rc} == {code}) {fail}"));
+        }
+        let i = self.fresh("e");
+        let to = self.dest_elem(dest, &i)?;
+        self.lines
+            .push(for_each(&i, len, &format!("{to} {op} {out}[{i}];")));
+        Ok(())
+    }
+
+    /// `e` read into a new thread-local array `name` (flattened).
+    fn ode_array(&mut self, e: &language::mir::Expr, name: &str) -> Result<String, Unsupported> {
+        let len = self.shape(e)?.len();
+        if len > ODE_LOCAL_LIMIT {
+            return Err(format!("an ODE operand of {len} values"));
+        }
+        let i = self.fresh("e");
+        let v = self.elem(e, &i)?;
+        self.lines.push(format!("double {name}[{}];", len.max(1)));
+        self.lines
+            .push(for_each(&i, len, &format!("{name}[{i}] = {v};")));
+        Ok(name.to_string())
+    }
+
+    /// Stan's `check_finite` of the `len` values of array `xs`.
+    fn check_finite(&mut self, name: &str, what: &str, xs: &str, len: usize, indexed: bool) {
+        let mut parts = vec![Part::Text(format!("{name}: {what}"))];
+        if indexed {
+            parts.push(Part::Text("[".to_string()));
+            parts.push(Part::Int("e + 1".to_string()));
+            parts.push(Part::Text("]".to_string()));
+        }
+        parts.push(Part::Text(" is ".to_string()));
+        parts.push(Part::Real(format!("{xs}[e]")));
+        parts.push(Part::Text(", but must be finite!".to_string()));
+        let fail = self.ode_fail(FailKind::Rejection, parts);
+        self.lines.push(format!(
+            "for (int e = 0; e < {len}; ++e) if (!isfinite({xs}[e])) {fail}"
+        ));
+    }
+
+    /// C code that stores the message's values and stops the lane.
+    fn ode_fail(&mut self, kind: FailKind, parts: Vec<Part>) -> String {
+        let mut stores = String::new();
+        let mut text = String::new();
+        let mut message = Vec::new();
+        enum Kind {
+            Int,
+            Other,
+        }
+        for part in parts {
+            let part_kind = match part {
+                Part::Int(_) => Kind::Int,
+                _ => Kind::Other,
+            };
+            match part {
+                Part::Text(s) => {
+                    text.push_str(&s);
+                    message.push(MessagePart::Text(s));
+                }
+                Part::Real(c) | Part::Int(c) => {
+                    let int = matches!(part_kind, Kind::Int);
+                    let slot = self.layout.scratch(1);
+                    stores.push_str(&format!("S({slot}) = (double)({c}); "));
+                    text.push('…');
+                    message.push(if int {
+                        MessagePart::Value { slot, int }
+                    } else {
+                        MessagePart::Shortest { slot }
+                    });
+                }
+            }
+        }
+        let fail = self.fail_with(kind, text, message);
+        format!("{{ {stores}{fail} }}")
+    }
+}
