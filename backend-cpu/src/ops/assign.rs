@@ -68,12 +68,16 @@ pub(crate) fn assign(
         set_var(st, lhs.var, value.clone(), active);
         return Ok(());
     }
-    if let [LaneStep::Index(idx)] = path.as_slice()
-        && let Some(Ok(ixs)) = shared_ixs(idx, active)
-        && write_positions(lhs, &current, &ixs, value, st, active)
-    {
-        return Ok(());
-    }
+    let current = match path.as_slice() {
+        [LaneStep::Index(idx)] => match shared_ixs(idx, active) {
+            Some(Ok(ixs)) => match write_positions(lhs, current, &ixs, value, st, active) {
+                Ok(()) => return Ok(()),
+                Err(current) => current,
+            },
+            _ => current,
+        },
+        _ => current,
+    };
     let name = st.name(lhs.var).to_string();
     assign_per_lane(s, lhs, &name, &current, &path, st, active, |l| {
         value.lane_value(l)
@@ -122,20 +126,23 @@ fn slot_shape(s: &Slot) -> Option<(Shape, bool)> {
 }
 
 /// `x[ixs] = value` with shared indexes into a real dense variable: write
-/// the selected element rows. False when not of that form (nothing done).
+/// the selected element rows. `current` (the variable's slot) is handed
+/// back when not of that form (nothing done); otherwise it is dropped
+/// before the write, so that a variable nobody else holds is written in
+/// place instead of copied whole.
 fn write_positions(
     lhs: &LValue,
-    current: &Slot,
+    current: Arc<Slot>,
     ixs: &[Ix],
     value: &Slot,
     st: &mut State,
     active: &Lanes,
-) -> bool {
-    let Some((shape, false)) = slot_shape(current) else {
-        return false;
+) -> std::result::Result<(), Arc<Slot>> {
+    let Some((shape, false)) = slot_shape(&current) else {
+        return Err(current);
     };
     let Ok(Some((pos, sub))) = positions(&shape, ixs, false) else {
-        return false;
+        return Err(current);
     };
     let matches = match (&sub, value) {
         (Shape::Real, Slot::Shared(v)) => matches!(**v, Value::Real(_) | Value::Int(_)),
@@ -143,22 +150,23 @@ fn write_positions(
         _ => false,
     };
     if !matches {
-        return false;
+        return Err(current);
     }
     let z = st.z;
-    let mut dense = match current {
+    let mut dense = match &*current {
         Slot::Real(_) => None,
         other => match other.broadcast(z) {
             Slot::Real(d) => Some(d),
-            _ => return false,
+            _ => return Err(current),
         },
     };
+    drop(current);
     let slot = st.vars[lhs.var.0 as usize].as_mut().expect("checked above");
     let target: &mut Dense<f64> = match &mut dense {
         Some(d) => d,
         None => match Arc::make_mut(slot) {
             Slot::Real(d) => d,
-            _ => return false,
+            _ => unreachable!("a real dense slot (checked above)"),
         },
     };
     for (k, &p) in pos.iter().enumerate() {
@@ -172,7 +180,7 @@ fn write_positions(
     if let Some(d) = dense {
         *slot = Arc::new(Slot::Real(d));
     }
-    true
+    Ok(())
 }
 
 /// `(a, b, ...) = rhs`.
@@ -298,11 +306,13 @@ pub(crate) fn add_assign(
             _ => None,
         },
     };
-    if let Some(pos) = positions
-        && add_at_positions(lhs, &current, &pos, &r, st, active)
-    {
-        return Ok(());
-    }
+    let current = match positions {
+        Some(pos) => match add_at_positions(lhs, current, &pos, &r, st, active) {
+            Ok(()) => return Ok(()),
+            Err(current) => current,
+        },
+        None => current,
+    };
     // Lane by lane through the interpreter's accumulation.
     let mut out: Vec<Option<Value>> = vec![None; st.z];
     for l in active.iter() {
@@ -337,15 +347,18 @@ pub(crate) fn add_assign(
 
 /// `x[pos] += r` in place on a real dense (or dense-able shared) variable,
 /// `r` a real scalar (added to every position, or the one) or holding one
-/// element per position. False when not of that form (nothing done).
+/// element per position. `current` (the variable's slot) is handed back
+/// when not of that form (nothing done); otherwise it is dropped before
+/// the write, so that a variable nobody else holds is updated in place
+/// instead of copied whole.
 fn add_at_positions(
     lhs: &LValue,
-    current: &Slot,
+    current: Arc<Slot>,
     pos: &[usize],
     r: &Slot,
     st: &mut State,
     active: &Lanes,
-) -> bool {
+) -> std::result::Result<(), Arc<Slot>> {
     let z = st.z;
     // The addend of position k for lane l.
     enum Addend<'a> {
@@ -358,10 +371,10 @@ fn add_at_positions(
             Value::Real(x) => Addend::Scalar(*x),
             Value::Int(i) => Addend::Scalar(*i as f64),
             other if dense_shape(other).is_some() => Addend::Elems(lane::flat_reals(other)),
-            _ => return false,
+            _ => return Err(current),
         },
         Slot::Real(d) => Addend::Lanes(&d.data, d.elements()),
-        _ => return false,
+        _ => return Err(current),
     };
     let count = match &addend {
         Addend::Scalar(_) => 1,
@@ -371,22 +384,23 @@ fn add_at_positions(
     // The interpreter: one element broadcasts unless the target is one
     // element too; otherwise the counts must agree.
     if !(count == pos.len() || count == 1) {
-        return false;
+        return Err(current);
     }
     let broadcast = count == 1;
-    let mut fresh = match current {
+    let mut fresh = match &*current {
         Slot::Real(_) => None,
         other => match other.broadcast(z) {
             Slot::Real(d) => Some(d),
-            _ => return false,
+            _ => return Err(current),
         },
     };
+    drop(current);
     let slot = st.vars[lhs.var.0 as usize].as_mut().expect("checked above");
     let target: &mut Dense<f64> = match &mut fresh {
         Some(d) => d,
         None => match Arc::make_mut(slot) {
             Slot::Real(d) => d,
-            _ => return false,
+            _ => unreachable!("a real dense slot (checked above)"),
         },
     };
     let full = active.is_full();
@@ -413,7 +427,7 @@ fn add_at_positions(
     if let Some(d) = fresh {
         *slot = Arc::new(Slot::Real(d));
     }
-    true
+    Ok(())
 }
 
 fn add_row(row: &mut [f64], active: &Lanes, full: bool, x: impl Fn(usize) -> f64) {
