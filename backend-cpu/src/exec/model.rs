@@ -88,7 +88,16 @@ impl BatchedModel {
                 globals[i] = Some(Arc::new(Slot::shared(v.clone())));
             }
         }
-        let pool = if config.threads == 1 {
+        let calls = program.functions.iter().any(|f| {
+            f.blocks
+                .iter()
+                .any(|b| matches!(b.term, language::batch::cfg::Terminator::Call { .. }))
+        });
+        // One thread and no calls: the caller's thread. A program with
+        // calls runs on a deep-stack thread kept for the model's lifetime
+        // (a thread spawned per evaluation cost its start-up and left the
+        // per-thread buffer pool and allocator caches cold every time).
+        let pool = if config.threads == 1 && !calls {
             None
         } else {
             let pool = rayon::ThreadPoolBuilder::new()
@@ -98,11 +107,6 @@ impl BatchedModel {
                 .map_err(|e| ExecError::Setup(format!("thread pool: {e}")))?;
             Some(pool)
         };
-        let calls = program.functions.iter().any(|f| {
-            f.blocks
-                .iter()
-                .any(|b| matches!(b.term, language::batch::cfg::Terminator::Call { .. }))
-        });
         Ok(BatchedModel {
             loops,
             calls,
@@ -549,15 +553,8 @@ impl BatchedModel {
                 use rayon::prelude::*;
                 pool.install(|| ranges.into_par_iter().map(&job).collect())
             }
-            _ if self.calls => std::thread::scope(|scope| {
-                let worker = std::thread::Builder::new()
-                    .stack_size(DEEP_STACK)
-                    .spawn_scoped(scope, || ranges.into_iter().map(&job).collect::<Vec<_>>())
-                    .map_err(|e| ExecError::Setup(format!("thread: {e}")))?;
-                worker
-                    .join()
-                    .map_err(|_| ExecError::Setup("a batch thread panicked".into()))
-            })?,
+            // Host recursion needs the pool's deep stack.
+            Some(pool) if self.calls => pool.install(|| ranges.into_iter().map(&job).collect()),
             _ => ranges.into_iter().map(&job).collect(),
         };
         let mut out = Vec::with_capacity(z);
