@@ -439,3 +439,120 @@ fn add_row(row: &mut [f64], active: &Lanes, full: bool, x: impl Fn(usize) -> f64
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::exec_op;
+    use language::mir::StmtKind;
+
+    /// `v[2] = 5` from a compiled program, with the program.
+    fn indexed_write() -> (language::mir::Program, Stmt) {
+        let src = "parameters { real mu; } model { vector[3] v = rep_vector(mu, 3); v[2] = 5; }";
+        let (mir, diags) = language::compile_model(src, "write");
+        let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
+        fn find(stmts: &[Stmt]) -> Option<Stmt> {
+            stmts.iter().find_map(|s| match &s.kind {
+                StmtKind::Assign { lhs, .. } if !lhs.path.is_empty() => Some(s.clone()),
+                StmtKind::Block(inner) => find(inner),
+                _ => None,
+            })
+        }
+        let s = find(&mir.model).expect("an indexed assignment");
+        (mir, s)
+    }
+
+    fn lhs_var(s: &Stmt) -> usize {
+        match &s.kind {
+            StmtKind::Assign { lhs, .. } | StmtKind::AddAssign { lhs, .. } => lhs.var.0 as usize,
+            _ => unreachable!(),
+        }
+    }
+
+    /// `v` over 4 lanes: element e of lane l is 10 e + l.
+    fn dense_v() -> Arc<Slot> {
+        let data = (0..3)
+            .flat_map(|e| (0..4).map(move |l| (10 * e + l) as f64))
+            .collect();
+        Arc::new(Slot::Real(Dense::new(Shape::Vector(3), 4, data)))
+    }
+
+    fn data_of(slot: &Slot) -> &[f64] {
+        match slot {
+            Slot::Real(d) => &d.data,
+            other => panic!("not dense: {other:?}"),
+        }
+    }
+
+    /// Run `s` on `lanes` of `v` = [`dense_v`]; (v's buffer before, v after).
+    fn run(
+        s: &Stmt,
+        mir: &language::mir::Program,
+        lanes: &[usize],
+        alias: bool,
+    ) -> (bool, Vec<f64>, Option<Vec<f64>>) {
+        let mut st = State::new(mir, &[], 4);
+        let v = lhs_var(s);
+        st.vars[v] = Some(dense_v());
+        let before = data_of(st.vars[v].as_ref().unwrap()).as_ptr();
+        let held = alias.then(|| st.vars[v].clone().unwrap());
+        exec_op(s, &mut st, &Lanes::from_indices(4, lanes.to_vec())).unwrap();
+        let after = st.vars[v].as_ref().unwrap();
+        let in_place = data_of(after).as_ptr() == before;
+        (
+            in_place,
+            data_of(after).to_vec(),
+            held.map(|h| data_of(&h).to_vec()),
+        )
+    }
+
+    /// Element 1 (`v[2]`) of the written lanes is `x(old)`; everything
+    /// else is as in [`dense_v`].
+    fn expected(lanes: &[usize], x: impl Fn(f64) -> f64) -> Vec<f64> {
+        let mut want: Vec<f64> = data_of(&dense_v()).to_vec();
+        for &l in lanes {
+            want[4 + l] = x(want[4 + l]);
+        }
+        want
+    }
+
+    #[test]
+    fn indexed_write_into_an_unshared_variable_is_in_place() {
+        let (mir, s) = indexed_write();
+        for lanes in [vec![0, 1, 2, 3], vec![1, 3]] {
+            let (in_place, got, _) = run(&s, &mir, &lanes, false);
+            assert!(in_place, "lanes {lanes:?}: `v[2] = 5` copied v");
+            assert_eq!(got, expected(&lanes, |_| 5.0), "lanes {lanes:?}");
+        }
+    }
+
+    #[test]
+    fn indexed_write_into_a_shared_variable_leaves_the_other_holder_alone() {
+        let (mir, s) = indexed_write();
+        let (in_place, got, held) = run(&s, &mir, &[0, 2], true);
+        assert!(!in_place);
+        assert_eq!(got, expected(&[0, 2], |_| 5.0));
+        assert_eq!(held.unwrap(), data_of(&dense_v()));
+    }
+
+    #[test]
+    fn indexed_accumulation_into_an_unshared_variable_is_in_place() {
+        let (mir, s) = indexed_write();
+        let StmtKind::Assign { lhs, rhs } = s.kind.clone() else {
+            unreachable!()
+        };
+        let acc = Stmt {
+            kind: StmtKind::AddAssign { lhs, rhs },
+            span: s.span,
+        };
+        for lanes in [vec![0, 1, 2, 3], vec![2]] {
+            let (in_place, got, _) = run(&acc, &mir, &lanes, false);
+            assert!(in_place, "lanes {lanes:?}: `v[2] += 5` copied v");
+            assert_eq!(got, expected(&lanes, |x| x + 5.0), "lanes {lanes:?}");
+        }
+        let (in_place, got, held) = run(&acc, &mir, &[1, 2], true);
+        assert!(!in_place);
+        assert_eq!(got, expected(&[1, 2], |x| x + 5.0));
+        assert_eq!(held.unwrap(), data_of(&dense_v()));
+    }
+}
