@@ -57,6 +57,15 @@ pub struct BatchedModel {
 /// Stack of the threads running batches that make calls.
 const DEEP_STACK: usize = 512 << 20;
 
+thread_local! {
+    /// This thread is a batch thread with a [`DEEP_STACK`].
+    static ON_DEEP_STACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn on_deep_stack() -> bool {
+    ON_DEEP_STACK.with(|d| d.get())
+}
+
 impl BatchedModel {
     /// `program` must be lowered from `model`'s program (its gradient
     /// program, generated quantities or functions).
@@ -94,15 +103,17 @@ impl BatchedModel {
                 .any(|b| matches!(b.term, language::batch::cfg::Terminator::Call { .. }))
         });
         // One thread and no calls: the caller's thread. A program with
-        // calls runs on a deep-stack thread kept for the model's lifetime
-        // (a thread spawned per evaluation cost its start-up and left the
-        // per-thread buffer pool and allocator caches cold every time).
+        // calls runs on a deep-stack thread: the caller's when it is one,
+        // else one kept for the model's lifetime (a thread spawned per
+        // evaluation cost its start-up and left the per-thread buffer pool
+        // and allocator caches cold every time).
         let pool = if config.threads == 1 && !calls {
             None
         } else {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(config.threads)
                 .stack_size(DEEP_STACK)
+                .start_handler(|_| ON_DEEP_STACK.with(|d| d.set(true)))
                 .build()
                 .map_err(|e| ExecError::Setup(format!("thread pool: {e}")))?;
             Some(pool)
@@ -553,8 +564,12 @@ impl BatchedModel {
                 use rayon::prelude::*;
                 pool.install(|| ranges.into_par_iter().map(&job).collect())
             }
-            // Host recursion needs the pool's deep stack.
-            Some(pool) if self.calls => pool.install(|| ranges.into_iter().map(&job).collect()),
+            // Host recursion needs a deep stack: this thread's when it is
+            // a batch thread (the sampler's, calling the model's gradient),
+            // else the pool's (a hand-over to another thread per call).
+            Some(pool) if self.calls && !on_deep_stack() => {
+                pool.install(|| ranges.into_iter().map(&job).collect())
+            }
             _ => ranges.into_iter().map(&job).collect(),
         };
         let mut out = Vec::with_capacity(z);
