@@ -246,3 +246,26 @@ fn run_function_gives_fibonacci_per_lane() {
         }
     }
 }
+
+#[test]
+fn deep_recursion_with_one_thread_runs_on_a_deep_stack_every_time() {
+    // 20,000 nested calls (host recursion under local batching) need far
+    // more than a test thread's stack: the batch must run on the model's
+    // deep-stack thread, on every evaluation (that thread is kept).
+    for batching in [Batching::Local, Batching::ProgramCounter] {
+        let config = ExecConfig {
+            batching,
+            threads: 1,
+            max_depth: 30_000,
+            ..ExecConfig::default()
+        };
+        let (cfg, m) = model(CONTROL, r#"{"D": 1}"#);
+        let batched = BatchedModel::new(cfg, m, config).unwrap();
+        let args = vec![vec![Value::Int(20_000)], vec![Value::Int(7)]];
+        for _ in 0..2 {
+            let out = batched.run_function("depth", &args, None).unwrap();
+            assert_eq!(out[0].clone().unwrap(), Some(Value::Int(20_000)));
+            assert_eq!(out[1].clone().unwrap(), Some(Value::Int(7)));
+        }
+    }
+}

@@ -379,6 +379,16 @@ fn pop(st: &mut State, active: &Lanes, stack: usize, span: Span) -> Slot {
             ),
         }
     }
+    // The reverse sweep pops its loop bounds: an int every lane agrees on
+    // stays shared, so the loop's counter, tests and indexes are computed
+    // once rather than per lane (a dense counter also made every indexed
+    // access check that the lanes agree).
+    let mut popped = out.iter().flatten();
+    if let Some(Value::Int(first)) = popped.next()
+        && popped.all(|v| matches!(v, Value::Int(i) if i == first))
+    {
+        return Slot::shared(Value::Int(*first));
+    }
     from_partial(out)
 }
 
@@ -479,4 +489,52 @@ fn cond(
     };
     Slot::merge_lanes(&mut out, other, &other_lanes);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use language::mir::StackId;
+    use language::types::{AdLevel, Type};
+
+    /// Pop stack 0 of a 4-lane state whose lanes hold `tops` (one value
+    /// each) on `lanes`.
+    fn pop_tops(tops: [Value; 4], lanes: &[usize]) -> (Slot, Vec<Value>) {
+        let (mir, diags) = language::compile_model("parameters { real mu; }", "pop");
+        let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
+        let mut st = State::new(&mir, &[], 4);
+        st.stacks = vec![tops.iter().map(|v| vec![v.clone()]).collect()];
+        let e = Expr {
+            kind: ExprKind::Pop(StackId(0)),
+            ty: Type::Int,
+            ad: AdLevel::DataOnly,
+            span: Span::default(),
+        };
+        let active = Lanes::from_indices(4, lanes.to_vec());
+        let slot = Arc::unwrap_or_clone(eval(&e, &mut st, &active).unwrap());
+        let got = lanes.iter().map(|&l| slot.lane_value(l)).collect();
+        assert!(lanes.iter().all(|&l| st.stacks[0][l].is_empty()));
+        (slot, got)
+    }
+
+    #[test]
+    fn popped_ints_every_lane_agrees_on_are_shared() {
+        let (slot, got) = pop_tops([3, 3, 3, 3].map(Value::Int), &[0, 1, 2, 3]);
+        assert_eq!(slot, Slot::shared(Value::Int(3)));
+        assert_eq!(got, vec![Value::Int(3); 4]);
+        // Only the popping lanes need agree.
+        let (slot, got) = pop_tops([3, 9, 3, 9].map(Value::Int), &[1, 3]);
+        assert_eq!(slot, Slot::shared(Value::Int(9)));
+        assert_eq!(got, vec![Value::Int(9); 2]);
+    }
+
+    #[test]
+    fn popped_values_that_differ_or_are_reals_stay_per_lane() {
+        let (slot, got) = pop_tops([3, 3, 4, 3].map(Value::Int), &[0, 1, 2, 3]);
+        assert!(!slot.is_shared());
+        assert_eq!(got, [3, 3, 4, 3].map(Value::Int).to_vec());
+        let (slot, got) = pop_tops([0.5; 4].map(Value::Real), &[0, 1, 2, 3]);
+        assert!(!slot.is_shared());
+        assert_eq!(got, vec![Value::Real(0.5); 4]);
+    }
 }

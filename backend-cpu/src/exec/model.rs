@@ -57,6 +57,15 @@ pub struct BatchedModel {
 /// Stack of the threads running batches that make calls.
 const DEEP_STACK: usize = 512 << 20;
 
+thread_local! {
+    /// This thread is a batch thread with a [`DEEP_STACK`].
+    static ON_DEEP_STACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn on_deep_stack() -> bool {
+    ON_DEEP_STACK.with(|d| d.get())
+}
+
 impl BatchedModel {
     /// `program` must be lowered from `model`'s program (its gradient
     /// program, generated quantities or functions).
@@ -88,21 +97,27 @@ impl BatchedModel {
                 globals[i] = Some(Arc::new(Slot::shared(v.clone())));
             }
         }
-        let pool = if config.threads == 1 {
-            None
-        } else {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(config.threads)
-                .stack_size(DEEP_STACK)
-                .build()
-                .map_err(|e| ExecError::Setup(format!("thread pool: {e}")))?;
-            Some(pool)
-        };
         let calls = program.functions.iter().any(|f| {
             f.blocks
                 .iter()
                 .any(|b| matches!(b.term, language::batch::cfg::Terminator::Call { .. }))
         });
+        // One thread and no calls: the caller's thread. A program with
+        // calls runs on a deep-stack thread: the caller's when it is one,
+        // else one kept for the model's lifetime (a thread spawned per
+        // evaluation cost its start-up and left the per-thread buffer pool
+        // and allocator caches cold every time).
+        let pool = if config.threads == 1 && !calls {
+            None
+        } else {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(config.threads)
+                .stack_size(DEEP_STACK)
+                .start_handler(|_| ON_DEEP_STACK.with(|d| d.set(true)))
+                .build()
+                .map_err(|e| ExecError::Setup(format!("thread pool: {e}")))?;
+            Some(pool)
+        };
         Ok(BatchedModel {
             loops,
             calls,
@@ -549,15 +564,12 @@ impl BatchedModel {
                 use rayon::prelude::*;
                 pool.install(|| ranges.into_par_iter().map(&job).collect())
             }
-            _ if self.calls => std::thread::scope(|scope| {
-                let worker = std::thread::Builder::new()
-                    .stack_size(DEEP_STACK)
-                    .spawn_scoped(scope, || ranges.into_iter().map(&job).collect::<Vec<_>>())
-                    .map_err(|e| ExecError::Setup(format!("thread: {e}")))?;
-                worker
-                    .join()
-                    .map_err(|_| ExecError::Setup("a batch thread panicked".into()))
-            })?,
+            // Host recursion needs a deep stack: this thread's when it is
+            // a batch thread (the sampler's, calling the model's gradient),
+            // else the pool's (a hand-over to another thread per call).
+            Some(pool) if self.calls && !on_deep_stack() => {
+                pool.install(|| ranges.into_iter().map(&job).collect())
+            }
             _ => ranges.into_iter().map(&job).collect(),
         };
         let mut out = Vec::with_capacity(z);

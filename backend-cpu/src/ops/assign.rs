@@ -68,12 +68,16 @@ pub(crate) fn assign(
         set_var(st, lhs.var, value.clone(), active);
         return Ok(());
     }
-    if let [LaneStep::Index(idx)] = path.as_slice()
-        && let Some(Ok(ixs)) = shared_ixs(idx, active)
-        && write_positions(lhs, &current, &ixs, value, st, active)
-    {
-        return Ok(());
-    }
+    let current = match path.as_slice() {
+        [LaneStep::Index(idx)] => match shared_ixs(idx, active) {
+            Some(Ok(ixs)) => match write_positions(lhs, current, &ixs, value, st, active) {
+                Ok(()) => return Ok(()),
+                Err(current) => current,
+            },
+            _ => current,
+        },
+        _ => current,
+    };
     let name = st.name(lhs.var).to_string();
     assign_per_lane(s, lhs, &name, &current, &path, st, active, |l| {
         value.lane_value(l)
@@ -122,20 +126,23 @@ fn slot_shape(s: &Slot) -> Option<(Shape, bool)> {
 }
 
 /// `x[ixs] = value` with shared indexes into a real dense variable: write
-/// the selected element rows. False when not of that form (nothing done).
+/// the selected element rows. `current` (the variable's slot) is handed
+/// back when not of that form (nothing done); otherwise it is dropped
+/// before the write, so that a variable nobody else holds is written in
+/// place instead of copied whole.
 fn write_positions(
     lhs: &LValue,
-    current: &Slot,
+    current: Arc<Slot>,
     ixs: &[Ix],
     value: &Slot,
     st: &mut State,
     active: &Lanes,
-) -> bool {
-    let Some((shape, false)) = slot_shape(current) else {
-        return false;
+) -> std::result::Result<(), Arc<Slot>> {
+    let Some((shape, false)) = slot_shape(&current) else {
+        return Err(current);
     };
     let Ok(Some((pos, sub))) = positions(&shape, ixs, false) else {
-        return false;
+        return Err(current);
     };
     let matches = match (&sub, value) {
         (Shape::Real, Slot::Shared(v)) => matches!(**v, Value::Real(_) | Value::Int(_)),
@@ -143,22 +150,23 @@ fn write_positions(
         _ => false,
     };
     if !matches {
-        return false;
+        return Err(current);
     }
     let z = st.z;
-    let mut dense = match current {
+    let mut dense = match &*current {
         Slot::Real(_) => None,
         other => match other.broadcast(z) {
             Slot::Real(d) => Some(d),
-            _ => return false,
+            _ => return Err(current),
         },
     };
+    drop(current);
     let slot = st.vars[lhs.var.0 as usize].as_mut().expect("checked above");
     let target: &mut Dense<f64> = match &mut dense {
         Some(d) => d,
         None => match Arc::make_mut(slot) {
             Slot::Real(d) => d,
-            _ => return false,
+            _ => unreachable!("a real dense slot (checked above)"),
         },
     };
     for (k, &p) in pos.iter().enumerate() {
@@ -172,7 +180,7 @@ fn write_positions(
     if let Some(d) = dense {
         *slot = Arc::new(Slot::Real(d));
     }
-    true
+    Ok(())
 }
 
 /// `(a, b, ...) = rhs`.
@@ -298,11 +306,13 @@ pub(crate) fn add_assign(
             _ => None,
         },
     };
-    if let Some(pos) = positions
-        && add_at_positions(lhs, &current, &pos, &r, st, active)
-    {
-        return Ok(());
-    }
+    let current = match positions {
+        Some(pos) => match add_at_positions(lhs, current, &pos, &r, st, active) {
+            Ok(()) => return Ok(()),
+            Err(current) => current,
+        },
+        None => current,
+    };
     // Lane by lane through the interpreter's accumulation.
     let mut out: Vec<Option<Value>> = vec![None; st.z];
     for l in active.iter() {
@@ -337,15 +347,18 @@ pub(crate) fn add_assign(
 
 /// `x[pos] += r` in place on a real dense (or dense-able shared) variable,
 /// `r` a real scalar (added to every position, or the one) or holding one
-/// element per position. False when not of that form (nothing done).
+/// element per position. `current` (the variable's slot) is handed back
+/// when not of that form (nothing done); otherwise it is dropped before
+/// the write, so that a variable nobody else holds is updated in place
+/// instead of copied whole.
 fn add_at_positions(
     lhs: &LValue,
-    current: &Slot,
+    current: Arc<Slot>,
     pos: &[usize],
     r: &Slot,
     st: &mut State,
     active: &Lanes,
-) -> bool {
+) -> std::result::Result<(), Arc<Slot>> {
     let z = st.z;
     // The addend of position k for lane l.
     enum Addend<'a> {
@@ -358,10 +371,10 @@ fn add_at_positions(
             Value::Real(x) => Addend::Scalar(*x),
             Value::Int(i) => Addend::Scalar(*i as f64),
             other if dense_shape(other).is_some() => Addend::Elems(lane::flat_reals(other)),
-            _ => return false,
+            _ => return Err(current),
         },
         Slot::Real(d) => Addend::Lanes(&d.data, d.elements()),
-        _ => return false,
+        _ => return Err(current),
     };
     let count = match &addend {
         Addend::Scalar(_) => 1,
@@ -371,22 +384,23 @@ fn add_at_positions(
     // The interpreter: one element broadcasts unless the target is one
     // element too; otherwise the counts must agree.
     if !(count == pos.len() || count == 1) {
-        return false;
+        return Err(current);
     }
     let broadcast = count == 1;
-    let mut fresh = match current {
+    let mut fresh = match &*current {
         Slot::Real(_) => None,
         other => match other.broadcast(z) {
             Slot::Real(d) => Some(d),
-            _ => return false,
+            _ => return Err(current),
         },
     };
+    drop(current);
     let slot = st.vars[lhs.var.0 as usize].as_mut().expect("checked above");
     let target: &mut Dense<f64> = match &mut fresh {
         Some(d) => d,
         None => match Arc::make_mut(slot) {
             Slot::Real(d) => d,
-            _ => return false,
+            _ => unreachable!("a real dense slot (checked above)"),
         },
     };
     let full = active.is_full();
@@ -413,7 +427,7 @@ fn add_at_positions(
     if let Some(d) = fresh {
         *slot = Arc::new(Slot::Real(d));
     }
-    true
+    Ok(())
 }
 
 fn add_row(row: &mut [f64], active: &Lanes, full: bool, x: impl Fn(usize) -> f64) {
@@ -423,5 +437,122 @@ fn add_row(row: &mut [f64], active: &Lanes, full: bool, x: impl Fn(usize) -> f64
         for l in active.iter() {
             row[l] += x(l);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::exec_op;
+    use language::mir::StmtKind;
+
+    /// `v[2] = 5` from a compiled program, with the program.
+    fn indexed_write() -> (language::mir::Program, Stmt) {
+        let src = "parameters { real mu; } model { vector[3] v = rep_vector(mu, 3); v[2] = 5; }";
+        let (mir, diags) = language::compile_model(src, "write");
+        let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
+        fn find(stmts: &[Stmt]) -> Option<Stmt> {
+            stmts.iter().find_map(|s| match &s.kind {
+                StmtKind::Assign { lhs, .. } if !lhs.path.is_empty() => Some(s.clone()),
+                StmtKind::Block(inner) => find(inner),
+                _ => None,
+            })
+        }
+        let s = find(&mir.model).expect("an indexed assignment");
+        (mir, s)
+    }
+
+    fn lhs_var(s: &Stmt) -> usize {
+        match &s.kind {
+            StmtKind::Assign { lhs, .. } | StmtKind::AddAssign { lhs, .. } => lhs.var.0 as usize,
+            _ => unreachable!(),
+        }
+    }
+
+    /// `v` over 4 lanes: element e of lane l is 10 e + l.
+    fn dense_v() -> Arc<Slot> {
+        let data = (0..3)
+            .flat_map(|e| (0..4).map(move |l| (10 * e + l) as f64))
+            .collect();
+        Arc::new(Slot::Real(Dense::new(Shape::Vector(3), 4, data)))
+    }
+
+    fn data_of(slot: &Slot) -> &[f64] {
+        match slot {
+            Slot::Real(d) => &d.data,
+            other => panic!("not dense: {other:?}"),
+        }
+    }
+
+    /// Run `s` on `lanes` of `v` = [`dense_v`]; (v's buffer before, v after).
+    fn run(
+        s: &Stmt,
+        mir: &language::mir::Program,
+        lanes: &[usize],
+        alias: bool,
+    ) -> (bool, Vec<f64>, Option<Vec<f64>>) {
+        let mut st = State::new(mir, &[], 4);
+        let v = lhs_var(s);
+        st.vars[v] = Some(dense_v());
+        let before = data_of(st.vars[v].as_ref().unwrap()).as_ptr();
+        let held = alias.then(|| st.vars[v].clone().unwrap());
+        exec_op(s, &mut st, &Lanes::from_indices(4, lanes.to_vec())).unwrap();
+        let after = st.vars[v].as_ref().unwrap();
+        let in_place = data_of(after).as_ptr() == before;
+        (
+            in_place,
+            data_of(after).to_vec(),
+            held.map(|h| data_of(&h).to_vec()),
+        )
+    }
+
+    /// Element 1 (`v[2]`) of the written lanes is `x(old)`; everything
+    /// else is as in [`dense_v`].
+    fn expected(lanes: &[usize], x: impl Fn(f64) -> f64) -> Vec<f64> {
+        let mut want: Vec<f64> = data_of(&dense_v()).to_vec();
+        for &l in lanes {
+            want[4 + l] = x(want[4 + l]);
+        }
+        want
+    }
+
+    #[test]
+    fn indexed_write_into_an_unshared_variable_is_in_place() {
+        let (mir, s) = indexed_write();
+        for lanes in [vec![0, 1, 2, 3], vec![1, 3]] {
+            let (in_place, got, _) = run(&s, &mir, &lanes, false);
+            assert!(in_place, "lanes {lanes:?}: `v[2] = 5` copied v");
+            assert_eq!(got, expected(&lanes, |_| 5.0), "lanes {lanes:?}");
+        }
+    }
+
+    #[test]
+    fn indexed_write_into_a_shared_variable_leaves_the_other_holder_alone() {
+        let (mir, s) = indexed_write();
+        let (in_place, got, held) = run(&s, &mir, &[0, 2], true);
+        assert!(!in_place);
+        assert_eq!(got, expected(&[0, 2], |_| 5.0));
+        assert_eq!(held.unwrap(), data_of(&dense_v()));
+    }
+
+    #[test]
+    fn indexed_accumulation_into_an_unshared_variable_is_in_place() {
+        let (mir, s) = indexed_write();
+        let StmtKind::Assign { lhs, rhs } = s.kind.clone() else {
+            unreachable!()
+        };
+        let acc = Stmt {
+            kind: StmtKind::AddAssign { lhs, rhs },
+            span: s.span,
+        };
+        for lanes in [vec![0, 1, 2, 3], vec![2]] {
+            let (in_place, got, _) = run(&acc, &mir, &lanes, false);
+            assert!(in_place, "lanes {lanes:?}: `v[2] += 5` copied v");
+            assert_eq!(got, expected(&lanes, |x| x + 5.0), "lanes {lanes:?}");
+        }
+        let (in_place, got, held) = run(&acc, &mir, &[1, 2], true);
+        assert!(!in_place);
+        assert_eq!(got, expected(&[1, 2], |x| x + 5.0));
+        assert_eq!(held.unwrap(), data_of(&dense_v()));
     }
 }
