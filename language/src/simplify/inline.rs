@@ -159,4 +159,37 @@ mod tests {
             ]
         );
     }
+
+    /// The logistic functions give ±inf or NaN, never an error: their
+    /// forward temporaries move (`sum(log_inv_logit(η))`, evaluated
+    /// without a held N-element temporary).
+    #[test]
+    fn forward_logistic_temporaries_move() {
+        use crate::mir::Prim;
+        let mut t = TestProgram::new();
+        let (x, a, b) = (t.param("x"), t.real("a"), t.real("b"));
+        let body = vec![
+            t.read_param(x),
+            t.let_(a, t.unary(Prim::LogInvLogit, t.var(x))),
+            t.target_add(t.var(a)),
+            t.let_(b, t.unary(Prim::Log1mInvLogit, t.var(x))),
+            t.target_add(t.var(b)),
+            t.let_(t.target_adj, t.lit(1.0)),
+            t.param_adjoint(x, t.target_adj),
+        ];
+        let after = t.run(body, |g| {
+            let n = g.program.clone();
+            super::run(&n, &mut g.body, 5);
+        });
+        assert_eq!(
+            after,
+            [
+                "x = read_param(0);",
+                "target += log_inv_logit(x);",
+                "target += log1m_inv_logit(x);",
+                "let target_adj = 1.0;",
+                "param_adjoint(0, x, target_adj, target_adj) -> ();",
+            ]
+        );
+    }
 }

@@ -71,7 +71,7 @@
 //! | examples/correlated_gaussian_100 | 22 → 10 | 17 → 7 |
 //! | examples/eight_schools_noncentered | 110 → 30 | 86 → 50 |
 //! | examples/hierarchical_radon | 209 → 79 | 201 → 123 |
-//! | examples/logistic_regression | 80 → 22 | 64 → 30 |
+//! | examples/logistic_regression | 80 → 21 | 64 → 30 |
 //! | examples/loop_jumps | 319 → 189 | 247 → 152 |
 //! | examples/recursion_while | 53 → 16 | 54 → 23 |
 //! | examples/recursive_functions | 155 → 56 | 151 → 85 |

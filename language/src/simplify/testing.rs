@@ -132,6 +132,12 @@ impl TestProgram {
         prim(Prim::Log, vec![a], ty)
     }
 
+    /// `p(a)` for a unary elementwise primitive (the type of `a`).
+    pub fn unary(&self, p: Prim, a: Expr) -> Expr {
+        let ty = a.ty.clone();
+        prim(p, vec![a], ty)
+    }
+
     pub fn check_not_nan(&self, a: Expr) -> Expr {
         prim(Prim::CheckNotNan, vec![a, self.int(1)], Type::Real)
     }

@@ -170,7 +170,9 @@ fn total_prim(p: Prim, args: &[Expr], ty: &Type) -> bool {
         // Elementwise real functions give NaN or ±inf outside their domain.
         Exp | Exp2 | Expm1 | Log | Log2 | Log10 | Log1p | Log1m | Log1pExp | Log1mExp | Sqrt
         | Cbrt | Inv | InvSqrt | InvSquare | Sin | Cos | Tan | Asin | Acos | Atan | Sinh | Cosh
-        | Tanh | Asinh | Acosh | Atanh | Logit | InvLogit => args.len() == 1 && real_result,
+        | Tanh | Asinh | Acosh | Atanh | Logit | InvLogit | LogInvLogit | Log1mInvLogit => {
+            args.len() == 1 && real_result
+        }
         Square => args.len() == 1 && real_result,
         Neg | Abs => args.len() == 1 && real_result,
         // Real arithmetic with at most one container operand: no size to
