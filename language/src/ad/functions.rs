@@ -11,7 +11,12 @@
 //! like the log density: a forward sweep recomputing `f`'s values (without
 //! adding to the target again), then the reverse sweep from `t̄`, then the
 //! argument adjoints returned as a tuple. The caller adds each component
-//! into the adjoint of the argument it passed. `_lp` functions also take
+//! into the adjoint of the argument it passed. There is one reverse per
+//! pattern of parameter / data arguments (`f__rev_0110`); in its body the
+//! data arguments and the expressions over data only are marked data
+//! (`demote_inactive`), so a call nested in `f` passes on the activity it
+//! really has (mcycle_gp's `gpa` calls `spd_cov_exp_quad` with its data
+//! eigenvalues: no adjoint of them is computed). `_lp` functions also take
 //! the target's adjoint and hand back its new value (reading `target()`
 //! changes it). Recursive and mutually recursive functions need nothing
 //! special: `f__rev`'s reverse sweep calls `g__rev` for the calls inside
