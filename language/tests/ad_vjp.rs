@@ -403,3 +403,66 @@ fn checked_operands_propagate_no_adjoint() {
     let forward_products = printed.matches("multiply(X, b)").count();
     assert_eq!(forward_products, 1, "X * b computed once:\n{printed}");
 }
+
+/// Activity reaches nested calls: inside the reverse of `outer` called
+/// with data `lam`, the call `spd(lam, s, l)` passes data too, so its
+/// reverse is the one for (data, parameter, parameter) and no adjoint of
+/// `x` is computed (mcycle_gp's `gpa` → `spd_cov_exp_quad`). Likewise
+/// `gp_exp_quad_cov` of points reached through two calls is a covariance
+/// of data points (differentiable), not of parameter points. The gradient
+/// matches finite differences.
+#[test]
+fn data_arguments_of_nested_calls_get_no_adjoint() {
+    let source = "
+        functions {
+          vector spd(array[] vector x, real s, vector l) {
+            vector[size(x)] out;
+            for (m in 1:size(x)) {
+              out[m] = square(s) * exp(-0.5 * square(l[1]) * dot_self(x[m]));
+            }
+            return out;
+          }
+          vector outer(matrix X, real s, vector l, vector z, array[] vector lam) {
+            return X * (sqrt(spd(lam, s, l)) .* z);
+          }
+          real gpsum(array[] real pts, real a, real r) {
+            return sum(gp_exp_quad_cov(pts, a, r));
+          }
+          real wrap(array[] real pts, real a, real r) {
+            // A slice of data is data too.
+            return gpsum(pts[1:size(pts)], a, r);
+          }
+        }
+        data { matrix[3, 2] X; array[2] vector[1] lam; array[3] real pts; }
+        parameters {
+          real<lower=0> s; vector<lower=0>[1] l; vector[2] z; real<lower=0> r;
+        }
+        model {
+          target += normal_lpdf(outer(X, s, l, z, lam) | 0, 1);
+          target += 0.01 * wrap(pts, s, r);
+          z ~ normal(0, 1);
+          s ~ lognormal(0, 1);
+          l ~ lognormal(0, 1);
+          r ~ lognormal(0, 1);
+        }";
+    let data = r#"{"X": [[1, 2], [3, 4], [5, 6]], "lam": [[0.3], [1.2]],
+                   "pts": [0.1, 0.7, 1.5]}"#;
+    check("nested_data_args", source, data);
+    let program = common::compile(source, "nested_data_args").unwrap();
+    let grad = language::ad::gradient(&program).unwrap();
+    let printed = language::ad::print_grad_program(&grad);
+    for (wanted, unwanted) in [
+        ("outer__rev_01110(", "outer__rev_11111("),
+        ("spd__rev_011(", "spd__rev_111("),
+        ("gpsum__rev_011(", "gpsum__rev_111("),
+    ] {
+        assert!(
+            printed.contains(wanted) && !printed.contains(unwanted),
+            "expected {wanted} and no {unwanted}:\n{printed}"
+        );
+    }
+    assert!(
+        !printed.contains("x_adj") && !printed.contains("pts_adj"),
+        "no adjoint for the data arguments:\n{printed}"
+    );
+}

@@ -11,7 +11,12 @@
 //! like the log density: a forward sweep recomputing `f`'s values (without
 //! adding to the target again), then the reverse sweep from `t̄`, then the
 //! argument adjoints returned as a tuple. The caller adds each component
-//! into the adjoint of the argument it passed. `_lp` functions also take
+//! into the adjoint of the argument it passed. There is one reverse per
+//! pattern of parameter / data arguments (`f__rev_0110`); in its body the
+//! data arguments and the expressions over data only are marked data
+//! (`demote_inactive`), so a call nested in `f` passes on the activity it
+//! really has (mcycle_gp's `gpa` calls `spd_cov_exp_quad` with its data
+//! eigenvalues: no adjoint of them is computed). `_lp` functions also take
 //! the target's adjoint and hand back its new value (reading `target()`
 //! changes it). Recursive and mutually recursive functions need nothing
 //! special: `f__rev`'s reverse sweep calls `g__rev` for the calls inside
@@ -27,7 +32,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::normalize::Returns;
 use super::sweep::{Ctx, Transformer};
-use crate::mir::visit::for_each_expr;
+use crate::mir::visit::{children_mut, for_each_expr, for_each_root_expr};
 use crate::mir::{Expr, ExprKind, FunId, LValue, Origin, Stmt, StmtKind, VarId, VarInfo};
 use crate::span::Span;
 use crate::types::{AdLevel, Type};
@@ -108,7 +113,12 @@ impl Transformer {
         if let Some(v) = value {
             self.no_save.insert(v);
         }
-        let body = self.normalize_function(&fun.body, Returns { flag, value });
+        let mut body = self.normalize_function(&fun.body, Returns { flag, value });
+        // Expressions over the arguments this reverse treats as data are
+        // data too, so the calls nested in `f` are differentiated (and
+        // their reverses specialised) for the arguments that really carry
+        // an adjoint.
+        for_each_root_expr(&mut body, &mut |e| demote_inactive(e, &self.inactive));
         let mut args = fun.args.clone();
         if let (Some(v), Some(ret)) = (value, &fun.ret)
             && Self::is_real_valued(ret)
@@ -348,6 +358,40 @@ impl Transformer {
         if !effectful.is_empty() {
             self.remap_calls(stmts, &effectful);
         }
+    }
+}
+
+/// Mark `e` and its subexpressions data (`DataOnly`) where they read only
+/// data: variables in `inactive`, and operations all of whose operands are
+/// data. Only lowers activity (the checker's levels are the upper bound).
+/// ODE solves keep their levels: their sensitivities were attached at
+/// lowering for the operands the checker saw as autodiff.
+fn demote_inactive(e: &mut Expr, inactive: &HashSet<VarId>) {
+    match &e.kind {
+        ExprKind::Var(v) => {
+            if inactive.contains(v) {
+                e.ad = AdLevel::DataOnly;
+            }
+            return;
+        }
+        ExprKind::Ode(_)
+        | ExprKind::Target
+        | ExprKind::Pop(_)
+        | ExprKind::JacobianOn
+        | ExprKind::Int(_)
+        | ExprKind::Real(_)
+        | ExprKind::Imag(_) => return,
+        _ => {}
+    }
+    let mut operands = 0;
+    let mut all_data = true;
+    children_mut(e, &mut |c| {
+        demote_inactive(c, inactive);
+        operands += 1;
+        all_data &= c.ad == AdLevel::DataOnly;
+    });
+    if operands > 0 && all_data {
+        e.ad = AdLevel::DataOnly;
     }
 }
 

@@ -47,7 +47,10 @@
 //! `f__rev_MASK(args..., t̄ [, target̄]) -> (adjoints of the parameter
 //! arguments... [, target̄])`, one per pattern of parameter (1) / data (0)
 //! arguments, whose body is `f`'s forward sweep (recomputed, adding nothing
-//! to the target) followed by its reverse sweep. `_lp` and `_jacobian`
+//! to the target) followed by its reverse sweep. Inside it the data
+//! arguments, and the expressions computed from data only, are data: a
+//! call nested in `f` gets the reverse for its own pattern, so no adjoint
+//! of data is computed at any depth. `_lp` and `_jacobian`
 //! functions take and hand back the target's adjoint. Recursion and mutual
 //! recursion need nothing special: reverse functions call reverse
 //! functions, and every activation pushes and pops the shared stacks in

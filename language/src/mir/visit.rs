@@ -60,37 +60,47 @@ pub fn for_each_stmt(stmts: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
     }
 }
 
-/// Visit every expression (and subexpression) of `stmts`.
-pub fn for_each_expr(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
+/// Visit the outermost expressions of `stmts` (statement operands and
+/// the index operands of assigned places), nested statements included,
+/// but not their subexpressions.
+pub fn for_each_root_expr(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
     for s in stmts {
         match &mut s.kind {
-            StmtKind::Decl { init, .. } => init.iter_mut().for_each(|e| expr(e, f)),
+            StmtKind::Decl { init, .. } => {
+                if let Some(e) = init {
+                    f(e);
+                }
+            }
             StmtKind::Assign { lhs, rhs } | StmtKind::AddAssign { lhs, rhs } => {
                 lvalue(lhs, f);
-                expr(rhs, f);
+                f(rhs);
             }
             StmtKind::Unpack { lhs, rhs } => {
                 lhs.iter_mut().for_each(|l| lvalue(l, f));
-                expr(rhs, f);
+                f(rhs);
             }
             StmtKind::TargetAdd(e)
             | StmtKind::JacobianAdd(e)
             | StmtKind::Effect(e)
             | StmtKind::Let { value: e, .. }
-            | StmtKind::Push { value: e, .. } => expr(e, f),
-            StmtKind::Return(e) => e.iter_mut().for_each(|e| expr(e, f)),
+            | StmtKind::Push { value: e, .. } => f(e),
+            StmtKind::Return(e) => {
+                if let Some(e) = e {
+                    f(e);
+                }
+            }
             StmtKind::If {
                 cond,
                 then,
                 otherwise,
             } => {
-                expr(cond, f);
-                for_each_expr(then, f);
-                for_each_expr(otherwise, f);
+                f(cond);
+                for_each_root_expr(then, f);
+                for_each_root_expr(otherwise, f);
             }
             StmtKind::While { cond, body } => {
-                expr(cond, f);
-                for_each_expr(body, f);
+                f(cond);
+                for_each_root_expr(body, f);
             }
             StmtKind::For {
                 lower, upper, body, ..
@@ -98,15 +108,15 @@ pub fn for_each_expr(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
             | StmtKind::ForDown {
                 lower, upper, body, ..
             } => {
-                expr(lower, f);
-                expr(upper, f);
-                for_each_expr(body, f);
+                f(lower);
+                f(upper);
+                for_each_root_expr(body, f);
             }
-            StmtKind::Block(b) => for_each_expr(b, f),
+            StmtKind::Block(b) => for_each_root_expr(b, f),
             StmtKind::Print(ps) | StmtKind::Reject(ps) | StmtKind::FatalError(ps) => {
                 for p in ps {
                     if let Printable::Expr(e) = p {
-                        expr(e, f);
+                        f(e);
                     }
                 }
             }
@@ -119,10 +129,15 @@ pub fn for_each_expr(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
     }
 }
 
+/// Visit every expression (and subexpression) of `stmts`.
+pub fn for_each_expr(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
+    for_each_root_expr(stmts, &mut |e| expr(e, f));
+}
+
 fn lvalue(lv: &mut LValue, f: &mut dyn FnMut(&mut Expr)) {
     for step in &mut lv.path {
         if let super::LValueStep::Index(idx) = step {
-            indexes(idx, &mut |x| expr(x, f));
+            indexes(idx, f);
         }
     }
 }
