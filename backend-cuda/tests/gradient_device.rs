@@ -132,11 +132,10 @@ fn close(a: f64, b: f64) -> bool {
     a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
 }
 
-/// Evaluate a scattered, scrambled subset of the device's lanes and
-/// compare each with backend-cpu at the same point: the lanes compared and
-/// those with a gradient (a model whose lanes all fail compares nothing).
-fn compare(name: &str, case: Case) -> Result<(usize, usize), String> {
-    let cpu = BatchedModel::new(
+/// backend-cpu as the reference: program-counter batching, products summed
+/// in the interpreter's order (no GEMM), as the device sums them.
+fn reference(case: &Case) -> Result<BatchedModel, backend_cpu::exec::ExecError> {
+    BatchedModel::new(
         case.cfg.clone(),
         case.model.clone(),
         ExecConfig {
@@ -145,7 +144,13 @@ fn compare(name: &str, case: Case) -> Result<(usize, usize), String> {
             ..ExecConfig::default()
         },
     )
-    .map_err(|e| format!("backend-cpu: {e}"))?;
+}
+
+/// Evaluate a scattered, scrambled subset of the device's lanes and
+/// compare each with backend-cpu at the same point: the lanes compared and
+/// those with a gradient (a model whose lanes all fail compares nothing).
+fn compare(name: &str, case: Case) -> Result<(usize, usize), String> {
+    let cpu = reference(&case).map_err(|e| format!("backend-cpu: {e}"))?;
     let mut device = GradientDevice::new(&case.cfg, case.model.clone(), LANES)
         .map_err(|e| format!("device: {e}"))?;
     let n = case.model.num_unconstrained();
@@ -303,16 +308,7 @@ fn compare_points_with(
     case: &Case,
     points: &[Vec<f64>],
 ) -> (Vec<LaneGradient>, Vec<usize>) {
-    let cpu = BatchedModel::new(
-        case.cfg.clone(),
-        case.model.clone(),
-        ExecConfig {
-            batching: Batching::ProgramCounter,
-            gemm: false,
-            ..ExecConfig::default()
-        },
-    )
-    .unwrap();
+    let cpu = reference(case).unwrap();
     let mut device = GradientDevice::new(&case.cfg, case.model.clone(), points.len()).unwrap();
     let got = device.log_density_gradient(points, true).unwrap();
     let want = cpu.log_density_gradient(points, true).unwrap();
@@ -549,16 +545,7 @@ fn child_ode_solves_match_backend_cpu() {
     for l in 0..40 {
         points.push(theta(5, l, 7));
     }
-    let cpu = BatchedModel::new(
-        case.cfg.clone(),
-        case.model.clone(),
-        ExecConfig {
-            batching: Batching::ProgramCounter,
-            gemm: false,
-            ..ExecConfig::default()
-        },
-    )
-    .unwrap();
+    let cpu = reference(&case).unwrap();
     let want = cpu.log_density_gradient(&points, true).unwrap();
     let got = compare_points("ode", &case, &points);
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
