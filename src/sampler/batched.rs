@@ -320,48 +320,39 @@ impl<'m> SamplerHost<'_, 'm> {
                 (chain, emitter.read_draw(values))
             })
             .collect();
-        let kept: Vec<usize> = (0..calls.len())
-            .filter(|&i| matches!(&calls[i].1, Ok(call) if call.kept))
-            .collect();
-        let mut values: Vec<Option<LaneResult<Vec<(String, Value)>>>> = vec![None; calls.len()];
-        let rngs: Vec<_> = kept
-            .iter()
-            .map(|&i| match &calls[i] {
-                (chain, Ok(call)) => emitter.draw_rng(*chain, call),
-                _ => unreachable!("kept calls were read"),
-            })
-            .collect();
-        match &self.emits.draws {
-            Some(model) if !kept.is_empty() => {
-                let thetas: Vec<Vec<f64>> = kept
-                    .iter()
-                    .map(|&i| match &mut calls[i].1 {
-                        Ok(call) => std::mem::take(&mut call.theta),
-                        Err(_) => unreachable!("kept calls were read"),
-                    })
-                    .collect();
-                match model.generated_quantities(&thetas, &rngs) {
-                    Ok(draws) => {
-                        for (&i, draw) in kept.iter().zip(draws) {
-                            values[i] = Some(draw.map(|d| d.values));
-                        }
-                    }
-                    Err(e) => {
-                        let error = RuntimeError::fatal(format!(
-                            "internal error: the batched generated quantities: {e}"
-                        ));
-                        for &i in &kept {
-                            values[i] = Some(Err(error.clone()));
-                        }
-                    }
-                }
+        // The kept draws: their calls' indices, streams and points (moved
+        // out of the calls, whose events do not need them).
+        let (mut kept, mut rngs, mut thetas) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, (chain, call)) in calls.iter_mut().enumerate() {
+            if let Ok(call) = call
+                && call.kept
+            {
+                kept.push(i);
+                rngs.push(emitter.draw_rng(*chain, call));
+                thetas.push(std::mem::take(&mut call.theta));
             }
-            _ => {
-                for (&i, rng) in kept.iter().zip(rngs) {
-                    if let Ok(call) = &calls[i].1 {
-                        let draw = emitter.model.generated_quantities(&call.theta, rng);
+        }
+        let mut values: Vec<Option<LaneResult<Vec<(String, Value)>>>> = vec![None; calls.len()];
+        match &self.emits.draws {
+            Some(model) if !kept.is_empty() => match model.generated_quantities(&thetas, &rngs) {
+                Ok(draws) => {
+                    for (&i, draw) in kept.iter().zip(draws) {
                         values[i] = Some(draw.map(|d| d.values));
                     }
+                }
+                Err(e) => {
+                    let error = RuntimeError::fatal(format!(
+                        "internal error: the batched generated quantities: {e}"
+                    ));
+                    for &i in &kept {
+                        values[i] = Some(Err(error.clone()));
+                    }
+                }
+            },
+            _ => {
+                for ((&i, rng), theta) in kept.iter().zip(rngs).zip(&thetas) {
+                    let draw = emitter.model.generated_quantities(theta, rng);
+                    values[i] = Some(draw.map(|d| d.values));
                 }
             }
         }
