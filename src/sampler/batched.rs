@@ -28,6 +28,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
+/// A draw's values by name, in declaration order.
+type DrawValues = Vec<(String, Value)>;
+
 /// Runs all chains as lanes of one batch.
 pub struct BatchedExecutor {
     pub batching: Batching,
@@ -332,7 +335,7 @@ impl<'m> SamplerHost<'_, 'm> {
                 thetas.push(std::mem::take(&mut call.theta));
             }
         }
-        let mut values: Vec<Option<LaneResult<Vec<(String, Value)>>>> = vec![None; calls.len()];
+        let mut values: Vec<Option<LaneResult<DrawValues>>> = vec![None; calls.len()];
         match &self.emits.draws {
             Some(model) if !kept.is_empty() => match model.generated_quantities(&thetas, &rngs) {
                 Ok(draws) => {
