@@ -22,6 +22,11 @@ pub struct DeviceInfo {
     pub name: String,
     pub compute_capability: (i32, i32),
     pub device_count: i32,
+    /// Peak memory clock in kHz (`CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE`).
+    pub memory_clock_khz: i32,
+    /// Global memory bus width in bits
+    /// (`CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH`).
+    pub memory_bus_bits: i32,
 }
 
 impl DeviceInfo {
@@ -31,6 +36,15 @@ impl DeviceInfo {
             "sm_{}{}",
             self.compute_capability.0, self.compute_capability.1
         )
+    }
+
+    /// Theoretical peak memory bandwidth in bytes per second: two
+    /// transfers per memory clock (double data rate) over the bus, as CUDA's
+    /// `deviceQuery` sample computes it. `None` when the driver does not
+    /// report the clock or the bus width.
+    pub fn peak_memory_bandwidth(&self) -> Option<f64> {
+        (self.memory_clock_khz > 0 && self.memory_bus_bits > 0)
+            .then(|| 2.0 * self.memory_clock_khz as f64 * 1e3 * self.memory_bus_bits as f64 / 8.0)
     }
 }
 
@@ -93,5 +107,8 @@ fn probe_loaded_driver() -> Result<DeviceInfo, Unavailable> {
         name,
         compute_capability: (major, minor),
         device_count,
+        // Only the benchmark uses these: a driver without them still runs.
+        memory_clock_khz: attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).unwrap_or(0),
+        memory_bus_bits: attribute(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).unwrap_or(0),
     })
 }

@@ -160,6 +160,11 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice device) {
     case 76: *value = 0; break;  /* COMPUTE_CAPABILITY_MINOR */
     case 1: *value = 1024; break; /* MAX_THREADS_PER_BLOCK */
     case 10: *value = 32; break; /* WARP_SIZE */
+    /* A nominal memory system (1 GHz, 64-bit bus: 16 GB/s peak) so that
+     * the benchmark's bandwidth fraction has a finite denominator; the
+     * stub's figures are not speeds of anything. */
+    case 36: *value = 1000000; break; /* MEMORY_CLOCK_RATE, kHz */
+    case 37: *value = 64; break; /* GLOBAL_MEMORY_BUS_WIDTH, bits */
     default: *value = 0; break;  /* e.g. MEMORY_POOLS_SUPPORTED: no */
     }
     return CUDA_SUCCESS;

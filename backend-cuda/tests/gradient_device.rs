@@ -11,11 +11,12 @@
 //!
 //! cudarc loads libcuda once per process, so the checks run in a child
 //! process (this test binary again, running one `#[ignore]`d test) whose
-//! `LD_LIBRARY_PATH` points at the stub.
+//! `LD_LIBRARY_PATH` points at the stub. With `BAT_CUDA_DEVICE=real` they
+//! run on a real GPU instead (see `common`), to `REAL_DEVICE_TOLERANCE`.
 
 mod common;
 
-use common::run_child;
+use common::{device_close, run_child_on_the_device};
 use std::path::{Path, PathBuf};
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
@@ -89,16 +90,8 @@ fn cases() -> Vec<(String, PathBuf, PathBuf)> {
 
 #[test]
 fn device_gradients_match_backend_cpu_through_the_stub_driver() {
-    let out = run_child_on_the_stub("child_compares_every_generated_model");
+    let out = run_child_on_the_device("child_compares_every_generated_model");
     eprintln!("{out}");
-}
-
-/// Run the `#[ignore]`d test `child` in a child process against a stub
-/// libcuda built for it; returns its output.
-fn run_child_on_the_stub(child: &str) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-    run_child(child, dir.path(), &[])
 }
 
 /// A model compiled for both backends.
@@ -128,8 +121,10 @@ fn theta(n: usize, lane: usize, seed: u64) -> Vec<f64> {
     (0..n).map(|_| 4.0 * rng.uniform() - 2.0).collect()
 }
 
+/// 1e-12 relative on the stub (IEEE arithmetic and the C library's
+/// functions on both sides).
 fn close(a: f64, b: f64) -> bool {
-    a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
+    device_close(a, b, 1e-12)
 }
 
 /// backend-cpu as the reference: program-counter batching, products summed
@@ -320,7 +315,7 @@ fn compare_points_with(
 
 #[test]
 fn lanes_fail_like_backend_cpu_through_the_stub_driver() {
-    run_child_on_the_stub("child_lanes_fail_like_backend_cpu");
+    run_child_on_the_device("child_lanes_fail_like_backend_cpu");
 }
 
 /// A negative scale rejects the lane (an argument check); an index
@@ -371,7 +366,7 @@ fn child_lanes_fail_like_backend_cpu() {
 
 #[test]
 fn stacks_grow_when_a_lane_overflows_them_through_the_stub_driver() {
-    run_child_on_the_stub("child_stacks_grow_when_a_lane_overflows_them");
+    run_child_on_the_device("child_stacks_grow_when_a_lane_overflows_them");
 }
 
 /// The AD stacks are sized from the interpreter at points in (−2, 2); a
@@ -404,7 +399,7 @@ fn child_stacks_grow_when_a_lane_overflows_them() {
 
 #[test]
 fn dense_linear_algebra_and_per_call_site_functions_through_the_stub_driver() {
-    run_child_on_the_stub("child_dense_linear_algebra_and_per_call_site_functions");
+    run_child_on_the_device("child_dense_linear_algebra_and_per_call_site_functions");
 }
 
 /// A Cholesky factor, triangular solves (and their adjoints, which solve
@@ -506,7 +501,7 @@ const ODE_MODEL: &str = "functions {\n\
 
 #[test]
 fn ode_solves_match_backend_cpu_through_the_stub_driver() {
-    let out = run_child_on_the_stub("child_ode_solves_match_backend_cpu");
+    let out = run_child_on_the_device("child_ode_solves_match_backend_cpu");
     eprintln!("{out}");
 }
 

@@ -5,15 +5,20 @@
 //! cudarc loads libcuda once per process by its usual names, so each case
 //! runs in a child process (this test binary again, running one `#[ignore]`d
 //! child test) whose `LD_LIBRARY_PATH` points at the stub.
+//!
+//! With `BAT_CUDA_DEVICE=real` (see `common`) the host code runs the same
+//! kernel on a real GPU, compiled with NVRTC; the stub's own behaviour (a
+//! driver without a device, `BAT_STUB_CUDA_DEVICES=0`) is skipped there.
 
 mod common;
 
-use common::run_child;
+use common::{device_close, device_mode, run_child, skipped_on_a_real_device};
 
 use backend_cuda::device::{Device, DeviceError, THREADS_PER_BLOCK};
+use backend_cuda::device_mode::DeviceMode;
 use backend_cuda::nvrtc::Compiled;
 use backend_cuda::probe::{Unavailable, probe};
-use backend_cuda::shim::{build_module, build_stub_libcuda, module_image};
+use backend_cuda::shim::{STUB_DEVICE_NAME, build_module, build_stub_libcuda, module_image};
 
 /// A lane kernel of the backend's ABI: slot 2 = exp(slot 0) * data[1] + slot 1.
 const LANE_KERNEL: &str = r#"
@@ -31,6 +36,9 @@ const N_SLOTS: usize = 3;
 
 fn stub_dir_with_kernel() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
+    if device_mode() == DeviceMode::Real {
+        return dir;
+    }
     build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
     build_module(LANE_KERNEL, &["lane_update"], dir.path(), "lane_update")
         .unwrap_or_else(|e| panic!("{e}"));
@@ -51,10 +59,29 @@ fn initial_state() -> Vec<f64> {
 fn host_code_runs_kernels_through_the_stub_driver() {
     let dir = stub_dir_with_kernel();
     let out = run_child("child_runs_lane_kernel_on_stub", dir.path(), &[]);
-    assert!(
-        out.contains("device: bat stub device (CUDA on CPU), sm_90"),
-        "{out}"
-    );
+    match device_mode() {
+        DeviceMode::Stub => assert!(
+            out.contains("device: bat stub device (CUDA on CPU), sm_90"),
+            "{out}"
+        ),
+        DeviceMode::Real => assert!(
+            out.contains("device: ") && !out.contains(STUB_DEVICE_NAME),
+            "{out}"
+        ),
+    }
+}
+
+/// The lane kernel as a module image for the device: the shim library the
+/// parent built (stub), or NVRTC's PTX for the GPU's architecture (real).
+fn lane_kernel_image(dir: &std::path::Path, info: &backend_cuda::DeviceInfo) -> Compiled {
+    match device_mode() {
+        DeviceMode::Stub => module_image(&dir.join("lane_update.so")),
+        DeviceMode::Real => {
+            let (major, minor) = info.compute_capability;
+            backend_cuda::nvrtc::compile_for(LANE_KERNEL, &format!("compute_{major}{minor}"), false)
+                .unwrap_or_else(|e| panic!("{e}"))
+        }
+    }
 }
 
 #[test]
@@ -65,20 +92,19 @@ fn child_runs_lane_kernel_on_stub() {
     println!("device: {}, {}", info.name, info.sm_arch());
     let device = Device::open().unwrap();
 
-    // An image that is neither PTX the stub knows nor a shim module fails cleanly.
+    // An image that is neither PTX nor a shim module fails cleanly (a real
+    // driver may call it invalid PTX).
     let bad = device.load(Compiled::Ptx("not a module".into()), &["lane_update"]);
     assert!(
-        matches!(&bad, Err(DeviceError::Driver(e)) if e.contains("INVALID_IMAGE")),
+        matches!(&bad, Err(DeviceError::Driver(e))
+            if e.contains("INVALID_IMAGE") || (device_mode() == DeviceMode::Real && e.contains("INVALID_PTX"))),
         "{:?}",
         bad.err()
     );
     let module = device
-        .load(module_image(&dir.join("lane_update.so")), &["lane_update"])
+        .load(lane_kernel_image(&dir, &info), &["lane_update"])
         .unwrap();
-    let missing = device.load(
-        module_image(&dir.join("lane_update.so")),
-        &["no_such_kernel"],
-    );
+    let missing = device.load(lane_kernel_image(&dir, &info), &["no_such_kernel"]);
     assert!(
         matches!(&missing, Err(DeviceError::Driver(e)) if e.contains("NOT_FOUND")),
         "{:?}",
@@ -102,7 +128,10 @@ fn child_runs_lane_kernel_on_stub() {
         let got = after[2 * N_LANES + lane];
         if lane % 3 == 1 {
             let expected = (lane as f64 / 100.0).exp() * 0.5 - lane as f64;
-            assert_eq!(got, expected, "lane {lane}");
+            assert!(
+                device_close(got, expected, 0.0),
+                "lane {lane}: {got} != {expected}"
+            );
         } else {
             assert!(got.is_nan(), "inactive lane {lane} was written");
         }
@@ -121,6 +150,12 @@ fn child_runs_lane_kernel_on_stub() {
 
 #[test]
 fn a_driver_without_a_device_is_a_clear_error() {
+    if skipped_on_a_real_device(
+        "a_driver_without_a_device_is_a_clear_error",
+        "BAT_STUB_CUDA_DEVICES=0 hides the stub's device; a real driver's cannot be hidden",
+    ) {
+        return;
+    }
     let dir = stub_dir_with_kernel();
     run_child(
         "child_sees_no_device",
