@@ -1,6 +1,7 @@
 //! The `bat` library: the sampler driver, posterior summaries and HDF5
-//! InferenceData output.
+//! InferenceData output, and the CUDA device benchmark.
 
+pub mod cuda_bench;
 pub mod output;
 pub mod sampler;
 pub mod summary;

@@ -35,18 +35,27 @@ impl CudaGradients {
     /// `chains` lanes. A model with an op the device cannot run yet is
     /// refused (the error names the ops).
     pub fn new(job: &ChainJob<'_>, chains: usize) -> Result<CudaGradients, GradientDeviceError> {
-        let grad_cfg = language::batch::lower_gradient(job.grad).map_err(|d| {
-            let messages: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
-            GradientDeviceError::Setup(format!(
-                "the model cannot run batched: {}",
-                messages.join("; ")
-            ))
-        })?;
-        let device = GradientDevice::new(&grad_cfg, job.model.clone(), chains)?;
         Ok(CudaGradients {
-            device: Mutex::new(device),
+            device: Mutex::new(gradient_device(job, chains)?),
         })
     }
+}
+
+/// Generate, compile and load the gradient program of `job`'s model on
+/// the device for `lanes` lanes. A model with an op the device cannot run
+/// yet is refused (the error names the ops).
+pub fn gradient_device(
+    job: &ChainJob<'_>,
+    lanes: usize,
+) -> Result<GradientDevice, GradientDeviceError> {
+    let grad_cfg = language::batch::lower_gradient(job.grad).map_err(|d| {
+        let messages: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
+        GradientDeviceError::Setup(format!(
+            "the model cannot run batched: {}",
+            messages.join("; ")
+        ))
+    })?;
+    GradientDevice::new(&grad_cfg, job.model.clone(), lanes)
 }
 
 impl GradientBatch for CudaGradients {
@@ -101,13 +110,16 @@ impl CudaSamplerExecutor {
         job: &ChainJob<'_>,
         chains: usize,
     ) -> Result<CudaSamplerExecutor, GradientDeviceError> {
-        let setup = |what: &str, e: String| GradientDeviceError::Setup(format!("{what}: {e}"));
-        let grad_cfg = language::batch::lower_gradient(job.grad).map_err(|d| {
-            let messages: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
-            setup("the model cannot run batched", messages.join("; "))
-        })?;
-        let gradient = GradientDevice::new(&grad_cfg, job.model.clone(), chains)?;
-        let (cfg, params) = device_sampler_program(job.model.num_unconstrained())
+        CudaSamplerExecutor::with_gradients(gradient_device(job, chains)?)
+    }
+
+    /// The sampler program on the device, one lane per lane of `gradient`
+    /// (the model's gradient program, loaded), which answers its gradient
+    /// calls.
+    pub fn with_gradients(
+        gradient: GradientDevice,
+    ) -> Result<CudaSamplerExecutor, GradientDeviceError> {
+        let (cfg, params) = device_sampler_program(gradient.model().num_unconstrained())
             .map_err(GradientDeviceError::Setup)?;
         let device = SamplerDevice::new(&cfg, CHAIN_FUNCTION, &params, gradient, RECORD_CHUNK)?;
         Ok(CudaSamplerExecutor {
