@@ -269,3 +269,46 @@ fn deep_recursion_with_one_thread_runs_on_a_deep_stack_every_time() {
         }
     }
 }
+
+/// Vector arithmetic in a loop most lanes leave early: the late
+/// iterations run for a few lanes of the batch, where the kernels compute
+/// only the running lanes (`kernels::sparse_lanes`): elementwise maps of
+/// one, two and three operands, in-place updates of temporaries, sums,
+/// `dot_self` and `dot_product`.
+const FEW_LANES: &str = "
+  data { int D; }
+  parameters { real mu; }
+  model { mu ~ normal(0, 1); }
+  generated quantities {
+    vector[5] v = [1, 2, 3, 4, 5]' * 0.1 + mu;
+    vector[5] w = rep_vector(0.5, 5);
+    real acc = mu;
+    int steps = 0;
+    while (uniform_rng(0, 1) < 0.85 && steps < 60) {
+      steps += 1;
+      v = 1.5 - log1p(exp(v * 0.3) + w) / (1 + mu * mu);
+      w = (v .* w + 0.01) / (1 + dot_self(v));
+      acc = fma(acc, 0.5, dot_product(v, w) + sum(w) - sqrt(dot_self(v)));
+    }
+  }";
+
+#[test]
+fn vector_kernels_on_few_running_lanes_match_the_interpreter() {
+    let draws = check(FEW_LANES, r#"{"D": 1}"#, 64);
+    // Some lanes ran the loop long after fewer than a quarter of the
+    // batch was left in it.
+    let steps: Vec<i64> = draws
+        .iter()
+        .map(|d| {
+            let at = d.find("steps").expect("steps in the draw");
+            d[at..]
+                .split(|c: char| !c.is_ascii_digit() && c != '-')
+                .find_map(|t| t.parse().ok())
+                .unwrap()
+        })
+        .collect();
+    let mut sorted = steps.clone();
+    sorted.sort_unstable();
+    assert!(sorted[48] < sorted[63], "{steps:?}");
+    assert!(sorted[63] >= 15, "{steps:?}");
+}

@@ -117,10 +117,12 @@ impl BatchedExecutor {
             // there before the gradient runs: one batched evaluation
             // serves them all.
             synchronize_at: vec![GRADIENT.to_string()],
-            // Lanes behind (unwinding more levels of the tree) go first, so
-            // that each stretch of the sampler between two gradients runs
+            // No block runs while lanes that may still reach it before the
+            // next gradient wait upstream (chains returning from different
+            // depths of the tree meet at the call site first), so each
+            // stretch of the sampler between two gradients runs its blocks
             // with as many chains at once as possible.
-            choice: std::sync::Arc::new(backend_cpu::exec::FurthestFromBarrier),
+            choice: std::sync::Arc::new(backend_cpu::exec::UpstreamFirst),
             ..ExecConfig::default()
         }
     }

@@ -142,8 +142,47 @@ fn zip_shape(ops: &[Operand]) -> Option<(Shape, usize)> {
     Some((super::index::real_shape(shape), n))
 }
 
-fn map1(p: Prim, a: &Operand, z: usize, f: impl Fn(f64) -> f64) -> Option<Slot> {
+/// The lanes a kernel computes when they are few (under a quarter of the
+/// batch, as in a block that only the chains unwinding NUTS's recursion
+/// run): only those lanes of the result are computed, the others hold
+/// zeros — unspecified values no masked write reads —, so the arithmetic
+/// follows the running lanes instead of the batch. `None`: every lane.
+pub(crate) fn sparse_lanes(active: &Lanes, z: usize) -> Option<&[usize]> {
+    (4 * active.len() < z).then(|| active.indices())
+}
+
+/// A result of `n` elements computed at lanes `at` only.
+fn sparse_map(n: usize, z: usize, at: &[usize], f: impl Fn(usize, usize) -> f64) -> Vec<f64> {
+    let mut out = crate::lanes::pool::filled(n * z, 0.0);
+    for e in 0..n {
+        let row = &mut out[e * z..(e + 1) * z];
+        for &l in at {
+            row[l] = f(e, l);
+        }
+    }
+    out
+}
+
+/// Element `e` of lane `l` of an operand column.
+fn at_lane(c: ElemCol, l: usize) -> f64 {
+    match c {
+        ElemCol::Const(x) => x,
+        ElemCol::Lane(xs) => xs[l],
+    }
+}
+
+fn map1(
+    p: Prim,
+    a: &Operand,
+    z: usize,
+    at: Option<&[usize]>,
+    f: impl Fn(f64) -> f64,
+) -> Option<Slot> {
     let (shape, n) = zip_shape(std::slice::from_ref(a))?;
+    if let Some(at) = at {
+        let out = sparse_map(n, z, at, |e, l| f(at_lane(a.src.col(e, z), l)));
+        return Some(Slot::Real(Dense::new(shape, z, out)));
+    }
     let mut out = crate::lanes::pool::buffer(n * z);
     if let Src::Lanes(xs, m) = a.src
         && m == n
@@ -275,8 +314,20 @@ fn shape_only(o: &Operand) -> Operand<'static> {
     }
 }
 
-fn map2(a: &Operand, b: &Operand, z: usize, f: impl Fn(f64, f64) -> f64) -> Option<Slot> {
+fn map2(
+    a: &Operand,
+    b: &Operand,
+    z: usize,
+    at: Option<&[usize]>,
+    f: impl Fn(f64, f64) -> f64,
+) -> Option<Slot> {
     let (shape, n) = zip_shape(&[shape_only(a), shape_only(b)])?;
+    if let Some(at) = at {
+        let out = sparse_map(n, z, at, |e, l| {
+            f(at_lane(a.src.col(e, z), l), at_lane(b.src.col(e, z), l))
+        });
+        return Some(Slot::Real(Dense::new(shape, z, out)));
+    }
     let mut out = crate::lanes::pool::buffer(n * z);
     for e in 0..n {
         match (a.src.col(e, z), b.src.col(e, z)) {
@@ -291,9 +342,24 @@ fn map2(a: &Operand, b: &Operand, z: usize, f: impl Fn(f64, f64) -> f64) -> Opti
     Some(Slot::Real(Dense::new(shape, z, out)))
 }
 
-fn map3(ops: &[Operand; 3], z: usize, f: impl Fn(f64, f64, f64) -> f64) -> Option<Slot> {
+fn map3(
+    ops: &[Operand; 3],
+    z: usize,
+    at: Option<&[usize]>,
+    f: impl Fn(f64, f64, f64) -> f64,
+) -> Option<Slot> {
     let shapes: Vec<Operand> = ops.iter().map(shape_only).collect();
     let (shape, n) = zip_shape(&shapes)?;
+    if let Some(at) = at {
+        let out = sparse_map(n, z, at, |e, l| {
+            f(
+                at_lane(ops[0].src.col(e, z), l),
+                at_lane(ops[1].src.col(e, z), l),
+                at_lane(ops[2].src.col(e, z), l),
+            )
+        });
+        return Some(Slot::Real(Dense::new(shape, z, out)));
+    }
     let mut out = crate::lanes::pool::buffer(n * z);
     for e in 0..n {
         let cols = [
@@ -326,6 +392,7 @@ pub(crate) fn prim(
     if is_check(p) {
         return check(p, args, st, active, e);
     }
+    let at = sparse_lanes(active, z);
     if p == Mul
         && st.gemm
         && let Some(slot) = gemm::multiply(args[0], args[1], false)
@@ -349,12 +416,12 @@ pub(crate) fn prim(
         return None;
     }
     if ops.len() == 1
-        && let Some(slot) = unary!(p, f => map1(p, &ops[0], z, f))
+        && let Some(slot) = unary!(p, f => map1(p, &ops[0], z, at, f))
     {
         return Some(slot);
     }
     if ops.len() == 2
-        && let Some(slot) = binary!(p, f => map2(&ops[0], &ops[1], z, f))
+        && let Some(slot) = binary!(p, f => map2(&ops[0], &ops[1], z, at, f))
     {
         return Some(slot);
     }
@@ -362,16 +429,18 @@ pub(crate) fn prim(
         IncBeta => map3(
             &[ops.remove(0), ops.remove(0), ops.remove(0)],
             z,
+            at,
             m::inc_beta,
         ),
         Fma => map3(
             &[ops.remove(0), ops.remove(0), ops.remove(0)],
             z,
+            at,
             |a, b, c| a.mul_add(b, c),
         ),
-        Sum => reduce(&ops[0], z, |acc, x| acc + x),
-        DotSelf => reduce(&ops[0], z, |acc, x| acc + x * x),
-        DotProduct => dot(&ops[0], &ops[1], z),
+        Sum => reduce(&ops[0], z, at, |acc, x| acc + x),
+        DotSelf => reduce(&ops[0], z, at, |acc, x| acc + x * x),
+        DotProduct => dot(&ops[0], &ops[1], z, at),
         _ => None,
     }
 }
@@ -390,7 +459,13 @@ fn elementwise_applies(p: Prim, ops: &[Operand]) -> bool {
 /// An elementwise unary or binary primitive whose result may be written
 /// into the buffer of an operand that nothing else holds (a temporary),
 /// saving an allocation; `args` are the evaluated operands.
-pub(crate) fn prim_in_place(p: Prim, args: &mut [Arc<Slot>], z: usize) -> Option<Slot> {
+/// With `at` ([`sparse_lanes`]), only those lanes are computed.
+pub(crate) fn prim_in_place(
+    p: Prim,
+    args: &mut [Arc<Slot>],
+    z: usize,
+    at: Option<&[usize]>,
+) -> Option<Slot> {
     if args.len() == 1 {
         let Slot::Real(_) = &*args[0] else {
             return None;
@@ -399,7 +474,13 @@ pub(crate) fn prim_in_place(p: Prim, args: &mut [Arc<Slot>], z: usize) -> Option
         let Slot::Real(d) = d else { return None };
         return unary!(p, f => {
             let mut d = std::mem::replace(d, Dense::new(Shape::Array(0, Box::new(Shape::Real)), 0, Vec::new()));
-            if !map_wide(p, false, Wide::InPlace(&mut d.data)) {
+            if let Some(at) = at {
+                for row in d.data.chunks_exact_mut(z) {
+                    for &l in at {
+                        row[l] = f(row[l]);
+                    }
+                }
+            } else if !map_wide(p, false, Wide::InPlace(&mut d.data)) {
                 d.data.iter_mut().for_each(|x| *x = f(*x));
             }
             Some(Slot::Real(d))
@@ -445,7 +526,15 @@ pub(crate) fn prim_in_place(p: Prim, args: &mut [Arc<Slot>], z: usize) -> Option
     binary!(p, f => {
         for e in 0..n {
             let row = &mut d.data[e * z..(e + 1) * z];
-            match (other.src.col(if other.shape.is_none() { 0 } else { e }, z), k) {
+            let col = other.src.col(if other.shape.is_none() { 0 } else { e }, z);
+            if let Some(at) = at {
+                for &l in at {
+                    let o = at_lane(col, l);
+                    row[l] = if k == 0 { f(row[l], o) } else { f(o, row[l]) };
+                }
+                continue;
+            }
+            match (col, k) {
                 (ElemCol::Const(y), 0) => row.iter_mut().for_each(|x| *x = f(*x, y)),
                 (ElemCol::Const(x), _) => row.iter_mut().for_each(|y| *y = f(x, *y)),
                 (ElemCol::Lane(ys), 0) => row.iter_mut().zip(ys).for_each(|(x, &y)| *x = f(*x, y)),
@@ -463,11 +552,25 @@ pub(crate) fn prim_in_place(p: Prim, args: &mut [Arc<Slot>], z: usize) -> Option
 
 /// A per-lane fold over the elements of a dense operand, from −0.0 (the
 /// start of Rust's `f64` sum, which the interpreter uses).
-fn reduce(a: &Operand, z: usize, f: impl Fn(f64, f64) -> f64) -> Option<Slot> {
+fn reduce(
+    a: &Operand,
+    z: usize,
+    at: Option<&[usize]>,
+    f: impl Fn(f64, f64) -> f64,
+) -> Option<Slot> {
     let Src::Lanes(data, n) = a.src else {
         return None;
     };
     let mut acc = crate::lanes::pool::filled(z, -0.0);
+    if let Some(at) = at {
+        for e in 0..n {
+            let xs = &data[e * z..(e + 1) * z];
+            for &l in at {
+                acc[l] = f(acc[l], xs[l]);
+            }
+        }
+        return Some(Slot::Real(Dense::new(Shape::Real, z, acc)));
+    }
     for e in 0..n {
         let xs = &data[e * z..(e + 1) * z];
         for (a, &x) in acc.iter_mut().zip(xs) {
@@ -477,7 +580,7 @@ fn reduce(a: &Operand, z: usize, f: impl Fn(f64, f64) -> f64) -> Option<Slot> {
     Some(Slot::Real(Dense::new(Shape::Real, z, acc)))
 }
 
-fn dot(a: &Operand, b: &Operand, z: usize) -> Option<Slot> {
+fn dot(a: &Operand, b: &Operand, z: usize, at: Option<&[usize]>) -> Option<Slot> {
     let len = |o: &Operand| match &o.src {
         Src::Scalar(_) => 1,
         Src::Elems(v) => v.len(),
@@ -488,6 +591,15 @@ fn dot(a: &Operand, b: &Operand, z: usize) -> Option<Slot> {
         return None;
     }
     let mut acc = crate::lanes::pool::filled(z, -0.0);
+    if let Some(at) = at {
+        for e in 0..n {
+            let (x, y) = (a.src.col(e, z), b.src.col(e, z));
+            for &l in at {
+                acc[l] += at_lane(x, l) * at_lane(y, l);
+            }
+        }
+        return Some(Slot::Real(Dense::new(Shape::Real, z, acc)));
+    }
     for e in 0..n {
         match (a.src.col(e, z), b.src.col(e, z)) {
             (ElemCol::Const(x), ElemCol::Const(y)) => acc.iter_mut().for_each(|a| *a += x * y),

@@ -199,7 +199,8 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
         return Ok(Arc::new(draw(p, &args, st, active, e.span)));
     }
     if !args.iter().all(|a| a.is_shared())
-        && let Some(slot) = kernels::prim_in_place(p, &mut args, st.z)
+        && let Some(slot) =
+            kernels::prim_in_place(p, &mut args, st.z, kernels::sparse_lanes(active, st.z))
     {
         return Ok(Arc::new(slot));
     }

@@ -65,7 +65,7 @@ impl Local<'_> {
                 _ => false,
             })
             .collect();
-        let mut queue = WaitQueue::with_barriers(barriers, Vec::new());
+        let mut queue = WaitQueue::with_barriers(barriers, Vec::new(), Vec::new());
         queue.add(0, lanes.iter());
         let mut returned = Returned::default();
         while let Some((b, waiting)) = queue.take(&*self.config.choice, st.z) {

@@ -40,6 +40,7 @@
 //! produces: locals are declared before use) is not detected here.
 
 mod block;
+mod flow;
 mod host;
 mod iterations;
 mod local;
@@ -49,7 +50,9 @@ mod schedule;
 
 pub use host::{BatchAnswer, BatchHost, NoHost};
 pub use model::{BatchedModel, GradientColumns, LaneResult, LogDensityGradient};
-pub use schedule::{BlockChoice, EarliestFirst, FurthestFromBarrier, MostWaiting, Waiting};
+pub use schedule::{
+    BlockChoice, EarliestFirst, FurthestFromBarrier, MostWaiting, UpstreamFirst, Waiting,
+};
 
 use crate::eval::BatchError;
 use language::batch::cfg::Program;

@@ -8,6 +8,7 @@
 //! never looks at a stack (cached tops for every stack variable).
 
 use super::block::{self, StmtOps};
+use super::flow;
 use super::host::BatchHost;
 use super::iterations::{self, Plans};
 use super::schedule::WaitQueue;
@@ -93,8 +94,9 @@ pub(super) fn run_refilling(
     let mut calls: Vec<Vec<BlockId>> = vec![Vec::new(); z];
     let mut scratch = Scratch::default();
     let barrier = barriers(p, config);
-    let to_barrier = distances_to(p, &barrier);
-    let mut queue = WaitQueue::with_barriers(barrier, to_barrier);
+    let to_barrier = flow::distances_to(p, &barrier);
+    let upstream = flow::upstream_order(p, &barrier);
+    let mut queue = WaitQueue::with_barriers(barrier, to_barrier, upstream);
     let first = p.function(f).first_block.0 as usize;
     queue.add(first, lanes.iter());
     while let Some((b, waiting)) = queue.take(&*config.choice, z) {
@@ -243,55 +245,6 @@ fn barriers(p: &Program, config: &ExecConfig) -> Vec<bool> {
             })
         })
         .collect()
-}
-
-/// Fewest blocks from each block to a barrier block (0 at a barrier,
-/// `u32::MAX` if none is reachable), following jumps, branches, calls into
-/// the callee and returns to every return block of the function's call
-/// sites.
-fn distances_to(p: &Program, barrier: &[bool]) -> Vec<u32> {
-    if !barrier.contains(&true) {
-        return Vec::new();
-    }
-    let n = p.blocks.len();
-    // Predecessors of each block.
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut returns_to: Vec<Vec<usize>> = vec![Vec::new(); p.functions.len()];
-    for bl in &p.blocks {
-        if let Terminator::PushJump { ret, callee, .. } = bl.term {
-            returns_to[callee.0 as usize].push(ret.0 as usize);
-        }
-    }
-    for (b, bl) in p.blocks.iter().enumerate() {
-        let succs: Vec<usize> = match &bl.term {
-            Terminator::Jump(t) => vec![t.0 as usize],
-            Terminator::Branch {
-                then, otherwise, ..
-            } => vec![then.0 as usize, otherwise.0 as usize],
-            Terminator::PushJump { target, .. } => vec![target.0 as usize],
-            Terminator::Return => returns_to[bl.function.0 as usize].clone(),
-        };
-        for s in succs {
-            preds[s].push(b);
-        }
-    }
-    let mut dist = vec![u32::MAX; n];
-    let mut work = std::collections::VecDeque::new();
-    for (b, &is) in barrier.iter().enumerate() {
-        if is {
-            dist[b] = 0;
-            work.push_back(b);
-        }
-    }
-    while let Some(b) = work.pop_front() {
-        for &q in &preds[b] {
-            if dist[q] == u32::MAX {
-                dist[q] = dist[b] + 1;
-                work.push_back(q);
-            }
-        }
-    }
-    dist
 }
 
 /// A block's ops for `lanes`: runs of MIR statements as in the CFG

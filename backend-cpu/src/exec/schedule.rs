@@ -16,6 +16,11 @@ pub struct Waiting {
     /// Fewest blocks from here to a synchronizing block (a barrier, see
     /// [`WaitQueue`]); `u32::MAX` when none is reachable or none is set.
     pub to_barrier: u32,
+    /// The point's place in a topological order of the blocks up to the
+    /// next barrier (cycles share one; see `flow::upstream_order`): lanes
+    /// waiting at a smaller one may still arrive at a larger one before
+    /// the barrier, never the reverse. `u32::MAX` when none is set.
+    pub upstream: u32,
 }
 
 /// The block-choice heuristic: which of the waiting points runs next.
@@ -73,6 +78,33 @@ impl BlockChoice for FurthestFromBarrier {
     }
 }
 
+/// The most upstream point — the one no other waiting lane can still
+/// reach before the next barrier (ties, within a cycle such as a
+/// recursion's returns: furthest from the barrier, then the earliest).
+/// Every block outside a cycle then runs at most once between two
+/// barriers, with every lane that reaches it in that stretch: chains that
+/// unwind different numbers of levels of NUTS's recursion meet at the
+/// call site before it runs, instead of running it once per level as
+/// [`FurthestFromBarrier`] does when the call site is further from the
+/// barrier than the returns.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UpstreamFirst;
+
+impl BlockChoice for UpstreamFirst {
+    fn choose(&self, waiting: &[Waiting]) -> usize {
+        let mut best = 0;
+        for (i, w) in waiting.iter().enumerate() {
+            let b = &waiting[best];
+            if (w.upstream, std::cmp::Reverse(w.to_barrier))
+                < (b.upstream, std::cmp::Reverse(b.to_barrier))
+            {
+                best = i;
+            }
+        }
+        best
+    }
+}
+
 /// Lanes waiting at program points.
 ///
 /// Points marked as *barriers* (blocks that call an external function the
@@ -88,13 +120,20 @@ pub(crate) struct WaitQueue {
     barrier: Vec<bool>,
     /// `to_barrier[point]` ([`Waiting::to_barrier`]; beyond its end: none).
     to_barrier: Vec<u32>,
+    /// `upstream[point]` ([`Waiting::upstream`]; beyond its end: none).
+    upstream: Vec<u32>,
 }
 
 impl WaitQueue {
-    pub fn with_barriers(barrier: Vec<bool>, to_barrier: Vec<u32>) -> WaitQueue {
+    pub fn with_barriers(
+        barrier: Vec<bool>,
+        to_barrier: Vec<u32>,
+        upstream: Vec<u32>,
+    ) -> WaitQueue {
         WaitQueue {
             barrier,
             to_barrier,
+            upstream,
             ..WaitQueue::default()
         }
     }
@@ -129,6 +168,7 @@ impl WaitQueue {
                         point: *p,
                         lanes: l.len(),
                         to_barrier: self.to_barrier.get(*p).copied().unwrap_or(u32::MAX),
+                        upstream: self.upstream.get(*p).copied().unwrap_or(u32::MAX),
                     });
                 }
             }
@@ -162,7 +202,8 @@ mod tests {
 
     #[test]
     fn barriers_wait_until_nothing_else_waits() {
-        let mut q = WaitQueue::with_barriers(vec![false, true, false, false], Vec::new());
+        let mut q =
+            WaitQueue::with_barriers(vec![false, true, false, false], Vec::new(), Vec::new());
         q.add(1, [0, 1]);
         q.add(3, [2]);
         q.add(0, [3]);
@@ -179,7 +220,11 @@ mod tests {
 
     #[test]
     fn the_lanes_furthest_from_the_barrier_go_first() {
-        let mut q = WaitQueue::with_barriers(vec![true, false, false, false], vec![0, 1, 3, 2]);
+        let mut q = WaitQueue::with_barriers(
+            vec![true, false, false, false],
+            vec![0, 1, 3, 2],
+            Vec::new(),
+        );
         q.add(0, [0]);
         q.add(1, [1]);
         q.add(2, [2]);
@@ -188,5 +233,24 @@ mod tests {
             .map(|_| q.take(&FurthestFromBarrier, 4).unwrap().0)
             .collect();
         assert_eq!(order, [2, 3, 1, 0]);
+    }
+
+    #[test]
+    fn upstream_points_go_first_then_the_furthest_within_a_cycle() {
+        // Points 1 and 2 share a cycle (order 0) upstream of 3 (order 1),
+        // which is further from the barrier (point 0) than both.
+        let mut q = WaitQueue::with_barriers(
+            vec![true, false, false, false],
+            vec![0, 1, 2, 4],
+            vec![2, 0, 0, 1],
+        );
+        q.add(0, [0]);
+        q.add(1, [1]);
+        q.add(2, [2]);
+        q.add(3, [3]);
+        let order: Vec<usize> = (0..4)
+            .map(|_| q.take(&UpstreamFirst, 4).unwrap().0)
+            .collect();
+        assert_eq!(order, [2, 1, 3, 0]);
     }
 }
