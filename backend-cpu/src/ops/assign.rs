@@ -61,10 +61,10 @@ pub(crate) fn assign(
     };
     // Whole variable, same dense shape and kind: the value itself (also
     // a shared one, e.g. an adjoint reset to zeros).
-    if path.is_empty()
-        && let (Some(a), Some(b)) = (slot_shape(&current), slot_shape(value))
-        && a == b
-    {
+    if path.is_empty() && same_layout(&current, value) {
+        // Without this handle, a variable nobody else holds is written in
+        // place (the merge would otherwise copy it whole first).
+        drop(current);
         set_var(st, lhs.var, value.clone(), active);
         return Ok(());
     }
@@ -116,6 +116,19 @@ fn assign_per_lane(
 }
 
 /// The element shape and kind of a dense or dense-able shared slot.
+/// Both have one dense shape and kind, or are tuples whose components
+/// pairwise do (a tuple variable given a tuple value, e.g. NUTS's leapfrog
+/// result): the value is written by a masked merge, component by
+/// component, not lane by lane through the interpreter.
+fn same_layout(a: &Slot, b: &Slot) -> bool {
+    match (a, b) {
+        (Slot::Tuple(xs), Slot::Tuple(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_layout(x, y))
+        }
+        _ => matches!((slot_shape(a), slot_shape(b)), (Some(x), Some(y)) if x == y),
+    }
+}
+
 fn slot_shape(s: &Slot) -> Option<(Shape, bool)> {
     match s {
         Slot::Real(d) => Some((d.shape.clone(), false)),
@@ -554,5 +567,70 @@ mod tests {
         assert!(!in_place);
         assert_eq!(got, expected(&[1, 2], |x| x + 5.0));
         assert_eq!(held.unwrap(), data_of(&dense_v()));
+    }
+
+    /// `t = u` of two `tuple(real, vector[3])` variables, dense over 4
+    /// lanes, for lanes 1 and 3: merged component by component into t's
+    /// own buffers (not lane by lane through the interpreter's values).
+    #[test]
+    fn a_tuple_value_is_merged_into_a_tuple_variable_in_place() {
+        let src = "parameters { real mu; } model {
+            tuple(real, vector[3]) t = (mu, rep_vector(mu, 3));
+            tuple(real, vector[3]) u = (2 * mu, rep_vector(1, 3));
+            t = u;
+        }";
+        let (mir, diags) = language::compile_model(src, "tuples");
+        let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
+        fn find(stmts: &[Stmt]) -> Option<Stmt> {
+            stmts.iter().find_map(|s| match &s.kind {
+                StmtKind::Assign { lhs, .. } if lhs.path.is_empty() => Some(s.clone()),
+                StmtKind::Block(inner) => find(inner),
+                _ => None,
+            })
+        }
+        let s = find(&mir.model).expect("`t = u`");
+        let StmtKind::Assign { rhs, .. } = &s.kind else {
+            unreachable!()
+        };
+        let language::mir::ExprKind::Var(u) = rhs.kind else {
+            panic!("{rhs:?}")
+        };
+        let tuple = |offset: f64| {
+            let scalar = Dense::new(Shape::Real, 4, (0..4).map(|l| offset + l as f64).collect());
+            let vector = Dense::new(
+                Shape::Vector(3),
+                4,
+                (0..12).map(|i| offset + 10.0 + i as f64).collect(),
+            );
+            Arc::new(Slot::Tuple(vec![
+                Arc::new(Slot::Real(scalar)),
+                Arc::new(Slot::Real(vector)),
+            ]))
+        };
+        let mut st = State::new(&mir, &[], 4);
+        let t = lhs_var(&s);
+        st.vars[t] = Some(tuple(0.0));
+        st.vars[u.0 as usize] = Some(tuple(100.0));
+        let buffers = |st: &State| -> Vec<*const f64> {
+            match &**st.vars[t].as_ref().unwrap() {
+                Slot::Tuple(items) => items.iter().map(|i| data_of(i).as_ptr()).collect(),
+                other => panic!("not a dense tuple: {other:?}"),
+            }
+        };
+        let before = buffers(&st);
+        exec_op(&s, &mut st, &Lanes::from_indices(4, vec![1, 3])).unwrap();
+        assert_eq!(buffers(&st), before, "`t = u` copied t");
+        let Slot::Tuple(items) = &**st.vars[t].as_ref().unwrap() else {
+            unreachable!()
+        };
+        assert_eq!(data_of(&items[0]), &[0.0, 101.0, 2.0, 103.0]);
+        let v = data_of(&items[1]);
+        for e in 0..3 {
+            for l in 0..4 {
+                let old = 10.0 + (4 * e + l) as f64;
+                let want = if l % 2 == 1 { 100.0 + old } else { old };
+                assert_eq!(v[4 * e + l], want, "element {e} lane {l}");
+            }
+        }
     }
 }
