@@ -274,7 +274,8 @@ fn deep_recursion_with_one_thread_runs_on_a_deep_stack_every_time() {
 /// iterations run for a few lanes of the batch, where the kernels compute
 /// only the running lanes (`kernels::sparse_lanes`): elementwise maps of
 /// one, two and three operands, in-place updates of temporaries, sums,
-/// `dot_self` and `dot_product`.
+/// `dot_self` and `dot_product`; and `to_vector` of per-lane arrays,
+/// matrices and row vectors (a reshape of the dense lanes).
 const FEW_LANES: &str = "
   data { int D; }
   parameters { real mu; }
@@ -284,6 +285,9 @@ const FEW_LANES: &str = "
     vector[5] w = rep_vector(0.5, 5);
     real acc = mu;
     int steps = 0;
+    vector[4] drawn = to_vector(normal_rng(rep_vector(mu, 4), 1));
+    vector[4] flat = to_vector([[mu, 2 * mu], [3, mu - 1]]);
+    vector[2] row = to_vector([mu, -mu]);
     while (uniform_rng(0, 1) < 0.85 && steps < 60) {
       steps += 1;
       v = 1.5 - log1p(exp(v * 0.3) + w) / (1 + mu * mu);

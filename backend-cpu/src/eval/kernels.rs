@@ -392,6 +392,15 @@ pub(crate) fn prim(
     if is_check(p) {
         return check(p, args, st, active, e);
     }
+    if p == ToVector
+        && let [Slot::Real(d)] = args
+        && let Some(n) = flat_reals(&d.shape)
+    {
+        // The same numbers in the same order (arrays and row vectors in
+        // order, matrices column-major as stored): a new shape.
+        let data = crate::lanes::pool::copy(&d.data);
+        return Some(Slot::Real(Dense::new(Shape::Vector(n), z, data)));
+    }
     let at = sparse_lanes(active, z);
     if p == Mul
         && st.gemm
@@ -441,6 +450,18 @@ pub(crate) fn prim(
         Sum => reduce(&ops[0], z, at, |acc, x| acc + x),
         DotSelf => reduce(&ops[0], z, at, |acc, x| acc + x * x),
         DotProduct => dot(&ops[0], &ops[1], z, at),
+        _ => None,
+    }
+}
+
+/// The length of `to_vector` of a value of this shape, for the shapes
+/// whose elements are already in `to_vector`'s order (a one-dimensional
+/// real array, a vector, a row vector, a matrix).
+fn flat_reals(shape: &Shape) -> Option<usize> {
+    match shape {
+        Shape::Array(n, inner) if **inner == Shape::Real => Some(*n),
+        Shape::Vector(n) | Shape::RowVector(n) => Some(*n),
+        Shape::Matrix(r, c) => Some(r * c),
         _ => None,
     }
 }
