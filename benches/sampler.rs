@@ -28,7 +28,7 @@
 use bat::output::RunMetadata;
 use bat::sampler::collect::OutputSpec;
 use bat::sampler::{
-    BatchedExecutor, ChainJob, Init, Progress, ProgressState, RunReport, SamplerExecutor, Settings,
+    BatchedExecutor, ChainJob, Progress, ProgressState, RunReport, SamplerExecutor, Settings,
     collect,
 };
 use language::data::DataFile;
@@ -216,16 +216,7 @@ fn main() {
                     gemm: true,
                     lanes: ((chains as f64 * lane_share).ceil() as usize).max(1),
                 };
-                let settings = Settings {
-                    num_warmup: warmup,
-                    num_samples: samples,
-                    thin: 1,
-                    max_depth: 10,
-                    adapt_delta: 0.8,
-                    save_warmup: false,
-                    seed: 20240601,
-                    init: Init::Radius(2.0),
-                };
+                let settings = Settings::stan_defaults(warmup, samples, 20240601);
                 let output = dir.join(format!("{}-{}-{chains}.h5", problem.name, batching.name()));
                 let m = run(&model, &grad, &settings, &executor, chains, &output);
                 let _ = std::fs::remove_file(&output);

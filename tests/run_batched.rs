@@ -6,7 +6,7 @@
 
 use backend_cpu::exec::Batching;
 use bat::sampler::{
-    BatchedExecutor, ChainJob, Event, Init, InterpreterExecutor, SamplerExecutor, Settings,
+    BatchedExecutor, ChainJob, Event, InterpreterExecutor, SamplerExecutor, Settings,
 };
 use language::ad::GradProgram;
 use language::data::DataFile;
@@ -42,14 +42,8 @@ fn eight_schools() -> (Model, GradProgram) {
 
 fn settings(warmup: usize, samples: usize) -> Settings {
     Settings {
-        num_warmup: warmup,
-        num_samples: samples,
-        thin: 1,
-        max_depth: 10,
-        adapt_delta: 0.8,
         save_warmup: true,
-        seed: 20261122,
-        init: Init::Radius(2.0),
+        ..Settings::stan_defaults(warmup, samples, 20261122)
     }
 }
 

@@ -31,7 +31,7 @@ use language::interp::{Model, Rng};
 use crate::output::RunMetadata;
 use crate::sampler::collect::OutputSpec;
 use crate::sampler::cuda::{CudaSamplerExecutor, gradient_device};
-use crate::sampler::{ChainJob, Init, Progress, ProgressState, SamplerExecutor, Settings, collect};
+use crate::sampler::{ChainJob, Progress, ProgressState, SamplerExecutor, Settings, collect};
 
 /// A benchmark problem of the issue: an example model with its data.
 pub struct Problem {
@@ -279,16 +279,7 @@ impl Progress for Quiet {
 }
 
 fn measure(loaded: &Loaded, chains: usize, settings: &BenchSettings) -> Result<Row, String> {
-    let sampler_settings = Settings {
-        num_warmup: settings.warmup,
-        num_samples: settings.samples,
-        thin: 1,
-        max_depth: 10,
-        adapt_delta: 0.8,
-        save_warmup: false,
-        seed: 20240601,
-        init: Init::Radius(2.0),
-    };
+    let sampler_settings = Settings::stan_defaults(settings.warmup, settings.samples, 20240601);
     let job = ChainJob {
         model: &loaded.model,
         grad: &loaded.grad,

@@ -65,6 +65,21 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Stan's defaults (thin 1, max depth 10, adapt delta 0.8, no warmup
+    /// draws kept, inits uniform(−2, 2)) for these iterations and seed.
+    pub fn stan_defaults(num_warmup: usize, num_samples: usize, seed: u64) -> Settings {
+        Settings {
+            num_warmup,
+            num_samples,
+            thin: 1,
+            max_depth: 10,
+            adapt_delta: 0.8,
+            save_warmup: false,
+            seed,
+            init: Init::Radius(2.0),
+        }
+    }
+
     /// Kept draws per chain: (warmup, sampling).
     pub fn kept_draws(&self) -> (usize, usize) {
         let warmup = if self.save_warmup {

@@ -250,16 +250,7 @@ pub(crate) fn run_one(
 }
 
 fn settings(warmup: usize, samples: usize, seed: u64) -> Settings {
-    Settings {
-        num_warmup: warmup,
-        num_samples: samples,
-        thin: 1,
-        max_depth: 10,
-        adapt_delta: 0.8,
-        save_warmup: false,
-        seed,
-        init: Init::Radius(2.0),
-    }
+    Settings::stan_defaults(warmup, samples, seed)
 }
 
 fn mean_sd(xs: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
