@@ -15,6 +15,8 @@
 // Each test binary uses part of this module.
 #![allow(dead_code)]
 
+pub mod lanes;
+
 use std::path::Path;
 use std::process::Command;
 
