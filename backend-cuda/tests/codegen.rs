@@ -11,6 +11,8 @@
 //! [`DEFAULT_MODELS`] (all models with `BAT_FULL_SWEEP=1`: NVRTC then takes
 //! minutes).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use backend_cuda::codegen::{self, DeviceProgram, program};
@@ -19,6 +21,8 @@ use backend_cuda::nvrtc::{CHECKED_TARGETS, compile};
 use language::batch::pc;
 use language::data::DataFile;
 use language::interp::Model;
+
+use common::ode_models::{TIMES_DATA, TIMES_MODEL, solver_model};
 
 /// Compiled by default: loops, AD stacks, GEMM and per-lane matrix
 /// products, every bound transform, recursive user functions, ODE solves
@@ -176,6 +180,45 @@ fn every_program_compiles_with_nvrtc_for_every_checked_target() {
         source.lines().count(),
         started.elapsed().as_secs_f64()
     );
+}
+
+/// The ODE forms beyond Dormand–Prince with data times generate completely
+/// and compile with NVRTC for every checked target: Cash–Karp
+/// (`ode_ckrk_tol` with every kind of sensitivity; `ode_ckrk`), and initial
+/// and output times that are parameters (both solvers, the deprecated
+/// interface, with and without other autodiff inputs).
+#[test]
+fn ode_solvers_and_parameter_times_compile_with_nvrtc() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut source = codegen::prelude();
+    for (name, model, data) in [
+        (
+            "ode_ckrk_tol",
+            solver_model("ode_ckrk_tol"),
+            r#"{"T": 2, "ts": [0.5, 1.0], "d": 2.5, "p": 3, "steps": 12}"#,
+        ),
+        ("ode_times", TIMES_MODEL.to_string(), TIMES_DATA),
+    ] {
+        let model_path = dir.path().join(format!("{name}.stan"));
+        let data_path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&model_path, model).unwrap();
+        std::fs::write(&data_path, data).unwrap();
+        let case = load(name, &model_path, &data_path).unwrap();
+        assert!(
+            case.program.not_generated.is_empty(),
+            "{name}: {:?}",
+            case.program.not_generated
+        );
+        assert!(case.program.kernels_source.contains("bat_cash_karp("));
+        source.push_str(&case.program.kernels_source);
+    }
+    // The adjoints of the times evaluate the system alone.
+    assert!(source.contains("_rhs_f("));
+    for target in CHECKED_TARGETS {
+        if let Err(e) = compile(&source, target) {
+            panic!("{target:?}: {e}");
+        }
+    }
 }
 
 /// What the generator lacks is reported with where it is, and the source

@@ -12,7 +12,8 @@
 //!   bat-math computes them.
 //! - [`rng`]: per-lane Philox-4x32-10 streams, the CPU's bit for bit.
 //! - [`ode`]: ODE solves, each lane integrating its own system with the
-//!   CPU's Dormand–Prince stepper, operation for operation.
+//!   CPU's Dormand–Prince or Cash–Karp stepper, operation for operation
+//!   (`ode_integrators`).
 //!
 //! Every op the generator cannot translate is listed in
 //! [`program::DeviceProgram::not_generated`] with the reason and gets a
@@ -25,6 +26,7 @@ pub mod frames;
 pub mod layout;
 mod linalg;
 pub mod ode;
+mod ode_integrators;
 pub mod program;
 pub mod rng;
 mod scalar;
