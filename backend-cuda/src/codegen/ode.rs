@@ -1,12 +1,14 @@
 //! ODE solves on the device: `ode_rk45` / `integrate_ode_rk45` (and
-//! `ode_adams`, which bat runs with the same integrator) and `ode_ckrk`,
-//! each lane's thread integrating its own system.
+//! `ode_adams`, which bat runs with the same integrator), `ode_ckrk` and
+//! `ode_bdf` / `integrate_ode_bdf`, each lane's thread integrating its own
+//! system.
 //!
 //! Why a mirror and not any Runge–Kutta: the device must give backend-cpu's
 //! gradients to rounding (1e-12 relative), and an adaptive integrator's
 //! result is only that close when it takes the same steps. So
 //! [`ODE_SOURCE`] (`super::ode_integrators`) is `bat_math::ode::dopri5`
-//! and `bat_math::ode::cash_karp` operation for operation: the same
+//! and `bat_math::ode::cash_karp` operation for operation (and
+//! `super::ode_bdf` is `bat_math::ode::bdf`, see there): the same
 //! Butcher coefficients computed as the same double quotients, the same
 //! stage sums in the same order, Boost's error norm, step-size controller
 //! (`std::max` ignoring NaN), initial step 0.1, 500 tries per step, each
@@ -28,10 +30,10 @@
 //! along the n states and m parameters), so f and both Jacobians are the
 //! tape's to the bit, and the coupled sensitivity system is
 //! `bat_math::ode::sensitivity::Coupled::derivative` with its sums in the
-//! same order. A system the tape cannot compile runs in the interpreter on
-//! the CPU (whose Jacobians differ in rounding): such a solve is refused on
-//! the device, as is BDF (bat's own variable-order BDF with Newton
-//! iterations on a dense LU: not ported).
+//! same order; BDF's Newton matrix takes ∂f/∂y from the same tangents
+//! (`NAME_jac`, as `StiffSystem::jacobian`). A system the tape cannot
+//! compile runs in the interpreter on the CPU (whose Jacobians differ in
+//! rounding): such a solve is refused on the device.
 //!
 //! Stan's argument checks (`language::interp::ode`) run before the solve
 //! with the same messages and kinds (rejections; an empty state or output
@@ -88,6 +90,8 @@ pub fn solution_shape(env: &dyn ShapeEnv, call: &OdeSolve) -> Result<Shape, Unsu
 pub(crate) enum Integrator {
     DormandPrince,
     CashKarp,
+    /// Also takes the Jacobian of the states (`bat_bdf`).
+    Bdf,
 }
 
 impl Integrator {
@@ -96,14 +100,17 @@ impl Integrator {
         match self {
             Integrator::DormandPrince => "bat_dopri5",
             Integrator::CashKarp => "bat_cash_karp",
+            Integrator::Bdf => "bat_bdf",
         }
     }
 
-    /// Work doubles for `n` coupled states (`BAT_*_WORK` in the source).
-    pub fn work(self, n: usize) -> usize {
+    /// Work doubles for `coupled` states in blocks of `n` (`BAT_*_WORK`
+    /// in the source).
+    pub fn work(self, coupled: usize, n: usize) -> usize {
         match self {
-            Integrator::DormandPrince => 12 * n,
-            Integrator::CashKarp => 10 * n,
+            Integrator::DormandPrince => 12 * coupled,
+            Integrator::CashKarp => 10 * coupled,
+            Integrator::Bdf => 17 * coupled + 2 * n * n + n,
         }
     }
 }
@@ -140,11 +147,7 @@ pub(crate) fn plan(
     let integrator = match call.method {
         OdeMethod::Rk45 | OdeMethod::Adams => Integrator::DormandPrince,
         OdeMethod::Ckrk => Integrator::CashKarp,
-        OdeMethod::Bdf => {
-            return Err(format!(
-                "the ODE solver `{name}` (BDF) is not on the device (only ode_rk45/ode_adams/ode_ckrk are)"
-            ));
-        }
+        OdeMethod::Bdf => Integrator::Bdf,
     };
     let inputs = call.autodiff_inputs();
     let n = shape_of(env, &call.initial_state)?.len();
@@ -170,7 +173,9 @@ pub(crate) fn plan(
     } else {
         0
     };
-    if n0 + m > 0 && call.sensitivity.is_none() {
+    // BDF's Newton matrix needs the Jacobian even of a plain system (the
+    // CPU refuses to run without the system's derivative function).
+    if (n0 + m > 0 || integrator == Integrator::Bdf) && call.sensitivity.is_none() {
         return Err(format!(
             "`{name}` has no derivative function for its system"
         ));
@@ -234,6 +239,8 @@ pub(crate) struct System {
     /// `NAME_f`: f(t, y) alone into dz (the tape's values, as its `eval`),
     /// for the adjoints of parameter times.
     pub values: String,
+    /// BDF: `NAME_jac`, ∂f/∂y (n × n, row-major) into dz.
+    pub jacobian: Option<String>,
 }
 
 /// The system of `solve` as C: `name` is the lambda, `prefix` names its
@@ -242,6 +249,7 @@ pub(crate) fn system(solve: &Solve, name: &str, prefix: &str, args: &[String]) -
     let tape = &solve.tape;
     let (n, n0, m) = (solve.n, solve.n0, solve.m);
     let plain = n0 + m == 0;
+    let with_jacobian = solve.integrator == Integrator::Bdf;
     let slots = tape.slots();
     let d = tape.dirs();
     let (v, g) = (format!("{prefix}v"), format!("{prefix}g"));
@@ -259,7 +267,7 @@ pub(crate) fn system(solve: &Solve, name: &str, prefix: &str, args: &[String]) -
     for (slot, x) in tape.constants() {
         setup.push_str(&format!("{v}[{slot}] = {};\n", super::real_literal(x)));
     }
-    if !plain {
+    if !plain || with_jacobian {
         setup.push_str(&format!(
             "double {g}[{}]; for (int i = 0; i < {}; ++i) {g}[i] = 0.0;\n",
             slots * d,
@@ -284,41 +292,41 @@ pub(crate) fn system(solve: &Solve, name: &str, prefix: &str, args: &[String]) -
         };
         values.push_str(&format!("{v}[{r}] = {value};\n"));
     }
-    let mut body = values.clone();
-    for (i, &s) in tape.outputs().iter().enumerate() {
-        values.push_str(&format!("dz[{i}] = {v}[{s}];\n"));
-    }
-    if plain {
+    let outputs = |body: &mut String| {
         for (i, &s) in tape.outputs().iter().enumerate() {
             body.push_str(&format!("dz[{i}] = {v}[{s}];\n"));
         }
+    };
+    // Forward-mode tangents, as Tape::eval_with_jacobians.
+    let mut tangents = String::new();
+    for &(r, op) in tape.ops() {
+        let row = |s: usize| format!("{g}[{} + k]", s * d);
+        let out = row(r);
+        let tangent = match op {
+            Op::Add(a, b) => format!("{} + {}", row(a), row(b)),
+            Op::Sub(a, b) => format!("{} - {}", row(a), row(b)),
+            Op::Mul(a, b) => format!("{} * {v}[{b}] + {v}[{a}] * {}", row(a), row(b)),
+            Op::Div(a, b) => {
+                format!("{} / {v}[{b}] - {v}[{r}] * {} / {v}[{b}]", row(a), row(b))
+            }
+            Op::Neg(a) => format!("-{}", row(a)),
+            Op::Exp(a) => format!("{} * {v}[{r}]", row(a)),
+            Op::Log(a) => format!("{} / {v}[{a}]", row(a)),
+            Op::Sqrt(a) => format!("{} / (2.0 * {v}[{r}])", row(a)),
+            Op::Square(a) => format!("2.0 * {v}[{a}] * {}", row(a)),
+        };
+        tangents.push_str(&format!(
+            "for (int k = 0; k < {d}; ++k) {out} = {tangent};\n"
+        ));
+    }
+    let mut body = values.clone();
+    if plain {
+        outputs(&mut body);
     } else {
-        // Forward-mode tangents, as Tape::eval_with_jacobians.
-        for &(r, op) in tape.ops() {
-            let row = |s: usize| format!("{g}[{} + k]", s * d);
-            let out = row(r);
-            let tangent = match op {
-                Op::Add(a, b) => format!("{} + {}", row(a), row(b)),
-                Op::Sub(a, b) => format!("{} - {}", row(a), row(b)),
-                Op::Mul(a, b) => format!("{} * {v}[{b}] + {v}[{a}] * {}", row(a), row(b)),
-                Op::Div(a, b) => {
-                    format!("{} / {v}[{b}] - {v}[{r}] * {} / {v}[{b}]", row(a), row(b))
-                }
-                Op::Neg(a) => format!("-{}", row(a)),
-                Op::Exp(a) => format!("{} * {v}[{r}]", row(a)),
-                Op::Log(a) => format!("{} / {v}[{a}]", row(a)),
-                Op::Sqrt(a) => format!("{} / (2.0 * {v}[{r}])", row(a)),
-                Op::Square(a) => format!("2.0 * {v}[{a}] * {}", row(a)),
-            };
-            body.push_str(&format!(
-                "for (int k = 0; k < {d}; ++k) {out} = {tangent};\n"
-            ));
-        }
+        body.push_str(&tangents);
         // Coupled::derivative: f, then S' = J_y S and P' = J_y P + J_θ,
         // with J_y[i][k] = g[out_i][k], J_θ[i][j] = g[out_i][n + j].
-        for (i, &s) in tape.outputs().iter().enumerate() {
-            body.push_str(&format!("dz[{i}] = {v}[{s}];\n"));
-        }
+        outputs(&mut body);
         for (i, &s) in tape.outputs().iter().enumerate() {
             let jy = |k: &str| format!("{g}[{} + {k}]", s * d);
             body.push_str(&format!(
@@ -334,6 +342,16 @@ pub(crate) fn system(solve: &Solve, name: &str, prefix: &str, args: &[String]) -
             ));
         }
     }
+    // BDF's Newton matrix: J_y alone (StiffSystem::jacobian), row-major.
+    let mut jacobian = values.clone();
+    jacobian.push_str(&tangents);
+    for (i, &s) in tape.outputs().iter().enumerate() {
+        jacobian.push_str(&format!(
+            "for (int k = 0; k < {n}; ++k) dz[{i} * {n} + k] = {g}[{} + k];\n",
+            s * d
+        ));
+    }
+    outputs(&mut values);
     let lambda = |name: &str, body: &str| {
         format!(
             "auto {name} = [&](double t, const double* z, double* dz) {{\n{body}}};\n(void){name};\n"
@@ -343,6 +361,7 @@ pub(crate) fn system(solve: &Solve, name: &str, prefix: &str, args: &[String]) -
         setup,
         lambda: lambda(name, &body),
         values: lambda(&format!("{name}_f"), &values),
+        jacobian: with_jacobian.then(|| lambda(&format!("{name}_jac"), &jacobian)),
     }
 }
 

@@ -33,7 +33,8 @@ pub fn solver_model(solver: &str) -> String {
 /// (`ode_rk45_tol`) differentiates every input; `yb` (`ode_ckrk`) only its
 /// initial time and times (the coupled system carries ∂y/∂y₀ for the
 /// initial time without an adjoint of the data initial state); `yc`
-/// (`ode_ckrk_tol`) only its times (the plain system); `yl`
+/// (`ode_bdf_tol`) only its times (the plain system, whose Jacobian BDF's
+/// Newton iterations still use); `yl`
 /// (`integrate_ode_rk45`) its times and parameters through the deprecated
 /// interface. Data: [`TIMES_DATA`].
 pub const TIMES_MODEL: &str = "functions {\n\
@@ -59,7 +60,7 @@ pub const TIMES_MODEL: &str = "functions {\n\
        for (t in 1:T) ts[t] = tau * t;\n\
        ya = ode_rk45_tol(sys, y0, t0, ts, 1e-6, 1e-6, 1000, k, c);\n\
        yb = ode_ckrk(sys, yd, t0, ts, kd, cd);\n\
-       yc = ode_ckrk_tol(sys, yd, 0.0, ts, 1e-7, 1e-7, 1000, kd, cd);\n\
+       yc = ode_bdf_tol(sys, yd, 0.0, ts, 1e-7, 1e-7, 1000, kd, cd);\n\
        yl = integrate_ode_rk45(sysl, {1.0, 0.5}, 0.0, ts, {k, c[1]}, xr, xi);\n\
      }\n\
      model {\n\

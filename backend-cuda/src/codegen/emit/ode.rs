@@ -88,7 +88,7 @@ impl Emitter<'_> {
             return Err(format!("`{}` into {len} values", call.name));
         }
         let tape_len = solve.tape.slots() * solve.tape.dirs();
-        let work = solve.integrator.work(big_n);
+        let work = solve.integrator.work(big_n, n);
         if work > ODE_LOCAL_LIMIT || nt * n > ODE_LOCAL_LIMIT || tape_len > ODE_LOCAL_LIMIT {
             return Err(format!(
                 "`{}` of {big_n} coupled states at {nt} times is too large for a thread",
@@ -220,6 +220,18 @@ impl Emitter<'_> {
         self.lines.push(system.setup);
         self.lines.push(system.lambda);
         self.lines.push(system.values);
+        let jacobian = match system.jacobian {
+            Some(lambda) => {
+                self.lines.push(lambda);
+                format!("{p}_rhs_jac, ")
+            }
+            None => String::new(),
+        };
+        let block = if jacobian.is_empty() {
+            String::new()
+        } else {
+            format!("{n}, ")
+        };
         let out = format!("{p}_out");
         self.lines
             .push(format!("double {out}[{}];", out_len.max(1)));
@@ -245,7 +257,7 @@ impl Emitter<'_> {
         };
         let (w, ft, rc) = (format!("{p}_w"), format!("{p}_ft"), format!("{p}_rc"));
         self.lines.push(format!(
-            "double {w}[{work}]; double {ft} = 0.0;\nconst int {rc} = {}({p}_rhs, {p}_obs, {big_n}, {w}, {z0}, {t0}, {ts}, {nt}, {rtol}, {atol}, {steps}, &{ft});",
+            "double {w}[{work}]; double {ft} = 0.0;\nconst int {rc} = {}({p}_rhs, {jacobian}{p}_obs, {big_n}, {block}{w}, {z0}, {t0}, {ts}, {nt}, {rtol}, {atol}, {steps}, &{ft});",
             solve.integrator.function()
         ));
         for (code, text) in [
