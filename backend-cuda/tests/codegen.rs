@@ -22,7 +22,7 @@ use language::batch::pc;
 use language::data::DataFile;
 use language::interp::Model;
 
-use common::ode_models::{TIMES_DATA, TIMES_MODEL, solver_model};
+use common::ode_models::{TIMES_DATA, TIMES_MODEL};
 
 /// Compiled by default: loops, AD stacks, GEMM and per-lane matrix
 /// products, every bound transform, recursive user functions, ODE solves
@@ -182,39 +182,32 @@ fn every_program_compiles_with_nvrtc_for_every_checked_target() {
     );
 }
 
-/// The ODE forms beyond Dormand–Prince with data times generate completely
-/// and compile with NVRTC for every checked target: Cash–Karp
-/// (`ode_ckrk_tol` with every kind of sensitivity; `ode_ckrk`), BDF
-/// (`ode_bdf_tol`, its Jacobian lambda), and initial and output times that
-/// are parameters (every solver, the deprecated interface, with and
-/// without other autodiff inputs). BDF's integrator is large: one model
-/// of it keeps the compiles short.
+/// The ODE forms beyond Dormand–Prince with data times ([`TIMES_MODEL`]:
+/// `ode_ckrk_tol`, `ode_ckrk`, `ode_bdf_tol`, initial and output times
+/// that are parameters, with and without other autodiff inputs, also
+/// through the deprecated interface) generate completely and compile with
+/// NVRTC for every checked target. (One model: BDF's integrator is large
+/// for ptxas.)
 #[test]
 fn ode_solvers_and_parameter_times_compile_with_nvrtc() {
     let dir = tempfile::tempdir().unwrap();
+    let model_path = dir.path().join("ode_times.stan");
+    let data_path = dir.path().join("ode_times.json");
+    std::fs::write(&model_path, TIMES_MODEL).unwrap();
+    std::fs::write(&data_path, TIMES_DATA).unwrap();
+    let case = load("ode_times", &model_path, &data_path).unwrap();
+    assert!(
+        case.program.not_generated.is_empty(),
+        "{:?}",
+        case.program.not_generated
+    );
     let mut source = codegen::prelude();
-    for (name, model, data) in [
-        (
-            "ode_ckrk_tol",
-            solver_model("ode_ckrk_tol"),
-            r#"{"T": 2, "ts": [0.5, 1.0], "d": 2.5, "p": 3, "steps": 12}"#,
-        ),
-        ("ode_times", TIMES_MODEL.to_string(), TIMES_DATA),
-    ] {
-        let model_path = dir.path().join(format!("{name}.stan"));
-        let data_path = dir.path().join(format!("{name}.json"));
-        std::fs::write(&model_path, model).unwrap();
-        std::fs::write(&data_path, data).unwrap();
-        let case = load(name, &model_path, &data_path).unwrap();
+    source.push_str(&case.program.kernels_source);
+    for integrator in ["bat_dopri5(", "bat_cash_karp(", "bat_bdf("] {
         assert!(
-            case.program.not_generated.is_empty(),
-            "{name}: {:?}",
-            case.program.not_generated
+            case.program.kernels_source.contains(integrator),
+            "{integrator}"
         );
-        source.push_str(&case.program.kernels_source);
-    }
-    for integrator in ["bat_cash_karp(", "bat_bdf("] {
-        assert!(source.contains(integrator), "{integrator}");
     }
     // The adjoints of the times evaluate the system alone.
     assert!(source.contains("_rhs_f("));

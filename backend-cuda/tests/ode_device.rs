@@ -7,7 +7,7 @@
 mod common;
 
 use common::lanes::{case_from, compare_points, reference, theta};
-use common::ode_models::{TIMES_DATA, TIMES_MODEL, solver_model};
+use common::ode_models::{LEGACY_BDF_MODEL, TIMES_DATA, TIMES_MODEL, solver_model};
 use common::run_child_on_the_device;
 
 use backend_cuda::gradient::{GradientDeviceError, device_program};
@@ -142,10 +142,10 @@ fn ode_parameter_times_match_backend_cpu_through_the_stub_driver() {
 
 /// [`TIMES_MODEL`]: initial and output times that are parameters, with
 /// every other input a parameter, with only the times, and through the
-/// deprecated interface, for both solvers. Lane by lane the device's log
-/// density and gradient are backend-cpu's (1e-12 relative), the
-/// derivatives along the times (τ scales them, t₀ is the initial time)
-/// included.
+/// deprecated interface, for every solver, and [`LEGACY_BDF_MODEL`]. Lane
+/// by lane the device's log density and gradient are backend-cpu's (1e-12
+/// relative), the derivatives along the times (τ scales them, t₀ is the
+/// initial time) included.
 #[test]
 #[ignore = "child process of ode_parameter_times_match_backend_cpu_through_the_stub_driver"]
 fn child_ode_parameter_times_match_backend_cpu() {
@@ -170,6 +170,14 @@ fn child_ode_parameter_times_match_backend_cpu() {
     // The times' derivatives are there (the comparison covers them).
     for (_, grad) in &solved {
         assert!(grad[5] != 0.0 && grad[6] != 0.0, "{grad:?}");
+    }
+    let legacy = case_from(dir.path(), "legacy_bdf", LEGACY_BDF_MODEL, TIMES_DATA);
+    let points: Vec<Vec<f64>> = (0..20).map(|l| theta(4, l, 9)).collect();
+    let got = compare_points("legacy_bdf", &legacy, &points);
+    let solved: Vec<&(f64, Vec<f64>)> = got.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert!(solved.len() >= 15, "only {} lanes solved", solved.len());
+    for (_, grad) in &solved {
+        assert!(grad[2] != 0.0 && grad[3] != 0.0, "{grad:?}");
     }
 }
 
