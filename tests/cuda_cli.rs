@@ -351,8 +351,9 @@ fn run_on_the_cuda_backend_refuses_a_model_it_cannot_run_yet() {
     assert!(!dir.path().join("o.h5").exists());
 }
 
-/// An ODE solve the device has no integrator for (`ode_bdf`) is refused
-/// naming the solver and its line, not with an error about one of the
+/// An ODE solve the device does not run (`ode_bdf` of a system with a
+/// loop, which the CPU runs in the interpreter) is refused naming the
+/// system, the solver and its line, not with an error about one of the
 /// system function's variables.
 #[test]
 fn run_on_the_cuda_backend_refuses_an_ode_bdf_model_naming_the_solver() {
@@ -361,7 +362,7 @@ fn run_on_the_cuda_backend_refuses_an_ode_bdf_model_naming_the_solver() {
     let model = dir.path().join("bdf.stan");
     std::fs::write(
         &model,
-        "functions {\n  vector f(real t, vector y, real k) {\n    return [-k * y[1]]';\n  }\n}\n\
+        "functions {\n  vector f(real t, vector y, real k) {\n    vector[1] d = -k * y;\n    for (i in 1:1) d[i] = d[i] + 0;\n    return d;\n  }\n}\n\
          parameters { real<lower=0> k; }\n\
          model {\n  array[2] vector[1] y = ode_bdf(f, [1.0]', 0.0, {0.5, 1.0}, k);\n  target += -square(y[2, 1] - 0.5);\n}\n",
     )
@@ -382,11 +383,11 @@ fn run_on_the_cuda_backend_refuses_an_ode_bdf_model_naming_the_solver() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(
-            "error: the CUDA backend cannot run this model yet: the ODE solver `ode_bdf` (BDF) is not on the device"
+            "error: the CUDA backend cannot run this model yet: the ODE system `f` of `ode_bdf` is not straight-line scalar code"
         ),
         "{stderr}"
     );
-    assert!(stderr.contains("line 8, column"), "{stderr}");
+    assert!(stderr.contains("line 10, column"), "{stderr}");
     assert!(stderr.contains("(use --backend cpu)"), "{stderr}");
     assert!(!stderr.contains("no value of known size"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
