@@ -103,6 +103,21 @@ __device__ inline void bat_rk_sum(int n, double* out, const double* base, double
         out[i] = acc;
     }
 }
+// The stages k2..k6 of a six-stage explicit Runge–Kutta step of size dt
+// from (t, x) with k1 = dxdt: k[s] = f(t + dt * c[s], x + dt*b*k1 + ...),
+// b the tableau's rows one after another (1, 2, ..., 5 coefficients).
+template <class F>
+__device__ inline void bat_rk_stages(F& f, int n, const double* x, const double* dxdt, double t,
+                                     double dt, const double* c, const double* b,
+                                     double* const* k, double* x_tmp) {
+    const double* terms[5] = {dxdt, k[0], k[1], k[2], k[3]};
+    int first = 0;
+    for (int s = 0; s < 5; ++s) {
+        bat_rk_sum(n, x_tmp, x, dt, s + 1, b + first, terms);
+        f(t + dt * c[s], (const double*)x_tmp, k[s]);
+        first += s + 1;
+    }
+}
 // Boost's error norm of a trial step of size dt from (x, dxdt).
 __device__ inline double bat_ode_error(int n, const double* xerr, const double* x,
                                        const double* dxdt, double dt, double rtol, double atol) {
@@ -207,25 +222,18 @@ __device__ int bat_dopri5(F& f, O& observe, int n, double* w, const double* z0, 
             // The six stages: the new state into x_old, its derivative into
             // dxdt_old, the error into xerr (Boost's FSAL try_step).
             const double* dd = dxdt;
-            const double* stages[5] = {dd, k2, k3, k4, k5};
-            const double b2[1] = {BAT_DP_B21};
-            bat_rk_sum(n, x_tmp, x, dt, 1, b2, stages);
-            f(t + dt * BAT_DP_A2, (const double*)x_tmp, k2);
-            const double b3[2] = {BAT_DP_B31, BAT_DP_B32};
-            bat_rk_sum(n, x_tmp, x, dt, 2, b3, stages);
-            f(t + dt * BAT_DP_A3, (const double*)x_tmp, k3);
-            const double b4[3] = {BAT_DP_B41, BAT_DP_B42, BAT_DP_B43};
-            bat_rk_sum(n, x_tmp, x, dt, 3, b4, stages);
-            f(t + dt * BAT_DP_A4, (const double*)x_tmp, k4);
-            const double b5[4] = {BAT_DP_B51, BAT_DP_B52, BAT_DP_B53, BAT_DP_B54};
-            bat_rk_sum(n, x_tmp, x, dt, 4, b5, stages);
-            f(t + dt * BAT_DP_A5, (const double*)x_tmp, k5);
-            const double b6[5] = {BAT_DP_B61, BAT_DP_B62, BAT_DP_B63, BAT_DP_B64, BAT_DP_B65};
-            bat_rk_sum(n, x_tmp, x, dt, 5, b6, stages);
-            f(t + dt, (const double*)x_tmp, k6);
+            // The last stage is at t + dt (dt * 1.0: the same number).
+            const double c[5] = {BAT_DP_A2, BAT_DP_A3, BAT_DP_A4, BAT_DP_A5, 1.0};
+            const double b[15] = {BAT_DP_B21,
+                                  BAT_DP_B31, BAT_DP_B32,
+                                  BAT_DP_B41, BAT_DP_B42, BAT_DP_B43,
+                                  BAT_DP_B51, BAT_DP_B52, BAT_DP_B53, BAT_DP_B54,
+                                  BAT_DP_B61, BAT_DP_B62, BAT_DP_B63, BAT_DP_B64, BAT_DP_B65};
+            double* const k[5] = {k2, k3, k4, k5, k6};
+            bat_rk_stages(f, n, x, dd, t, dt, c, b, k, x_tmp);
             const double* sol[6] = {dd, k3, k4, k5, k6, dxdt_old};
-            const double c[5] = {BAT_DP_C1, BAT_DP_C3, BAT_DP_C4, BAT_DP_C5, BAT_DP_C6};
-            bat_rk_sum(n, x_old, x, dt, 5, c, sol);
+            const double weights[5] = {BAT_DP_C1, BAT_DP_C3, BAT_DP_C4, BAT_DP_C5, BAT_DP_C6};
+            bat_rk_sum(n, x_old, x, dt, 5, weights, sol);
             f(t + dt, (const double*)x_old, dxdt_old);
             const double dc[6] = {BAT_DP_DC1, BAT_DP_DC3, BAT_DP_DC4, BAT_DP_DC5, BAT_DP_DC6, BAT_DP_DC7};
             bat_rk_sum(n, xerr, nullptr, dt, 6, dc, sol);
@@ -275,25 +283,17 @@ __device__ int bat_cash_karp(F& f, O& observe, int n, double* w, const double* z
             const double current = fmin(dt, target - t);
             f(t, (const double*)x, dxdt);
             const double* d = dxdt;
-            const double* stages[5] = {d, k2, k3, k4, k5};
-            const double b2[1] = {BAT_CK_B21};
-            bat_rk_sum(n, x_tmp, x, current, 1, b2, stages);
-            f(t + current * BAT_CK_A2, (const double*)x_tmp, k2);
-            const double b3[2] = {BAT_CK_B31, BAT_CK_B32};
-            bat_rk_sum(n, x_tmp, x, current, 2, b3, stages);
-            f(t + current * BAT_CK_A3, (const double*)x_tmp, k3);
-            const double b4[3] = {BAT_CK_B41, BAT_CK_B42, BAT_CK_B43};
-            bat_rk_sum(n, x_tmp, x, current, 3, b4, stages);
-            f(t + current * BAT_CK_A4, (const double*)x_tmp, k4);
-            const double b5[4] = {BAT_CK_B51, BAT_CK_B52, BAT_CK_B53, BAT_CK_B54};
-            bat_rk_sum(n, x_tmp, x, current, 4, b5, stages);
-            f(t + current * BAT_CK_A5, (const double*)x_tmp, k5);
-            const double b6[5] = {BAT_CK_B61, BAT_CK_B62, BAT_CK_B63, BAT_CK_B64, BAT_CK_B65};
-            bat_rk_sum(n, x_tmp, x, current, 5, b6, stages);
-            f(t + current * BAT_CK_A6, (const double*)x_tmp, k6);
+            const double c[5] = {BAT_CK_A2, BAT_CK_A3, BAT_CK_A4, BAT_CK_A5, BAT_CK_A6};
+            const double b[15] = {BAT_CK_B21,
+                                  BAT_CK_B31, BAT_CK_B32,
+                                  BAT_CK_B41, BAT_CK_B42, BAT_CK_B43,
+                                  BAT_CK_B51, BAT_CK_B52, BAT_CK_B53, BAT_CK_B54,
+                                  BAT_CK_B61, BAT_CK_B62, BAT_CK_B63, BAT_CK_B64, BAT_CK_B65};
+            double* const k[5] = {k2, k3, k4, k5, k6};
+            bat_rk_stages(f, n, x, d, t, current, c, b, k, x_tmp);
             const double* sol[4] = {d, k3, k4, k6};
-            const double c[4] = {BAT_CK_C1, BAT_CK_C3, BAT_CK_C4, BAT_CK_C6};
-            bat_rk_sum(n, x_new, x, current, 4, c, sol);
+            const double weights[4] = {BAT_CK_C1, BAT_CK_C3, BAT_CK_C4, BAT_CK_C6};
+            bat_rk_sum(n, x_new, x, current, 4, weights, sol);
             const double* err_terms[5] = {d, k3, k4, k5, k6};
             const double dc[5] = {BAT_CK_DC1, BAT_CK_DC3, BAT_CK_DC4, BAT_CK_DC5, BAT_CK_DC6};
             bat_rk_sum(n, xerr, nullptr, current, 5, dc, err_terms);
