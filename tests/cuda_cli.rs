@@ -505,6 +505,46 @@ fn device_sampler_draws_what_the_cpu_backend_draws_kidiq() {
     device_sampler_matches_cpu(&model, Some(&data), "8", &["--device-sampler"]);
 }
 
+/// ODE solves by Cash–Karp and BDF with output times that are parameters,
+/// sampled on the device: every chain's draws and statistics are the CPU
+/// backend's to 1e-12 (no `lgamma` in this log density).
+#[test]
+fn device_sampler_draws_what_the_cpu_backend_draws_ckrk_and_bdf() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("ode_solvers.stan");
+    let data = dir.path().join("ode_solvers.json");
+    std::fs::write(
+        &model,
+        "functions {\n\
+           vector sys(real t, vector y, real k, real c) {\n\
+             real a = -k * y[1] + c * y[2];\n\
+             real b = k * y[1] - c * y[2] - y[2] * t / 10;\n\
+             return [a, b]';\n\
+           }\n\
+         }\n\
+         data { int T; array[T] real yobs; }\n\
+         parameters { real<lower=0> k; real<lower=0> tau; }\n\
+         transformed parameters {\n\
+           array[T] real ts;\n\
+           for (t in 1:T) ts[t] = tau * t;\n\
+         }\n\
+         model {\n\
+           array[T] vector[2] y1 = ode_ckrk(sys, [1.0, 0.0]', 0.0, ts, k, 0.5);\n\
+           array[T] vector[2] y2 = ode_bdf_tol(sys, [1.0, 0.0]', -0.1, ts, 1e-6, 1e-6, 10000, k, 0.5);\n\
+           k ~ lognormal(0, 0.3); tau ~ lognormal(-1, 0.3);\n\
+           for (t in 1:T) yobs[t] ~ normal(y1[t, 2] + y2[t, 1], 0.1);\n\
+         }\n",
+    )
+    .unwrap();
+    std::fs::write(&data, r#"{"T": 3, "yobs": [0.9, 0.8, 0.7]}"#).unwrap();
+    device_sampler_matches_cpu(
+        model.to_str().unwrap(),
+        Some(data.to_str().unwrap()),
+        "2",
+        &[],
+    );
+}
+
 /// An ODE model (`ode_rk45`, sensitivities for two parameters) sampled on
 /// the device, every lane integrating its own system. Its gradients were
 /// the CPU's bit for bit at 2,000 points near the mode, but its log density
