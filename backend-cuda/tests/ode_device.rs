@@ -1,6 +1,6 @@
 //! ODE solves on the device against backend-cpu, lane by lane through the
 //! stub libcuda (see `gradient_device` for how the children run): each
-//! solver the device runs (Dormand–Prince, Cash–Karp), initial and output
+//! solver the device runs (Dormand–Prince, Cash–Karp, BDF), initial and output
 //! times that are parameters, Stan's failures with backend-cpu's messages,
 //! and the solves still refused.
 
@@ -19,7 +19,7 @@ fn ode_solves_match_backend_cpu_through_the_stub_driver() {
     eprintln!("{out}");
 }
 
-/// For `ode_rk45_tol` and `ode_ckrk_tol` ([`solver_model`]): lane by lane
+/// For `ode_rk45_tol`, `ode_ckrk_tol` and `ode_bdf_tol` ([`solver_model`]): lane by lane
 /// the device's log density and gradient are backend-cpu's (1e-12
 /// relative), and lanes whose solve fails — a system that blows up, too
 /// many steps for a fast system, a non-finite initial state, unsorted
