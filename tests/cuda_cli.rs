@@ -351,8 +351,9 @@ fn run_on_the_cuda_backend_refuses_a_model_it_cannot_run_yet() {
     assert!(!dir.path().join("o.h5").exists());
 }
 
-/// An ODE solve the device has no integrator for (`ode_bdf`) is refused
-/// naming the solver and its line, not with an error about one of the
+/// An ODE solve the device does not run (`ode_bdf` of a system with a
+/// loop, which the CPU runs in the interpreter) is refused naming the
+/// system, the solver and its line, not with an error about one of the
 /// system function's variables.
 #[test]
 fn run_on_the_cuda_backend_refuses_an_ode_bdf_model_naming_the_solver() {
@@ -361,7 +362,7 @@ fn run_on_the_cuda_backend_refuses_an_ode_bdf_model_naming_the_solver() {
     let model = dir.path().join("bdf.stan");
     std::fs::write(
         &model,
-        "functions {\n  vector f(real t, vector y, real k) {\n    return [-k * y[1]]';\n  }\n}\n\
+        "functions {\n  vector f(real t, vector y, real k) {\n    vector[1] d = -k * y;\n    for (i in 1:1) d[i] = d[i] + 0;\n    return d;\n  }\n}\n\
          parameters { real<lower=0> k; }\n\
          model {\n  array[2] vector[1] y = ode_bdf(f, [1.0]', 0.0, {0.5, 1.0}, k);\n  target += -square(y[2, 1] - 0.5);\n}\n",
     )
@@ -382,11 +383,11 @@ fn run_on_the_cuda_backend_refuses_an_ode_bdf_model_naming_the_solver() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(
-            "error: the CUDA backend cannot run this model yet: the ODE solver `ode_bdf` (BDF) is not on the device"
+            "error: the CUDA backend cannot run this model yet: the ODE system `f` of `ode_bdf` is not straight-line scalar code"
         ),
         "{stderr}"
     );
-    assert!(stderr.contains("line 8, column"), "{stderr}");
+    assert!(stderr.contains("line 10, column"), "{stderr}");
     assert!(stderr.contains("(use --backend cpu)"), "{stderr}");
     assert!(!stderr.contains("no value of known size"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -502,6 +503,46 @@ fn device_sampler_draws_what_the_cpu_backend_draws_kidiq() {
     let (model, data) = corpus_model("kidiq-kidscore_interaction");
     // `--device-sampler` is accepted as an alias of the default.
     device_sampler_matches_cpu(&model, Some(&data), "8", &["--device-sampler"]);
+}
+
+/// ODE solves by Cash–Karp and BDF with output times that are parameters,
+/// sampled on the device: every chain's draws and statistics are the CPU
+/// backend's to 1e-12 (no `lgamma` in this log density).
+#[test]
+fn device_sampler_draws_what_the_cpu_backend_draws_ckrk_and_bdf() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("ode_solvers.stan");
+    let data = dir.path().join("ode_solvers.json");
+    std::fs::write(
+        &model,
+        "functions {\n\
+           vector sys(real t, vector y, real k, real c) {\n\
+             real a = -k * y[1] + c * y[2];\n\
+             real b = k * y[1] - c * y[2] - y[2] * t / 10;\n\
+             return [a, b]';\n\
+           }\n\
+         }\n\
+         data { int T; array[T] real yobs; }\n\
+         parameters { real<lower=0> k; real<lower=0> tau; }\n\
+         transformed parameters {\n\
+           array[T] real ts;\n\
+           for (t in 1:T) ts[t] = tau * t;\n\
+         }\n\
+         model {\n\
+           array[T] vector[2] y1 = ode_ckrk(sys, [1.0, 0.0]', 0.0, ts, k, 0.5);\n\
+           array[T] vector[2] y2 = ode_bdf_tol(sys, [1.0, 0.0]', -0.1, ts, 1e-6, 1e-6, 10000, k, 0.5);\n\
+           k ~ lognormal(0, 0.3); tau ~ lognormal(-1, 0.3);\n\
+           for (t in 1:T) yobs[t] ~ normal(y1[t, 2] + y2[t, 1], 0.1);\n\
+         }\n",
+    )
+    .unwrap();
+    std::fs::write(&data, r#"{"T": 3, "yobs": [0.9, 0.8, 0.7]}"#).unwrap();
+    device_sampler_matches_cpu(
+        model.to_str().unwrap(),
+        Some(data.to_str().unwrap()),
+        "2",
+        &[],
+    );
 }
 
 /// An ODE model (`ode_rk45`, sensitivities for two parameters) sampled on

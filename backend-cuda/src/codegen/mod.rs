@@ -12,7 +12,8 @@
 //!   bat-math computes them.
 //! - [`rng`]: per-lane Philox-4x32-10 streams, the CPU's bit for bit.
 //! - [`ode`]: ODE solves, each lane integrating its own system with the
-//!   CPU's Dormand–Prince stepper, operation for operation.
+//!   CPU's Dormand–Prince, Cash–Karp or BDF integrator, operation for
+//!   operation (`ode_integrators`, `ode_bdf`).
 //!
 //! Every op the generator cannot translate is listed in
 //! [`program::DeviceProgram::not_generated`] with the reason and gets a
@@ -25,6 +26,8 @@ pub mod frames;
 pub mod layout;
 mod linalg;
 pub mod ode;
+mod ode_bdf;
+mod ode_integrators;
 pub mod program;
 pub mod rng;
 mod scalar;
@@ -57,11 +60,12 @@ pub struct NotGenerated {
 /// starts with.
 pub fn prelude() -> String {
     format!(
-        "{}{}{}{}",
+        "{}{}{}{}{}",
         scalar::prelude(),
         linalg::LINALG_SOURCE,
         rng::RNG_SOURCE,
-        ode::ODE_SOURCE
+        ode::ODE_SOURCE,
+        ode_bdf::BDF_SOURCE
     )
 }
 

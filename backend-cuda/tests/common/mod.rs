@@ -15,6 +15,9 @@
 // Each test binary uses part of this module.
 #![allow(dead_code)]
 
+pub mod lanes;
+pub mod ode_models;
+
 use std::path::Path;
 use std::process::Command;
 

@@ -4,7 +4,7 @@
 //! of the device integrator ([`super::super::ode`]), and the solution (or,
 //! in reverse mode, the contracted adjoints) copied into the destination.
 
-use language::mir::ode::OdeSolve;
+use language::mir::ode::{AutodiffInputs, OdeSolve};
 
 use super::super::ode;
 use super::super::typing::Unsupported;
@@ -16,6 +16,49 @@ enum Part {
     Text(String),
     Real(String),
     Int(String),
+}
+
+/// The arrays a reverse-mode solve's adjoints are made of.
+struct Adjoint<'a> {
+    /// The solution's adjoint ȳ (output time by output time).
+    yb: &'a str,
+    y0: &'a str,
+    t0: &'a str,
+    ts: &'a str,
+}
+
+/// Where the reverse mode's tuple (flattened) holds each autodiff input's
+/// adjoint: initial state, initial time, output times, then the system's
+/// parameters (`OdeSolve::autodiff_operands`' order).
+struct AdjointLayout {
+    initial_state: Option<usize>,
+    initial_time: Option<usize>,
+    times: Option<usize>,
+    params: usize,
+    len: usize,
+}
+
+impl AdjointLayout {
+    fn new(inputs: &AutodiffInputs, n: usize, nt: usize, m: usize) -> AdjointLayout {
+        let mut at = 0;
+        let mut place = |on: bool, len: usize| {
+            let here = at;
+            if on {
+                at += len;
+            }
+            on.then_some(here)
+        };
+        let initial_state = place(inputs.initial_state, n);
+        let initial_time = place(inputs.initial_time, 1);
+        let times = place(inputs.times, nt);
+        AdjointLayout {
+            initial_state,
+            initial_time,
+            times,
+            params: at,
+            len: at + m,
+        }
+    }
 }
 
 /// Largest thread-local array of a solve (work space, outputs, tangents).
@@ -35,9 +78,9 @@ impl Emitter<'_> {
         }
         let solve = ode::plan(self.program, self.layout, call)?;
         let (n, nt, big_n) = (solve.n, solve.times, solve.coupled());
-        let columns = solve.n0 + solve.m;
+        let inputs = call.autodiff_inputs();
         let out_len = if call.solution_adjoint.is_some() {
-            columns
+            AdjointLayout::new(&inputs, n, nt, solve.m).len
         } else {
             nt * n
         };
@@ -45,7 +88,8 @@ impl Emitter<'_> {
             return Err(format!("`{}` into {len} values", call.name));
         }
         let tape_len = solve.tape.slots() * solve.tape.dirs();
-        if 12 * big_n > ODE_LOCAL_LIMIT || nt * n > ODE_LOCAL_LIMIT || tape_len > ODE_LOCAL_LIMIT {
+        let work = solve.integrator.work(big_n, n);
+        if work > ODE_LOCAL_LIMIT || nt * n > ODE_LOCAL_LIMIT || tape_len > ODE_LOCAL_LIMIT {
             return Err(format!(
                 "`{}` of {big_n} coupled states at {nt} times is too large for a thread",
                 call.name
@@ -175,25 +219,46 @@ impl Emitter<'_> {
         let system = ode::system(&solve, &format!("{p}_rhs"), &format!("{p}_"), &args);
         self.lines.push(system.setup);
         self.lines.push(system.lambda);
+        self.lines.push(system.values);
+        let jacobian = match system.jacobian {
+            Some(lambda) => {
+                self.lines.push(lambda);
+                format!("{p}_rhs_jac, ")
+            }
+            None => String::new(),
+        };
+        let block = if jacobian.is_empty() {
+            String::new()
+        } else {
+            format!("{n}, ")
+        };
         let out = format!("{p}_out");
         self.lines
             .push(format!("double {out}[{}];", out_len.max(1)));
-        match &yb {
-            None => self.lines.push(format!(
-                "auto {p}_obs = [&](int i, const double* z) {{ for (int k = 0; k < {n}; ++k) {out}[i * {n} + k] = z[k]; }};"
-            )),
-            Some(yb) => {
-                // Σ over output times of Σₖ ȳᵢ[k]·∂y_k/∂(column c), summed
-                // as the interpreter's adjoints() sums them.
+        let adjoint = match &yb {
+            None => {
                 self.lines.push(format!(
-                    "for (int c = 0; c < {columns}; ++c) {out}[c] = -0.0;\nauto {p}_obs = [&](int i, const double* z) {{ for (int c = 0; c < {columns}; ++c) {{ double inner = -0.0; for (int k = 0; k < {n}; ++k) inner += {yb}[i * {n} + k] * z[{n} + {n} * c + k]; {out}[c] += inner; }} }};"
+                    "auto {p}_obs = [&](int i, const double* z) {{ for (int k = 0; k < {n}; ++k) {out}[i * {n} + k] = z[k]; }};"
                 ));
+                None
             }
-        }
+            Some(yb) => Some(self.ode_adjoint_observer(
+                &p,
+                &inputs,
+                &solve,
+                &out,
+                Adjoint {
+                    yb,
+                    y0: &y0,
+                    t0: &t0,
+                    ts: &ts,
+                },
+            )),
+        };
         let (w, ft, rc) = (format!("{p}_w"), format!("{p}_ft"), format!("{p}_rc"));
         self.lines.push(format!(
-            "double {w}[{}]; double {ft} = 0.0;\nconst int {rc} = bat_dopri5({p}_rhs, {p}_obs, {big_n}, {w}, {z0}, {t0}, {ts}, {nt}, {rtol}, {atol}, {steps}, &{ft});",
-            12 * big_n
+            "double {w}[{work}]; double {ft} = 0.0;\nconst int {rc} = {}({p}_rhs, {jacobian}{p}_obs, {big_n}, {block}{w}, {z0}, {t0}, {ts}, {nt}, {rtol}, {atol}, {steps}, &{ft});",
+            solve.integrator.function()
         ));
         for (code, text) in [
             (
@@ -216,11 +281,82 @@ impl Emitter<'_> {
             let fail = self.ode_fail(FailKind::Rejection, parts);
             self.lines.push(format!("if ({rc} == {code}) {fail}"));
         }
+        if let Some(assemble) = adjoint {
+            self.lines.push(assemble);
+        }
         let i = self.fresh("e");
         let to = self.dest_elem(dest, &i)?;
         self.lines
             .push(for_each(&i, len, &format!("{to} {op} {out}[{i}];")));
         Ok(())
+    }
+
+    /// Reverse mode: the accumulators of the adjoints, the observer
+    /// `{p}_obs` adding each output time's terms to them (in the order of
+    /// `language::interp::ode::adjoints`' sums), and the returned code that
+    /// writes them into `out` in the tuple's order after the solve.
+    fn ode_adjoint_observer(
+        &mut self,
+        p: &str,
+        inputs: &AutodiffInputs,
+        solve: &ode::Solve,
+        out: &str,
+        a: Adjoint,
+    ) -> String {
+        let (n, n0, m, nt) = (solve.n, solve.n0, solve.m, solve.times);
+        let columns = n0 + m;
+        let layout = AdjointLayout::new(inputs, n, nt, m);
+        let (cols, t0_adj, ts_adj) = (
+            format!("{p}_cols"),
+            format!("{p}_t0adj"),
+            format!("{p}_tsadj"),
+        );
+        let Adjoint { yb, y0, t0, ts } = a;
+        self.lines.push(format!(
+            "double {cols}[{}]; for (int c = 0; c < {columns}; ++c) {cols}[c] = -0.0;\ndouble {t0_adj} = -0.0; double {ts_adj}[{nt}];",
+            columns.max(1)
+        ));
+        // Σ over output times of Σₖ ȳᵢ[k]·∂y_k/∂(column c).
+        let mut body = format!(
+            "for (int c = 0; c < {columns}; ++c) {{ double inner = -0.0; for (int k = 0; k < {n}; ++k) inner += {yb}[i * {n} + k] * z[{n} + {n} * c + k]; {cols}[c] += inner; }}\n"
+        );
+        if inputs.initial_time {
+            // Σ over output times of Σₖ ȳᵢ[k]·(−Σⱼ f(t₀, y₀)ⱼ·∂y_k/∂y₀ⱼ).
+            let f0 = format!("{p}_f0");
+            self.lines
+                .push(format!("double {f0}[{n}]; {p}_rhs_f({t0}, {y0}, {f0});"));
+            body.push_str(&format!(
+                "{{ double inner = -0.0; for (int k = 0; k < {n}; ++k) {{ double s = -0.0; for (int j = 0; j < {n}; ++j) s += {f0}[j] * z[{n} + {n} * j + k]; inner += {yb}[i * {n} + k] * -s; }} {t0_adj} += inner; }}\n"
+            ));
+        }
+        if inputs.times {
+            // Σₖ ȳᵢ[k]·f(tᵢ, y(tᵢ))ₖ.
+            body.push_str(&format!(
+                "{{ double fy[{n}]; {p}_rhs_f({ts}[i], z, fy); double g = -0.0; for (int k = 0; k < {n}; ++k) g += {yb}[i * {n} + k] * fy[k]; {ts_adj}[i] = g; }}\n"
+            ));
+        }
+        self.lines.push(format!(
+            "auto {p}_obs = [&](int i, const double* z) {{\n{body}}};"
+        ));
+        let mut assemble = String::new();
+        if let Some(at) = layout.initial_state {
+            assemble.push_str(&format!(
+                "for (int c = 0; c < {n}; ++c) {out}[{at} + c] = {cols}[c];\n"
+            ));
+        }
+        if let Some(at) = layout.initial_time {
+            assemble.push_str(&format!("{out}[{at}] = {t0_adj};\n"));
+        }
+        if let Some(at) = layout.times {
+            assemble.push_str(&format!(
+                "for (int i = 0; i < {nt}; ++i) {out}[{at} + i] = {ts_adj}[i];\n"
+            ));
+        }
+        assemble.push_str(&format!(
+            "for (int c = 0; c < {m}; ++c) {out}[{} + c] = {cols}[{n0} + c];\n(void){t0_adj}; (void){ts_adj};",
+            layout.params
+        ));
+        assemble
     }
 
     /// `e` read into a new thread-local array `name` (flattened).
