@@ -10,9 +10,13 @@
 //! - grads: gradient evaluations of all chains (all useful: every batched
 //!   call evaluates exactly the chains waiting for a gradient);
 //! - grad/s: grads ÷ wall;
-//! - util: gradient utilization, grads ÷ (batched calls × chains per
-//!   sub-batch): how full the batched gradient calls were on average
-//!   (chains that finished early or wait elsewhere leave slots empty);
+//! - util: the utilization, useful ÷ lane slots executed in the
+//!   gradient program's blocks (each call runs exactly the chains that
+//!   asked; lanes that fail or leave a loop of the model early waste
+//!   slots);
+//! - full: how full the batched gradient calls were on average, grads ÷
+//!   (batched calls × chains per sub-batch) (chains that finished early
+//!   or wait elsewhere leave slots empty);
 //! - min ESS_bulk and min ESS_bulk ÷ wall over the posterior quantities.
 //!
 //! Settings (environment): `BAT_BENCH_WARMUP` / `BAT_BENCH_SAMPLES`
@@ -183,8 +187,17 @@ fn main() {
         }
     );
     println!(
-        "{:<14} {:>5} {:>6} {:>9} {:>11} {:>11} {:>6} {:>10} {:>10}",
-        "problem", "batch", "chains", "wall s", "grads", "grad/s", "util", "min ESS", "ESS/s"
+        "{:<14} {:>5} {:>6} {:>9} {:>11} {:>11} {:>6} {:>6} {:>10} {:>10}",
+        "problem",
+        "batch",
+        "chains",
+        "wall s",
+        "grads",
+        "grad/s",
+        "util",
+        "full",
+        "min ESS",
+        "ESS/s"
     );
     for problem in PROBLEMS
         .iter()
@@ -222,7 +235,7 @@ fn main() {
                 let _ = std::fs::remove_file(&output);
                 let grads = m.report.gradient_evaluations;
                 println!(
-                    "{:<14} {:>5} {:>6} {:>9.2} {:>11} {:>11.0} {:>5.0}% {:>10.0} {:>10.1}",
+                    "{:<14} {:>5} {:>6} {:>9.2} {:>11} {:>11.0} {:>5.0}% {:>5.0}% {:>10.0} {:>10.1}",
                     problem.name,
                     batching.name(),
                     chains,
@@ -230,6 +243,7 @@ fn main() {
                     grads,
                     grads as f64 / m.wall,
                     100.0 * m.report.batches.utilization().unwrap_or(f64::NAN),
+                    100.0 * m.report.batches.fullness().unwrap_or(f64::NAN),
                     m.min_ess_bulk,
                     m.min_ess_bulk / m.wall,
                 );

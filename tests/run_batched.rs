@@ -435,12 +435,18 @@ fn sixty_four_batched_chains_recover_the_reference_posterior() {
     // the gradient barrier keeps the calls well filled.
     assert_eq!(batches.lanes, gradient_evaluations);
     assert_eq!(batches.slots, 32 * batches.calls);
-    let utilization = batches.utilization().expect("batched calls");
+    let fullness = batches.fullness().expect("batched calls");
     assert!(
-        utilization > 0.5,
+        fullness > 0.5,
         "gradient calls were {:.0}% full on average ({batches:?})",
-        100.0 * utilization
+        100.0 * fullness
     );
+    // Eight schools' gradient is straight-line code run for exactly the
+    // chains that asked: every lane slot of its blocks is useful, and
+    // each call ran at least its statements once per lane.
+    let blocks = batches.gradient_blocks;
+    assert!(blocks.slots >= batches.lanes, "{batches:?}");
+    assert_eq!(blocks.useful, blocks.slots, "{batches:?}");
     let reference: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
             posteriordb().join("eight_schools-eight_schools_noncentered/reference.json"),

@@ -241,3 +241,45 @@ fn a_lane_with_the_wrong_number_of_parameters_fails_alone() {
         assert!(wrong.is_err(), "{config:?}: 5 values for 3 lanes of 2");
     }
 }
+
+/// The lane slots a gradient's blocks ran over and the useful ones
+/// (`GradientColumns::work`): every slot is useful in straight-line code;
+/// a loop whose trip count differs between lanes runs masked blocks in
+/// which the lanes that left the loop are wasted slots.
+#[test]
+fn gradient_blocks_count_their_useful_lane_slots() {
+    let work = |source: &str, batching: Batching| {
+        let (program, diags) = language::compile_model(source, "work");
+        let program = program.unwrap_or_else(|| panic!("{diags:?}"));
+        let grad = language::ad::gradient(&program).unwrap();
+        let cfg = language::batch::lower_gradient(&grad).unwrap();
+        let model = Model::new(&program, &DataFile::parse("{}").unwrap()).unwrap();
+        let config = ExecConfig {
+            batching,
+            ..ExecConfig::default()
+        };
+        let batched = BatchedModel::new(cfg, model, config).unwrap();
+        // x = -2, -1, 0, 1, 2 (one coordinate, five lanes).
+        let theta = [-2.0, -1.0, 0.0, 1.0, 2.0];
+        let out = batched.log_density_gradient_columns(&theta, 5, true).unwrap();
+        assert!(out.errors.iter().all(Option::is_none), "{:?}", out.errors);
+        out.work
+    };
+    let straight = "parameters { real x; } model { x ~ normal(0, 1); }";
+    // exp(x) + 0.5 per trip until s ≥ 3: 1 trip at x = 2, 5 at x = -2.
+    let looped = "parameters { real x; } model {
+        real s = 0;
+        while (s < 3) { s += exp(x) + 0.5; }
+        target += -0.5 * square(x) + s;
+    }";
+    for batching in [Batching::Local, Batching::ProgramCounter] {
+        let w = work(straight, batching);
+        assert!(w.slots >= 5, "{batching:?}: {w:?}");
+        assert_eq!(w.useful, w.slots, "{batching:?}");
+        let w = work(looped, batching);
+        assert!(w.useful < w.slots, "{batching:?}: {w:?}");
+        assert!(w.useful > 0, "{batching:?}: {w:?}");
+        let u = w.utilization().unwrap();
+        assert!(u > 0.3 && u < 0.95, "{batching:?}: {u}");
+    }
+}

@@ -287,14 +287,21 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
             return Err(Reported);
         }
     };
-    if let Some(utilization) = report.batches.utilization() {
+    if let Some(fullness) = report.batches.fullness() {
+        let utilization = match report.batches.utilization() {
+            Some(u) => format!(
+                "; utilization of the gradient blocks (useful ÷ lane slots run) {:.1}%",
+                100.0 * u
+            ),
+            None => String::new(),
+        };
         eprintln!(
-            "{} gradient evaluations in {} batched calls ({:.0}% of the lanes of each call on average)",
+            "{} gradient evaluations in {} batched calls ({:.0}% of the lanes of each call on average{utilization})",
             // Counted by the calls, so an interrupted run's chains that did
             // not finish are in it too.
             report.batches.lanes,
             report.batches.calls,
-            100.0 * utilization
+            100.0 * fullness
         );
     }
     let interrupted = STOP.load(Ordering::SeqCst);

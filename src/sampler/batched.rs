@@ -225,6 +225,8 @@ struct BatchCounters {
     calls: AtomicU64,
     lanes: AtomicU64,
     slots: AtomicU64,
+    block_slots: AtomicU64,
+    block_useful: AtomicU64,
 }
 
 impl BatchCounters {
@@ -233,6 +235,10 @@ impl BatchCounters {
             calls: self.calls.load(Ordering::Relaxed),
             lanes: self.lanes.load(Ordering::Relaxed),
             slots: self.slots.load(Ordering::Relaxed),
+            gradient_blocks: super::LaneWork {
+                slots: self.block_slots.load(Ordering::Relaxed),
+                useful: self.block_useful.load(Ordering::Relaxed),
+            },
         }
     }
 }
@@ -413,6 +419,12 @@ impl<'m> SamplerHost<'_, 'm> {
         let batch: Vec<usize> = lanes.iter().map(|&l| self.chain(l)).collect();
         match self.gradient.log_density_gradient(&batch, &thetas) {
             Ok(values) => {
+                self.counters
+                    .block_slots
+                    .fetch_add(values.work.slots, Ordering::Relaxed);
+                self.counters
+                    .block_useful
+                    .fetch_add(values.work.useful, Ordering::Relaxed);
                 for (i, &l) in lanes.iter().enumerate() {
                     let evaluated = match &values.errors[i] {
                         Some(e) => Err(e.clone()),

@@ -184,6 +184,7 @@ impl SamplerExecutor for CudaSamplerExecutor {
             calls: device.gradient_calls,
             lanes: device.gradient_lanes,
             slots: device.gradient_calls * chains.len() as u64,
+            gradient_blocks: super::LaneWork::default(),
         }));
         for (i, &chain) in chains.iter().enumerate() {
             let result = match &outcome {

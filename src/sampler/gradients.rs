@@ -5,6 +5,7 @@
 //! ([`CpuGradients`]) and the CUDA device (`super::cuda`) implement it.
 
 use backend_cpu::exec::{BatchedModel, ExecConfig};
+use backend_cpu::lanes::LaneWork;
 use language::interp::RuntimeError;
 
 use super::ChainJob;
@@ -18,6 +19,9 @@ pub struct GradientValues {
     pub gradient: Vec<f64>,
     /// Why a lane failed (its lp and gradient are then meaningless).
     pub errors: Vec<Option<RuntimeError>>,
+    /// Lane slots the gradient program's statements ran over and how many
+    /// were lanes of the call still running (zero where not counted).
+    pub work: LaneWork,
 }
 
 impl GradientValues {
@@ -28,6 +32,7 @@ impl GradientValues {
             lp: vec![f64::NAN; lanes],
             gradient: vec![0.0; n * lanes],
             errors: vec![None; lanes],
+            work: LaneWork::default(),
         }
     }
 
@@ -113,6 +118,7 @@ impl GradientBatch for CpuGradients {
             lp: out.lp,
             gradient: out.gradient,
             errors: out.errors,
+            work: out.work,
         })
     }
 }

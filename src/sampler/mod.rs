@@ -40,6 +40,8 @@ use language::ad::GradProgram;
 use language::interp::{Model, RuntimeError};
 use language::value::Value;
 
+pub use backend_cpu::lanes::LaneWork;
+
 /// Initial values on the unconstrained scale.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Init {
@@ -176,8 +178,14 @@ pub struct BatchTotals {
     /// Lanes evaluated over all calls (useful gradient evaluations).
     pub lanes: u64,
     /// Lane slots offered: calls × lanes in the batch. `lanes / slots` is
-    /// the gradient utilization.
+    /// how full the calls were.
     pub slots: u64,
+    /// Statement ops × lanes the gradient program ran (its blocks' width:
+    /// the lanes of the call, or the gathered ones) and how many of those
+    /// were lanes of the call still running: `useful / executed` is the
+    /// utilization of the gradient blocks (zero where not counted: the
+    /// CUDA device).
+    pub gradient_blocks: LaneWork,
 }
 
 impl BatchTotals {
@@ -185,11 +193,22 @@ impl BatchTotals {
         self.calls += other.calls;
         self.lanes += other.lanes;
         self.slots += other.slots;
+        self.gradient_blocks.add(other.gradient_blocks);
     }
 
-    /// Useful gradient evaluations per lane slot of the batched calls.
-    pub fn utilization(&self) -> Option<f64> {
+    /// Useful gradient evaluations per lane slot of the batched calls: how
+    /// full the calls were, as a share of the chains of the sub-batch
+    /// (chains that finished or wait elsewhere leave slots empty).
+    pub fn fullness(&self) -> Option<f64> {
         (self.slots > 0).then(|| self.lanes as f64 / self.slots as f64)
+    }
+
+    /// Useful lane slots per lane slot executed in the gradient program's
+    /// blocks (the utilization). A call runs the gradient for
+    /// exactly the chains that asked, so only lanes that fail part-way or
+    /// leave a loop of the model early are wasted.
+    pub fn utilization(&self) -> Option<f64> {
+        self.gradient_blocks.utilization()
     }
 }
 

@@ -29,6 +29,9 @@ pub fn run_ops(
         return Ok(());
     }
     let gather = !lanes.is_full() && (lanes.len() as f64) < config.gather_below * st.z as f64;
+    let running = st.running(lanes).len();
+    let width = if gather { lanes.len() } else { st.z };
+    st.work.record(ops.len(), width, running);
     if gather {
         // Only what the ops use goes to the sub-batch and back.
         let footprint = footprints.of(ops);

@@ -5,7 +5,7 @@
 use super::host::{BatchHost, NoHost};
 use super::iterations::Plans;
 use super::{ExecConfig, ExecError, Result};
-use crate::lanes::{LaneStatus, Lanes, Slot, State};
+use crate::lanes::{LaneStatus, LaneWork, Lanes, Slot, State};
 use language::batch::cfg::{FunctionKind, Program};
 use language::batch::pc;
 use language::batch::pc::liveness::{self, CallEdges};
@@ -31,6 +31,9 @@ pub struct GradientColumns {
     pub gradient: Vec<f64>,
     /// Why a lane failed.
     pub errors: Vec<Option<RuntimeError>>,
+    /// Lane slots the gradient program's statements ran over, and how
+    /// many were running lanes (its utilization).
+    pub work: LaneWork,
 }
 
 /// A CFG program and the model (data, transformed data, parameter layout)
@@ -235,14 +238,17 @@ impl BatchedModel {
                 std::mem::take(&mut st.target),
                 std::mem::take(&mut st.gradient),
                 errors,
+                st.work,
             )])
         })?;
         let mut out = GradientColumns {
             lp: vec![f64::NAN; z],
             gradient: vec![0.0; n * z],
             errors: vec![None; z],
+            work: LaneWork::default(),
         };
-        for (range, lp, gradient, errors) in chunks {
+        for (range, lp, gradient, errors, work) in chunks {
+            out.work.add(work);
             let zc = range.len();
             for k in 0..n {
                 out.gradient[k * z + range.start..k * z + range.end]

@@ -67,6 +67,37 @@ pub struct State<'p> {
     pub read_elsewhere: Option<VarSet>,
     /// Number of failed lanes (0: every lane is running).
     failures: usize,
+    /// Lane slots the statements ran over, and how many were running
+    /// lanes.
+    pub work: LaneWork,
+}
+
+/// Statement ops × lanes an executor computed (`slots`: the width it ran
+/// them at — the whole batch for a masked block, the gathered lanes for a
+/// gathered one) and how many of those were lanes running the block
+/// (`useful`). `useful ÷ slots` is the utilization of the blocks run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaneWork {
+    pub slots: u64,
+    pub useful: u64,
+}
+
+impl LaneWork {
+    pub fn add(&mut self, other: LaneWork) {
+        self.slots += other.slots;
+        self.useful += other.useful;
+    }
+
+    /// `ops` statements run `width` lanes wide for `running` lanes.
+    pub fn record(&mut self, ops: usize, width: usize, running: usize) {
+        self.slots += (ops * width) as u64;
+        self.useful += (ops * running) as u64;
+    }
+
+    /// Useful lane slots per lane slot run (`None` before any ran).
+    pub fn utilization(&self) -> Option<f64> {
+        (self.slots > 0).then(|| self.useful as f64 / self.slots as f64)
+    }
 }
 
 impl<'p> State<'p> {
@@ -101,6 +132,7 @@ impl<'p> State<'p> {
             gemm: true,
             read_elsewhere: None,
             failures: 0,
+            work: LaneWork::default(),
         }
     }
 
@@ -266,6 +298,8 @@ impl<'p> State<'p> {
                 .iter()
                 .filter(|&&l| !matches!(self.status[l], LaneStatus::Running))
                 .count(),
+            // Counted by the batch that gathered (block::run_ops).
+            work: LaneWork::default(),
         }
     }
 
