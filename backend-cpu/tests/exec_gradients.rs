@@ -261,7 +261,9 @@ fn gradient_blocks_count_their_useful_lane_slots() {
         let batched = BatchedModel::new(cfg, model, config).unwrap();
         // x = -2, -1, 0, 1, 2 (one coordinate, five lanes).
         let theta = [-2.0, -1.0, 0.0, 1.0, 2.0];
-        let out = batched.log_density_gradient_columns(&theta, 5, true).unwrap();
+        let out = batched
+            .log_density_gradient_columns(&theta, 5, true)
+            .unwrap();
         assert!(out.errors.iter().all(Option::is_none), "{:?}", out.errors);
         out.work
     };

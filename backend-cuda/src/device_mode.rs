@@ -2,7 +2,10 @@
 //! `BAT_BENCH_ALLOW_STUB` path) run against, chosen by one environment
 //! variable, [`DEVICE_MODE_VAR`] (`BAT_CUDA_DEVICE`):
 //!
-//! - unset, empty or `stub` ([`DeviceMode::Stub`], the default): the stub
+//! - unset or empty (the default): `real` when the system's driver has a
+//!   real GPU behind it (the issue: "when a real GPU is present, the same
+//!   tests run against it"), else `stub`;
+//! - `stub` ([`DeviceMode::Stub`]): the stub
 //!   libcuda the tests build (`stub/libcuda_stub.c`), whose "device" runs
 //!   kernels compiled with g++ against the CUDA-on-CPU shim. Works on any
 //!   machine with a C compiler.
@@ -46,8 +49,8 @@ pub enum DeviceMode {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DeviceModeError {
     #[error(
-        "{DEVICE_MODE_VAR}={value:?} is not a device mode: expected `stub` (the default: the stub \
-         libcuda the tests build) or `real` (the system's CUDA driver and GPU)"
+        "{DEVICE_MODE_VAR}={value:?} is not a device mode: expected `stub` (the stub libcuda the \
+         tests build), `real` (the system's CUDA driver and GPU) or nothing (the GPU if there is one)"
     )]
     Unknown { value: String },
     #[error("{DEVICE_MODE_VAR}=real asks for a real GPU, but {reason}")]
@@ -60,19 +63,33 @@ pub enum DeviceModeError {
 }
 
 impl DeviceMode {
-    /// The mode [`DEVICE_MODE_VAR`] selects.
+    /// The mode [`DEVICE_MODE_VAR`] selects; unset, the real GPU when
+    /// there is one ([`require_real_device`] succeeds), else the stub.
     pub fn from_env() -> Result<DeviceMode, DeviceModeError> {
-        DeviceMode::parse(std::env::var(DEVICE_MODE_VAR).ok().as_deref())
+        let asked = DeviceMode::parse(std::env::var(DEVICE_MODE_VAR).ok().as_deref())?;
+        Ok(asked.unwrap_or_else(DeviceMode::detected))
     }
 
-    /// The mode a value of [`DEVICE_MODE_VAR`] selects (`None`: unset).
-    pub fn parse(value: Option<&str>) -> Result<DeviceMode, DeviceModeError> {
+    /// The mode a value of [`DEVICE_MODE_VAR`] asks for (`None`: unset or
+    /// empty, which [`DeviceMode::from_env`] resolves by probing).
+    pub fn parse(value: Option<&str>) -> Result<Option<DeviceMode>, DeviceModeError> {
         match value {
-            None | Some("") | Some("stub") => Ok(DeviceMode::Stub),
-            Some("real") => Ok(DeviceMode::Real),
+            None | Some("") => Ok(None),
+            Some("stub") => Ok(Some(DeviceMode::Stub)),
+            Some("real") => Ok(Some(DeviceMode::Real)),
             Some(other) => Err(DeviceModeError::Unknown {
                 value: other.to_string(),
             }),
+        }
+    }
+
+    /// `Real` when the system's driver has a real GPU behind it (not the
+    /// tests' stub), else `Stub`.
+    pub fn detected() -> DeviceMode {
+        if require_real_device().is_ok() {
+            DeviceMode::Real
+        } else {
+            DeviceMode::Stub
         }
     }
 }
@@ -97,16 +114,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_mode_is_stub_unless_real_is_asked_for() {
-        assert_eq!(DeviceMode::parse(None), Ok(DeviceMode::Stub));
-        assert_eq!(DeviceMode::parse(Some("")), Ok(DeviceMode::Stub));
-        assert_eq!(DeviceMode::parse(Some("stub")), Ok(DeviceMode::Stub));
-        assert_eq!(DeviceMode::parse(Some("real")), Ok(DeviceMode::Real));
+    fn the_mode_is_what_is_asked_for_or_detected() {
+        assert_eq!(DeviceMode::parse(None), Ok(None));
+        assert_eq!(DeviceMode::parse(Some("")), Ok(None));
+        assert_eq!(DeviceMode::parse(Some("stub")), Ok(Some(DeviceMode::Stub)));
+        assert_eq!(DeviceMode::parse(Some("real")), Ok(Some(DeviceMode::Real)));
+        // Unset: the real GPU exactly when one is there.
+        let real = require_real_device().is_ok();
+        assert_eq!(DeviceMode::detected() == DeviceMode::Real, real);
         let error = DeviceMode::parse(Some("gpu")).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "BAT_CUDA_DEVICE=\"gpu\" is not a device mode: expected `stub` (the default: the stub \
-             libcuda the tests build) or `real` (the system's CUDA driver and GPU)"
+            "BAT_CUDA_DEVICE=\"gpu\" is not a device mode: expected `stub` (the stub libcuda the \
+             tests build), `real` (the system's CUDA driver and GPU) or nothing (the GPU if there is one)"
         );
     }
 }

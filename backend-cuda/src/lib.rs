@@ -14,10 +14,11 @@
 //!   answering its gradient calls on the device.
 //! - [`device`]: host orchestration through cudarc (context, buffers,
 //!   module load, launches over the active lanes).
-//! - [`device_mode`]: which driver the device tests run against —
-//!   the stub libcuda (default) or, with `BAT_CUDA_DEVICE=real`, the
-//!   system's driver and a real GPU (then they fail, never fall back to the
-//!   stub, when there is none).
+//! - [`device_mode`]: which driver the device tests run against — the
+//!   system's driver when it has a real GPU, else the stub libcuda;
+//!   `BAT_CUDA_DEVICE=stub` forces the stub, `BAT_CUDA_DEVICE=real` the
+//!   GPU (the tests then fail, never fall back to the stub, when there is
+//!   none).
 //! - [`shim`]: build generated kernels with g++ against the CUDA-on-CPU
 //!   shim header (`shim/cuda_on_cpu.h`) and a stub `libcuda` that runs them,
 //!   so that kernels and host code are verified on machines without a GPU.
@@ -28,10 +29,11 @@
 //! # Tests and benchmark on a real GPU
 //!
 //! The device tests (`tests/gradient_device.rs`, `tests/sampler_device.rs`,
-//! `tests/stub_driver.rs`, and the root crate's `tests/cuda_cli.rs`) run
-//! against the stub driver by default. `BAT_CUDA_DEVICE=real` runs them
-//! against the system's driver and GPU instead ([`device_mode`]): they
-//! fail with the probe's reason when there is no GPU, skip (saying why)
+//! `tests/stub_driver.rs`, `tests/ode_device.rs`, and the root crate's
+//! `tests/cuda_cli.rs`) run against the system's driver and GPU when there
+//! is one, else against the stub driver ([`device_mode`]);
+//! `BAT_CUDA_DEVICE=stub` forces the stub, `BAT_CUDA_DEVICE=real` the
+//! GPU: they then fail with the probe's reason when there is none, skip (saying why)
 //! what only the stub can do, and compare with the CPU to
 //! [`device_mode::REAL_DEVICE_TOLERANCE`] where the stub is exact:
 //!

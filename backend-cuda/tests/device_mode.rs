@@ -106,8 +106,8 @@ fn an_unknown_device_mode_is_a_clear_error() {
     assert!(!passed, "{out}");
     assert!(
         out.contains(
-            "BAT_CUDA_DEVICE=\"gpu\" is not a device mode: expected `stub` (the default: the stub \
-             libcuda the tests build) or `real` (the system's CUDA driver and GPU)"
+            "BAT_CUDA_DEVICE=\"gpu\" is not a device mode: expected `stub` (the stub libcuda the \
+             tests build), `real` (the system's CUDA driver and GPU) or nothing (the GPU if there is one)"
         ),
         "{out}"
     );

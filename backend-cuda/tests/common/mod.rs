@@ -25,15 +25,17 @@ use backend_cuda::device_mode::{
     DEVICE_MODE_VAR, DeviceMode, REAL_DEVICE_TOLERANCE, require_real_device,
 };
 
-/// The mode `BAT_CUDA_DEVICE` selects; an unknown value fails the test.
+/// The mode `BAT_CUDA_DEVICE` selects (unset: the real GPU if there is
+/// one, else the stub); an unknown value fails the test.
 pub fn device_mode() -> DeviceMode {
     DeviceMode::from_env().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Run the `#[ignore]`d test `test` of this binary in a child process with
 /// `extra_env`, against the stub libcuda in `stub_dir` (its library path,
-/// also passed as `BAT_STUB_DIR`) or, with `BAT_CUDA_DEVICE=real`, against
-/// the system's driver; it must pass. Returns the child's output.
+/// also passed as `BAT_STUB_DIR`) or, with `BAT_CUDA_DEVICE=real` or
+/// unset on a machine with a GPU, against the system's driver; it must
+/// pass. Returns the child's output.
 pub fn run_child(test: &str, stub_dir: &Path, extra_env: &[(&str, &str)]) -> String {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
@@ -45,13 +47,17 @@ pub fn run_child(test: &str, stub_dir: &Path, extra_env: &[(&str, &str)]) -> Str
             "--test-threads=1",
         ])
         .env("BAT_STUB_DIR", stub_dir);
+    // The child runs in the mode chosen here (no probing of its own).
     match device_mode() {
         DeviceMode::Stub => {
-            command.env("LD_LIBRARY_PATH", stub_dir);
+            command
+                .env("LD_LIBRARY_PATH", stub_dir)
+                .env(DEVICE_MODE_VAR, "stub");
         }
         DeviceMode::Real => {
             let info = require_real_device().unwrap_or_else(|e| panic!("{e}"));
-            eprintln!("{DEVICE_MODE_VAR}=real: {test} runs on {}", info.name);
+            eprintln!("{test} runs on the real GPU {}", info.name);
+            command.env(DEVICE_MODE_VAR, "real");
         }
     }
     for (key, value) in extra_env {
