@@ -3,6 +3,10 @@
 //! (with everything it calls) can write it — which, since every function
 //! writes only its own frame, the callee's parameters and result, happens
 //! only through recursion. A non-recursive program keeps no save at all.
+//! Passing a parameter unchanged to a recursive call (`Arg { param: v,
+//! value: v }`) writes nothing: a parameter that a recursion only passes
+//! on (NUTS's step size, metric and initial energy in `build_tree`) is the
+//! same at every depth and needs no save.
 
 use super::liveness::{self, CallEdges, VarSet};
 use super::{BlockId, Op, Program, Terminator, effects};
@@ -14,6 +18,9 @@ pub fn modified_vars(p: &Program) -> Vec<VarSet> {
     for b in &p.blocks {
         let set = &mut sets[b.function.0 as usize];
         for op in &b.ops {
+            if passed_on_unchanged(op) {
+                continue;
+            }
             for v in effects::of_op(op).writes {
                 set.insert(v);
             }
@@ -30,6 +37,21 @@ pub fn modified_vars(p: &Program) -> Vec<VarSet> {
         }
     }
     sets
+}
+
+/// An op that leaves its variable as the invocation had it: an argument
+/// that is the parameter itself, or a restore of a value the invocation
+/// saved. (By induction over the depth of a recursion: if these are the
+/// only writes of a variable, every invocation sees the value its caller
+/// had, and returns it unchanged.)
+fn passed_on_unchanged(op: &Op) -> bool {
+    match op {
+        Op::Arg { param, value } => {
+            matches!(value.kind, crate::mir::ExprKind::Var(v) if v == *param)
+        }
+        Op::Pop(_) | Op::Peek(_) => true,
+        _ => false,
+    }
 }
 
 pub fn run(p: &mut Program) {

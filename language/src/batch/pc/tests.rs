@@ -186,6 +186,32 @@ fn prune_saves_keeps_only_values_live_across_recursive_calls() {
     assert_runs_like_structured(&model, &pc);
 }
 
+/// A recursion that passes a parameter on unchanged (`scale`, as NUTS's
+/// `build_tree` passes its step size and metric) needs no save of it; the
+/// parameter it changes (`n`, live after the first call only) and the
+/// value live across the second call (`a`) are still saved.
+#[test]
+fn parameters_passed_on_unchanged_need_no_save() {
+    let source = "
+      functions {
+        real tree(int n, real scale, real x) {
+          if (n == 0) return scale * x;
+          real a = tree(n - 1, scale, x + 1);
+          real b = tree(n - 1, scale, a);
+          return a + b * scale;
+        }
+      }
+      parameters { real mu; }
+      model { mu ~ normal(0, 1); }
+      generated quantities { real y = tree(3, 0.5 + mu, mu); }";
+    let (model, cfg) = gq_program(source);
+    let mut pc = super::lower::lower(&cfg).unwrap();
+    super::prune_saves::run(&mut pc);
+    let tree = saves(&pc, "tree");
+    assert_eq!(tree, vec![vec!["n"], vec!["a"]], "{tree:?}");
+    assert_runs_like_structured(&model, &pc);
+}
+
 #[test]
 fn fuse_turns_pop_push_pairs_into_in_place_updates() {
     let (model, cfg) = gq_program(RECURSIVE);
