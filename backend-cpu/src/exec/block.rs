@@ -29,9 +29,9 @@ pub fn run_ops(
         return Ok(());
     }
     let gather = !lanes.is_full() && (lanes.len() as f64) < config.gather_below * st.z as f64;
-    let running = st.running(lanes).len();
+    let running = st.running(lanes);
     let width = if gather { lanes.len() } else { st.z };
-    st.work.record(ops.len(), width, running);
+    st.work.record(ops.len(), width, running.len());
     if gather {
         // Only what the ops use goes to the sub-batch and back.
         let footprint = footprints.of(ops);
@@ -41,7 +41,7 @@ pub fn run_ops(
         st.scatter_footprint(sub, lanes, footprint);
         r
     } else {
-        masked(ops, st, lanes)
+        on_running(ops, st, &running)
     }
 }
 
@@ -83,11 +83,16 @@ impl Footprints {
 /// lanes themselves and a failed lane's first error is what it reports.
 fn masked(ops: StmtOps, st: &mut State, lanes: &Lanes) -> Result<()> {
     let active = st.running(lanes);
+    on_running(ops, st, &active)
+}
+
+/// [`masked`] for lanes already known to be running.
+fn on_running(ops: StmtOps, st: &mut State, active: &Lanes) -> Result<()> {
     if active.is_empty() {
         return Ok(());
     }
     for op in ops.iter() {
-        exec_op(op, st, &active)?;
+        exec_op(op, st, active)?;
     }
     Ok(())
 }

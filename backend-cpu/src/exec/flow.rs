@@ -39,16 +39,38 @@ fn successors(p: &Program, barrier: &[bool]) -> Vec<Vec<usize>> {
         .collect()
 }
 
-/// Fewest blocks from each block to a barrier block (0 at a barrier,
-/// `u32::MAX` if none is reachable); empty when there is no barrier.
-pub(super) fn distances_to(p: &Program, barrier: &[bool]) -> Vec<u32> {
-    if !barrier.contains(&true) {
-        return Vec::new();
+/// What the block-choice heuristics know of each block (both empty when
+/// there is no barrier).
+pub(super) struct Flow {
+    /// Fewest blocks to a barrier ([`distances_to`]).
+    pub to_barrier: Vec<u32>,
+    /// Place in the topological order ([`upstream_order`]).
+    pub upstream: Vec<u32>,
+}
+
+impl Flow {
+    pub(super) fn of(p: &Program, barrier: &[bool]) -> Flow {
+        if !barrier.contains(&true) {
+            return Flow {
+                to_barrier: Vec::new(),
+                upstream: Vec::new(),
+            };
+        }
+        let succs = successors(p, barrier);
+        Flow {
+            to_barrier: distances_to(&succs, barrier),
+            upstream: upstream_order(&succs),
+        }
     }
-    let n = p.blocks.len();
+}
+
+/// Fewest blocks from each block to a barrier block (0 at a barrier,
+/// `u32::MAX` if none is reachable) over the flow graph `succs`.
+fn distances_to(succs: &[Vec<usize>], barrier: &[bool]) -> Vec<u32> {
+    let n = succs.len();
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (b, succs) in successors(p, barrier).into_iter().enumerate() {
-        for s in succs {
+    for (b, succs) in succs.iter().enumerate() {
+        for &s in succs {
             preds[s].push(b);
         }
     }
@@ -72,20 +94,15 @@ pub(super) fn distances_to(p: &Program, barrier: &[bool]) -> Vec<u32> {
 }
 
 /// Each block's place in a topological order of the flow graph's strongly
-/// connected components (sources first; blocks of one cycle share it);
-/// empty when there is no barrier. A block with a smaller number cannot
+/// connected components (sources first; blocks of one cycle share it). A block with a smaller number cannot
 /// be reached from one with a larger number before a barrier, so running
 /// the waiting block with the smallest number first never leaves lanes
 /// behind that would arrive at an already-run block later in the same
 /// stretch: each block outside a cycle runs at most once between two
 /// barriers (lanes returning from different depths of a recursion meet at
 /// its call site before it runs).
-pub(super) fn upstream_order(p: &Program, barrier: &[bool]) -> Vec<u32> {
-    if !barrier.contains(&true) {
-        return Vec::new();
-    }
-    let succs = successors(p, barrier);
-    let component = strongly_connected(&succs);
+fn upstream_order(succs: &[Vec<usize>]) -> Vec<u32> {
+    let component = strongly_connected(succs);
     // Tarjan numbers components sinks first.
     let last = component.iter().copied().max().unwrap_or(0);
     component.iter().map(|&c| (last - c) as u32).collect()
@@ -200,7 +217,7 @@ mod tests {
             })
             .collect();
         assert!(barrier.contains(&true));
-        let order = upstream_order(&p, &barrier);
+        let order = Flow::of(&p, &barrier).upstream;
         let tree = p.functions.iter().position(|f| f.name == "tree").unwrap();
         let returns: Vec<usize> = (0..p.blocks.len())
             .filter(|&b| {

@@ -94,9 +94,8 @@ pub(super) fn run_refilling(
     let mut calls: Vec<Vec<BlockId>> = vec![Vec::new(); z];
     let mut scratch = Scratch::default();
     let barrier = barriers(p, config);
-    let to_barrier = flow::distances_to(p, &barrier);
-    let upstream = flow::upstream_order(p, &barrier);
-    let mut queue = WaitQueue::with_barriers(barrier, to_barrier, upstream);
+    let flow = flow::Flow::of(p, &barrier);
+    let mut queue = WaitQueue::with_barriers(barrier, flow.to_barrier, flow.upstream);
     let first = p.function(f).first_block.0 as usize;
     queue.add(first, lanes.iter());
     while let Some((b, waiting)) = queue.take(&*config.choice, z) {

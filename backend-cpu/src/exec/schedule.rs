@@ -47,14 +47,20 @@ pub struct MostWaiting;
 
 impl BlockChoice for MostWaiting {
     fn choose(&self, waiting: &[Waiting]) -> usize {
-        let mut best = 0;
-        for (i, w) in waiting.iter().enumerate() {
-            if w.lanes > waiting[best].lanes {
-                best = i;
-            }
-        }
-        best
+        earliest_best(waiting, |w| w.lanes)
     }
+}
+
+/// The index of the first point with the largest `key` (the earliest of
+/// the best, as `waiting` is sorted by point).
+fn earliest_best<K: Ord>(waiting: &[Waiting], key: impl Fn(&Waiting) -> K) -> usize {
+    let mut best = 0;
+    for (i, w) in waiting.iter().enumerate() {
+        if key(w) > key(&waiting[best]) {
+            best = i;
+        }
+    }
+    best
 }
 
 /// The point whose lanes are furthest from the next synchronizing block
@@ -68,13 +74,7 @@ pub struct FurthestFromBarrier;
 
 impl BlockChoice for FurthestFromBarrier {
     fn choose(&self, waiting: &[Waiting]) -> usize {
-        let mut best = 0;
-        for (i, w) in waiting.iter().enumerate() {
-            if w.to_barrier > waiting[best].to_barrier {
-                best = i;
-            }
-        }
-        best
+        earliest_best(waiting, |w| w.to_barrier)
     }
 }
 
@@ -92,16 +92,7 @@ pub struct UpstreamFirst;
 
 impl BlockChoice for UpstreamFirst {
     fn choose(&self, waiting: &[Waiting]) -> usize {
-        let mut best = 0;
-        for (i, w) in waiting.iter().enumerate() {
-            let b = &waiting[best];
-            if (w.upstream, std::cmp::Reverse(w.to_barrier))
-                < (b.upstream, std::cmp::Reverse(b.to_barrier))
-            {
-                best = i;
-            }
-        }
-        best
+        earliest_best(waiting, |w| (std::cmp::Reverse(w.upstream), w.to_barrier))
     }
 }
 
