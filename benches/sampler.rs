@@ -29,18 +29,10 @@
 //! logistic regression runs at most 64 chains unless `BAT_BENCH_FULL=1`
 //! (1024 of its chains take hours on a 2-core machine).
 
-use bat::output::RunMetadata;
-use bat::sampler::collect::OutputSpec;
-use bat::sampler::{
-    BatchedExecutor, ChainJob, Progress, ProgressState, RunReport, SamplerExecutor, Settings,
-    collect,
-};
+use bat::sampler::{BatchedExecutor, ChainJob, Settings};
 use language::data::DataFile;
 use language::interp::Model;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::mpsc;
-use std::time::Instant;
 
 struct Problem {
     name: &'static str,
@@ -71,12 +63,6 @@ const PROBLEMS: &[Problem] = &[
     },
 ];
 
-struct Quiet;
-
-impl Progress for Quiet {
-    fn update(&mut self, _: &ProgressState) {}
-}
-
 fn env_or(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_string())
 }
@@ -94,68 +80,6 @@ fn number(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-struct Measured {
-    wall: f64,
-    report: RunReport,
-    min_ess_bulk: f64,
-}
-
-fn run(
-    model: &Model,
-    grad: &language::ad::GradProgram,
-    settings: &Settings,
-    executor: &BatchedExecutor,
-    chains: usize,
-    output: &Path,
-) -> Measured {
-    let spec = OutputSpec {
-        path: output,
-        meta: RunMetadata {
-            model_name: model.program().name.clone(),
-            model_source: String::new(),
-            data_path: None,
-            seed: settings.seed,
-            settings_json: "{}".into(),
-        },
-        n_chains: chains,
-        dim: model.num_unconstrained(),
-        settings,
-    };
-    let job = ChainJob {
-        model,
-        grad,
-        settings,
-    };
-    let ids: Vec<usize> = (0..chains).collect();
-    let stop = AtomicBool::new(false);
-    let started = Instant::now();
-    let (tx, rx) = mpsc::channel();
-    let report = std::thread::scope(|scope| {
-        let (job, ids, stop) = (&job, &ids, &stop);
-        scope.spawn(move || executor.run(job, ids, &tx, stop));
-        collect(rx, &spec, &mut Quiet)
-    })
-    .expect("the draws file is written");
-    let wall = started.elapsed().as_secs_f64();
-    assert!(
-        report.chain_errors.is_empty(),
-        "chains failed: {:?}",
-        report.chain_errors
-    );
-    let summary = bat::summary::report_for_file(output).expect("the draws file reads back");
-    let min_ess_bulk = summary
-        .quantities
-        .iter()
-        .filter(|q| q.name != "lp__")
-        .map(|q| q.ess_bulk)
-        .fold(f64::INFINITY, f64::min);
-    Measured {
-        wall,
-        report,
-        min_ess_bulk,
-    }
 }
 
 fn main() {
@@ -231,7 +155,13 @@ fn main() {
                 };
                 let settings = Settings::stan_defaults(warmup, samples, 20240601);
                 let output = dir.join(format!("{}-{}-{chains}.h5", problem.name, batching.name()));
-                let m = run(&model, &grad, &settings, &executor, chains, &output);
+                let job = ChainJob {
+                    model: &model,
+                    grad: &grad,
+                    settings: &settings,
+                };
+                let m = bat::measure::sample(&job, &executor, chains, &output)
+                    .unwrap_or_else(|e| panic!("{}: {e}", problem.name));
                 let _ = std::fs::remove_file(&output);
                 let grads = m.report.gradient_evaluations;
                 println!(

@@ -1,7 +1,9 @@
 //! The `bat` library: the sampler driver, posterior summaries and HDF5
-//! InferenceData output, and the CUDA device benchmark.
+//! InferenceData output, the CUDA device benchmark and the measured
+//! sampling runs the benchmarks share.
 
 pub mod cuda_bench;
+pub mod measure;
 pub mod output;
 pub mod sampler;
 pub mod summary;

@@ -19,8 +19,6 @@ pub mod traffic;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::mpsc;
 use std::time::Instant;
 
 use backend_cuda::gradient::GradientDevice;
@@ -28,10 +26,8 @@ use backend_cuda::shim::STUB_DEVICE_NAME;
 use language::data::DataFile;
 use language::interp::{Model, Rng};
 
-use crate::output::RunMetadata;
-use crate::sampler::collect::OutputSpec;
 use crate::sampler::cuda::{CudaSamplerExecutor, gradient_device};
-use crate::sampler::{ChainJob, Progress, ProgressState, SamplerExecutor, Settings, collect};
+use crate::sampler::{ChainJob, Settings};
 
 /// A benchmark problem of the issue: an example model with its data.
 pub struct Problem {
@@ -272,12 +268,6 @@ struct Row {
     min_ess_bulk: f64,
 }
 
-struct Quiet;
-
-impl Progress for Quiet {
-    fn update(&mut self, _: &ProgressState) {}
-}
-
 fn measure(loaded: &Loaded, chains: usize, settings: &BenchSettings) -> Result<Row, String> {
     let sampler_settings = Settings::stan_defaults(settings.warmup, settings.samples, 20240601);
     let job = ChainJob {
@@ -289,14 +279,21 @@ fn measure(loaded: &Loaded, chains: usize, settings: &BenchSettings) -> Result<R
     let (evaluations_per_second, bytes_per_evaluation) =
         gradient_rate(&mut device, settings.gradient_seconds)?;
     let executor = CudaSamplerExecutor::with_gradients(device).map_err(|e| e.to_string())?;
-    let (sampling_seconds, gradient_evaluations, min_ess_bulk) =
-        sample(&job, &executor, chains, &settings.scratch)?;
+    // `bat run --backend cuda`'s sampling, draws written and summarised.
+    let output = settings.scratch.join(format!(
+        "{}-{chains}-{}.h5",
+        job.model.program().name,
+        std::process::id()
+    ));
+    let measured = crate::measure::sample(&job, &executor, chains, &output);
+    let _ = std::fs::remove_file(&output);
+    let measured = measured?;
     Ok(Row {
         evaluations_per_second,
         bytes_per_evaluation,
-        sampling_seconds,
-        gradient_evaluations,
-        min_ess_bulk,
+        sampling_seconds: measured.wall,
+        gradient_evaluations: measured.report.gradient_evaluations,
+        min_ess_bulk: measured.min_ess_bulk,
     })
 }
 
@@ -328,62 +325,4 @@ fn gradient_rate(device: &mut GradientDevice, seconds: f64) -> Result<(f64, f64)
     let elapsed = started.elapsed().as_secs_f64();
     let bytes = traffic::bytes_per_lane_evaluation(&device.program().layout, lanes);
     Ok(((lanes * batches) as f64 / elapsed, bytes))
-}
-
-/// `bat run --backend cuda`'s sampling on `executor`, draws written and
-/// summarised: (seconds, gradient evaluations, min ESS_bulk over the
-/// parameters).
-fn sample(
-    job: &ChainJob<'_>,
-    executor: &CudaSamplerExecutor,
-    chains: usize,
-    scratch: &Path,
-) -> Result<(f64, u64, f64), String> {
-    let output = scratch.join(format!(
-        "{}-{chains}-{}.h5",
-        job.model.program().name,
-        std::process::id()
-    ));
-    let spec = OutputSpec {
-        path: &output,
-        meta: RunMetadata {
-            model_name: job.model.program().name.clone(),
-            model_source: String::new(),
-            data_path: None,
-            seed: job.settings.seed,
-            settings_json: "{}".into(),
-        },
-        n_chains: chains,
-        dim: job.model.num_unconstrained(),
-        settings: job.settings,
-    };
-    let ids: Vec<usize> = (0..chains).collect();
-    let stop = AtomicBool::new(false);
-    let started = Instant::now();
-    let (tx, rx) = mpsc::channel();
-    let report = std::thread::scope(|scope| {
-        let (ids, stop) = (&ids, &stop);
-        scope.spawn(move || executor.run(job, ids, &tx, stop));
-        collect(rx, &spec, &mut Quiet)
-    })
-    .map_err(|e| e.to_string())?;
-    let seconds = started.elapsed().as_secs_f64();
-    if let Some(error) = report.chain_errors.first() {
-        let _ = std::fs::remove_file(&output);
-        return Err(format!(
-            "{} chains failed, e.g. chain {}: {}",
-            report.chain_errors.len(),
-            error.chain,
-            error.error.message
-        ));
-    }
-    let summary = crate::summary::report_for_file(&output).map_err(|e| e.to_string());
-    let _ = std::fs::remove_file(&output);
-    let min_ess_bulk = summary?
-        .quantities
-        .iter()
-        .filter(|q| q.name != "lp__")
-        .map(|q| q.ess_bulk)
-        .fold(f64::INFINITY, f64::min);
-    Ok((seconds, report.gradient_evaluations, min_ess_bulk))
 }
