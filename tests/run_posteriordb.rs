@@ -55,6 +55,11 @@ fn check_posterior(
     let reference: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
             .unwrap();
+    // posteriordb has no reference draws for some posteriors (mcycle_gp:
+    // `params` is empty): nothing to compare, so nothing is sampled.
+    if reference["params"].as_object().is_none_or(|p| p.is_empty()) {
+        return Ok(Vec::new());
+    }
     let tmp = tempfile::tempdir().unwrap();
     let output = tmp.path().join("draws.h5");
     let mut command = Command::new(env!("CARGO_BIN_EXE_bat"));
@@ -228,10 +233,11 @@ fn full_sweep() {
         names.retain(|n| n.contains(&only));
     }
     let (mut passed, mut failed, mut not_run) = (Vec::new(), Vec::new(), Vec::new());
+    let mut without_reference = Vec::new();
     for name in &names {
         let started = std::time::Instant::now();
         match check_posterior(name, chains, warmup, samples, Some(sweep_time_limit())) {
-            Ok(rows) if rows.is_empty() => not_run.push(format!("{name}: no reference parameters")),
+            Ok(rows) if rows.is_empty() => without_reference.push(name.clone()),
             Ok(rows) => {
                 print_rows(name, &rows);
                 let ok = rows.iter().all(Row::passes);
@@ -250,10 +256,13 @@ fn full_sweep() {
         }
     }
     println!(
-        "\npassed {} / {}; failed: {failed:?}",
+        "\npassed {} of the {} posteriors with reference draws; failed: {failed:?}",
         passed.len(),
-        names.len()
+        names.len() - without_reference.len()
     );
+    for name in &without_reference {
+        println!("not compared: {name} (posteriordb has no reference draws)");
+    }
     for line in &not_run {
         println!("not run: {line}");
     }
