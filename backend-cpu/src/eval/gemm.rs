@@ -119,10 +119,11 @@ struct Strided<'a> {
 /// loop is SIMD over lanes; the last lanes in blocks of 4, 2 and 1 with
 /// more rows at once, so a batch of a few chains is not one long chain of
 /// dependent additions), blocks of rows that stay in cache while the
-/// lanes stream past, and AVX2 where the CPU has it; with AVX-512 and at
-/// least 16 lanes, the cache-blocked register-tiled kernel of [`avx512`]
-/// (below that, packing A costs more than it saves: at one lane A is used
-/// once).
+/// lanes stream past, and AVX2 where the CPU has it; with AVX-512, the
+/// last single lane (all of Z = 1) 32 rows at a time down A's columns
+/// ([`one_lane_down_columns`]) and, from 16 lanes on, the cache-blocked
+/// register-tiled kernel of [`avx512`] (below that, packing A costs more
+/// than it saves: at one lane A is used once).
 fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
     assert!(a.m == 0 || a.k == 0 || (a.m - 1) * a.rsa + (a.k - 1) * a.csa < a.data.len());
     assert!(v.len() >= a.k * z && out.len() >= a.m * z);
@@ -171,9 +172,37 @@ fn lane_product_any(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
             l0 += 2;
         }
         if l0 < z {
-            lane_block::<1, 8>(a, v, z, out, rows, l0);
+            if !one_lane_down_columns(a, v, z, out, rows.clone(), l0) {
+                lane_block::<1, 8>(a, v, z, out, rows, l0);
+            }
         }
     }
+}
+
+/// Lane `l` of rows `rows` when A's columns are contiguous (`rsa` 1, as a
+/// stored matrix is) and the CPU has AVX-512: 32 rows' sums at once in
+/// four vector registers, each still over p = 0..k in ascending order,
+/// read down A's columns so the rows are neighbours in memory (one chain —
+/// the whole batch at Z = 1 — is otherwise a few scalar chains of
+/// additions: LLVM does not vectorize that loop over rows by itself).
+/// `false` (nothing written) when it does not apply.
+#[inline(always)]
+fn one_lane_down_columns(
+    a: Strided,
+    v: &[f64],
+    z: usize,
+    out: &mut [f64],
+    rows: std::ops::Range<usize>,
+    l: usize,
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if a.rsa == 1 && std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F (checked above).
+        unsafe { avx512::one_lane_down_columns(a, v, z, out, rows, l) };
+        return true;
+    }
+    let _ = (a, v, z, out, rows, l);
+    false
 }
 
 /// Lanes `l0..l0 + L` of rows `rows`, `R` rows × `L` lanes of sums in
@@ -330,6 +359,57 @@ mod avx512 {
                     }
                 }
             }
+        }
+    }
+
+    /// [`super::one_lane_down_columns`]: rows `rows` of lane `l`, 32 at a
+    /// time, then the last rows (fewer than 32) one vector of 8 at a time
+    /// (masked).
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `a.rsa` is 1; sizes as
+    /// [`super::lane_product`] asserts.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn one_lane_down_columns(
+        a: Strided,
+        v: &[f64],
+        z: usize,
+        out: &mut [f64],
+        rows: std::ops::Range<usize>,
+        l: usize,
+    ) {
+        assert!(a.rsa == 1 && l < z && rows.end <= a.m && a.k > 0);
+        assert!((a.k - 1) * z + l < v.len() && (rows.end - 1) * z + l < out.len());
+        assert!(rows.end - 1 + (a.k - 1) * a.csa < a.data.len());
+        let mut i0 = rows.start;
+        while i0 < rows.end {
+            let n = (rows.end - i0).min(32);
+            let masks: [__mmask8; 4] = std::array::from_fn(|j| {
+                let lanes = n.saturating_sub(8 * j).min(8);
+                ((1u16 << lanes) - 1) as __mmask8
+            });
+            let mut sums = [0.0f64; 32];
+            // SAFETY: A's elements read are rows i0..i0 + n (masked) of
+            // columns 0..k, inside the data (asserted above).
+            unsafe {
+                let mut acc = [_mm512_setzero_pd(); 4];
+                for p in 0..a.k {
+                    let x = _mm512_set1_pd(*v.get_unchecked(p * z + l));
+                    let col = a.data.as_ptr().add(i0 + p * a.csa);
+                    for (j, acc) in acc.iter_mut().enumerate() {
+                        let y = _mm512_maskz_loadu_pd(masks[j], col.add(8 * j));
+                        // `s += a * b` as the interpreter: no FMA.
+                        *acc = _mm512_add_pd(*acc, _mm512_mul_pd(y, x));
+                    }
+                }
+                for (j, acc) in acc.iter().enumerate() {
+                    _mm512_storeu_pd(sums.as_mut_ptr().add(8 * j), *acc);
+                }
+            }
+            for (r, &s) in sums[..n].iter().enumerate() {
+                out[(i0 + r) * z + l] = s;
+            }
+            i0 += n;
         }
     }
 
