@@ -171,10 +171,8 @@ fn lane_product_any(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
             lane_block::<2, 8>(a, v, z, out, rows.clone(), l0);
             l0 += 2;
         }
-        if l0 < z {
-            if !one_lane_down_columns(a, v, z, out, rows.clone(), l0) {
-                lane_block::<1, 8>(a, v, z, out, rows, l0);
-            }
+        if l0 < z && !one_lane_down_columns(a, v, z, out, rows.clone(), l0) {
+            lane_block::<1, 8>(a, v, z, out, rows, l0);
         }
     }
 }

@@ -47,6 +47,31 @@ impl Src<'_> {
     }
 }
 
+/// An operand of `n` elements over Z lanes seen as one run of `n · Z`
+/// numbers in the result's `[element][lane]` order, when it is one: a
+/// constant, a dense slot of all `n` elements, or a shared container when
+/// Z is 1. Elementwise kernels then make one pass over the whole run
+/// instead of one per element — at Z = 1 a pass per element costs more
+/// than its arithmetic.
+#[derive(Clone, Copy)]
+enum Flat<'a> {
+    Const(f64),
+    Run(&'a [f64]),
+}
+
+impl Src<'_> {
+    fn flat(&self, n: usize, z: usize) -> Option<Flat<'_>> {
+        match self {
+            Src::Scalar(x) => Some(Flat::Const(*x)),
+            Src::Lanes(d, m) if *m == n => Some(Flat::Run(&d[..n * z])),
+            Src::Lanes(d, 1) if z == 1 => Some(Flat::Const(d[0])),
+            Src::Elems(v) if z == 1 && v.len() == n => Some(Flat::Run(v)),
+            Src::Elems(v) if v.len() == 1 => Some(Flat::Const(v[0])),
+            _ => None,
+        }
+    }
+}
+
 /// An operand as a kernel sees it: the source, its shape (`None` for
 /// scalars) and whether it is per lane.
 struct Operand<'a> {
@@ -190,6 +215,10 @@ fn map1(
     {
         return Some(Slot::Real(Dense::new(shape, z, out)));
     }
+    if let Some(Flat::Run(xs)) = a.src.flat(n, z) {
+        out.extend(xs.iter().map(|&x| f(x)));
+        return Some(Slot::Real(Dense::new(shape, z, out)));
+    }
     for e in 0..n {
         match a.src.col(e, z) {
             ElemCol::Const(x) => out.extend(std::iter::repeat_n(f(x), z)),
@@ -329,6 +358,21 @@ fn map2(
         return Some(Slot::Real(Dense::new(shape, z, out)));
     }
     let mut out = crate::lanes::pool::buffer(n * z);
+    match (a.src.flat(n, z), b.src.flat(n, z)) {
+        (Some(Flat::Run(xs)), Some(Flat::Run(ys))) => {
+            out.extend(xs.iter().zip(ys).map(|(&x, &y)| f(x, y)));
+            return Some(Slot::Real(Dense::new(shape, z, out)));
+        }
+        (Some(Flat::Run(xs)), Some(Flat::Const(y))) => {
+            out.extend(xs.iter().map(|&x| f(x, y)));
+            return Some(Slot::Real(Dense::new(shape, z, out)));
+        }
+        (Some(Flat::Const(x)), Some(Flat::Run(ys))) => {
+            out.extend(ys.iter().map(|&y| f(x, y)));
+            return Some(Slot::Real(Dense::new(shape, z, out)));
+        }
+        _ => {}
+    }
     for e in 0..n {
         match (a.src.col(e, z), b.src.col(e, z)) {
             (ElemCol::Const(x), ElemCol::Const(y)) => out.extend(std::iter::repeat_n(f(x, y), z)),
@@ -361,6 +405,14 @@ fn map3(
         return Some(Slot::Real(Dense::new(shape, z, out)));
     }
     let mut out = crate::lanes::pool::buffer(n * z);
+    if let [Some(a), Some(b), Some(c)] = [0, 1, 2].map(|i| ops[i].src.flat(n, z)) {
+        let at = |x: Flat, i: usize| match x {
+            Flat::Const(x) => x,
+            Flat::Run(xs) => xs[i],
+        };
+        out.extend((0..n * z).map(|i| f(at(a, i), at(b, i), at(c, i))));
+        return Some(Slot::Real(Dense::new(shape, z, out)));
+    }
     for e in 0..n {
         let cols = [
             ops[0].src.col(e, z),
@@ -544,8 +596,23 @@ pub(crate) fn prim_in_place(
         return None;
     };
     let n = d.elements();
+    let other_flat = match at {
+        None => other.src.flat(n, z),
+        Some(_) => None,
+    };
     binary!(p, f => {
-        for e in 0..n {
+        match (other_flat, k) {
+            (Some(Flat::Const(y)), 0) => d.data.iter_mut().for_each(|x| *x = f(*x, y)),
+            (Some(Flat::Const(x)), _) => d.data.iter_mut().for_each(|y| *y = f(x, *y)),
+            (Some(Flat::Run(ys)), 0) => {
+                d.data.iter_mut().zip(ys).for_each(|(x, &y)| *x = f(*x, y))
+            }
+            (Some(Flat::Run(xs)), _) => {
+                d.data.iter_mut().zip(xs).for_each(|(y, &x)| *y = f(x, *y))
+            }
+            (None, _) => {}
+        }
+        for e in (0..n).filter(|_| other_flat.is_none()) {
             let row = &mut d.data[e * z..(e + 1) * z];
             let col = other.src.col(if other.shape.is_none() { 0 } else { e }, z);
             if let Some(at) = at {
@@ -612,6 +679,19 @@ fn dot(a: &Operand, b: &Operand, z: usize, at: Option<&[usize]>) -> Option<Slot>
         return None;
     }
     let mut acc = crate::lanes::pool::filled(z, -0.0);
+    // One chain: the products summed in element order in one pass.
+    if z == 1
+        && let (Some(x), Some(y)) = (a.src.flat(n, 1), b.src.flat(n, 1))
+    {
+        let at = |x: Flat, e: usize| match x {
+            Flat::Const(x) => x,
+            Flat::Run(xs) => xs[e],
+        };
+        for e in 0..n {
+            acc[0] += at(x, e) * at(y, e);
+        }
+        return Some(Slot::Real(Dense::new(Shape::Real, z, acc)));
+    }
     if let Some(at) = at {
         for e in 0..n {
             let (x, y) = (a.src.col(e, z), b.src.col(e, z));
