@@ -318,46 +318,31 @@ mod avx512 {
                     let l0 = j * NR;
                     let lanes = (z - l0).min(NR);
                     let panel = &pack_v[j * kc * NR..(j + 1) * kc * NR];
+                    let block = Block {
+                        rows: (i0, rows),
+                        terms: (p0, kc),
+                        l0,
+                    };
                     // SAFETY: AVX-512F; the bounds are checked in `tiles`.
                     unsafe {
-                        if lanes > 16 {
-                            tiles::<3>(
-                                &pack_a,
-                                panel,
-                                z,
-                                out,
-                                (i0, rows),
-                                (p0, kc),
-                                l0,
-                                mask(lanes - 16),
-                            );
-                        } else if lanes > 8 {
-                            tiles::<2>(
-                                &pack_a,
-                                panel,
-                                z,
-                                out,
-                                (i0, rows),
-                                (p0, kc),
-                                l0,
-                                mask(lanes - 8),
-                            );
-                        } else {
-                            tiles::<1>(
-                                &pack_a,
-                                panel,
-                                z,
-                                out,
-                                (i0, rows),
-                                (p0, kc),
-                                l0,
-                                mask(lanes),
-                            );
+                        match lanes.div_ceil(8) {
+                            3 => tiles::<3>(&pack_a, panel, z, out, block, mask(lanes - 16)),
+                            2 => tiles::<2>(&pack_a, panel, z, out, block, mask(lanes - 8)),
+                            _ => tiles::<1>(&pack_a, panel, z, out, block, mask(lanes)),
                         }
                     }
                 }
             }
         }
+    }
+
+    /// Where [`tiles`] works: rows `i0..i0 + rows` (`rows.0`, `rows.1`),
+    /// terms `p0..p0 + kc`, lanes from `l0`.
+    #[derive(Clone, Copy)]
+    struct Block {
+        rows: (usize, usize),
+        terms: (usize, usize),
+        l0: usize,
     }
 
     /// [`super::one_lane_down_columns`]: rows `rows` of lane `l`, 32 at a
@@ -382,10 +367,8 @@ mod avx512 {
         let mut i0 = rows.start;
         while i0 < rows.end {
             let n = (rows.end - i0).min(32);
-            let masks: [__mmask8; 4] = std::array::from_fn(|j| {
-                let lanes = n.saturating_sub(8 * j).min(8);
-                ((1u16 << lanes) - 1) as __mmask8
-            });
+            let masks: [__mmask8; 4] =
+                std::array::from_fn(|j| mask(n.saturating_sub(8 * j).min(8)));
             let mut sums = [0.0f64; 32];
             // SAFETY: A's elements read are rows i0..i0 + n (masked) of
             // columns 0..k, inside the data (asserted above).
@@ -419,7 +402,6 @@ mod avx512 {
     /// Lanes `l0..` (`NV` vectors of 8, the last stored under `last`) of
     /// every row tile of rows `i0..i0 + rows`, terms `p0..p0 + kc`, from
     /// the packed `kc × NR` panel of V for those lanes.
-    #[allow(clippy::too_many_arguments)]
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn tiles<const NV: usize>(
@@ -427,11 +409,14 @@ mod avx512 {
         panel: &[f64],
         z: usize,
         out: &mut [f64],
-        (i0, rows): (usize, usize),
-        (p0, kc): (usize, usize),
-        l0: usize,
+        block: Block,
         last: __mmask8,
     ) {
+        let Block {
+            rows: (i0, rows),
+            terms: (p0, kc),
+            l0,
+        } = block;
         let width = 8 * (NV - 1) + last.count_ones() as usize;
         // Every read and write below stays inside these.
         assert!(NV * 8 <= NR && kc * NR <= panel.len());
