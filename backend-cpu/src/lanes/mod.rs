@@ -213,9 +213,7 @@ impl Slot {
         let Some((shape, is_int)) = dense_shape(first) else {
             return Slot::PerLane(values);
         };
-        let same = values
-            .iter()
-            .all(|v| dense_shape(v).is_some_and(|(s, i)| s == shape && i == is_int));
+        let same = values.iter().all(|v| has_dense_shape(v, &shape, is_int));
         if !same {
             return Slot::PerLane(values);
         }
@@ -460,15 +458,39 @@ pub fn dense_shape(v: &Value) -> Option<(Shape, bool)> {
         Value::Array(items) => {
             // An empty array's element type is unknown: keep it per lane.
             let (elem, is_int) = dense_shape(items.first()?)?;
-            for item in &items[1..] {
-                if dense_shape(item)? != (elem.clone(), is_int) {
-                    return None;
-                }
+            if !items[1..]
+                .iter()
+                .all(|item| has_dense_shape(item, &elem, is_int))
+            {
+                return None;
             }
             (Shape::Array(items.len(), Box::new(elem)), is_int)
         }
         _ => return None,
     })
+}
+
+/// `dense_shape(v) == Some((shape, is_int))`, without building shapes: a
+/// shared array of N numbers is checked once per operation that reads it,
+/// so at one lane building and comparing N shapes cost more than the
+/// arithmetic.
+fn has_dense_shape(v: &Value, shape: &Shape, is_int: bool) -> bool {
+    match (v, shape) {
+        (Value::Int(_), Shape::Int) => is_int,
+        (Value::Real(_), Shape::Real) => !is_int,
+        (Value::Vector(x), Shape::Vector(n)) | (Value::RowVector(x), Shape::RowVector(n)) => {
+            !is_int && x.len() == *n
+        }
+        (Value::Matrix { rows, cols, .. }, Shape::Matrix(r, c)) => {
+            !is_int && (rows, cols) == (r, c)
+        }
+        (Value::Array(items), Shape::Array(n, elem)) => {
+            !items.is_empty()
+                && items.len() == *n
+                && items.iter().all(|item| has_dense_shape(item, elem, is_int))
+        }
+        _ => false,
+    }
 }
 
 fn for_each_int(v: &Value, f: &mut dyn FnMut(i64)) {

@@ -198,3 +198,60 @@ fn merge_lanes_writes_only_the_given_lanes_and_leaves_shared_values_alone() {
         }
     }
 }
+
+/// The allocation-free check agrees with building the shape, on every
+/// pair of a set of values (scalars, containers, nested, ragged, empty,
+/// mixed int/real arrays) and the shapes they have.
+#[test]
+fn has_dense_shape_agrees_with_dense_shape() {
+    let v = |xs: &[f64]| Value::Vector(xs.to_vec());
+    let values = vec![
+        Value::Int(1),
+        Value::Real(1.0),
+        v(&[1.0, 2.0]),
+        v(&[1.0, 2.0, 3.0]),
+        Value::RowVector(vec![1.0, 2.0]),
+        Value::Matrix {
+            rows: 1,
+            cols: 2,
+            data: vec![1.0, 2.0],
+        },
+        Value::Matrix {
+            rows: 2,
+            cols: 1,
+            data: vec![1.0, 2.0],
+        },
+        Value::Array(vec![]),
+        Value::Array(vec![Value::Int(1), Value::Int(2)]),
+        Value::Array(vec![Value::Real(1.0), Value::Real(2.0)]),
+        Value::Array(vec![Value::Int(1), Value::Real(2.0)]),
+        Value::Array(vec![v(&[1.0]), v(&[2.0])]),
+        Value::Array(vec![v(&[1.0]), v(&[2.0, 3.0])]),
+        Value::Array(vec![
+            Value::Array(vec![Value::Int(1)]),
+            Value::Array(vec![Value::Int(2)]),
+        ]),
+        Value::Array(vec![
+            Value::Array(vec![Value::Int(1)]),
+            Value::Array(vec![]),
+        ]),
+        Value::Complex(1.0, 2.0),
+    ];
+    // The values' own shapes, an empty array's, each with both kinds.
+    let mut shapes: Vec<Shape> = values
+        .iter()
+        .filter_map(super::dense_shape)
+        .map(|(s, _)| s)
+        .collect();
+    assert!(shapes.len() >= 10, "most of the values are dense");
+    shapes.push(Shape::Array(0, Box::new(Shape::Int)));
+    for value in &values {
+        for (shape, is_int) in shapes.iter().flat_map(|s| [(s, true), (s, false)]) {
+            assert_eq!(
+                super::has_dense_shape(value, shape, is_int),
+                super::dense_shape(value) == Some((shape.clone(), is_int)),
+                "{value:?} against {shape:?} (ints: {is_int})"
+            );
+        }
+    }
+}
