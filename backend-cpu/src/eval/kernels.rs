@@ -659,6 +659,11 @@ fn reduce(
         }
         return Some(Slot::Real(Dense::new(Shape::Real, z, acc)));
     }
+    if z == 1 {
+        // One chain: the same fold over the elements in one pass.
+        acc[0] = data[..n].iter().fold(acc[0], |a, &x| f(a, x));
+        return Some(Slot::Real(Dense::new(Shape::Real, z, acc)));
+    }
     for e in 0..n {
         let xs = &data[e * z..(e + 1) * z];
         for (a, &x) in acc.iter_mut().zip(xs) {
