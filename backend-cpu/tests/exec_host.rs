@@ -150,25 +150,33 @@ fn configs() -> Vec<ExecConfig> {
     out
 }
 
+/// The scalar interpreter's result and host log for each of `n`
+/// invocations of `chain_rng` (the truth the executors are held to).
+fn interpreter_outcomes(mir: &language::mir::Program, n: usize) -> Vec<Outcome> {
+    let args = inputs(n);
+    let rngs = rngs(n);
+    (0..n)
+        .map(|i| {
+            let mut host = ScalarHost { log: Vec::new() };
+            let r = run_function(
+                mir,
+                "chain_rng",
+                args[i].clone(),
+                rngs[i].clone(),
+                &mut host,
+            );
+            (r, host.log)
+        })
+        .collect()
+}
+
 #[test]
 fn external_calls_match_the_interpreter_lane_by_lane() {
     let (mir, diags) = language::compile_with_externals(PROGRAM, "host");
     let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
     let z = 23;
     let args = inputs(z);
-    let truth: Vec<Outcome> = (0..z)
-        .map(|l| {
-            let mut host = ScalarHost { log: Vec::new() };
-            let r = run_function(
-                &mir,
-                "chain_rng",
-                args[l].clone(),
-                rngs(z)[l].clone(),
-                &mut host,
-            );
-            (r, host.log)
-        })
-        .collect();
+    let truth = interpreter_outcomes(&mir, z);
     assert!(
         truth.iter().any(|(r, _)| r.is_err()),
         "some lane is rejected"
@@ -288,19 +296,7 @@ fn a_pool_of_invocations_on_fewer_lanes_matches_the_interpreter() {
     let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
     let jobs = 23;
     let args = inputs(jobs);
-    let truth: Vec<Outcome> = (0..jobs)
-        .map(|i| {
-            let mut host = ScalarHost { log: Vec::new() };
-            let r = run_function(
-                &mir,
-                "chain_rng",
-                args[i].clone(),
-                rngs(jobs)[i].clone(),
-                &mut host,
-            );
-            (r, host.log)
-        })
-        .collect();
+    let truth = interpreter_outcomes(&mir, jobs);
     assert!(
         truth.iter().any(|(r, _)| r.is_err()),
         "some invocation is rejected"
