@@ -133,17 +133,18 @@ fn recursion_loops_and_draws_match_the_interpreter_per_lane() {
 
 #[test]
 fn too_deep_recursion_fails_only_the_lanes_that_go_too_deep() {
-    // D + poisson(3) crosses the interpreter's limit of 100 nested calls
-    // in some lanes only.
+    // D + poisson(3) crosses the interpreter's limit of nested calls
+    // (MAX_CALL_DEPTH) in some lanes only.
+    let data = format!(r#"{{"D": {}}}"#, language::interp::MAX_CALL_DEPTH - 3);
     // The interpreter recurses on the host stack: give it room (debug).
     let draws = std::thread::Builder::new()
         .stack_size(256 << 20)
-        .spawn(|| {
-            let draws = check(CONTROL, r#"{"D": 97}"#, 16);
+        .spawn(move || {
+            let draws = check(CONTROL, &data, 16);
             // The structured interpreter stops the same lanes with the same
             // message (it also points at the call: the CFG keeps no span
             // for a call terminator).
-            let (_, m) = model(CONTROL, r#"{"D": 97}"#);
+            let (_, m) = model(CONTROL, &data);
             for (l, theta) in thetas(16).iter().enumerate() {
                 let truth = m.generated_quantities(theta, Rng::new(2026, l as u32, 7));
                 if let Err(e) = truth {

@@ -60,6 +60,19 @@ fn recursion_fibonacci() {
     assert_eq!(value(&vals, "f20"), Value::Int(6765));
 }
 
+/// Stan has no fixed recursion limit: a recursive function over a few
+/// hundred data points runs (bat's first limit, 100 nested calls, stopped
+/// it).
+#[test]
+fn recursion_hundreds_of_calls_deep_runs() {
+    let vals = gq(
+        "functions { int depth(int n) { if (n == 0) return 0; return 1 + depth(n - 1); } }
+        generated quantities { int d = depth(900); }",
+    )
+    .unwrap();
+    assert_eq!(value(&vals, "d"), Value::Int(900));
+}
+
 #[test]
 fn runaway_recursion_is_a_clear_error() {
     let err = gq("functions { real down(real x) { return down(x - 1); } }

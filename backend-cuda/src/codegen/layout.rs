@@ -17,7 +17,7 @@
 //! Stan's order (arrays row-major, matrices column-major), then the AD
 //! stacks ([`StackSlots`]), the stacks of variables saved around calls of
 //! user functions, and the program-counter stack of return blocks (each
-//! [`MAX_CALL_DEPTH`] deep, the interpreter's limit of nested calls). Data and transformed data are shared by all
+//! [`DEVICE_MAX_CALL_DEPTH`] deep). Data and transformed data are shared by all
 //! lanes: `data[k]`.
 //!
 //! Sizes are fixed when the kernels are generated: a layout is made for
@@ -28,11 +28,21 @@
 use std::collections::HashMap;
 
 use language::data::Shape as DataShape;
-use language::interp::{MAX_CALL_DEPTH, ParamLayout};
+use language::interp::ParamLayout;
 use language::mir::{Origin, Program, StackId, VarId};
 use language::value::Value;
 
 use super::shape::Shape;
+
+/// Deepest user-function recursion on the device. Every lane's variable
+/// and program-counter stacks are this deep in device memory, so it stays
+/// below the CPU backends' [`language::interp::MAX_CALL_DEPTH`]: at the
+/// CPU's depth NUTS's `build_tree_rng`, which saves about 8 vectors per
+/// level, would need 10× the per-lane memory for recursion it never
+/// reaches (its depth is the tree depth, at most `--max-depth`). A lane
+/// nested deeper fails with the interpreter's "recursion too deep" error
+/// naming this limit.
+pub(crate) const DEVICE_MAX_CALL_DEPTH: usize = 100;
 use super::typing::{ShapeEnv, Unsupported};
 
 pub const STATUS_SLOT: usize = 0;
@@ -193,7 +203,7 @@ impl LayoutBuilder {
     }
 
     /// `var` is saved around calls (its stack holds up to
-    /// [`MAX_CALL_DEPTH`] values).
+    /// [`DEVICE_MAX_CALL_DEPTH`] values).
     pub fn saved(&mut self, var: VarId) {
         if !self.saved.contains(&var) {
             self.saved.push(var);
@@ -326,25 +336,25 @@ impl LayoutBuilder {
             };
             let depth = n_slots;
             let base = depth + 1;
-            n_slots = base + MAX_CALL_DEPTH * elem.len();
+            n_slots = base + DEVICE_MAX_CALL_DEPTH * elem.len();
             var_stacks.insert(
                 var,
                 StackSlots {
                     depth,
                     base,
                     elem,
-                    capacity: MAX_CALL_DEPTH,
+                    capacity: DEVICE_MAX_CALL_DEPTH,
                 },
             );
         }
         let call_stack = self.calls.then(|| {
             let depth = n_slots;
-            n_slots = depth + 1 + MAX_CALL_DEPTH;
+            n_slots = depth + 1 + DEVICE_MAX_CALL_DEPTH;
             StackSlots {
                 depth,
                 base: depth + 1,
                 elem: Shape::INT,
-                capacity: MAX_CALL_DEPTH,
+                capacity: DEVICE_MAX_CALL_DEPTH,
             }
         });
         Layout {

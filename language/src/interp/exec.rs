@@ -15,8 +15,11 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Deepest user-function recursion before the run is stopped (the stack
-/// grows as needed, see [`Machine::call`]).
-pub const MAX_CALL_DEPTH: usize = 100;
+/// grows as needed, see [`Machine::call`]). Stan itself has no fixed
+/// limit; 100 (bat's first choice) stopped recursive functions over a few
+/// hundred data points that Stan runs. The CUDA backend keeps a lower one
+/// of its own (its per-lane stacks are this deep in device memory).
+pub const MAX_CALL_DEPTH: usize = 1000;
 
 /// The variables of one user-function call. Keyed by small integers and
 /// built on every call: hashed by a multiplication, not SipHash (function

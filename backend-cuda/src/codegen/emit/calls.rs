@@ -4,10 +4,9 @@
 //! stack — all per lane, in device memory.
 
 use language::batch::pc::BlockId;
-use language::interp::MAX_CALL_DEPTH;
 use language::mir::{Expr, VarId};
 
-use super::super::layout::PC_SLOT;
+use super::super::layout::{DEVICE_MAX_CALL_DEPTH, PC_SLOT};
 use super::super::typing::Unsupported;
 use super::{Emitter, FailKind, for_each};
 
@@ -99,7 +98,7 @@ impl Emitter<'_> {
         let d = self.fresh("depth");
         let fail = self.fail(
             FailKind::Fatal,
-            format!("more than {MAX_CALL_DEPTH} saved values"),
+            format!("more than {DEVICE_MAX_CALL_DEPTH} saved values"),
         );
         self.lines.push(format!(
             "const int {d} = (int)S({}); if ({d} >= {}) {fail}",
@@ -167,7 +166,7 @@ impl Emitter<'_> {
         let fail = self.fail(
             FailKind::Fatal,
             format!(
-                "recursion too deep: more than {MAX_CALL_DEPTH} nested calls of user functions (in `{callee}`)"
+                "recursion too deep: more than {DEVICE_MAX_CALL_DEPTH} nested calls of user functions (in `{callee}`)"
             ),
         );
         self.lines.push(format!(
