@@ -72,11 +72,13 @@ pub fn lower(
         }
     }
     if errors.is_empty() {
-        Ok(Program {
+        let mut program = Program {
             mir,
             functions,
             num_ad_stacks,
-        })
+        };
+        super::sra::split_tuple_locals(&mut program);
+        Ok(program)
     } else {
         Err(errors)
     }

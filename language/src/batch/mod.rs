@@ -9,6 +9,7 @@ pub mod cfg;
 mod lower;
 pub mod pc;
 mod print;
+pub mod sra;
 
 pub use lower::{BATCH_NOT_SUPPORTED, lower, lower_generated_quantities, lower_gradient};
 pub use print::print_cfg;
