@@ -18,7 +18,7 @@ type Lowering = Box<Diagnostic>;
 pub const BATCH_NOT_SUPPORTED: &str = "E0301";
 
 /// Lower `program`'s user functions and the given entry bodies (name, body)
-/// to a CFG program.
+/// to a CFG program, its tuple locals split by [`super::sra`].
 pub fn lower(
     program: &mir::Program,
     entries: &[(&str, &[Stmt])],
