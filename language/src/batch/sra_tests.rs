@@ -148,3 +148,24 @@ fn components_can_be_assigned_in_place() {
     let names = local_names(&cfg, function(&cfg, "h"));
     assert_eq!(names, ["t.1", "t.2"], "{text}");
 }
+
+#[test]
+fn declared_without_value_then_assigned_whole_is_split() {
+    let cfg = lowered(
+        "functions {
+           tuple(real, real) pair(real y) { return (y, 2 * y); }
+           real k(real y) {
+             tuple(real, real) u;
+             u = pair(y);
+             return u.1 * u.2;
+           }
+         }
+         generated quantities { real r = k(1.5); }",
+    );
+    let text = crate::batch::print_cfg(&cfg);
+    let names = local_names(&cfg, function(&cfg, "k"));
+    // The call's temporary stays whole; `u` is assigned from it per component.
+    assert!(names.contains(&"u.1".to_string()), "{text}");
+    assert!(!names.contains(&"u".to_string()), "{text}");
+    assert!(text.contains("u.2 = cfg__"), "{text}");
+}
