@@ -265,6 +265,23 @@ fn ir_emit_ast_prints_the_tree() {
 }
 
 #[test]
+fn ir_emit_sampler_pc_prints_the_sampler_program_with_split_tuples() {
+    // Hidden debug output: FILE is not read. NUTS's first sub-tree `init`
+    // is split, and only its components read after the second recursive
+    // call are saved (not the last point, init.3 .. init.6).
+    let out = bat(&["ir", "unused.stan", "--emit", "sampler-pc"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("function build_tree_rng("), "{stdout}");
+    assert!(stdout.contains("push init.7\n"), "{stdout}");
+    assert!(!stdout.contains("push init.3\n"), "{stdout}");
+    assert!(!stdout.contains("push init\n"), "{stdout}");
+    let cfg = bat(&["ir", "unused.stan", "--emit", "sampler-cfg"]);
+    assert_eq!(cfg.status.code(), Some(0), "stderr: {}", text(&cfg.stderr));
+    assert!(text(&cfg.stdout).contains("init.18"));
+}
+
+#[test]
 fn ir_on_syntax_error_reports_and_fails() {
     let dir = tempfile::tempdir().unwrap();
     let file = write_temp(&dir, "bad.stan", MISSING_SEMICOLON.as_bytes());

@@ -11,6 +11,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(path: &Path, emit: Emit, color: bool) -> ExitCode {
+    if matches!(emit, Emit::SamplerCfg | Emit::SamplerPc) {
+        return run_sampler(emit);
+    }
     if emit != Emit::Ast {
         return run_lowered(path, emit, color);
     }
@@ -28,8 +31,15 @@ pub fn run(path: &Path, emit: Emit, color: bool) -> ExitCode {
     let printed = run_guarded(|| match emit {
         // The syntax tree needs only a successful parse: semantic errors do
         // not stop it from being printed.
-        Emit::Mir | Emit::Grad | Emit::Cfg | Emit::Pc | Emit::Cuda | Emit::CudaSampler => {
-            unreachable!("handled by run_lowered")
+        Emit::Mir
+        | Emit::Grad
+        | Emit::Cfg
+        | Emit::Pc
+        | Emit::Cuda
+        | Emit::CudaSampler
+        | Emit::SamplerCfg
+        | Emit::SamplerPc => {
+            unreachable!("handled by run_lowered or run_sampler")
         }
         Emit::Ast => {
             let (program, diagnostics) = if file.functions_only {
@@ -85,4 +95,28 @@ fn run_lowered(path: &Path, emit: Emit, color: bool) -> ExitCode {
     };
     print!("{text}");
     ExitCode::SUCCESS
+}
+
+/// `--emit sampler-cfg|sampler-pc` (hidden, for inspecting the passes on
+/// the sampler program that `bat run` executes): its CFG or PC IR.
+fn run_sampler(emit: Emit) -> ExitCode {
+    let printed = bat::sampler::program::nuts_program().and_then(|program| {
+        let cfg = language::batch::lower(program, &[], 0)
+            .map_err(|d| format!("the sampler program does not batch: {d:?}"))?;
+        if emit == Emit::SamplerCfg {
+            return Ok(language::batch::print_cfg(&cfg));
+        }
+        let pc = language::batch::pc::build(&cfg).map_err(|e| e.to_string())?;
+        Ok(language::batch::pc::print::print_pc(&pc))
+    });
+    match printed {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
 }

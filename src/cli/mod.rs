@@ -299,6 +299,12 @@ pub enum Emit {
     /// The CUDA C kernels of the sampler program (NUTS) for the model's
     /// number of unconstrained parameters (`bat run --device-sampler`).
     CudaSampler,
+    /// Debugging: the sampler program's (NUTS) CFG IR; FILE is not read.
+    #[value(hide = true)]
+    SamplerCfg,
+    /// Debugging: the sampler program's (NUTS) PC IR; FILE is not read.
+    #[value(hide = true)]
+    SamplerPc,
 }
 
 pub fn run() -> ExitCode {

@@ -407,15 +407,27 @@ fn by_depth(lanes: &Lanes, depth: &[u32], below: u32) -> Vec<(usize, Lanes)> {
     if first >= below && lanes.iter().all(|l| depth[l] == first) {
         return vec![((first - below) as usize, lanes.clone())];
     }
-    let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-    for l in lanes.iter() {
-        if depth[l] >= below {
-            groups.entry(depth[l] - below).or_default().push(l);
-        }
+    // Depths are small (the recursion depth): one bucket per depth in
+    // range, in increasing depth, each in increasing lane order.
+    let in_range = || lanes.iter().filter(|&l| depth[l] >= below);
+    let Some(lo) = in_range().map(|l| depth[l]).min() else {
+        return Vec::new();
+    };
+    let hi = in_range().map(|l| depth[l]).max().unwrap_or(lo);
+    let mut buckets = vec![Vec::new(); (hi - lo + 1) as usize];
+    for l in in_range() {
+        buckets[(depth[l] - lo) as usize].push(l);
     }
-    groups
+    buckets
         .into_iter()
-        .map(|(d, ls)| (d as usize, Lanes::from_indices(lanes.z(), ls)))
+        .enumerate()
+        .filter(|(_, ls)| !ls.is_empty())
+        .map(|(i, ls)| {
+            (
+                (lo + i as u32 - below) as usize,
+                Lanes::from_indices(lanes.z(), ls),
+            )
+        })
         .collect()
 }
 

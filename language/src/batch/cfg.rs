@@ -26,6 +26,9 @@
 //!   or `params` (functions see only their own frame); entry functions also
 //!   read globals (data, transformed data, parameters, ...). The batching
 //!   IR decides which of these need a stack across recursive calls.
+//! - After [`super::sra`], a tuple local that is only defined whole from a
+//!   place or a tuple literal and read by projection or whole is replaced
+//!   by its components (`a.1`, `a.2`, ...); see that module for the rules.
 //! - A lane that executes `Reject` (or hits a domain error) abandons the
 //!   entry invocation it is in; executors report it per lane.
 

@@ -18,7 +18,7 @@ type Lowering = Box<Diagnostic>;
 pub const BATCH_NOT_SUPPORTED: &str = "E0301";
 
 /// Lower `program`'s user functions and the given entry bodies (name, body)
-/// to a CFG program.
+/// to a CFG program, its tuple locals split by [`super::sra`].
 pub fn lower(
     program: &mir::Program,
     entries: &[(&str, &[Stmt])],
@@ -72,11 +72,13 @@ pub fn lower(
         }
     }
     if errors.is_empty() {
-        Ok(Program {
+        let mut program = Program {
             mir,
             functions,
             num_ad_stacks,
-        })
+        };
+        super::sra::split_tuple_locals(&mut program);
+        Ok(program)
     } else {
         Err(errors)
     }

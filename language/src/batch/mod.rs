@@ -3,12 +3,14 @@
 //! executors run for a whole batch of chains, each lane its own control
 //! path. The program-counter IR (Fig. 4, [`pc`]: one merged graph with
 //! explicit stacks, storage classes and batched-vs-shared marks) is built
-//! from it by [`pc::build`].
+//! from it by [`pc::build`]. [`lower`] ends with [`sra`], which splits
+//! tuple locals into one local per component.
 
 pub mod cfg;
 mod lower;
 pub mod pc;
 mod print;
+pub mod sra;
 
 pub use lower::{BATCH_NOT_SUPPORTED, lower, lower_generated_quantities, lower_gradient};
 pub use print::print_cfg;
