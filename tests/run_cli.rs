@@ -45,6 +45,48 @@ fn missing_data_is_an_error_naming_the_variable() {
     assert!(text(&out.stderr).contains("`N`"), "{}", text(&out.stderr));
 }
 
+/// An output path that cannot be written is refused before any sampling
+/// (the draws file is created at the first kept draw, after warmup), and
+/// an existing file there is left alone.
+#[test]
+fn an_unwritable_output_fails_before_sampling() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let missing_dir = dir.path().join("no_such_dir").join("o.h5");
+    for (output, reason) in [
+        (missing_dir, "does not exist"),
+        (dir.path().to_path_buf(), "is a directory"),
+    ] {
+        let out = bat(&["run", s(&model), "--warmup", "200", "-o", s(&output)]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("cannot write the draws file") && err.contains(s(&output)),
+            "{err}"
+        );
+        assert!(err.contains(reason), "{err}");
+        // Nothing ran: no iteration report.
+        assert!(!err.contains("iterations in"), "{err}");
+    }
+    // A writable path: an existing file is checked without being changed
+    // (a run that fails before its first draw leaves it as it was).
+    let never = write(
+        dir.path(),
+        "never.bat",
+        "parameters { real x; }\nmodel { reject(\"never\"); }\n",
+    );
+    let existing = write(dir.path(), "old.h5", "not a draws file");
+    let out = bat(&["run", s(&never), "--chains", "2", "-o", s(&existing)]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("Initialization failed"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&existing).unwrap(),
+        "not a draws file"
+    );
+}
+
 /// `--lanes` pools chains only on the host's program-counter executor;
 /// elsewhere it is refused rather than ignored.
 #[test]

@@ -223,6 +223,16 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
     let output_path = opts
         .output
         .map_or_else(|| default_output(opts.file), Path::to_path_buf);
+    // The draws file is created at the first kept draw (its datasets need
+    // the draws' shapes): a path that cannot be written would otherwise
+    // fail only after the whole warmup.
+    if let Err(why) = check_writable(&output_path) {
+        eprintln!(
+            "error: cannot write the draws file `{}`: {why}",
+            output_path.display()
+        );
+        return Err(Reported);
+    }
     let settings_json = serde_json::json!({
         "algorithm": "nuts",
         "metric": "diag_e",
@@ -337,6 +347,37 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Whether `path` can be written as the draws file, without changing an
+/// existing file there (it is replaced only once draws are written): its
+/// directory exists, it is not a directory, and it opens (or a new file
+/// there can be created, then is removed) for writing.
+fn check_writable(path: &Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err("it is a directory".into());
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(format!("the directory `{}` does not exist", dir.display()));
+    }
+    if path.exists() {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    } else {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| e.to_string())?;
+        std::fs::remove_file(path).map_err(|e| e.to_string())
+    }
 }
 
 fn default_output(model: &Path) -> PathBuf {
