@@ -110,6 +110,13 @@ fn qualifying(f: &Function, vars: &[VarInfo]) -> Vec<VarId> {
 /// split (module docs).
 fn exclude_in_stmt(op: &Stmt, candidates: &HashSet<VarId>, excluded: &mut HashSet<VarId>) {
     let candidate = |v: &VarId| candidates.contains(v);
+    // Whole variables in non-expression fields (constraint checks,
+    // parameter adjoints).
+    crate::simplify::visit::field_reads(op, &mut |v| {
+        if candidate(&v) {
+            excluded.insert(v);
+        }
+    });
     match &op.kind {
         StmtKind::Decl { var, ty, init } if candidate(var) => {
             let ok_ty = matches!(ty, SizedType::Tuple(_));
@@ -143,18 +150,8 @@ fn exclude_in_stmt(op: &Stmt, candidates: &HashSet<VarId>, excluded: &mut HashSe
                 }
             }
         }
-        StmtKind::CheckConstraint { var, .. } | StmtKind::ReadParam { var, .. } => {
+        StmtKind::ReadParam { var, .. } => {
             excluded.insert(*var);
-        }
-        StmtKind::ParamAdjoint {
-            var,
-            var_adj,
-            lp_adj,
-            arg_adjs,
-            ..
-        } => {
-            excluded.extend([*var, *var_adj, *lp_adj]);
-            excluded.extend(arg_adjs.iter().flatten());
         }
         StmtKind::For { var, .. } | StmtKind::ForDown { var, .. } => {
             excluded.insert(*var);
