@@ -87,6 +87,43 @@ fn an_unwritable_output_fails_before_sampling() {
     );
 }
 
+/// `--samples 0` without `--save-warmup` would keep nothing: refused
+/// before sampling with what to add; with it, the warmup draws are written.
+#[test]
+fn samples_zero_needs_save_warmup() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let output = dir.path().join("o.h5");
+    let out = bat(&["run", s(&model), "--samples", "0", "-o", s(&output)]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--save-warmup") && !err.contains("iterations in"),
+        "{err}"
+    );
+    let out = bat(&[
+        "run",
+        s(&model),
+        "--samples",
+        "0",
+        "--warmup",
+        "30",
+        "--save-warmup",
+        "-o",
+        s(&output),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let reader = bat::output::DrawReader::open(&output).unwrap();
+    let mu = |group: &str| {
+        let vars = reader.variables(group).unwrap();
+        let v = vars.iter().find(|v| v.name == "mu").expect("mu");
+        (v.n_chains, v.n_draws)
+    };
+    assert_eq!(mu("warmup_posterior"), (4, 30));
+    assert_eq!(mu("posterior"), (4, 0));
+}
+
 /// `--lanes` pools chains only on the host's program-counter executor;
 /// elsewhere it is refused rather than ignored.
 #[test]

@@ -178,6 +178,12 @@ fn check_sampler_options(opts: &Options) -> Result<(), Reported> {
             );
         }
     }
+    // Nothing would be kept: no file, and the run's adaptation lost.
+    if opts.samples == 0 && !opts.save_warmup {
+        return refuse(
+            "--samples 0 keeps no draws, so nothing would be written; add --save-warmup to keep the warmup draws (and the adapted step sizes and metrics)",
+        );
+    }
     // A pool of chains on fewer lanes needs lanes that start a new chain
     // while the others go on: only the host's program-counter executor.
     if opts.lanes > 0 && (opts.batching != Batching::Pc || opts.sampler_on_device()) {
