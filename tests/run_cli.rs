@@ -124,6 +124,32 @@ fn samples_zero_needs_save_warmup() {
     assert_eq!(mu("posterior"), (4, 0));
 }
 
+/// Data that does not fit the model names the data file, the variable,
+/// and expected vs found; an error in transformed data points at its
+/// statement in the model.
+#[test]
+fn data_errors_name_the_data_file_and_transformed_data_errors_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    let data = write(dir.path(), "short.json", r#"{"N": 5, "y": [1.0, 2.0]}"#);
+    let out = bat(&["run", s(&model), "--data", s(&data)]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("short.json") && err.contains("`y`"), "{err}");
+    assert!(err.contains("found an array of 2 elements"), "{err}");
+    let td = write(
+        dir.path(),
+        "td.bat",
+        "data { int N; }\ntransformed data {\n  if (N > 2) reject(\"N too big: \", N);\n}\nparameters { real x; }\nmodel { x ~ normal(0, 1); }\n",
+    );
+    let data = write(dir.path(), "n.json", r#"{"N": 5}"#);
+    let out = bat(&["run", s(&td), "--data", s(&data)]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("N too big: 5"), "{err}");
+    assert!(err.contains("td.bat:3:"), "{err}");
+}
+
 /// `--lanes` pools chains only on the host's program-counter executor;
 /// elsewhere it is refused rather than ignored.
 #[test]

@@ -8,9 +8,10 @@ use super::check::report;
 use super::front_end;
 use super::source::{self, LoadFailure, SourceFile};
 use super::stack::run_guarded;
+use language::LineIndex;
 use language::ad::GradProgram;
 use language::data::DataFile;
-use language::interp::Model;
+use language::interp::{ErrorKind, Model, RuntimeError};
 use language::mir;
 use std::path::{Path, PathBuf};
 
@@ -152,12 +153,42 @@ pub fn read_json(path: &Path) -> Result<DataFile, Reported> {
 
 /// Read the data and run transformed data.
 pub fn instantiate(compiled: &Compiled, data: Option<&Path>) -> Result<Model, Reported> {
-    let data = match data {
+    let data_file = match data {
         Some(path) => read_json(path)?,
         None => DataFile::empty(),
     };
-    Model::new(&compiled.mir, &data).map_err(|e| {
-        eprintln!("error: {}: {e}", compiled.file.name);
+    Model::new(&compiled.mir, &data_file).map_err(|e| {
+        match (e.kind, data) {
+            // Missing, mis-shaped or out-of-bounds data: the data file is
+            // the cause.
+            (ErrorKind::Data, Some(path)) => eprintln!(
+                "error: `{}`: {} (data for {})",
+                path.display(),
+                e.message,
+                compiled.file.name
+            ),
+            _ => {
+                eprintln!("error: {}: {}", compiled.file.name, e.message);
+                render_span(&e, &compiled.file.name, &compiled.file.text);
+            }
+        }
         Reported
     })
+}
+
+/// `--> file:line:col` and the source line of the statement that failed.
+pub fn render_span(error: &RuntimeError, file_name: &str, source: &str) {
+    let Some(span) = error.span else { return };
+    let start = span.start as usize;
+    if start > source.len() {
+        return;
+    }
+    let lines = LineIndex::new(source);
+    let (line, col) = lines.line_col(source, start);
+    let text = source.lines().nth(line - 1).unwrap_or("");
+    let width = line.to_string().len();
+    eprintln!("{:width$}--> {file_name}:{line}:{col}", "");
+    eprintln!("{:width$} |", "");
+    eprintln!("{line} | {text}");
+    eprintln!("{:width$} |", "");
 }

@@ -2,7 +2,7 @@
 //! `bat::sampler`) for many chains, write the draws file and print the
 //! summary table.
 
-use super::model::{self, Reported};
+use super::model::{self, Reported, render_span};
 use backend_cuda::gradient::GradientDeviceError;
 use bat::output::RunMetadata;
 use bat::sampler::collect::OutputSpec;
@@ -12,8 +12,6 @@ use bat::sampler::{
     SamplerExecutor, Settings, collect,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use language::LineIndex;
-use language::interp::RuntimeError;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -430,23 +428,6 @@ fn report_chain_error(failure: &ChainError, file_name: &str, source: &str) {
     } else {
         render_span(&failure.error, file_name, source);
     }
-}
-
-/// `--> file:line:col` and the source line of the statement that failed.
-fn render_span(error: &RuntimeError, file_name: &str, source: &str) {
-    let Some(span) = error.span else { return };
-    let start = span.start as usize;
-    if start > source.len() {
-        return;
-    }
-    let lines = LineIndex::new(source);
-    let (line, col) = lines.line_col(source, start);
-    let text = source.lines().nth(line - 1).unwrap_or("");
-    let width = line.to_string().len();
-    eprintln!("{:width$}--> {file_name}:{line}:{col}", "");
-    eprintln!("{:width$} |", "");
-    eprintln!("{line} | {text}");
-    eprintln!("{:width$} |", "");
 }
 
 /// The progress bar on stderr, or (when stderr is not a terminal) one
