@@ -68,3 +68,24 @@ fn the_table_names_the_columns_and_bad_models_fail() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// A batch of no chains measures nothing: a usage error (exit 2) naming
+/// the option.
+#[test]
+fn zero_chains_is_a_usage_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_bat"))
+        .arg("bench")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/eight_schools_noncentered.bat"
+        ))
+        .args(["--chains", "16,0"])
+        .output()
+        .expect("bat runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--chains") && stderr.contains("at least one chain"),
+        "{stderr}"
+    );
+}

@@ -262,6 +262,14 @@ fn reader_errors_are_typed() {
         "{err:?}"
     );
     assert!(err.to_string().contains("no `posterior` group"));
+
+    // An HDF5 file cut short (a copy interrupted): the file is named.
+    let bytes = std::fs::read(&empty).unwrap();
+    let cut = dir.path().join("cut.h5");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let err = read_draws(&cut).unwrap_err();
+    assert!(matches!(err, OutputError::Unreadable { .. }), "{err:?}");
+    assert!(err.to_string().contains("cut.h5"), "{err}");
 }
 
 #[test]

@@ -159,7 +159,7 @@ enum Command {
         #[arg(long, value_name = "DATA.json")]
         data: Option<PathBuf>,
         /// Chain counts (lanes per batch) to measure.
-        #[arg(long, value_delimiter = ',', default_values_t = [1, 16, 256, 1024])]
+        #[arg(long, value_delimiter = ',', default_values_t = [1, 16, 256, 1024], value_parser = parse_chain_count)]
         chains: Vec<usize>,
         /// How control flow is batched (several: comma-separated).
         #[arg(long, value_enum, value_delimiter = ',', default_values_t = [BatchingChoice::Local])]
@@ -199,6 +199,15 @@ enum Command {
     Lsp,
     /// Check for a CUDA driver and device (exit code 1 when there is none).
     CudaProbe,
+}
+
+/// A chain count of `bat bench`: at least 1.
+fn parse_chain_count(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("a batch needs at least one chain".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("`{text}` is not a chain count: {e}")),
+    }
 }
 
 fn parse_adapt_delta(text: &str) -> Result<f64, String> {

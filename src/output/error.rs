@@ -21,6 +21,8 @@ pub enum OutputError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{} cannot be read as HDF5 (truncated or damaged?): {source}", .path.display())]
+    Unreadable { path: PathBuf, source: hdf5::Error },
     #[error("HDF5 error: {0}")]
     Hdf5(#[from] hdf5::Error),
 }

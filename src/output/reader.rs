@@ -242,7 +242,10 @@ pub fn open_hdf5(path: &Path) -> Result<File, OutputError> {
     if !has_hdf5_signature(&mut handle) {
         return Err(OutputError::NotHdf5(path.to_path_buf()));
     }
-    Ok(File::open(path)?)
+    File::open(path).map_err(|source| OutputError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 fn has_hdf5_signature(handle: &mut std::fs::File) -> bool {
