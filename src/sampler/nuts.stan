@@ -408,6 +408,21 @@ functions {
     (q, lp, g) = initialize_rng(init, init_radius, max_init_tries);
 
     vector[n] inv_metric = rep_vector(1, n);
+    if (n == 0) {
+      // No parameters (a simulation from generated quantities): Stan's
+      // fixed_param sampler — every iteration keeps the point, so a draw
+      // only runs transformed parameters and generated quantities.
+      for (iteration in 1:(num_warmup + num_samples)) {
+        emit_draw(iteration, q, lp, 0.0, 0.0, 0, 0, 0, -lp);
+        if (iteration == num_warmup) {
+          emit_adaptation(0.0, inv_metric);
+        }
+      }
+      if (num_warmup == 0) {
+        emit_adaptation(0.0, inv_metric);
+      }
+      return;
+    }
     real eps = init_stepsize_rng(q, lp, g, 1, inv_metric);
 
     // Dual averaging state.
