@@ -212,6 +212,60 @@ fn a_model_without_parameters_simulates_its_generated_quantities() {
     assert_eq!(y_local.values[..per_chain], y.values[..per_chain]);
 }
 
+/// An init file may leave parameters out (as Stan's): those start
+/// uniform(−2, 2) on the unconstrained scale, the given ones where the
+/// file puts them, and a note says which were left out.
+#[test]
+fn an_init_file_may_leave_parameters_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    // mu far from the posterior (about 1.3): the first warmup draws are
+    // still near 40, which a uniform(−2, 2) start could not give.
+    let init = write(dir.path(), "init.json", r#"{"mu": 40}"#);
+    let output = dir.path().join("o.h5");
+    let out = bat(&[
+        "run",
+        s(&model),
+        "--init",
+        s(&init),
+        "--chains",
+        "3",
+        "--warmup",
+        "3",
+        "--samples",
+        "3",
+        "--save-warmup",
+        "--seed",
+        "11",
+        "-o",
+        s(&output),
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("no value for `sigma`") && !err.contains("`mu`"),
+        "{err}"
+    );
+    let reader = bat::output::DrawReader::open(&output).unwrap();
+    let read = |name: &str| {
+        let vars = reader.variables("warmup_posterior").unwrap();
+        let info = vars.iter().find(|v| v.name == name).unwrap().clone();
+        reader.read(&info).unwrap()
+    };
+    let (mu, sigma) = (read("mu"), read("sigma"));
+    for chain in 0..3 {
+        let first = mu.values[chain * 3];
+        assert!((first - 40.0).abs() < 10.0, "chain {chain}: mu {first}");
+    }
+    // sigma was drawn per chain: the chains start apart.
+    let starts: Vec<f64> = (0..3).map(|c| sigma.values[c * 3]).collect();
+    assert!(
+        starts[0] != starts[1] && starts[1] != starts[2],
+        "{starts:?}"
+    );
+}
+
 /// `--lanes` pools chains only on the host's program-counter executor;
 /// elsewhere it is refused rather than ignored.
 #[test]

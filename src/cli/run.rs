@@ -412,10 +412,28 @@ fn parse_init(init: Option<&str>, model: &language::interp::Model) -> Result<Ini
     }
     let path = Path::new(text);
     let values = model::read_json(path)?;
-    let theta = model.unconstrain(&values).map_err(|e| {
+    let (theta, missing) = model.unconstrain_partial(&values).map_err(|e| {
         eprintln!("error: `{}`: {e}", path.display());
         Reported
     })?;
+    if !missing.is_empty() {
+        // As Stan: what the file leaves out starts at random.
+        eprintln!(
+            "note: `{}` gives no value for {}; {} uniform(−{r}, {r}) on the unconstrained scale",
+            path.display(),
+            missing
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if missing.len() == 1 {
+                "it starts"
+            } else {
+                "they start"
+            },
+            r = bat::sampler::PARTIAL_INIT_RADIUS,
+        );
+    }
     Ok(Init::Values(theta))
 }
 

@@ -4,7 +4,7 @@
 
 use super::host::{ChainHost, Emitter, INTERRUPTED};
 use super::program::{CHAIN_FUNCTION, nuts_program};
-use super::{ChainError, ChainJob, ChainTotals, Event, Init, MAX_INIT_TRIES};
+use super::{ChainError, ChainJob, ChainTotals, Event, Init, MAX_INIT_TRIES, PARTIAL_INIT_RADIUS};
 use language::interp::{Rng, RuntimeError, run_function};
 use language::value::Value;
 use rayon::prelude::*;
@@ -79,9 +79,14 @@ pub(super) fn chain_start<'a>(
 ) -> (ChainHost<'a>, Vec<Value>, Rng) {
     let settings = job.settings;
     let n = job.model.num_unconstrained();
+    // The sampler program draws the NaN coordinates of `init` uniformly
+    // in (−radius, radius).
     let (init, radius, tries) = match &settings.init {
-        Init::Radius(r) if *r > 0.0 => (vec![0.0; n], *r, MAX_INIT_TRIES),
+        Init::Radius(r) if *r > 0.0 => (vec![f64::NAN; n], *r, MAX_INIT_TRIES),
         Init::Radius(_) => (vec![0.0; n], 0.0, 1),
+        Init::Values(values) if values.iter().any(|x| x.is_nan()) => {
+            (values.clone(), PARTIAL_INIT_RADIUS, MAX_INIT_TRIES)
+        }
         Init::Values(values) => (values.clone(), 0.0, 1),
     };
     let host = ChainHost {

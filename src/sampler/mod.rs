@@ -47,9 +47,16 @@ pub use backend_cpu::lanes::LaneWork;
 pub enum Init {
     /// Uniform(−R, R) per coordinate, up to 100 attempts (R = 0: zeros, once).
     Radius(f64),
-    /// These unconstrained values (one attempt).
+    /// These unconstrained values (one attempt); NaN coordinates (the
+    /// parameters an init file leaves out) are drawn uniformly in
+    /// (−[`PARTIAL_INIT_RADIUS`], [`PARTIAL_INIT_RADIUS`]), up to
+    /// [`MAX_INIT_TRIES`] attempts, as Stan does.
     Values(Vec<f64>),
 }
+
+/// The radius of the random init of parameters an init file leaves out
+/// (Stan's default).
+pub const PARTIAL_INIT_RADIUS: f64 = 2.0;
 
 /// Attempts at a random initial point before a chain gives up (as Stan).
 pub const MAX_INIT_TRIES: i64 = 100;

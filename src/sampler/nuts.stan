@@ -379,8 +379,12 @@ functions {
     for (attempt in 1:max_tries) {
       vector[n] q = init;
       if (radius > 0) {
+        // NaN coordinates are drawn (all of them for a random init; those
+        // an init file leaves out, as Stan's random_var_context).
         for (i in 1:n) {
-          q[i] = uniform_rng(-radius, radius);
+          if (is_nan(init[i])) {
+            q[i] = uniform_rng(-radius, radius);
+          }
         }
       }
       tuple(real, vector[n]) lp_grad = model_log_density_gradient(q);

@@ -401,21 +401,49 @@ impl Model {
     /// Stan's free transform of constrained parameter values given by name
     /// (Stan JSON, as CmdStan's inits).
     pub fn unconstrain(&self, values: &DataFile) -> std::result::Result<Vec<f64>, RuntimeError> {
+        self.unconstrain_given(values, false)
+            .map(|(theta, _)| theta)
+    }
+
+    /// As [`Model::unconstrain`], but a parameter missing from `values`
+    /// gets NaN coordinates (for the sampler to draw, as Stan's init
+    /// files allow); also returns the missing parameters' names.
+    pub fn unconstrain_partial(
+        &self,
+        values: &DataFile,
+    ) -> std::result::Result<(Vec<f64>, Vec<String>), RuntimeError> {
+        self.unconstrain_given(values, true)
+    }
+
+    fn unconstrain_given(
+        &self,
+        values: &DataFile,
+        allow_missing: bool,
+    ) -> std::result::Result<(Vec<f64>, Vec<String>), RuntimeError> {
+        let mut missing = Vec::new();
         let mut m = self.machine();
         let mut out = Vec::with_capacity(self.num_unconstrained());
         for (p, decl) in self.params.iter().zip(&self.program.parameters) {
+            if allow_missing && !values.contains(&p.name) {
+                // Bounds that read this parameter fail below, naming it.
+                out.extend(std::iter::repeat_n(f64::NAN, p.unconstrained_len));
+                missing.push(p.name.clone());
+                continue;
+            }
             let value = values
                 .take(&p.name, &p.shape)
                 .map_err(|e| RuntimeError::new(ErrorKind::Data, e.to_string()))?;
-            let ev: Evaluated = constrain::evaluate(&mut m, &decl.transform, p.shape.num_reals())?;
-            let x = constrain::unconstrain(&ev, &p.shape, &value).map_err(|e| RuntimeError {
+            let in_param = |e: RuntimeError| RuntimeError {
                 message: format!("parameter `{}`: {}", p.name, e.message),
                 ..e
-            })?;
+            };
+            let ev: Evaluated = constrain::evaluate(&mut m, &decl.transform, p.shape.num_reals())
+                .map_err(in_param)?;
+            let x = constrain::unconstrain(&ev, &p.shape, &value).map_err(in_param)?;
             out.extend(x);
             m.set(p.var, value);
         }
-        Ok(out)
+        Ok((out, missing))
     }
 
     /// Parameters, transformed parameters and generated quantities of one
