@@ -430,6 +430,15 @@ impl Model {
                 missing.push(p.name.clone());
                 continue;
             }
+            if !values.contains(&p.name) {
+                return Err(RuntimeError::new(
+                    ErrorKind::Data,
+                    format!(
+                        "parameter `{}` has no value (it is declared `{}`)",
+                        p.name, p.shape
+                    ),
+                ));
+            }
             let value = values
                 .take(&p.name, &p.shape)
                 .map_err(|e| RuntimeError::new(ErrorKind::Data, e.to_string()))?;
