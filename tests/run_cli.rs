@@ -266,6 +266,65 @@ fn an_init_file_may_leave_parameters_out() {
     );
 }
 
+/// A chain stopped by an error in generated quantities (as Stan, the
+/// error stops the chain) keeps its draws; the summary covers every
+/// chain's first draws up to the shortest chain's count instead of
+/// printing NaN for everything, and says so.
+#[test]
+fn a_chain_stopped_early_is_summarized_over_the_common_draws() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(
+        dir.path(),
+        "gq.bat",
+        "parameters { real mu; }\nmodel { mu ~ normal(0, 1); }\n\
+         generated quantities { if (mu > 1.5) reject(\"mu too big: \", mu); }\n",
+    );
+    let output = dir.path().join("o.h5");
+    let out = bat(&[
+        "run",
+        s(&model),
+        "--chains",
+        "2",
+        "--samples",
+        "300",
+        "--seed",
+        "1",
+        "-o",
+        s(&output),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let file = read_draws(&output).unwrap();
+    let mu = file.posterior.iter().find(|v| v.name == "mu").unwrap();
+    let kept: Vec<usize> = (0..2)
+        .map(|c| {
+            let row = &mu.values[c * mu.n_draws..(c + 1) * mu.n_draws];
+            row.iter().take_while(|x| !x.is_nan()).count()
+        })
+        .collect();
+    let common = *kept.iter().min().unwrap();
+    assert!(
+        common > 0 && kept.iter().any(|&k| k < mu.n_draws),
+        "{kept:?}"
+    );
+    let expected: f64 = (0..2)
+        .flat_map(|c| &mu.values[c * mu.n_draws..c * mu.n_draws + common])
+        .sum::<f64>()
+        / (2 * common) as f64;
+    let out = bat(&["summary", "--format", "json", s(&output)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let q = summary["quantities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "mu")
+        .unwrap();
+    let mean = q["mean"].as_f64().unwrap();
+    assert!((mean - expected).abs() < 1e-12, "{mean} vs {expected}");
+    let table = text(&bat(&["summary", s(&output)]).stdout);
+    assert!(table.contains("stopped early"), "{table}");
+}
+
 /// `--lanes` pools chains only on the host's program-counter executor;
 /// elsewhere it is refused rather than ignored.
 #[test]

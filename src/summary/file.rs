@@ -50,8 +50,13 @@ fn report_reading_at_most(path: &Path, values_per_read: usize) -> Result<Report,
 
     let mut quantities = Vec::new();
     // lp__ only when it covers the same draws (a killed run may lag in sample_stats).
-    if let Some(lp) = stat("lp")?.filter(|lp| (lp.n_chains, lp.n_draws) == (n_chains, n_draws)) {
-        quantities.push(summarize_element(&lp, 0, "lp__".into()));
+    let lp = stat("lp")?.filter(|lp| (lp.n_chains, lp.n_draws) == (n_chains, n_draws));
+    let window = Window::of(lp.as_ref(), n_chains, n_draws);
+    if window.chains.is_empty() {
+        return Err(no_draws());
+    }
+    if let Some(lp) = &lp {
+        quantities.push(summarize_element(lp, 0, "lp__".into(), &window));
     }
     for info in &posterior {
         if (info.n_chains, info.n_draws) != (n_chains, n_draws) {
@@ -63,23 +68,78 @@ fn report_reading_at_most(path: &Path, values_per_read: usize) -> Result<Report,
                 ),
             });
         }
-        summarize_variable(&reader, info, values_per_read, &mut quantities)?;
+        summarize_variable(&reader, info, values_per_read, &window, &mut quantities)?;
     }
 
     let sampler = match stats {
         None => None,
         Some(_) => Some(sampler_diagnostics(
-            stat("diverging")?,
-            stat("tree_depth")?,
+            stat("diverging")?.map(|v| window.of_stat(v, n_chains, n_draws)),
+            stat("tree_depth")?.map(|v| window.of_stat(v, n_chains, n_draws)),
             max_tree_depth(&reader),
         )),
     };
     Ok(Report {
-        n_chains,
-        n_draws,
+        n_chains: window.chains.len(),
+        n_draws: window.draws,
         quantities,
         sampler,
+        stopped_chains: window.stopped,
     })
+}
+
+/// The draws a summary covers. A chain stopped by an error (a `reject` in
+/// generated quantities stops it, as in Stan) keeps its draws and the
+/// rest of its rows stay padding (NaN), which would make every statistic
+/// NaN: the summary then covers every chain's first `draws` draws, where
+/// `draws` is the shortest chain's count, and leaves out chains without
+/// any. A chain's draws are the leading ones with a number for `lp`.
+struct Window {
+    chains: Vec<usize>,
+    draws: usize,
+    /// (chain, draws it has) of the chains that stopped early.
+    stopped: Vec<(usize, usize)>,
+}
+
+impl Window {
+    fn of(lp: Option<&StoredVariable>, n_chains: usize, n_draws: usize) -> Window {
+        let kept = |chain: usize| {
+            lp.map_or(n_draws, |lp| {
+                let row = &lp.values[chain * n_draws..(chain + 1) * n_draws];
+                row.iter().take_while(|x| !x.is_nan()).count()
+            })
+        };
+        let counts: Vec<usize> = (0..n_chains).map(kept).collect();
+        let chains: Vec<usize> = (0..n_chains).filter(|&c| counts[c] > 0).collect();
+        Window {
+            draws: chains.iter().map(|&c| counts[c]).min().unwrap_or(0),
+            stopped: (0..n_chains)
+                .filter(|&c| counts[c] < n_draws)
+                .map(|c| (c, counts[c]))
+                .collect(),
+            chains,
+        }
+    }
+
+    /// A sample statistic's covered values (all of them when it does not
+    /// cover the posterior's draws: a killed run's may lag).
+    fn of_stat(&self, stat: StoredVariable, n_chains: usize, n_draws: usize) -> Vec<f64> {
+        if (stat.n_chains, stat.n_draws) == (n_chains, n_draws) {
+            self.select(&stat.values, n_draws)
+        } else {
+            stat.values
+        }
+    }
+
+    /// The covered values of one element's chain-major `n_chains ×
+    /// n_draws` draws.
+    fn select(&self, values: &[f64], n_draws: usize) -> Vec<f64> {
+        self.chains
+            .iter()
+            .flat_map(|&c| &values[c * n_draws..c * n_draws + self.draws])
+            .copied()
+            .collect()
+    }
 }
 
 /// Appends the summary of every element of `info`, reading slabs of rows of at most
@@ -88,6 +148,7 @@ fn summarize_variable(
     reader: &DrawReader,
     info: &VariableInfo,
     values_per_read: usize,
+    window: &Window,
     out: &mut Vec<QuantitySummary>,
 ) -> Result<(), OutputError> {
     let per_draw = info.elements_per_draw();
@@ -104,35 +165,39 @@ fn summarize_variable(
         let slab = reader.read_rows(info, start..end)?;
         for element in 0..slab.elements_per_draw() {
             let name = stan_element_name(&info.name, &info.dims, start * row_size + element);
-            out.push(summarize_element(&slab, element, name));
+            out.push(summarize_element(&slab, element, name, window));
         }
         start = end;
     }
     Ok(())
 }
 
-fn summarize_element(variable: &StoredVariable, element: usize, name: String) -> QuantitySummary {
-    let draws = variable.element_draws(element);
-    let view = ChainDraws::new(&draws, variable.n_chains, variable.n_draws)
+fn summarize_element(
+    variable: &StoredVariable,
+    element: usize,
+    name: String,
+    window: &Window,
+) -> QuantitySummary {
+    let draws = window.select(&variable.element_draws(element), variable.n_draws);
+    let view = ChainDraws::new(&draws, window.chains.len(), window.draws)
         .expect("element draws have chains × draws values");
     QuantitySummary::compute(name, view)
 }
 
 fn sampler_diagnostics(
-    diverging: Option<StoredVariable>,
-    tree_depth: Option<StoredVariable>,
+    diverging: Option<Vec<f64>>,
+    tree_depth: Option<Vec<f64>>,
     max_tree_depth: u32,
 ) -> SamplerDiagnostics {
     let transitions = diverging
         .as_ref()
         .or(tree_depth.as_ref())
-        .map_or(0, |v| v.values.len());
+        .map_or(0, Vec::len);
     SamplerDiagnostics {
-        divergences: diverging.map_or(0, |v| v.values.iter().filter(|&&d| d != 0.0).count()),
+        divergences: diverging.map_or(0, |v| v.iter().filter(|&&d| d != 0.0).count()),
         max_tree_depth,
         tree_depth_saturated: tree_depth.map_or(0, |v| {
-            v.values
-                .iter()
+            v.iter()
                 .filter(|&&d| d >= f64::from(max_tree_depth))
                 .count()
         }),

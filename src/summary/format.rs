@@ -225,6 +225,7 @@ mod tests {
                 },
             ],
             sampler: None,
+            stopped_chains: Vec::new(),
         }
     }
 

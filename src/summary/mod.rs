@@ -94,6 +94,10 @@ pub struct Report {
     pub quantities: Vec<QuantitySummary>,
     /// Absent when the file holds no `sample_stats`.
     pub sampler: Option<SamplerDiagnostics>,
+    /// Chains that stopped early (an error in their chain): (chain index,
+    /// draws it has). The summary then covers every other chain's first
+    /// `n_draws` draws, leaving out chains without any.
+    pub stopped_chains: Vec<(usize, usize)>,
 }
 
 #[cfg(test)]

@@ -21,6 +21,18 @@ pub struct SamplerDiagnostics {
 /// Human-readable warnings for a report, in a stable order.
 pub fn warnings(report: &Report) -> Vec<String> {
     let mut out = Vec::new();
+    for &(chain, draws) in &report.stopped_chains {
+        out.push(if draws == 0 {
+            format!("chain {} has no draws (it stopped early): left out", chain + 1)
+        } else {
+            format!(
+                "chain {} has only {draws} draws (it stopped early): the first {} draws of each of {} chains are summarized",
+                chain + 1,
+                report.n_draws,
+                report.n_chains
+            )
+        });
+    }
     if let Some(sampler) = &report.sampler {
         if sampler.divergences > 0 {
             out.push(format!(
@@ -129,6 +141,7 @@ mod tests {
                 tree_depth_saturated: 40,
                 transitions: 4000,
             }),
+            stopped_chains: Vec::new(),
         };
         let w = warnings(&report);
         assert_eq!(w.len(), 4, "{w:#?}");
@@ -149,6 +162,7 @@ mod tests {
                 transitions: 4000,
                 ..Default::default()
             }),
+            stopped_chains: Vec::new(),
         };
         assert!(warnings(&report).is_empty());
     }
