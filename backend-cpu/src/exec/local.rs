@@ -181,9 +181,7 @@ impl Local<'_> {
             st.vars[param.0 as usize] = Some(arg);
         }
         self.depth += 1;
-        // Host recursion: grow the stack on the heap when it runs low, so
-        // the depth limit is reached on any thread instead of overflowing.
-        let result = stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.blocks(g, st, lanes));
+        let result = language::interp::nested_call(|| self.blocks(g, st, lanes));
         self.depth -= 1;
         for (v, s) in frame.into_iter().zip(saved) {
             st.vars[v] = s;

@@ -74,9 +74,7 @@ pub(super) fn run(
             let frame: super::exec::Frame = fun.params.iter().copied().zip(args).collect();
             let saved = m.locals.replace(frame);
             m.depth += 1;
-            // Host recursion: grow the stack when it runs low (as
-            // `Machine::call`), so the depth limit is reached on any thread.
-            let result = stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || run_blocks(m, p, f));
+            let result = super::exec::nested_call(|| run_blocks(m, p, f));
             m.depth -= 1;
             m.locals = saved;
             let v = result?;

@@ -21,6 +21,16 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// of its own (its per-lane stacks are this deep in device memory).
 pub const MAX_CALL_DEPTH: usize = 1000;
 
+/// Runs one nested user-function call made by host recursion. Each
+/// nested call takes tens of KiB of stack in unoptimised builds: the stack
+/// grows on the heap when it runs low, so [`MAX_CALL_DEPTH`] is reached on
+/// any thread (2 MiB test threads included) instead of overflowing. Every
+/// runner that recurses on the host (the interpreter, the CFG runner,
+/// backend-cpu's local executor) calls through it.
+pub fn nested_call<R>(call: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, call)
+}
+
 /// The variables of one user-function call. Keyed by small integers and
 /// built on every call: hashed by a multiplication, not SipHash (function
 /// calls dominate the cost of running ODE systems and the sampler).
@@ -276,11 +286,7 @@ impl<'p> Machine<'p> {
         }
         let saved = self.locals.replace(frame);
         self.depth += 1;
-        // Each nested call takes tens of KiB of stack in unoptimised
-        // builds: grow the stack on the heap when it runs low, so
-        // MAX_CALL_DEPTH is reached on any thread (2 MiB test threads
-        // included) instead of overflowing.
-        let flow = stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.block(&fun.body));
+        let flow = nested_call(|| self.block(&fun.body));
         self.depth -= 1;
         self.locals = saved;
         let ret = &fun.ret;
