@@ -124,7 +124,7 @@ impl Window {
     /// A sample statistic's covered values (all of them when it does not
     /// cover the posterior's draws: a killed run's may lag).
     fn of_stat(&self, stat: StoredVariable, n_chains: usize, n_draws: usize) -> Vec<f64> {
-        if (stat.n_chains, stat.n_draws) == (n_chains, n_draws) {
+        if !self.stopped.is_empty() && (stat.n_chains, stat.n_draws) == (n_chains, n_draws) {
             self.select(&stat.values, n_draws)
         } else {
             stat.values
@@ -178,7 +178,10 @@ fn summarize_element(
     name: String,
     window: &Window,
 ) -> QuantitySummary {
-    let draws = window.select(&variable.element_draws(element), variable.n_draws);
+    let mut draws = variable.element_draws(element);
+    if !window.stopped.is_empty() {
+        draws = window.select(&draws, variable.n_draws);
+    }
     let view = ChainDraws::new(&draws, window.chains.len(), window.draws)
         .expect("element draws have chains × draws values");
     QuantitySummary::compute(name, view)
