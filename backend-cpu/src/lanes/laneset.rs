@@ -33,6 +33,14 @@ impl Lanes {
         Lanes { z, idx: idx.into() }
     }
 
+    /// `idx` already ascending without repeats (e.g. read off a bit set):
+    /// [`Lanes::from_indices`] without its sort.
+    pub fn from_ascending(z: usize, idx: Vec<usize>) -> Lanes {
+        debug_assert!(idx.windows(2).all(|w| w[0] < w[1]), "not ascending");
+        assert!(idx.last().is_none_or(|&l| l < z), "lane out of range");
+        Lanes { z, idx: idx.into() }
+    }
+
     /// The lanes whose mask entry is true.
     pub fn from_mask(mask: &[bool]) -> Lanes {
         Lanes {
