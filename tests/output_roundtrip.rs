@@ -106,6 +106,8 @@ fn every_axis_has_its_dimension_scale() {
     // The draw axis is unlimited so a run can keep appending.
     assert!(z.is_resizable());
     assert_eq!(z.chunk().unwrap()[2..], [2, 3]);
+    // One chain per chunk: each chain's blocks are written on their own.
+    assert_eq!(z.chunk().unwrap()[0], 1);
 }
 
 #[test]
