@@ -41,6 +41,10 @@ pub struct DrawWriter {
     file: File,
     n_chains: usize,
     groups: Vec<GroupWriter>,
+    /// [`DrawWriter::write_block`] leaves flushing to the caller.
+    deferred: bool,
+    /// Blocks were written since the last flush.
+    unflushed: bool,
 }
 
 struct GroupWriter {
@@ -121,7 +125,18 @@ impl DrawWriter {
             file,
             n_chains: options.n_chains,
             groups,
+            deferred: false,
+            unflushed: false,
         })
+    }
+
+    /// From now on [`DrawWriter::write_block`] leaves flushing to the
+    /// caller ([`DrawWriter::flush`]), for a caller that writes many small
+    /// blocks at once (the collector: a block per chain) and flushes once
+    /// for all of them — a flush per block was 4% of a 1000-chain run's
+    /// CPU, on the thread competing with sampling for the cores.
+    pub fn defer_flushes(&mut self) {
+        self.deferred = true;
     }
 
     pub fn path(&self) -> &Path {
@@ -172,7 +187,10 @@ impl DrawWriter {
         for ((spec, dataset), column) in writer.variables.iter().zip(values) {
             write_column(dataset, spec, &chains, &draws, column)?;
         }
-        self.file.flush()?;
+        self.unflushed = true;
+        if !self.deferred {
+            self.flush()?;
+        }
         Ok(())
     }
 
@@ -252,9 +270,13 @@ impl DrawWriter {
         Ok(())
     }
 
-    /// Flushes everything written so far to disk.
-    pub fn flush(&self) -> Result<(), OutputError> {
-        self.file.flush()?;
+    /// Flushes everything written so far to disk (nothing to do when no
+    /// block was written since the last flush).
+    pub fn flush(&mut self) -> Result<(), OutputError> {
+        if self.unflushed {
+            self.file.flush()?;
+            self.unflushed = false;
+        }
         Ok(())
     }
 

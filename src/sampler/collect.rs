@@ -94,10 +94,17 @@ pub fn collect(
     loop {
         let event = match pending.next() {
             Some(event) => event,
-            None if state.chains_finished < n_chains => match events.recv() {
-                Ok(event) => event,
-                Err(_) => break,
-            },
+            None if state.chains_finished < n_chains => {
+                // Every event received so far is handled: its blocks go to
+                // disk before waiting for more (a killed run keeps them).
+                if let Some(w) = writer.as_mut() {
+                    w.flush()?;
+                }
+                match events.recv() {
+                    Ok(event) => event,
+                    Err(_) => break,
+                }
+            }
             None => break,
         };
         match event {
@@ -116,7 +123,9 @@ pub fn collect(
                 }
                 if let Some(values) = &record.values {
                     if writer.is_none() {
-                        writer = Some(create_writer(output, values)?);
+                        let mut w = create_writer(output, values)?;
+                        w.defer_flushes();
+                        writer = Some(w);
                     }
                     let buffer = &mut buffers[chain][usize::from(!record.warmup)];
                     buffer.push(&record)?;
