@@ -195,3 +195,37 @@ fn logistic_functions_match_their_libm_formulas() {
     }
     assert!(inv_logit(f64::NAN).is_nan() && log_inv_logit(f64::NAN).is_nan());
 }
+
+/// `inv_logit` selects one numerator for its one division: bit for bit
+/// the branchy formula on `exp_nonpos` (`eᵃ` below `LOG_EPSILON`, else
+/// `eᵃ/(1 + eᵃ)` for negative `a`, `1/(1 + e⁻ᵃ)` otherwise).
+#[test]
+fn inv_logit_is_its_branchy_formula_bit_for_bit() {
+    fn branchy(a: f64) -> f64 {
+        let e = exp_nonpos(-a.abs());
+        if a < 0.0 {
+            if a < LOG_EPSILON { e } else { e / (1.0 + e) }
+        } else {
+            1.0 / (1.0 + e)
+        }
+    }
+    let mut rng = Rng(5);
+    let mut points: Vec<f64> = (0..1_000_000).map(|_| 100.0 * (rng.unit() - 0.5)).collect();
+    points.extend([
+        0.0,
+        -0.0,
+        LOG_EPSILON,
+        -40.0,
+        40.0,
+        f64::INFINITY,
+        -f64::INFINITY,
+    ]);
+    for a in points {
+        assert_eq!(
+            inv_logit(a).to_bits(),
+            branchy(a).to_bits(),
+            "inv_logit({a})"
+        );
+    }
+    assert!(inv_logit(f64::NAN).is_nan());
+}
