@@ -118,11 +118,11 @@ pub fn logit_d(u: f64) -> f64 {
 #[inline(always)]
 pub fn inv_logit(a: f64) -> f64 {
     let e = exp_nonpos(-a.abs());
-    if a < 0.0 {
-        if a < LOG_EPSILON { e } else { e / (1.0 + e) }
-    } else {
-        1.0 / (1.0 + e)
-    }
+    // eᵃ/(1 + eᵃ) or 1/(1 + e⁻ᵃ) as ONE division of a selected numerator:
+    // computed branch-free, the two quotients were two vector divisions.
+    let numerator = if a < 0.0 { e } else { 1.0 };
+    let q = numerator / (1.0 + e);
+    if a < LOG_EPSILON { e } else { q }
 }
 pub fn inv_logit_d(a: f64) -> f64 {
     inv_logit(a) * inv_logit(-a)
