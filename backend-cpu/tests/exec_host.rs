@@ -150,21 +150,19 @@ fn configs() -> Vec<ExecConfig> {
     out
 }
 
-/// The scalar interpreter's result and host log for each of `n`
-/// invocations of `chain_rng` (the truth the executors are held to).
-fn interpreter_outcomes(mir: &language::mir::Program, n: usize) -> Vec<Outcome> {
-    let args = inputs(n);
-    let rngs = rngs(n);
-    (0..n)
-        .map(|i| {
+/// The scalar interpreter's result and host log for each invocation of
+/// `function` with `args` (the truth the executors are held to).
+fn interpreter_outcomes(
+    mir: &language::mir::Program,
+    function: &str,
+    args: &[Vec<Value>],
+) -> Vec<Outcome> {
+    let rngs = rngs(args.len());
+    args.iter()
+        .zip(rngs)
+        .map(|(a, rng)| {
             let mut host = ScalarHost { log: Vec::new() };
-            let r = run_function(
-                mir,
-                "chain_rng",
-                args[i].clone(),
-                rngs[i].clone(),
-                &mut host,
-            );
+            let r = run_function(mir, function, a.clone(), rng, &mut host);
             (r, host.log)
         })
         .collect()
@@ -176,7 +174,7 @@ fn external_calls_match_the_interpreter_lane_by_lane() {
     let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
     let z = 23;
     let args = inputs(z);
-    let truth = interpreter_outcomes(&mir, z);
+    let truth = interpreter_outcomes(&mir, "chain_rng", &args);
     assert!(
         truth.iter().any(|(r, _)| r.is_err()),
         "some lane is rejected"
@@ -228,6 +226,8 @@ struct PoolHost<'a> {
     args: &'a [Vec<Value>],
     logs: &'a Mutex<Vec<Vec<String>>>,
     results: &'a Mutex<Vec<Option<LaneResult<Option<Value>>>>>,
+    /// Counts the batch's compactions; `None`: the host declines them.
+    compactions: Option<&'a std::sync::atomic::AtomicUsize>,
 }
 
 impl BatchHost for PoolHost<'_> {
@@ -282,6 +282,15 @@ impl BatchHost for PoolHost<'_> {
         Some((args.clone(), Some(Rng::new(99, i as u32, 0))))
     }
 
+    fn compact(&mut self, keep: &[usize]) -> bool {
+        let Some(count) = self.compactions else {
+            return false;
+        };
+        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.lane_job = keep.iter().map(|&l| self.lane_job[l]).collect();
+        true
+    }
+
     fn invocation_finished(&mut self, lane: usize, result: LaneResult<Option<Value>>) {
         let i = self.lane_job[lane].expect("a finished lane ran an invocation");
         let mut results = self.results.lock().unwrap();
@@ -292,54 +301,131 @@ impl BatchHost for PoolHost<'_> {
 
 #[test]
 fn a_pool_of_invocations_on_fewer_lanes_matches_the_interpreter() {
-    let (mir, diags) = language::compile_with_externals(PROGRAM, "host");
-    let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
-    let jobs = 23;
-    let args = inputs(jobs);
-    let truth = interpreter_outcomes(&mir, jobs);
-    assert!(
-        truth.iter().any(|(r, _)| r.is_err()),
-        "some invocation is rejected"
-    );
     for (config, lanes) in configs()
         .into_iter()
         .filter(|c| c.batching == Batching::ProgramCounter)
         .zip([1, 4, 5])
     {
-        let cfg = language::batch::lower(&mir, &[], 0).expect("lowers");
-        let model = Model::new(&mir, &DataFile::empty()).expect("no data");
-        let batched = BatchedModel::new(cfg, model, config.clone()).expect("builds");
-        let logs = Mutex::new(vec![Vec::new(); jobs]);
-        let results = Mutex::new(vec![None; jobs]);
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        batched
-            .run_invocations("chain_rng", lanes, |range| PoolHost {
-                lane_job: vec![None; range.len()],
-                next: &next,
-                args: &args,
-                logs: &logs,
-                results: &results,
-            })
-            .expect("runs");
-        let logs = logs.into_inner().unwrap();
-        let results = results.into_inner().unwrap();
-        for i in 0..jobs {
-            let (want, want_log) = &truth[i];
-            let strip = |r: &Result<Option<Value>, RuntimeError>| {
-                r.clone().map_err(|e| (e.kind, e.message))
-            };
-            let got = results[i]
-                .as_ref()
-                .unwrap_or_else(|| panic!("invocation {i} did not finish, {lanes} lanes"));
-            assert_eq!(
-                strip(got),
-                strip(want),
-                "invocation {i}, {lanes} lanes, {config:?}"
-            );
-            assert_eq!(
-                &logs[i], want_log,
-                "host calls of invocation {i}, {lanes} lanes"
-            );
-        }
+        let pool = Pool {
+            program: PROGRAM,
+            function: "chain_rng",
+            args: inputs(23),
+        };
+        pool_matches_the_interpreter(&pool, config, lanes, false);
     }
+}
+
+/// Lanes whose invocations finish with no more work leave the batch: the
+/// program-counter executor shrinks it to the running lanes (renumbered,
+/// with their variables, stacks mid-recursion, streams and call stacks)
+/// once at most a quarter of it runs, and every invocation still gives
+/// the interpreter's result and host calls.
+#[test]
+fn shrinking_the_batch_to_the_running_lanes_keeps_every_invocations_result() {
+    // Most-waiting first: the many short invocations finish while the
+    // few long ones are still deep in their recursion.
+    let config = ExecConfig {
+        batching: Batching::ProgramCounter,
+        threads: 1,
+        choice: Arc::new(MostWaiting),
+        ..ExecConfig::default()
+    };
+    // Most invocations recurse 1–3 levels, every 8th 20–34: when the
+    // batch shrinks, the long ones are mid-recursion at different depths.
+    let args: Vec<Vec<Value>> = (0..40)
+        .map(|i| {
+            let depth = if i % 8 == 5 { 20 + i % 15 } else { 1 + i % 3 };
+            vec![Value::Real(i as f64 * 0.6 - 2.0), Value::Int(depth as i64)]
+        })
+        .collect();
+    let pool = Pool {
+        program: DEEP,
+        function: "job_rng",
+        args,
+    };
+    let compactions = pool_matches_the_interpreter(&pool, config, 64, true);
+    // 40 of 64 lanes run: shrunk to 16 and then to 4 or fewer.
+    assert_eq!(compactions, 2);
+}
+
+/// Recursion to a depth given per invocation, with a host call and a
+/// random draw at every level, and values live across the recursive call
+/// (saved on the variable stacks).
+const DEEP: &str = "
+  functions {
+    real bump(real x);
+    void note(int k, real v);
+    real deep_rng(real x, int d) {
+      if (d == 0) return bump(x);
+      real here = x + normal_rng(0, 1);
+      real below = deep_rng(here / 2, d - 1);
+      note(d, below);
+      return below + here / d;
+    }
+    real job_rng(real x0, int depth) {
+      return deep_rng(x0, depth);
+    }
+  }";
+
+/// Invocations of `function` in `program`, one per element of `args`.
+struct Pool {
+    program: &'static str,
+    function: &'static str,
+    args: Vec<Vec<Value>>,
+}
+
+/// Run `pool`'s invocations on `lanes` lanes (the host renumbering its
+/// lanes when the executor shrinks the batch, if `compacts`), check each
+/// against the interpreter, and return how many times the batch shrank.
+fn pool_matches_the_interpreter(
+    pool: &Pool,
+    config: ExecConfig,
+    lanes: usize,
+    compacts: bool,
+) -> usize {
+    let (mir, diags) = language::compile_with_externals(pool.program, "host");
+    let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
+    let (jobs, args) = (pool.args.len(), &pool.args);
+    let truth = interpreter_outcomes(&mir, pool.function, args);
+    assert!(
+        truth.iter().any(|(r, _)| r.is_err()),
+        "some invocation is rejected"
+    );
+    let cfg = language::batch::lower(&mir, &[], 0).expect("lowers");
+    let model = Model::new(&mir, &DataFile::empty()).expect("no data");
+    let batched = BatchedModel::new(cfg, model, config.clone()).expect("builds");
+    let logs = Mutex::new(vec![Vec::new(); jobs]);
+    let results = Mutex::new(vec![None; jobs]);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let compactions = std::sync::atomic::AtomicUsize::new(0);
+    batched
+        .run_invocations(pool.function, lanes, |range| PoolHost {
+            lane_job: vec![None; range.len()],
+            next: &next,
+            args,
+            logs: &logs,
+            results: &results,
+            compactions: compacts.then_some(&compactions),
+        })
+        .expect("runs");
+    let logs = logs.into_inner().unwrap();
+    let results = results.into_inner().unwrap();
+    for i in 0..jobs {
+        let (want, want_log) = &truth[i];
+        let strip =
+            |r: &Result<Option<Value>, RuntimeError>| r.clone().map_err(|e| (e.kind, e.message));
+        let got = results[i]
+            .as_ref()
+            .unwrap_or_else(|| panic!("invocation {i} did not finish, {lanes} lanes"));
+        assert_eq!(
+            strip(got),
+            strip(want),
+            "invocation {i}, {lanes} lanes, {config:?}"
+        );
+        assert_eq!(
+            &logs[i], want_log,
+            "host calls of invocation {i}, {lanes} lanes"
+        );
+    }
+    compactions.into_inner()
 }

@@ -504,6 +504,11 @@ impl BatchHost for SamplerHost<'_, '_> {
         Some((args.clone(), Some(rng.clone())))
     }
 
+    fn compact(&mut self, keep: &[usize]) -> bool {
+        self.lane_chain = keep.iter().map(|&l| self.lane_chain[l]).collect();
+        true
+    }
+
     fn invocation_finished(&mut self, lane: usize, result: LaneResult<Option<Value>>) {
         if let Some(i) = self.lane_chain[lane] {
             let mut results = self.queue.results.lock().unwrap_or_else(|e| e.into_inner());

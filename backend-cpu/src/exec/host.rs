@@ -62,6 +62,15 @@ pub trait BatchHost {
     /// [`BatchHost::next_invocation`] gave) finished with `result`: the
     /// function's value (`None` for `void`) or the lane's error.
     fn invocation_finished(&mut self, _lane: usize, _result: LaneResult<Option<Value>>) {}
+
+    /// The program-counter executor is about to shrink the batch to the
+    /// lanes still running, `keep` (ascending): lane `keep[i]` becomes lane
+    /// `i` of a batch of `keep.len()` lanes, in every later call. Return
+    /// `true` once the host has renumbered its own per-lane state the same
+    /// way; `false` (the default) keeps the batch as it is.
+    fn compact(&mut self, _keep: &[usize]) -> bool {
+        false
+    }
 }
 
 /// An external function's answer for a whole batch

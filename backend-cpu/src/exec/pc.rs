@@ -89,7 +89,7 @@ pub(super) fn run_refilling(
     host: &mut dyn BatchHost,
     refill: bool,
 ) -> Result<()> {
-    let z = st.z;
+    let mut z = st.z;
     let base_depth = usize::from(p.function(f).kind == FunctionKind::User);
     let mut calls: Vec<Vec<BlockId>> = vec![Vec::new(); z];
     let mut scratch = Scratch::default();
@@ -98,7 +98,16 @@ pub(super) fn run_refilling(
     let mut queue = WaitQueue::with_barriers(barrier, flow.to_barrier, flow.upstream);
     let first = p.function(f).first_block.0 as usize;
     queue.add(first, lanes.iter());
-    while let Some((b, waiting)) = queue.take(&*config.choice, z) {
+    let mut compactable = true;
+    loop {
+        let running = queue.len();
+        if compactable && running > 0 && z >= MIN_COMPACTED_LANES && 4 * running <= z {
+            compactable = compact(st, &mut queue, &mut calls, &mut scratch, host);
+            z = st.z;
+        }
+        let Some((b, waiting)) = queue.take(&*config.choice, z) else {
+            break;
+        };
         let bl = p.block(BlockId(b as u32));
         // A loop over data in a small batch: its iterations as lanes, and
         // the lanes on to the loop's exit.
@@ -179,6 +188,46 @@ pub(super) fn run_refilling(
         }
     }
     Ok(())
+}
+
+/// The smallest batch [`compact`] shrinks: below it, a step costs about
+/// the same whatever its width.
+const MIN_COMPACTED_LANES: usize = 16;
+
+/// Shrink the batch to the lanes still running (those waiting in `queue`:
+/// every other lane finished with no more work), renumbered in order, when
+/// at most a quarter of it runs and the host agrees
+/// ([`BatchHost::compact`]). Every step costs in proportion to the batch's
+/// width (slots are Z wide: masked writes, copies of shared slots,
+/// full-width results of sparse kernels), so chains that run long after
+/// the others finished (a sampler's slowest chains: 40% of an eight-schools
+/// run with 1024 chains) ran at the cost of the whole batch. Returns
+/// whether to try again later (`false` once the host declines).
+fn compact(
+    st: &mut State,
+    queue: &mut WaitQueue,
+    calls: &mut Vec<Vec<BlockId>>,
+    scratch: &mut Scratch,
+    host: &mut dyn BatchHost,
+) -> bool {
+    let keep = queue.lanes();
+    if !host.compact(&keep) {
+        return false;
+    }
+    let mut new = vec![usize::MAX; st.z];
+    for (i, &l) in keep.iter().enumerate() {
+        new[l] = i;
+    }
+    *st = st.compact(&Lanes::from_ascending(st.z, keep.clone()));
+    *calls = keep
+        .iter()
+        .map(|&l| std::mem::take(&mut calls[l]))
+        .collect();
+    for stack in scratch.saved.values_mut() {
+        stack.keep_lanes(&keep);
+    }
+    queue.renumber(&new);
+    true
 }
 
 /// Report the lanes `finished` to the host and start the next invocation
@@ -393,6 +442,24 @@ impl VarStack {
     fn clear_lane(&mut self, l: usize) {
         while self.depth[l] > 0 {
             self.drop_top(l);
+        }
+    }
+
+    /// Keep only lanes `keep` (ascending), renumbered `0..keep.len()`
+    /// ([`compact`]).
+    fn keep_lanes(&mut self, keep: &[usize]) {
+        for level in &mut self.levels {
+            if let Some(values) = &mut level.values {
+                *values = Arc::new(values.gather(keep));
+            }
+            level.unset = keep.iter().map(|&l| level.unset[l]).collect();
+        }
+        self.depth = keep.iter().map(|&l| self.depth[l]).collect();
+        self.saved_at = vec![0; self.levels.len()];
+        for &d in &self.depth {
+            for saved in &mut self.saved_at[..d as usize] {
+                *saved += 1;
+            }
         }
     }
 }

@@ -148,6 +148,28 @@ impl WaitQueue {
         self.at.keys().copied()
     }
 
+    /// How many lanes wait, at all points.
+    pub fn len(&self) -> usize {
+        self.at.values().map(|bits| bits.count).sum()
+    }
+
+    /// Every waiting lane, ascending.
+    pub fn lanes(&self) -> Vec<usize> {
+        let mut all: Vec<usize> = self.at.values().flat_map(LaneBits::ascending).collect();
+        all.sort_unstable();
+        all
+    }
+
+    /// Renumber the waiting lanes: lane `l` becomes lane `new[l]`.
+    pub fn renumber(&mut self, new: &[usize]) {
+        for bits in self.at.values_mut() {
+            let old = std::mem::take(bits);
+            for l in old.ascending() {
+                bits.insert(new[l]);
+            }
+        }
+    }
+
     /// The point the heuristic picks and all lanes waiting there (out of
     /// `z`); `None` when no lane waits.
     pub fn take(&mut self, choice: &dyn BlockChoice, z: usize) -> Option<(usize, Lanes)> {
@@ -197,6 +219,10 @@ impl LaneBits {
     }
 
     fn into_ascending(self) -> Vec<usize> {
+        self.ascending()
+    }
+
+    fn ascending(&self) -> Vec<usize> {
         let mut lanes = Vec::with_capacity(self.count);
         for (i, &word) in self.words.iter().enumerate() {
             let mut rest = word;
