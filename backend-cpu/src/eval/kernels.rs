@@ -785,19 +785,10 @@ fn check(p: Prim, args: &[&Slot], st: &mut State, active: &Lanes, e: &Expr) -> O
     Some(Slot::shared(Value::Real(0.0)))
 }
 
-/// Whether `x` passes the argument check `p` (one of [`is_check`]'s).
+/// Whether `x` passes the argument check `p`: the interpreter's test.
 #[inline(always)]
 fn passes(p: Prim, x: f64) -> bool {
-    use Prim::*;
-    match p {
-        CheckPositiveFinite => x > 0.0 && x.is_finite(),
-        CheckPositive => x > 0.0,
-        CheckNonNegative => x >= 0.0,
-        CheckFinite => x.is_finite(),
-        CheckNotNan => !x.is_nan(),
-        CheckProbability => (0.0..=1.0).contains(&x),
-        _ => x >= 0.0,
-    }
+    language::interp::passes_check(p, x)
 }
 
 /// How many of `xs` fail the check `p`. One loop per check with the

@@ -28,6 +28,7 @@ mod pc_exec;
 mod prims;
 mod prims_matrix;
 mod print;
+pub use prims::passes_check;
 /// A value as `print`, `reject` and `fatal_error` write it.
 pub use print::value as print_value;
 mod rng;

@@ -333,11 +333,13 @@ pub(crate) fn same_len(name: &str, a: usize, b: usize) -> Result<()> {
     }
 }
 
-/// Stan's argument checks of the distributions: a domain error (rejection)
-/// naming the check, the argument and the offending value.
-fn check(p: Prim, v: &Value, label: Option<&Value>) -> Result<()> {
+/// Whether the value `x` passes the argument check `p` (`check_positive`,
+/// `check_not_nan`, ...; any other check is non-negativity of an int).
+/// The batched kernels test whole blocks of values with it.
+#[inline(always)]
+pub fn passes_check(p: Prim, x: f64) -> bool {
     use Prim::*;
-    let ok = |x: f64| match p {
+    match p {
         CheckPositiveFinite => x > 0.0 && x.is_finite(),
         CheckPositive => x > 0.0,
         CheckNonNegative => x >= 0.0,
@@ -345,7 +347,14 @@ fn check(p: Prim, v: &Value, label: Option<&Value>) -> Result<()> {
         CheckNotNan => !x.is_nan(),
         CheckProbability => (0.0..=1.0).contains(&x),
         _ => x >= 0.0,
-    };
+    }
+}
+
+/// Stan's argument checks of the distributions: a domain error (rejection)
+/// naming the check, the argument and the offending value.
+fn check(p: Prim, v: &Value, label: Option<&Value>) -> Result<()> {
+    use Prim::*;
+    let ok = |x: f64| passes_check(p, x);
     let what = match p {
         CheckPositiveFinite => "positive finite",
         CheckPositive => "positive",
