@@ -100,8 +100,8 @@ pub(super) fn run_refilling(
     queue.add(first, lanes.iter());
     let mut compactable = true;
     loop {
-        let running = queue.len();
-        if compactable && running > 0 && z >= MIN_COMPACTED_LANES && 4 * running <= z {
+        // (The count of waiting lanes only when the rest would allow it.)
+        if compactable && z >= MIN_COMPACTED_LANES && (1..=z / 4).contains(&queue.len()) {
             compactable = compact(st, &mut queue, &mut calls, &mut scratch, host);
             z = st.z;
         }

@@ -192,7 +192,7 @@ impl WaitQueue {
             self.scratch.get(i)?.point
         };
         let lanes = self.at.remove(&point)?;
-        Some((point, Lanes::from_ascending(z, lanes.into_ascending())))
+        Some((point, Lanes::from_ascending(z, lanes.ascending())))
     }
 }
 
@@ -216,10 +216,6 @@ impl LaneBits {
             self.words[word] |= bit;
             self.count += 1;
         }
-    }
-
-    fn into_ascending(self) -> Vec<usize> {
-        self.ascending()
     }
 
     fn ascending(&self) -> Vec<usize> {

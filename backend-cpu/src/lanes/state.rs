@@ -236,18 +236,18 @@ impl<'p> State<'p> {
         self.gather_part(lanes, None, true)
     }
 
-    /// As [`State::gather`] for a block that uses only the variables of
-    /// `footprint`: the others are left unset (shared ones are kept, they
-    /// cost nothing), and the AD stacks are gathered only if it uses them.
-    /// The batch shrunk to `lanes`: lane `lanes[i]` becomes lane `i`, with
-    /// every variable, stack, stream and status (the work counted so far
-    /// carried over).
+    /// The batch shrunk to `lanes` for good: [`State::gather`] (lane
+    /// `lanes[i]` becomes lane `i`, with every variable, stack, stream and
+    /// status), keeping the work counted so far.
     pub fn compact(&self, lanes: &Lanes) -> State<'p> {
-        let mut compacted = self.gather_part(lanes, None, true);
+        let mut compacted = self.gather(lanes);
         compacted.work = self.work;
         compacted
     }
 
+    /// As [`State::gather`] for a block that uses only the variables of
+    /// `footprint`: the others are left unset (shared ones are kept, they
+    /// cost nothing), and the AD stacks are gathered only if it uses them.
     pub fn gather_footprint(&self, lanes: &Lanes, footprint: &Footprint) -> State<'p> {
         self.gather_part(lanes, Some(&footprint.vars), footprint.ad_stacks)
     }
