@@ -121,9 +121,10 @@ struct Strided<'a> {
 /// dependent additions), blocks of rows that stay in cache while the
 /// lanes stream past, and AVX2 where the CPU has it; with AVX-512, the
 /// last single lane (all of Z = 1) 32 rows at a time down A's columns
-/// ([`one_lane_down_columns`]) and, from 16 lanes on, the cache-blocked
-/// register-tiled kernel of [`avx512`] (below that, packing A costs more
-/// than it saves: at one lane A is used once).
+/// ([`one_lane_down_columns`]); from 16 lanes on, the cache-blocked
+/// register-tiled kernels of [`packed_product`] ([`avx512`], else
+/// [`avx2`]; below that, packing A costs more than it saves: at one lane
+/// A is used once).
 fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
     assert!(a.m == 0 || a.k == 0 || (a.m - 1) * a.rsa + (a.k - 1) * a.csa < a.data.len());
     assert!(v.len() >= a.k * z && out.len() >= a.m * z);
@@ -136,7 +137,13 @@ fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked above).
-            return unsafe { lane_product_avx2(a, v, z, out) };
+            return unsafe {
+                if z >= 16 {
+                    avx2::lane_product(a, v, z, out)
+                } else {
+                    lane_product_avx2(a, v, z, out)
+                }
+            };
         }
     }
     lane_product_any(a, v, z, out)
@@ -247,220 +254,103 @@ fn lane_block<const L: usize, const R: usize>(
     }
 }
 
-/// [`lane_product`] with AVX-512: GEMM-style blocking that leaves each
-/// sum's order alone. p runs in blocks of [`KC`](avx512::KC) (a partial
+/// GEMM-style blocking for the packed kernels ([`avx2`], [`avx512`]) that
+/// leaves each sum's order alone. p runs in blocks of `kc` terms (a partial
 /// sum parked in `out` between blocks and reloaded is the same sum). Both
 /// operands are packed, as a GEMM packs them: each block of V's rows is
-/// copied into panels of 24 lanes × `KC` terms, contiguous (V's rows are
+/// copied into panels of `nr` lanes × `kc` terms, contiguous (V's rows are
 /// `Z` lanes apart — at 1024 lanes 8 KiB, so an unpacked panel's rows all
 /// fall in the same few L1 sets and evict each other); rows of A in blocks
-/// of [`MC`](avx512::MC) whose slice of A is packed 8 rows side by side
-/// per p (the broadcasts read contiguous memory, and the block stays in
-/// L2). A panel of V stays in L1 while every row tile of the block
-/// passes. Each 8-row × 24-lane tile of sums lives in 24 of the 32 vector
-/// registers (3 more hold the panel's row, 1 the broadcast of A: 11 loads
-/// per 48 multiplies and 48 adds; 16 lanes measured 10–15% slower); the
-/// last lanes (fewer than 24) go in a panel padded with zeros whose sums
-/// are never stored. Written with intrinsics because
-/// LLVM turns the same loop over arrays into gathers and scatters.
-#[cfg(target_arch = "x86_64")]
-mod avx512 {
-    use super::Strided;
-    use std::arch::x86_64::*;
-
-    /// Terms of each sum per pass (a `KC × 24` panel of V is 24 KiB of
-    /// the 48 KiB L1).
-    pub(super) const KC: usize = 128;
-    /// Rows per block (their packed `MC × KC` slice of A is 256 KiB).
-    pub(super) const MC: usize = 256;
+/// of `mc` whose slice of A is packed `mr` rows side by side per p (the
+/// broadcasts read contiguous memory, and the block stays in L2). A panel
+/// of V stays in L1 while every row tile of the block passes; `tiles`
+/// computes them. The last lanes (fewer than `nr`) go in a panel padded
+/// with zeros, and the last rows in a tile padded with zero rows, whose
+/// sums `tiles` never stores.
+#[derive(Clone, Copy)]
+struct Packing {
+    /// Terms of each sum per pass.
+    kc: usize,
+    /// Rows of A per packed block.
+    mc: usize,
     /// Rows per register tile.
-    const MR: usize = 8;
-    /// Lanes per panel of V (three vectors of 8).
-    const NR: usize = 24;
+    mr: usize,
+    /// Lanes per panel of V.
+    nr: usize,
+}
 
-    /// # Safety
-    /// The CPU has AVX-512F; sizes as [`super::lane_product`] asserts.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
-        let kc_max = KC.min(a.k);
-        let mut pack_a = vec![0.0f64; MC.min(a.m).div_ceil(MR) * MR * kc_max];
-        let panels = z.div_ceil(NR);
-        let mut pack_v = vec![0.0f64; panels * kc_max * NR];
-        for p0 in (0..a.k).step_by(KC) {
-            let kc = KC.min(a.k - p0);
-            // Panel j holds lanes j·NR + l of term p0 + p at
-            // pack_v[(j·kc + p)·NR + l] (lanes past z stay zero).
-            for p in 0..kc {
-                let row = &v[(p0 + p) * z..(p0 + p + 1) * z];
-                for (j, lanes) in row.chunks(NR).enumerate() {
-                    let at = (j * kc + p) * NR;
-                    pack_v[at..at + lanes.len()].copy_from_slice(lanes);
-                }
-            }
-            for i0 in (0..a.m).step_by(MC) {
-                let rows = MC.min(a.m - i0);
-                // Tile t holds rows i0 + t·MR + r as pack_a[(t·kc + p)·MR + r]
-                // (rows past the end are zeros whose sums are never stored).
-                for t in 0..rows.div_ceil(MR) {
-                    let tile = &mut pack_a[t * kc * MR..(t + 1) * kc * MR];
-                    for (p, col) in tile.chunks_exact_mut(MR).enumerate() {
-                        for (r, x) in col.iter_mut().enumerate() {
-                            let i = i0 + t * MR + r;
-                            *x = if i < a.m {
-                                a.data[i * a.rsa + (p0 + p) * a.csa]
-                            } else {
-                                0.0
-                            };
-                        }
-                    }
-                }
-                for j in 0..panels {
-                    let l0 = j * NR;
-                    let lanes = (z - l0).min(NR);
-                    let panel = &pack_v[j * kc * NR..(j + 1) * kc * NR];
-                    let block = Block {
-                        rows: (i0, rows),
-                        terms: (p0, kc),
-                        l0,
-                    };
-                    // SAFETY: AVX-512F; the bounds are checked in `tiles`.
-                    unsafe {
-                        match lanes.div_ceil(8) {
-                            3 => tiles::<3>(&pack_a, panel, z, out, block, mask(lanes - 16)),
-                            2 => tiles::<2>(&pack_a, panel, z, out, block, mask(lanes - 8)),
-                            _ => tiles::<1>(&pack_a, panel, z, out, block, mask(lanes)),
-                        }
-                    }
-                }
+/// Where a tile kernel works: rows `i0..i0 + rows` (`rows.0`, `rows.1`),
+/// terms `p0..p0 + kc` (`terms`), lanes `l0..l0 + lanes`.
+#[derive(Clone, Copy)]
+struct Block {
+    rows: (usize, usize),
+    terms: (usize, usize),
+    l0: usize,
+    lanes: usize,
+}
+
+/// [`lane_product`] by `packing`: `tiles(pack_a, panel, out, block)` adds
+/// the block's terms to every row tile of the packed rows for the lanes of
+/// one packed panel (tile t holds rows `i0 + t·mr + r` as
+/// `pack_a[(t·kc + p)·mr + r]`; the panel holds lane `l0 + l` of term
+/// `p0 + p` as `panel[p·nr + l]`).
+fn packed_product(
+    a: Strided,
+    v: &[f64],
+    z: usize,
+    out: &mut [f64],
+    packing: Packing,
+    mut tiles: impl FnMut(&[f64], &[f64], &mut [f64], Block),
+) {
+    let Packing { kc, mc, mr, nr } = packing;
+    let kc_max = kc.min(a.k);
+    let mut pack_a = vec![0.0f64; mc.min(a.m).div_ceil(mr) * mr * kc_max];
+    let panels = z.div_ceil(nr);
+    let mut pack_v = vec![0.0f64; panels * kc_max * nr];
+    for p0 in (0..a.k).step_by(kc) {
+        let kc = kc.min(a.k - p0);
+        // Panel j holds lanes j·nr + l of term p0 + p at
+        // pack_v[(j·kc + p)·nr + l] (lanes past z stay zero).
+        for p in 0..kc {
+            let row = &v[(p0 + p) * z..(p0 + p + 1) * z];
+            for (j, lanes) in row.chunks(nr).enumerate() {
+                let at = (j * kc + p) * nr;
+                pack_v[at..at + lanes.len()].copy_from_slice(lanes);
             }
         }
-    }
-
-    /// Where [`tiles`] works: rows `i0..i0 + rows` (`rows.0`, `rows.1`),
-    /// terms `p0..p0 + kc`, lanes from `l0`.
-    #[derive(Clone, Copy)]
-    struct Block {
-        rows: (usize, usize),
-        terms: (usize, usize),
-        l0: usize,
-    }
-
-    /// [`super::one_lane_down_columns`]: rows `rows` of lane `l`, 32 at a
-    /// time, then the last rows (fewer than 32) one vector of 8 at a time
-    /// (masked).
-    ///
-    /// # Safety
-    /// The CPU has AVX-512F; `a.rsa` is 1; sizes as
-    /// [`super::lane_product`] asserts.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn one_lane_down_columns(
-        a: Strided,
-        v: &[f64],
-        z: usize,
-        out: &mut [f64],
-        rows: std::ops::Range<usize>,
-        l: usize,
-    ) {
-        assert!(a.rsa == 1 && l < z && rows.end <= a.m && a.k > 0);
-        assert!((a.k - 1) * z + l < v.len() && (rows.end - 1) * z + l < out.len());
-        assert!(rows.end - 1 + (a.k - 1) * a.csa < a.data.len());
-        let mut i0 = rows.start;
-        while i0 < rows.end {
-            let n = (rows.end - i0).min(32);
-            let masks: [__mmask8; 4] =
-                std::array::from_fn(|j| mask(n.saturating_sub(8 * j).min(8)));
-            let mut sums = [0.0f64; 32];
-            // SAFETY: A's elements read are rows i0..i0 + n (masked) of
-            // columns 0..k, inside the data (asserted above).
-            unsafe {
-                let mut acc = [_mm512_setzero_pd(); 4];
-                for p in 0..a.k {
-                    let x = _mm512_set1_pd(*v.get_unchecked(p * z + l));
-                    let col = a.data.as_ptr().add(i0 + p * a.csa);
-                    for (j, acc) in acc.iter_mut().enumerate() {
-                        let y = _mm512_maskz_loadu_pd(masks[j], col.add(8 * j));
-                        // `s += a * b` as the interpreter: no FMA.
-                        *acc = _mm512_add_pd(*acc, _mm512_mul_pd(y, x));
+        for i0 in (0..a.m).step_by(mc) {
+            let rows = mc.min(a.m - i0);
+            for t in 0..rows.div_ceil(mr) {
+                let tile = &mut pack_a[t * kc * mr..(t + 1) * kc * mr];
+                for (p, col) in tile.chunks_exact_mut(mr).enumerate() {
+                    for (r, x) in col.iter_mut().enumerate() {
+                        let i = i0 + t * mr + r;
+                        *x = if i < a.m {
+                            a.data[i * a.rsa + (p0 + p) * a.csa]
+                        } else {
+                            0.0
+                        };
                     }
-                }
-                for (j, acc) in acc.iter().enumerate() {
-                    _mm512_storeu_pd(sums.as_mut_ptr().add(8 * j), *acc);
                 }
             }
-            for (r, &s) in sums[..n].iter().enumerate() {
-                out[(i0 + r) * z + l] = s;
-            }
-            i0 += n;
-        }
-    }
-
-    /// The low `n` of 8 lanes.
-    fn mask(n: usize) -> __mmask8 {
-        ((1u16 << n) - 1) as __mmask8
-    }
-
-    /// Lanes `l0..` (`NV` vectors of 8, the last stored under `last`) of
-    /// every row tile of rows `i0..i0 + rows`, terms `p0..p0 + kc`, from
-    /// the packed `kc × NR` panel of V for those lanes.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn tiles<const NV: usize>(
-        pack_a: &[f64],
-        panel: &[f64],
-        z: usize,
-        out: &mut [f64],
-        block: Block,
-        last: __mmask8,
-    ) {
-        let Block {
-            rows: (i0, rows),
-            terms: (p0, kc),
-            l0,
-        } = block;
-        let width = 8 * (NV - 1) + last.count_ones() as usize;
-        // Every read and write below stays inside these.
-        assert!(NV * 8 <= NR && kc * NR <= panel.len());
-        assert!((i0 + rows - 1) * z + l0 + width <= out.len());
-        assert!(rows.div_ceil(MR) * kc * MR <= pack_a.len());
-        // SAFETY: every pointer below stays inside the bounds asserted
-        // above (masked-off lanes of out are not touched).
-        unsafe {
-            let masks: [__mmask8; NV] =
-                std::array::from_fn(|j| if j + 1 == NV { last } else { 0xff });
-            let vp = panel.as_ptr();
-            for t in 0..rows.div_ceil(MR) {
-                let ap = pack_a.as_ptr().add(t * kc * MR);
-                let op = out.as_mut_ptr().add((i0 + t * MR) * z + l0);
-                let valid = MR.min(rows - t * MR);
-                let mut acc = [[_mm512_setzero_pd(); NV]; MR];
-                if p0 > 0 {
-                    for (r, acc) in acc.iter_mut().enumerate().take(valid) {
-                        for (j, acc) in acc.iter_mut().enumerate() {
-                            *acc = _mm512_maskz_loadu_pd(masks[j], op.add(r * z + 8 * j));
-                        }
-                    }
-                }
-                for p in 0..kc {
-                    let y: [__m512d; NV] =
-                        std::array::from_fn(|j| _mm512_loadu_pd(vp.add(p * NR + 8 * j)));
-                    for (r, acc) in acc.iter_mut().enumerate() {
-                        let x = _mm512_set1_pd(*ap.add(p * MR + r));
-                        for (acc, &y) in acc.iter_mut().zip(&y) {
-                            // A separate rounding of the product, then of the
-                            // sum: the interpreter's `s += a * b` (no FMA).
-                            *acc = _mm512_add_pd(*acc, _mm512_mul_pd(x, y));
-                        }
-                    }
-                }
-                for (r, acc) in acc.iter().enumerate().take(valid) {
-                    for (j, &acc) in acc.iter().enumerate() {
-                        _mm512_mask_storeu_pd(op.add(r * z + 8 * j), masks[j], acc);
-                    }
-                }
+            for j in 0..panels {
+                let l0 = j * nr;
+                let block = Block {
+                    rows: (i0, rows),
+                    terms: (p0, kc),
+                    l0,
+                    lanes: (z - l0).min(nr),
+                };
+                tiles(&pack_a, &pack_v[j * kc * nr..(j + 1) * kc * nr], out, block);
             }
         }
     }
 }
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 
 #[cfg(test)]
 mod tests {
@@ -491,6 +381,10 @@ mod tests {
                 // SAFETY: the CPU has AVX2.
                 ks.push(("avx2", |a, v, z, out| unsafe {
                     lane_product_avx2(a, v, z, out)
+                }));
+                // SAFETY: the CPU has AVX2.
+                ks.push(("avx2 packed", |a, v, z, out| unsafe {
+                    avx2::lane_product(a, v, z, out)
                 }));
             }
             if std::arch::is_x86_feature_detected!("avx512f") {
@@ -564,9 +458,12 @@ mod tests {
     fn sums_split_across_blocks_are_still_the_scalar_loop() {
         // k spans three p blocks (the last partial) and m two row blocks
         // (the last tile partial); z covers full 24-lane panels and
-        // partial ones of 1, 3, 7 (after 24), 16, 17, 20 and 23 lanes.
+        // partial ones of 1, 3, 7 (after 24), 16, 17, 20 and 23 lanes
+        // (AVX2's 8-lane panels: partial ones of 1, 4 and 7 lanes).
         #[cfg(target_arch = "x86_64")]
         const _: () = assert!(avx512::MC == 256 && avx512::KC == 128);
+        #[cfg(target_arch = "x86_64")]
+        const _: () = assert!(avx2::MC == 192 && avx2::KC == 128);
         check_every_lane(256 + 13, 2 * 128 + 37, &[1, 3, 16, 17, 20, 31, 47]);
     }
 }

@@ -1,0 +1,115 @@
+//! [`super::lane_product`] with AVX2 (no AVX-512): [`super::packed_product`]'s
+//! blocking with 6-row × 8-lane register tiles, the shape of BLIS's
+//! Haswell kernel. The 12 sums live in 12 of the 16 vector registers (2
+//! more hold the panel's row, 1 the broadcast of A, 1 the product before
+//! it is added: 8 loads per 12 multiplies and 12 adds). Unpacked, at
+//! 1024 lanes the rows of a block of V are 8 KiB apart and evict each
+//! other from L1 (see [`super::packed_product`]).
+
+use super::{Block, Packing, Strided, packed_product};
+use std::arch::x86_64::*;
+
+/// Terms of each sum per pass (a `KC × 8` panel of V is 8 KiB of the
+/// 32 KiB L1; a tile's `6 × KC` slice of A 6 KiB).
+pub(super) const KC: usize = 128;
+/// Rows per block (their packed `MC × KC` slice of A is 192 KiB of the
+/// 512 KiB L2).
+pub(super) const MC: usize = 192;
+/// Rows per register tile.
+const MR: usize = 6;
+/// Vectors of 4 lanes per panel of V.
+const NV: usize = 2;
+/// Lanes per panel of V.
+const NR: usize = 4 * NV;
+
+/// # Safety
+/// The CPU has AVX2; sizes as [`super::lane_product`] asserts.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
+    let packing = Packing {
+        kc: KC,
+        mc: MC,
+        mr: MR,
+        nr: NR,
+    };
+    packed_product(a, v, z, out, packing, |pack_a, panel, out, block| {
+        // SAFETY: AVX2; the bounds are checked in `tiles`.
+        unsafe { tiles(pack_a, panel, z, out, block) }
+    });
+}
+
+/// Lanes `l0..l0 + lanes` of every row tile of rows `i0..i0 + rows`, terms
+/// `p0..p0 + kc`, from the packed `kc × NR` panel of V for those lanes. A
+/// tile with fewer rows or lanes than the registers hold goes in and out
+/// of `out` through a buffer (AVX2 has no cheap masked stores of doubles).
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn tiles(pack_a: &[f64], panel: &[f64], z: usize, out: &mut [f64], block: Block) {
+    let Block {
+        rows: (i0, rows),
+        terms: (p0, kc),
+        l0,
+        lanes,
+    } = block;
+    // Every read and write below stays inside these.
+    assert!(lanes <= NR && kc * NR <= panel.len());
+    assert!((i0 + rows - 1) * z + l0 + lanes <= out.len());
+    assert!(rows.div_ceil(MR) * kc * MR <= pack_a.len());
+    let vp = panel.as_ptr();
+    for t in 0..rows.div_ceil(MR) {
+        let valid = MR.min(rows - t * MR);
+        let whole = valid == MR && lanes == NR;
+        let first = (i0 + t * MR) * z + l0;
+        let mut buffer = [[0.0f64; NR]; MR];
+        // SAFETY: every pointer below stays inside the bounds asserted
+        // above: rows of `out` past `valid` and lanes past `lanes` are
+        // only touched through `buffer`.
+        unsafe {
+            let ap = pack_a.as_ptr().add(t * kc * MR);
+            let op = out.as_mut_ptr().add(first);
+            let mut acc = [[_mm256_setzero_pd(); NV]; MR];
+            if p0 > 0 {
+                if !whole {
+                    for (r, row) in buffer.iter_mut().enumerate().take(valid) {
+                        row[..lanes].copy_from_slice(&out[first + r * z..][..lanes]);
+                    }
+                }
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let from = if whole {
+                        op.add(r * z)
+                    } else {
+                        buffer[r].as_ptr()
+                    };
+                    *acc = std::array::from_fn(|j| _mm256_loadu_pd(from.add(4 * j)));
+                }
+            }
+            for p in 0..kc {
+                let y: [__m256d; NV] =
+                    std::array::from_fn(|j| _mm256_loadu_pd(vp.add(p * NR + 4 * j)));
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let x = _mm256_broadcast_sd(&*ap.add(p * MR + r));
+                    for (acc, &y) in acc.iter_mut().zip(&y) {
+                        // A separate rounding of the product, then of the
+                        // sum: the interpreter's `s += a * b` (no FMA).
+                        *acc = _mm256_add_pd(*acc, _mm256_mul_pd(x, y));
+                    }
+                }
+            }
+            for (r, acc) in acc.iter().enumerate() {
+                let to = if whole {
+                    op.add(r * z)
+                } else {
+                    buffer[r].as_mut_ptr()
+                };
+                for (j, &acc) in acc.iter().enumerate() {
+                    _mm256_storeu_pd(to.add(4 * j), acc);
+                }
+            }
+        }
+        if !whole {
+            for (r, row) in buffer.iter().enumerate().take(valid) {
+                out[first + r * z..][..lanes].copy_from_slice(&row[..lanes]);
+            }
+        }
+    }
+}
