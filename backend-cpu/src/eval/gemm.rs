@@ -178,19 +178,22 @@ fn lane_product_any(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
             lane_block::<2, 8>(a, v, z, out, rows.clone(), l0);
             l0 += 2;
         }
-        if l0 < z && !one_lane_down_columns(a, v, z, out, rows.clone(), l0) {
-            lane_block::<1, 8>(a, v, z, out, rows, l0);
+        if l0 < z {
+            let done = one_lane_down_columns(a, v, z, out, rows.clone(), l0);
+            lane_block::<1, 8>(a, v, z, out, done..rows.end, l0);
         }
     }
 }
 
 /// Lane `l` of rows `rows` when A's columns are contiguous (`rsa` 1, as a
-/// stored matrix is) and the CPU has AVX-512: 32 rows' sums at once in
-/// four vector registers, each still over p = 0..k in ascending order,
-/// read down A's columns so the rows are neighbours in memory (one chain —
-/// the whole batch at Z = 1 — is otherwise a few scalar chains of
+/// stored matrix is) and the CPU has AVX-512 (32 rows' sums at once in four
+/// vector registers, the last rows masked) or AVX2 (16 rows at once in four
+/// registers, as many as fill them), each still over p = 0..k in ascending
+/// order, read down A's columns so the rows are neighbours in memory (one
+/// chain — the whole batch at Z = 1 — is otherwise a few scalar chains of
 /// additions: LLVM does not vectorize that loop over rows by itself).
-/// `false` (nothing written) when it does not apply.
+/// Returns the first row it did not compute (`rows.start` when it does not
+/// apply); the caller computes the rest.
 #[inline(always)]
 fn one_lane_down_columns(
     a: Strided,
@@ -199,15 +202,21 @@ fn one_lane_down_columns(
     out: &mut [f64],
     rows: std::ops::Range<usize>,
     l: usize,
-) -> bool {
+) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if a.rsa == 1 && std::arch::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU has AVX-512F (checked above).
-        unsafe { avx512::one_lane_down_columns(a, v, z, out, rows, l) };
-        return true;
+    if a.rsa == 1 {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked above).
+            unsafe { avx512::one_lane_down_columns(a, v, z, out, rows.clone(), l) };
+            return rows.end;
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked above).
+            return unsafe { avx2::one_lane_down_columns(a, v, z, out, rows, l) };
+        }
     }
-    let _ = (a, v, z, out, rows, l);
-    false
+    let _ = (a, v, z, out, l);
+    rows.start
 }
 
 /// Lanes `l0..l0 + L` of rows `rows`, `R` rows × `L` lanes of sums in

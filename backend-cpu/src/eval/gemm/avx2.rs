@@ -4,7 +4,8 @@
 //! more hold the panel's row, 1 the broadcast of A, 1 the product before
 //! it is added: 8 loads per 12 multiplies and 12 adds). Unpacked, at
 //! 1024 lanes the rows of a block of V are 8 KiB apart and evict each
-//! other from L1 (see [`super::packed_product`]).
+//! other from L1 (see [`super::packed_product`]). Also the last single
+//! lane down A's columns ([`one_lane_down_columns`]).
 
 use super::{Block, Packing, Strided, packed_product};
 use std::arch::x86_64::*;
@@ -112,4 +113,55 @@ unsafe fn tiles(pack_a: &[f64], panel: &[f64], z: usize, out: &mut [f64], block:
             }
         }
     }
+}
+
+/// [`super::one_lane_down_columns`]: rows of lane `l` from `rows.start`,
+/// 16 at a time (four vectors of 4), while 16 remain; returns the first
+/// row not computed.
+///
+/// # Safety
+/// The CPU has AVX2; `a.rsa` is 1; sizes as [`super::lane_product`]
+/// asserts.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn one_lane_down_columns(
+    a: Strided,
+    v: &[f64],
+    z: usize,
+    out: &mut [f64],
+    rows: std::ops::Range<usize>,
+    l: usize,
+) -> usize {
+    const ROWS: usize = 16;
+    let mut i0 = rows.start;
+    if rows.len() < ROWS {
+        return i0;
+    }
+    assert!(a.rsa == 1 && l < z && rows.end <= a.m && a.k > 0);
+    assert!((a.k - 1) * z + l < v.len() && (rows.end - 1) * z + l < out.len());
+    assert!(rows.end - 1 + (a.k - 1) * a.csa < a.data.len());
+    while i0 + ROWS <= rows.end {
+        let mut sums = [0.0f64; ROWS];
+        // SAFETY: A's elements read are rows i0..i0 + 16 of columns
+        // 0..k, inside the data (asserted above).
+        unsafe {
+            let mut acc = [_mm256_setzero_pd(); ROWS / 4];
+            for p in 0..a.k {
+                let x = _mm256_set1_pd(*v.get_unchecked(p * z + l));
+                let col = a.data.as_ptr().add(i0 + p * a.csa);
+                for (j, acc) in acc.iter_mut().enumerate() {
+                    let y = _mm256_loadu_pd(col.add(4 * j));
+                    // `s += a * b` as the interpreter: no FMA.
+                    *acc = _mm256_add_pd(*acc, _mm256_mul_pd(y, x));
+                }
+            }
+            for (j, acc) in acc.iter().enumerate() {
+                _mm256_storeu_pd(sums.as_mut_ptr().add(4 * j), *acc);
+            }
+        }
+        for (r, &s) in sums.iter().enumerate() {
+            out[(i0 + r) * z + l] = s;
+        }
+        i0 += ROWS;
+    }
+    i0
 }
