@@ -69,18 +69,20 @@ pub(crate) fn read_param(
         && n == p.shape.num_reals()
     {
         let rows = &st.theta[p.offset * z..(p.offset + n) * z];
-        let mut value = Vec::with_capacity(n * z);
+        let mut value = crate::lanes::pool::buffer(n * z);
+        // log |J| per lane, summed over the elements in order (zeros for
+        // the identity, added to the target all the same, as the
+        // interpreter adds them).
         let mut logj = vec![0.0; z];
-        for e in 0..n {
-            let xs = &rows[e * z..(e + 1) * z];
-            for (l, &x) in xs.iter().enumerate() {
-                let (y, lj) = match t {
-                    Simple::Identity => (x, 0.0),
-                    Simple::Lower(lb) => tf::lb_constrain(x, lb),
-                    Simple::Upper(ub) => tf::ub_constrain(x, ub),
-                };
-                value.push(y);
-                logj[l] += lj;
+        // One loop per transform, not a choice per element: the identity
+        // is then a copy, and the bounded transforms a plain loop.
+        match t {
+            Simple::Identity => value.extend_from_slice(rows),
+            Simple::Lower(lb) => {
+                constrain(rows, &mut value, &mut logj, |x| tf::lb_constrain(x, lb))
+            }
+            Simple::Upper(ub) => {
+                constrain(rows, &mut value, &mut logj, |x| tf::ub_constrain(x, ub))
             }
         }
         if st.jacobian {
@@ -108,6 +110,20 @@ pub(crate) fn read_param(
     let written = st.running(active);
     set_var(st, var, Arc::new(crate::eval::from_partial(out)), &written);
     Ok(())
+}
+
+/// `f` (value, log |J|) of every number of `rows` (`[element][lane]`,
+/// lanes as wide as `logj`): the values appended to `value` in order, each
+/// lane's log |J| added to `logj` element by element.
+fn constrain(rows: &[f64], value: &mut Vec<f64>, logj: &mut [f64], f: impl Fn(f64) -> (f64, f64)) {
+    // (`max(1)`: a batch of no lanes has no rows.)
+    for xs in rows.chunks_exact(logj.len().max(1)) {
+        for (lj, &x) in logj.iter_mut().zip(xs) {
+            let (y, j) = f(x);
+            value.push(y);
+            *lj += j;
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -173,17 +189,30 @@ pub(crate) fn param_adjoint(
                     .collect(),
             },
         };
-        for e in 0..n {
-            let row = p.offset + e;
-            for l in active.iter() {
-                let x = st.theta[row * z + l];
-                let y = yb.data[e * z + l];
-                let xb = match t {
-                    Simple::Identity => y,
-                    Simple::Lower(lb) => tf::lb_constrain_vjp(x, lb, y, lp[l]).0,
-                    Simple::Upper(ub) => tf::ub_constrain_vjp(x, ub, y, lp[l]).0,
-                };
-                st.gradient[row * z + l] += xb;
+        let rows = p.offset * z..(p.offset + n) * z;
+        let (theta, gradient) = (&st.theta[rows.clone()], &mut st.gradient[rows]);
+        let all = active.is_full();
+        // (`max(1)`: a batch of no lanes has no rows.)
+        let w = z.max(1);
+        for ((xs, ys), grad) in theta
+            .chunks_exact(w)
+            .zip(yb.data.chunks_exact(w))
+            .zip(gradient.chunks_exact_mut(w))
+        {
+            match t {
+                // Every lane: one vectorized pass.
+                Simple::Identity if all => {
+                    for (g, &y) in grad.iter_mut().zip(ys) {
+                        *g += y;
+                    }
+                }
+                Simple::Identity => active.iter().for_each(|l| grad[l] += ys[l]),
+                Simple::Lower(lb) => active
+                    .iter()
+                    .for_each(|l| grad[l] += tf::lb_constrain_vjp(xs[l], lb, ys[l], lp[l]).0),
+                Simple::Upper(ub) => active
+                    .iter()
+                    .for_each(|l| grad[l] += tf::ub_constrain_vjp(xs[l], ub, ys[l], lp[l]).0),
             }
         }
         return Ok(());
