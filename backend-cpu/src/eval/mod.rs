@@ -451,11 +451,22 @@ fn cond(
     let c = eval(c, st, active)?;
     let mut truth = vec![false; st.z];
     let span = e.span;
+    // A condition shared by every lane (data, a hoisted check's flag) is
+    // decided once rather than per lane through a copy of its value; an
+    // error is still reported per lane, below.
+    let shared = match &*c {
+        Slot::Shared(v) => lane::truthy(v).ok(),
+        _ => None,
+    };
     for l in active.iter() {
         if !st.is_running(l) {
             continue;
         }
-        match lane::truthy(&c.lane_value(l)) {
+        let decided = match shared {
+            Some(b) => Ok(b),
+            None => lane::truthy(&c.lane_value(l)),
+        };
+        match decided {
             Ok(b) => truth[l] = b,
             Err(err) => st.fail(l, err.at(span)),
         }
