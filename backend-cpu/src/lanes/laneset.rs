@@ -85,8 +85,17 @@ impl Lanes {
         m
     }
 
-    /// (lanes where `pred` holds, lanes where it does not).
-    pub fn split(&self, mut pred: impl FnMut(usize) -> bool) -> (Lanes, Lanes) {
+    /// (lanes where `pred` holds, lanes where it does not). When every
+    /// lane goes one way (most conditions: a shared one always), that side
+    /// is `self` itself, without a new list of indices.
+    pub fn split(&self, pred: impl Fn(usize) -> bool) -> (Lanes, Lanes) {
+        let holds = self.idx.iter().filter(|&&l| pred(l)).count();
+        if holds == self.len() {
+            return (self.clone(), Lanes::none(self.z));
+        }
+        if holds == 0 {
+            return (Lanes::none(self.z), self.clone());
+        }
         let (yes, no): (Vec<usize>, Vec<usize>) = self.idx.iter().partition(|&&l| pred(l));
         (
             Lanes {

@@ -151,6 +151,19 @@ fn lane_sets_split_and_retain() {
     let (even, odd) = all.split(|l| l % 2 == 0);
     assert_eq!(even.indices(), &[0, 2, 4]);
     assert_eq!(odd.indices(), &[1, 3]);
+    let some = Lanes::from_indices(6, vec![1, 2, 5]);
+    for (pred, yes, no) in [
+        (
+            &(|_| true) as &dyn Fn(usize) -> bool,
+            &[1, 2, 5][..],
+            &[][..],
+        ),
+        (&|_| false, &[], &[1, 2, 5]),
+        (&|l| l > 1, &[2, 5], &[1]),
+    ] {
+        let (y, n) = some.split(pred);
+        assert_eq!((y.indices(), n.indices(), y.z(), n.z()), (yes, no, 6, 6));
+    }
     assert_eq!(all.retain(|l| l != 2).indices(), &[0, 1, 3, 4]);
     assert_eq!(Lanes::from_mask(&[true, false, true]).indices(), &[0, 2]);
 }
