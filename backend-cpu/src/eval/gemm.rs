@@ -119,12 +119,12 @@ struct Strided<'a> {
 /// loop is SIMD over lanes; the last lanes in blocks of 4, 2 and 1 with
 /// more rows at once, so a batch of a few chains is not one long chain of
 /// dependent additions), blocks of rows that stay in cache while the
-/// lanes stream past, and AVX2 where the CPU has it; with AVX-512, the
-/// last single lane (all of Z = 1) 32 rows at a time down A's columns
-/// ([`one_lane_down_columns`]); from 16 lanes on, the cache-blocked
-/// register-tiled kernels of [`packed_product`] ([`avx512`], else
-/// [`avx2`]; below that, packing A costs more than it saves: at one lane
-/// A is used once).
+/// lanes stream past, and AVX2 where the CPU has it; with AVX-512 or
+/// AVX2, the last single lane (all of Z = 1) 32 or 16 rows at a time
+/// down A's columns ([`one_lane_down_columns`]); from 16 lanes on, the
+/// cache-blocked register-tiled kernels of [`packed_product`]
+/// ([`avx512`], else [`avx2`]; below that, packing A costs more than it
+/// saves: at one lane A is used once).
 fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
     assert!(a.m == 0 || a.k == 0 || (a.m - 1) * a.rsa + (a.k - 1) * a.csa < a.data.len());
     assert!(v.len() >= a.k * z && out.len() >= a.m * z);
