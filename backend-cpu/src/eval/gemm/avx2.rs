@@ -22,18 +22,19 @@ const MR: usize = 6;
 const NV: usize = 2;
 /// Lanes per panel of V.
 const NR: usize = 4 * NV;
+/// This kernel's blocking and tile shape for [`packed_product`].
+const PACKING: Packing = Packing {
+    kc: KC,
+    mc: MC,
+    mr: MR,
+    nr: NR,
+};
 
 /// # Safety
 /// The CPU has AVX2; sizes as [`super::lane_product`] asserts.
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
-    let packing = Packing {
-        kc: KC,
-        mc: MC,
-        mr: MR,
-        nr: NR,
-    };
-    packed_product(a, v, z, out, packing, |pack_a, panel, out, block| {
+    packed_product(a, v, z, out, PACKING, |pack_a, panel, out, block| {
         // SAFETY: AVX2; the bounds are checked in `tiles`.
         unsafe { tiles(pack_a, panel, z, out, block) }
     });

@@ -19,18 +19,19 @@ pub(super) const MC: usize = 256;
 const MR: usize = 8;
 /// Lanes per panel of V (three vectors of 8).
 const NR: usize = 24;
+/// This kernel's blocking and tile shape for [`packed_product`].
+const PACKING: Packing = Packing {
+    kc: KC,
+    mc: MC,
+    mr: MR,
+    nr: NR,
+};
 
 /// # Safety
 /// The CPU has AVX-512F; sizes as [`super::lane_product`] asserts.
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
-    let packing = Packing {
-        kc: KC,
-        mc: MC,
-        mr: MR,
-        nr: NR,
-    };
-    packed_product(a, v, z, out, packing, |pack_a, panel, out, block| {
+    packed_product(a, v, z, out, PACKING, |pack_a, panel, out, block| {
         let lanes = block.lanes;
         // SAFETY: AVX-512F; the bounds are checked in `tiles`.
         unsafe {
