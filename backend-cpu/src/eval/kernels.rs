@@ -243,7 +243,9 @@ enum Wide<'a> {
 /// `negate`, `f(-x)`: `p(minus(x))` in one pass (the logistic gradient's
 /// `inv_logit(-η)`). The results are the interpreter's at every width:
 /// each IEEE operation rounds the same way in a vector, negation is
-/// exact, and Rust never fuses a multiply and an add.
+/// exact, Rust never fuses a multiply and an add by itself, and the
+/// functions' explicit `mul_add`s round once everywhere (vector FMA here,
+/// libm's `fma` in the scalar build).
 fn map_wide(p: Prim, negate: bool, target: Wide) -> bool {
     // Plain loops, no closures: LLVM then inlines `$f` into each loop
     // and vectorizes it (through a closure it keeps a scalar call).
@@ -272,21 +274,27 @@ fn map_wide(p: Prim, negate: bool, target: Wide) -> bool {
         ($f:path) => {{
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx512f")]
+                // FMA too: the functions' polynomials are `mul_add`s,
+                // which are otherwise calls to libm's `fma`.
+                #[target_feature(enable = "avx512f,fma")]
                 fn avx512(target: Wide) {
                     run!($f, target)
                 }
-                #[target_feature(enable = "avx2")]
+                #[target_feature(enable = "avx2,fma")]
                 fn avx2(target: Wide) {
                     run!($f, target)
                 }
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the CPU has AVX-512F (checked above).
+                if std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    // SAFETY: the CPU has AVX-512F and FMA (checked above).
                     unsafe { avx512(target) };
                     return true;
                 }
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU has AVX2 (checked above).
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    // SAFETY: the CPU has AVX2 and FMA (checked above).
                     unsafe { avx2(target) };
                     return true;
                 }

