@@ -268,7 +268,7 @@ impl<'m> GradientRunner<'m> {
         Ok((0..z)
             .map(|l| match &st.status[l] {
                 crate::lanes::LaneStatus::Running => Ok((st.target[l], st.lane_gradient(l))),
-                crate::lanes::LaneStatus::Failed(err) => Err(err.clone()),
+                crate::lanes::LaneStatus::Failed(err) => Err((**err).clone()),
             })
             .collect())
     }

@@ -120,7 +120,7 @@ pub(super) fn draw(
         if !st.is_running(l) {
             continue;
         }
-        let Some(rng) = st.rng[l].as_mut() else {
+        let Some(rng) = st.rng_mut(l) else {
             failed.push((
                 l,
                 RuntimeError::fatal(format!(

@@ -349,7 +349,7 @@ fn draw(
             continue;
         }
         let vals: Vec<Value> = args.iter().map(|a| a.lane_value(l)).collect();
-        let result = match st.rng[l].as_mut() {
+        let result = match st.rng_mut(l) {
             Some(rng) => lane::draw_rng(p, rng, &vals),
             None => Err(RuntimeError::fatal(format!(
                 "`{}` draws random numbers outside generated quantities",

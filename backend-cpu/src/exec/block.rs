@@ -197,7 +197,7 @@ pub fn lane_outcome(
     ret: Option<&Type>,
 ) -> super::LaneResult<Option<language::value::Value>> {
     if let crate::lanes::LaneStatus::Failed(e) = &st.status[l] {
-        return Err(e.clone());
+        return Err((**e).clone());
     }
     Ok(value.map(|v| match ret {
         Some(ty) => lane::promote(v.lane_value(l), ty),

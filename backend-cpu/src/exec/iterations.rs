@@ -407,7 +407,7 @@ pub(super) fn run(plan: &LoopPlan, p: &Program, st: &mut State, lanes: &Lanes) -
             if let LaneStatus::Failed(err) = &sub.status[x]
                 && failed[x % m].is_none()
             {
-                failed[x % m] = Some(err.clone());
+                failed[x % m] = Some((**err).clone());
             }
         }
         replay(&records, st, &chains, &failed, k as usize);

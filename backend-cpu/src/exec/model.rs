@@ -190,7 +190,7 @@ impl BatchedModel {
             let st = self.run_gradient(entry, columns, z, jacobian, short)?;
             Ok((0..z)
                 .map(|l| match &st.status[l] {
-                    LaneStatus::Failed(e) => Err(e.clone()),
+                    LaneStatus::Failed(e) => Err((**e).clone()),
                     LaneStatus::Running => Ok((st.target[l], st.lane_gradient(l))),
                 })
                 .collect())
@@ -229,7 +229,7 @@ impl BatchedModel {
                 .status
                 .iter()
                 .map(|s| match s {
-                    LaneStatus::Failed(e) => Some(e.clone()),
+                    LaneStatus::Failed(e) => Some((**e).clone()),
                     LaneStatus::Running => None,
                 })
                 .collect();
@@ -283,7 +283,7 @@ impl BatchedModel {
             let z = range.len();
             let mut st = self.state(z);
             st.jacobian = false;
-            st.rng = rngs[range.clone()].iter().cloned().map(Some).collect();
+            st.set_rngs(rngs[range.clone()].iter().cloned());
             let mut constrained: Vec<Option<Vec<(String, Value)>>> = Vec::with_capacity(z);
             for (l, theta) in thetas[range].iter().enumerate() {
                 match self.model.constrain(theta) {
@@ -354,7 +354,7 @@ impl BatchedModel {
             let z = range.len();
             let mut st = self.state(z);
             if let Some(rngs) = rngs {
-                st.rng = rngs[range.clone()].iter().cloned().map(Some).collect();
+                st.set_rngs(rngs[range.clone()].iter().cloned());
             }
             let chunk = &args[range];
             for (k, param) in fun.params.iter().enumerate() {
@@ -403,7 +403,7 @@ impl BatchedModel {
                             a.len()
                         )));
                     }
-                    st.rng[l] = rng;
+                    st.set_rng(l, rng);
                     args.push((l, a));
                 }
             }
@@ -511,7 +511,7 @@ impl BatchedModel {
     /// Lane `l`'s draw, collected as the interpreter does.
     fn draw(&self, st: &State, l: usize) -> LaneResult<Draw> {
         if let LaneStatus::Failed(e) = &st.status[l] {
-            return Err(e.clone());
+            return Err((**e).clone());
         }
         let get = |var: language::mir::VarId| -> LaneResult<Value> {
             match &st.vars[var.0 as usize] {
@@ -545,7 +545,7 @@ impl BatchedModel {
         }
         Ok(Draw {
             values,
-            output: st.output[l].clone(),
+            output: st.lane_output(l).to_vec(),
         })
     }
 

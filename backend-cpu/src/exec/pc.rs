@@ -263,7 +263,7 @@ fn restart(
             continue;
         }
         st.restart(l);
-        st.rng[l] = rng;
+        st.set_rng(l, rng);
         calls[l].clear();
         for stack in scratch.saved.values_mut() {
             stack.clear_lane(l);

@@ -23,8 +23,10 @@ pub struct Footprint {
 pub enum LaneStatus {
     Running,
     /// Failed with the interpreter's error (a rejection when
-    /// [`RuntimeError::is_rejection`], otherwise fatal).
-    Failed(RuntimeError),
+    /// [`RuntimeError::is_rejection`], otherwise fatal). Boxed: a status is
+    /// then one word, and a batch's `vec![Running; z]` is set up at every
+    /// evaluation.
+    Failed(Box<RuntimeError>),
 }
 
 /// A batch of `z` lanes running one program.
@@ -44,8 +46,11 @@ pub struct State<'p> {
     /// `stacks[stack][lane]`.
     pub stacks: Vec<Vec<Vec<Value>>>,
     /// Per-lane random streams (`None`: drawing is an error, as in the
-    /// interpreter's log density).
-    pub rng: Vec<Option<Rng>>,
+    /// interpreter's log density). Empty until a lane gets a stream: a
+    /// gradient program has none, and setting up a thousand `None`s (and
+    /// [`State::output`]'s empty lists) for every batch was ~7% of eight
+    /// schools' batched gradient.
+    rng: Vec<Option<Rng>>,
     /// Parameter layout of the unconstrained vector (gradient programs).
     pub layout: Vec<ParamLayout>,
     /// Unconstrained input, `[coordinate][lane]`.
@@ -53,8 +58,8 @@ pub struct State<'p> {
     /// Gradient output, `[coordinate][lane]`.
     pub gradient: Vec<f64>,
     pub status: Vec<LaneStatus>,
-    /// Lines printed, per lane.
-    pub output: Vec<Vec<String>>,
+    /// Lines printed, per lane (empty until a lane prints).
+    output: Vec<Vec<String>>,
     /// Run shared-matrix × per-lane-vector products as one lane-parallel
     /// matrix product (bit-identical to the lane-by-lane loop; off: lane
     /// by lane).
@@ -123,12 +128,12 @@ impl<'p> State<'p> {
             target: vec![0.0; z],
             jacobian: true,
             stacks: Vec::new(),
-            rng: vec![None; z],
+            rng: Vec::new(),
             layout: Vec::new(),
             theta: Vec::new(),
             gradient: Vec::new(),
             status: vec![LaneStatus::Running; z],
-            output: vec![Vec::new(); z],
+            output: Vec::new(),
             gemm: true,
             read_elsewhere: None,
             failures: 0,
@@ -165,9 +170,57 @@ impl<'p> State<'p> {
         let n: usize = layout.iter().map(|p| p.unconstrained_len).sum();
         assert_eq!(theta.len(), n * self.z, "θ columns of the wrong size");
         self.layout = layout.to_vec();
-        self.stacks = vec![vec![Vec::new(); self.z]; num_stacks];
+        // Not `vec![vec![…; z]; num_stacks]`: that builds (and drops) one
+        // lane list even for no stacks, the common case (~3% of eight
+        // schools' batched gradient).
+        self.stacks = (0..num_stacks).map(|_| vec![Vec::new(); self.z]).collect();
         self.theta = theta;
         self.gradient = vec![0.0; n * self.z];
+    }
+
+    /// Every lane's random stream, in lane order.
+    pub fn set_rngs(&mut self, rngs: impl IntoIterator<Item = Rng>) {
+        self.rng = rngs.into_iter().map(Some).collect();
+        self.rng.resize(self.z, None);
+    }
+
+    /// Lane `l`'s random stream (`None`: drawing is an error).
+    pub fn set_rng(&mut self, l: usize, rng: Option<Rng>) {
+        if self.rng.is_empty() {
+            if rng.is_none() {
+                return;
+            }
+            self.rng.resize(self.z, None);
+        }
+        self.rng[l] = rng;
+    }
+
+    /// Lane `l`'s random stream, to draw from.
+    pub fn rng_mut(&mut self, l: usize) -> Option<&mut Rng> {
+        self.rng.get_mut(l).and_then(Option::as_mut)
+    }
+
+    /// A line lane `l` printed.
+    pub fn print(&mut self, l: usize, line: String) {
+        if self.output.is_empty() {
+            self.output.resize(self.z, Vec::new());
+        }
+        self.output[l].push(line);
+    }
+
+    /// The lines lane `l` printed.
+    pub fn lane_output(&self, l: usize) -> &[String] {
+        self.output.get(l).map_or(&[], Vec::as_slice)
+    }
+
+    fn set_output(&mut self, l: usize, lines: Vec<String>) {
+        if self.output.is_empty() {
+            if lines.is_empty() {
+                return;
+            }
+            self.output.resize(self.z, Vec::new());
+        }
+        self.output[l] = lines;
     }
 
     /// Number of unconstrained coordinates.
@@ -194,7 +247,7 @@ impl<'p> State<'p> {
     /// first error wins, as the interpreter stops at the first).
     pub fn fail(&mut self, l: usize, err: RuntimeError) {
         if self.is_running(l) {
-            self.status[l] = LaneStatus::Failed(err);
+            self.status[l] = LaneStatus::Failed(Box::new(err));
             self.failures += 1;
         }
     }
@@ -209,7 +262,9 @@ impl<'p> State<'p> {
             self.failures -= 1;
         }
         self.target[l] = 0.0;
-        self.output[l].clear();
+        if let Some(lines) = self.output.get_mut(l) {
+            lines.clear();
+        }
         for stack in &mut self.stacks {
             stack[l].clear();
         }
@@ -295,12 +350,18 @@ impl<'p> State<'p> {
             } else {
                 Vec::new()
             },
-            rng: ix.iter().map(|&l| self.rng[l].clone()).collect(),
+            rng: match self.rng.is_empty() {
+                true => Vec::new(),
+                false => ix.iter().map(|&l| self.rng[l].clone()).collect(),
+            },
             layout: self.layout.clone(),
             theta: pick_cols(&self.theta),
             gradient: pick_cols(&self.gradient),
             status: ix.iter().map(|&l| self.status[l].clone()).collect(),
-            output: ix.iter().map(|&l| self.output[l].clone()).collect(),
+            output: match self.output.is_empty() {
+                true => Vec::new(),
+                false => ix.iter().map(|&l| self.output[l].clone()).collect(),
+            },
             gemm: self.gemm,
             read_elsewhere: None,
             failures: ix
@@ -358,12 +419,15 @@ impl<'p> State<'p> {
             for k in 0..n {
                 self.gradient[k * z + l] = sub.gradient[k * sub.z + i];
             }
-            self.rng[l] = sub.rng[i].clone();
+            self.set_rng(l, sub.rng.get(i).cloned().flatten());
             if self.is_running(l) && !matches!(sub.status[i], LaneStatus::Running) {
                 self.failures += 1;
             }
             self.status[l] = sub.status[i].clone();
-            self.output[l] = sub.output[i].clone();
+            match sub.output.get_mut(i) {
+                Some(lines) => self.set_output(l, std::mem::take(lines)),
+                None => self.set_output(l, Vec::new()),
+            }
         }
         if ad_stacks {
             for (st, sub_st) in self.stacks.iter_mut().zip(sub.stacks) {

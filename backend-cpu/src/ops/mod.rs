@@ -60,7 +60,7 @@ pub fn exec_op(s: &Stmt, st: &mut State, active: &Lanes) -> Result<()> {
         StmtKind::Print(items) => {
             let texts = printables(items, st, active)?;
             for (l, text) in texts {
-                st.output[l].push(text);
+                st.print(l, text);
             }
         }
         StmtKind::Reject(items) => {
