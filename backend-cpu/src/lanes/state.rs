@@ -186,13 +186,9 @@ impl<'p> State<'p> {
 
     /// Lane `l`'s random stream (`None`: drawing is an error).
     pub fn set_rng(&mut self, l: usize, rng: Option<Rng>) {
-        if self.rng.is_empty() {
-            if rng.is_none() {
-                return;
-            }
-            self.rng.resize(self.z, None);
+        if rng.is_some() || !self.rng.is_empty() {
+            *lazy_lane(&mut self.rng, self.z, l) = rng;
         }
-        self.rng[l] = rng;
     }
 
     /// Lane `l`'s random stream, to draw from.
@@ -202,10 +198,7 @@ impl<'p> State<'p> {
 
     /// A line lane `l` printed.
     pub fn print(&mut self, l: usize, line: String) {
-        if self.output.is_empty() {
-            self.output.resize(self.z, Vec::new());
-        }
-        self.output[l].push(line);
+        lazy_lane(&mut self.output, self.z, l).push(line);
     }
 
     /// The lines lane `l` printed.
@@ -214,13 +207,9 @@ impl<'p> State<'p> {
     }
 
     fn set_output(&mut self, l: usize, lines: Vec<String>) {
-        if self.output.is_empty() {
-            if lines.is_empty() {
-                return;
-            }
-            self.output.resize(self.z, Vec::new());
+        if !lines.is_empty() || !self.output.is_empty() {
+            *lazy_lane(&mut self.output, self.z, l) = lines;
         }
-        self.output[l] = lines;
     }
 
     /// Number of unconstrained coordinates.
@@ -350,18 +339,12 @@ impl<'p> State<'p> {
             } else {
                 Vec::new()
             },
-            rng: match self.rng.is_empty() {
-                true => Vec::new(),
-                false => ix.iter().map(|&l| self.rng[l].clone()).collect(),
-            },
+            rng: gather_lazy(&self.rng, ix),
             layout: self.layout.clone(),
             theta: pick_cols(&self.theta),
             gradient: pick_cols(&self.gradient),
             status: ix.iter().map(|&l| self.status[l].clone()).collect(),
-            output: match self.output.is_empty() {
-                true => Vec::new(),
-                false => ix.iter().map(|&l| self.output[l].clone()).collect(),
-            },
+            output: gather_lazy(&self.output, ix),
             gemm: self.gemm,
             read_elsewhere: None,
             failures: ix
@@ -424,10 +407,8 @@ impl<'p> State<'p> {
                 self.failures += 1;
             }
             self.status[l] = sub.status[i].clone();
-            match sub.output.get_mut(i) {
-                Some(lines) => self.set_output(l, std::mem::take(lines)),
-                None => self.set_output(l, Vec::new()),
-            }
+            let lines = sub.output.get_mut(i).map(std::mem::take);
+            self.set_output(l, lines.unwrap_or_default());
         }
         if ad_stacks {
             for (st, sub_st) in self.stacks.iter_mut().zip(sub.stacks) {
@@ -454,5 +435,23 @@ impl Slot {
                 Slot::from_lane_values(values)
             }
         }
+    }
+}
+
+/// Lane `l`'s entry of a per-lane list that stays empty until some lane
+/// needs one (the random streams, the printed lines): filled with
+/// defaults for all `z` lanes on first use.
+fn lazy_lane<T: Clone + Default>(lanes: &mut Vec<T>, z: usize, l: usize) -> &mut T {
+    if lanes.is_empty() {
+        lanes.resize(z, T::default());
+    }
+    &mut lanes[l]
+}
+
+/// Lanes `ix` of a per-lane list kept empty until used (see [`lazy_lane`]).
+fn gather_lazy<T: Clone>(lanes: &[T], ix: &[usize]) -> Vec<T> {
+    match lanes.is_empty() {
+        true => Vec::new(),
+        false => ix.iter().map(|&l| lanes[l].clone()).collect(),
     }
 }
