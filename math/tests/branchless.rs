@@ -4,7 +4,7 @@
 //! special values.
 
 use bat_math::scalar::branchless::{exp_nonpos, log1p_unit};
-use bat_math::scalar::{LOG_EPSILON, inv_logit, log_inv_logit};
+use bat_math::scalar::{LOG_EPSILON, inv_logit, log_inv_logit, log_inv_logit_and_neg_inv_logit};
 
 /// Distance in units in the last place (both finite and of one sign, or
 /// equal).
@@ -228,4 +228,49 @@ fn inv_logit_is_its_branchy_formula_bit_for_bit() {
         );
     }
     assert!(inv_logit(f64::NAN).is_nan());
+}
+
+/// The pair sharing one exponential is the two functions, bit for bit,
+/// over both tails, the switch points and the special values.
+#[test]
+fn logistic_pair_is_the_two_functions_bit_for_bit() {
+    let mut rng = Rng(7);
+    let mut points: Vec<f64> = (0..1_000_000)
+        .map(|i| {
+            let mag = if i % 2 == 0 {
+                60.0 * rng.unit()
+            } else {
+                rng.log_uniform(-320.0, 3.0)
+            };
+            if rng.unit() < 0.5 { -mag } else { mag }
+        })
+        .collect();
+    points.extend([
+        0.0,
+        -0.0,
+        LOG_EPSILON,
+        -LOG_EPSILON,
+        745.5,
+        -745.5,
+        800.0,
+        -800.0,
+        f64::MIN_POSITIVE,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ]);
+    for u in points {
+        let (value, derivative) = log_inv_logit_and_neg_inv_logit(u);
+        assert_eq!(
+            value.to_bits(),
+            log_inv_logit(u).to_bits(),
+            "log_inv_logit({u})"
+        );
+        assert_eq!(
+            derivative.to_bits(),
+            inv_logit(-u).to_bits(),
+            "inv_logit(-{u})"
+        );
+    }
+    let (value, derivative) = log_inv_logit_and_neg_inv_logit(f64::NAN);
+    assert!(value.is_nan() && derivative.is_nan());
 }

@@ -194,10 +194,18 @@ fn check_sampler_options(opts: &Options) -> Result<(), Reported> {
 }
 
 pub fn run(opts: &Options) -> ExitCode {
-    match sample(opts) {
+    let code = match sample(opts) {
         Ok(code) => code,
         Err(Reported) => ExitCode::FAILURE,
+    };
+    // Developer switch (`BAT_PROFILE_OPS=1`): where the batched
+    // executor's time went, op by op (the sampler program's ops; a
+    // gradient evaluation counts as its call).
+    if backend_cpu::exec::profile::enabled() {
+        let entries = backend_cpu::exec::profile::take();
+        eprint!("{}", backend_cpu::exec::profile::report(&entries, 40));
     }
+    code
 }
 
 fn sample(opts: &Options) -> Result<ExitCode, Reported> {

@@ -343,6 +343,72 @@ pub(crate) fn map_negated(p: Prim, x: &mut Arc<Slot>) -> Option<Slot> {
     Some(Slot::Real(Dense::new(d.shape.clone(), d.z, out)))
 }
 
+/// `(log_inv_logit(x), inv_logit(-x))` elementwise for a dense real `x`
+/// in one pass sharing each element's exponential
+/// ([`super::logistic_pair`]); `None` when `x` is not dense reals.
+pub(crate) fn log_inv_logit_pair(x: &Slot) -> Option<(Slot, Slot)> {
+    let Slot::Real(d) = x else { return None };
+    let mut value = crate::lanes::pool::buffer(d.data.len());
+    let mut neg_inv_logit = crate::lanes::pool::buffer(d.data.len());
+    pair_wide(&d.data, &mut value, &mut neg_inv_logit);
+    Some((
+        Slot::Real(Dense::new(d.shape.clone(), d.z, value)),
+        Slot::Real(Dense::new(d.shape.clone(), d.z, neg_inv_logit)),
+    ))
+}
+
+/// [`m::log_inv_logit_and_neg_inv_logit`] of each of `xs`, appended to
+/// `value` and `neg_inv_logit`; compiled for AVX2 / AVX-512 with FMA as
+/// [`map_wide`] (and bit for bit the scalar function, for its reasons).
+fn pair_wide(xs: &[f64], value: &mut Vec<f64>, neg_inv_logit: &mut Vec<f64>) {
+    use std::mem::MaybeUninit;
+    #[inline(always)]
+    fn run(xs: &[f64], value: &mut [MaybeUninit<f64>], neg: &mut [MaybeUninit<f64>]) {
+        for ((&x, v), n) in xs.iter().zip(value).zip(neg) {
+            let (a, b) = m::log_inv_logit_and_neg_inv_logit(x);
+            v.write(a);
+            n.write(b);
+        }
+    }
+    value.reserve(xs.len());
+    neg_inv_logit.reserve(xs.len());
+    let (v, n) = (
+        &mut value.spare_capacity_mut()[..xs.len()],
+        &mut neg_inv_logit.spare_capacity_mut()[..xs.len()],
+    );
+    let mut done = false;
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,fma")]
+        fn avx512(xs: &[f64], v: &mut [MaybeUninit<f64>], n: &mut [MaybeUninit<f64>]) {
+            run(xs, v, n)
+        }
+        #[target_feature(enable = "avx2,fma")]
+        fn avx2(xs: &[f64], v: &mut [MaybeUninit<f64>], n: &mut [MaybeUninit<f64>]) {
+            run(xs, v, n)
+        }
+        let fma = std::arch::is_x86_feature_detected!("fma");
+        if fma && std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F and FMA (checked above).
+            unsafe { avx512(xs, v, n) };
+            done = true;
+        } else if fma && std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 and FMA (checked above).
+            unsafe { avx2(xs, v, n) };
+            done = true;
+        }
+    }
+    if !done {
+        run(xs, v, n);
+    }
+    // SAFETY: the first xs.len() spare elements of both (reserved above)
+    // were written just now.
+    unsafe {
+        value.set_len(value.len() + xs.len());
+        neg_inv_logit.set_len(neg_inv_logit.len() + xs.len());
+    }
+}
+
 /// An operand's shape with no data (for [`zip_shape`]).
 fn shape_only(o: &Operand) -> Operand<'static> {
     Operand {
@@ -1115,6 +1181,25 @@ mod tests {
                 }
             }
         }
+        // The pair: both functions' bits from one pass.
+        for len in [xs.len(), 1, 3, 8, 13] {
+            let src = &xs[xs.len() - len..];
+            let x = Slot::Real(Dense::new(Shape::Vector(len), 1, src.to_vec()));
+            let Some((Slot::Real(value), Slot::Real(neg))) = log_inv_logit_pair(&x) else {
+                panic!("not paired")
+            };
+            assert_eq!((value.data.len(), neg.data.len()), (len, len));
+            for ((x, a), b) in src.iter().zip(&value.data).zip(&neg.data) {
+                assert_eq!(
+                    a.to_bits(),
+                    m::log_inv_logit(*x).to_bits(),
+                    "log_inv_logit({x})"
+                );
+                assert_eq!(b.to_bits(), m::inv_logit(-*x).to_bits(), "inv_logit(-{x})");
+            }
+        }
+        let shared = Slot::shared(Value::Vector(vec![1.0]));
+        assert!(log_inv_logit_pair(&shared).is_none());
         assert!(!map_wide(Prim::Exp, false, Wide::InPlace(&mut xs)));
         assert!(!map_wide(Prim::Exp, true, Wide::InPlace(&mut xs)));
     }

@@ -32,6 +32,7 @@ pub(crate) mod index;
 #[macro_use]
 mod scalar_fns;
 mod kernels;
+pub mod logistic_pair;
 mod scalars;
 
 use crate::lanes::{Lanes, Slot, State};
@@ -178,11 +179,31 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
         });
         return Ok(Arc::new(apply(p, &[&xt, &v], st, active, e)));
     }
-    let mut args = match args {
+    // `log_inv_logit(x)` of a variable whose `inv_logit(-x)` comes later:
+    // both in one pass, the second kept ([`logistic_pair`]).
+    let paired = match args {
+        [arg] if p == Prim::LogInvLogit && active.is_full() => st.logistic.paired_var(arg),
+        _ => None,
+    };
+    let mut args = match (args, paired) {
+        ([arg], Some(var)) => {
+            let x = eval(arg, st, active)?;
+            if let Some((value, neg_inv_logit)) = kernels::log_inv_logit_pair(&x) {
+                st.logistic.keep(var, x, active.clone(), neg_inv_logit);
+                return Ok(Arc::new(value));
+            }
+            // Not dense reals: as any other `log_inv_logit`.
+            vec![x]
+        }
         // `inv_logit(-x)`: one pass over x (no temporary for -x).
-        [arg] if matches!(p, Prim::InvLogit | Prim::LogInvLogit) => match &arg.kind {
+        ([arg], None) if matches!(p, Prim::InvLogit | Prim::LogInvLogit) => match &arg.kind {
             ExprKind::Prim(Prim::Neg, inner) if inner.len() == 1 => {
                 let mut x = eval(&inner[0], st, active)?;
+                if p == Prim::InvLogit
+                    && let Some(slot) = st.logistic.take(&inner[0], &x, active)
+                {
+                    return Ok(Arc::new(slot));
+                }
                 if let Some(slot) = kernels::map_negated(p, &mut x) {
                     return Ok(Arc::new(slot));
                 }
@@ -462,9 +483,13 @@ fn cond(
         if !st.is_running(l) {
             continue;
         }
-        let decided = match shared {
-            Some(b) => Ok(b),
-            None => lane::truthy(&c.lane_value(l)),
+        // A dense scalar condition (NUTS's `take_final ? … : …`) read in
+        // place: the interpreter's truth (non-zero) without a value per lane.
+        let decided = match (shared, &*c) {
+            (Some(b), _) => Ok(b),
+            (None, Slot::Int(d)) if d.elements() == 1 => Ok(d.data[l] != 0),
+            (None, Slot::Real(d)) if d.elements() == 1 => Ok(d.data[l] != 0.0),
+            (None, _) => lane::truthy(&c.lane_value(l)),
         };
         match decided {
             Ok(b) => truth[l] = b,

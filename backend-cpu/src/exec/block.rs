@@ -92,7 +92,15 @@ fn on_running(ops: StmtOps, st: &mut State, active: &Lanes) -> Result<()> {
         return Ok(());
     }
     for op in ops.iter() {
+        let timed = super::profile::start();
         exec_op(op, st, active)?;
+        super::profile::record(
+            timed,
+            std::ptr::from_ref(op).cast(),
+            || language::mir::print::print_stmt(st.program, op),
+            active.len(),
+            st.z,
+        );
     }
     Ok(())
 }
@@ -168,10 +176,14 @@ pub fn branch(cond: &Expr, st: &mut State, lanes: &Lanes) -> Result<(Lanes, Lane
             Err(e) => st.fail(l, e.at(cond.span)),
         }
     }
-    Ok((
-        Lanes::from_indices(st.z, yes),
-        Lanes::from_indices(st.z, no),
-    ))
+    // Both lists are ascending (filled in `live`'s order); when every
+    // lane goes one way, that side is `live` itself.
+    let z = st.z;
+    Ok(match (yes.len() == live.len(), no.len() == live.len()) {
+        (true, _) => (live, Lanes::none(z)),
+        (_, true) => (Lanes::none(z), live),
+        _ => (Lanes::from_ascending(z, yes), Lanes::from_ascending(z, no)),
+    })
 }
 
 /// The values of call arguments for `lanes`, left to right.

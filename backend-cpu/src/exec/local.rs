@@ -142,14 +142,18 @@ impl Local<'_> {
         if fun.kind == FunctionKind::External {
             // All lanes that took the call are served by one host call.
             let wants_value = fun.ret.is_some();
-            return Ok(super::host::serve(
-                &mut *self.host,
-                &fun.name,
-                &args,
-                wants_value,
-                st,
-                lanes,
-            ));
+            let timed = super::profile::start();
+            let value = super::profile::inside_host_call(|| {
+                super::host::serve(&mut *self.host, &fun.name, &args, wants_value, st, lanes)
+            });
+            super::profile::record(
+                timed,
+                std::ptr::from_ref(fun).cast(),
+                || format!("call {}", fun.name),
+                lanes.len(),
+                st.z,
+            );
+            return Ok(value);
         }
         if fun.kind != FunctionKind::User {
             return self.blocks(g, st, lanes);

@@ -46,6 +46,7 @@ mod iterations;
 mod local;
 mod model;
 mod pc;
+pub mod profile;
 mod schedule;
 
 pub use host::{BatchAnswer, BatchHost, NoHost};

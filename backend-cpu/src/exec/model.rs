@@ -47,6 +47,9 @@ pub struct BatchedModel {
     pc_live: Option<super::pc::LiveIn>,
     /// The PC program's loops whose iterations can run as lanes.
     loops: Plans,
+    /// Variables whose `log_inv_logit` and `inv_logit` of the negation
+    /// run as one pass ([`crate::eval::logistic_pair`]).
+    logistic_pairs: Arc<[language::mir::VarId]>,
     model: Model,
     /// Data and transformed data as shared slots (never copied per batch).
     globals: Vec<Option<Arc<Slot>>>,
@@ -121,8 +124,26 @@ impl BatchedModel {
                 .map_err(|e| ExecError::Setup(format!("thread pool: {e}")))?;
             Some(pool)
         };
+        // The statements the executor runs: the PC program's (its
+        // variables are the CFG's and the lowering's own) or the CFG's.
+        let logistic_pairs = match &pc {
+            Some(p) => crate::eval::logistic_pair::paired_vars(p.blocks.iter().flat_map(|b| {
+                b.ops.iter().filter_map(|op| match op {
+                    pc::Op::Stmt(s) => Some(s),
+                    _ => None,
+                })
+            })),
+            None => crate::eval::logistic_pair::paired_vars(
+                program
+                    .functions
+                    .iter()
+                    .flat_map(|f| f.blocks.iter().flat_map(|b| &b.ops)),
+            ),
+        }
+        .into();
         Ok(BatchedModel {
             loops,
+            logistic_pairs,
             calls,
             program,
             pc,
@@ -505,6 +526,7 @@ impl BatchedModel {
         let mir = self.pc.as_ref().map_or(&self.program.mir, |p| &p.mir);
         let mut st = State::with_vars(mir, self.globals.clone(), z);
         st.gemm = self.config.gemm;
+        st.logistic = crate::eval::logistic_pair::LogisticPairs::new(self.logistic_pairs.clone());
         st
     }
 

@@ -154,10 +154,11 @@ pub(super) fn run_refilling(
                     let msg = format!("external function `{}` has no host here", callee.name);
                     block::fail(st, &active, &RuntimeError::fatal(msg));
                 } else {
-                    let too_deep = super::too_deep(&callee.name, config.max_depth);
                     for l in active.iter() {
                         if base_depth + calls[l].len() >= config.max_depth {
-                            st.fail(l, too_deep.clone());
+                            // (The message only when a lane needs it: every
+                            // call formatting it cost as much as a cheap op.)
+                            st.fail(l, super::too_deep(&callee.name, config.max_depth));
                         } else {
                             calls[l].push(*ret);
                         }
@@ -323,6 +324,7 @@ fn run_ops(
             i += run_len;
             continue;
         }
+        let timed = super::profile::start();
         match &ops[i] {
             op @ Op::Stmt(_) => {
                 let (f, args, ret) =
@@ -330,7 +332,9 @@ fn run_ops(
                 let args = block::eval_args(args, st, &active)?;
                 let active = st.running(&active);
                 let name = &p.function(f).name;
-                let value = super::host::serve(host, name, &args, ret.is_some(), st, &active);
+                let value = super::profile::inside_host_call(|| {
+                    super::host::serve(host, name, &args, ret.is_some(), st, &active)
+                });
                 if let (Some(var), Some(v)) = (ret, value) {
                     block::set_masked(st, var, v, &st.running(&active));
                 }
@@ -356,9 +360,31 @@ fn run_ops(
                 restore(st, p, *v, scratch.saved.get_mut(v), &active, keep);
             }
         }
+        super::profile::record(
+            timed,
+            std::ptr::from_ref(&ops[i]).cast(),
+            || op_label(p, &ops[i]),
+            active.len(),
+            st.z,
+        );
         i += 1;
     }
     Ok(())
+}
+
+/// An op other than a run of statements, for the op profile.
+fn op_label(p: &Program, op: &Op) -> String {
+    match op {
+        Op::Stmt(s) => match external_call(p, op) {
+            Some((f, _, _)) => format!("call {}", p.function(f).name),
+            None => language::mir::print::print_stmt(&p.mir, s),
+        },
+        Op::Arg { param, .. } => format!("arg {}", p.var_name(*param)),
+        Op::SetResult { var, .. } => format!("result {}", p.var_name(*var)),
+        Op::Push(v) => format!("push {}", p.var_name(*v)),
+        Op::Pop(v) => format!("pop {}", p.var_name(*v)),
+        Op::Peek(v) => format!("peek {}", p.var_name(*v)),
+    }
 }
 
 /// What a run keeps besides the state: the saved values of the variable
@@ -492,7 +518,8 @@ fn by_depth(lanes: &Lanes, depth: &[u32], below: u32) -> Vec<(usize, Lanes)> {
         .map(|(i, ls)| {
             (
                 (lo + i as u32 - below) as usize,
-                Lanes::from_indices(lanes.z(), ls),
+                // Each bucket is ascending: filled in `lanes`' order.
+                Lanes::from_ascending(lanes.z(), ls),
             )
         })
         .collect()

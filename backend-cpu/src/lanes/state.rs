@@ -70,6 +70,10 @@ pub struct State<'p> {
     /// the running lanes into the old one: no other lane needs the old
     /// values (the program-counter executor sets it from liveness).
     pub read_elsewhere: Option<VarSet>,
+    /// The program's variables whose `log_inv_logit` and `inv_logit` of
+    /// the negation are computed in one pass, and the second kept
+    /// (default: none).
+    pub logistic: crate::eval::logistic_pair::LogisticPairs,
     /// Number of failed lanes (0: every lane is running).
     failures: usize,
     /// Lane slots the statements ran over, and how many were running
@@ -136,6 +140,7 @@ impl<'p> State<'p> {
             output: Vec::new(),
             gemm: true,
             read_elsewhere: None,
+            logistic: Default::default(),
             failures: 0,
             work: LaneWork::default(),
         }
@@ -347,6 +352,7 @@ impl<'p> State<'p> {
             output: gather_lazy(&self.output, ix),
             gemm: self.gemm,
             read_elsewhere: None,
+            logistic: self.logistic.fresh(),
             failures: ix
                 .iter()
                 .filter(|&&l| !matches!(self.status[l], LaneStatus::Running))

@@ -117,7 +117,12 @@ pub fn logit_d(u: f64) -> f64 {
 /// vectorizes.
 #[inline(always)]
 pub fn inv_logit(a: f64) -> f64 {
-    let e = exp_nonpos(-a.abs());
+    inv_logit_given(a, exp_nonpos(-a.abs()))
+}
+
+/// [`inv_logit`] of `a` given `e = exp(−|a|)`.
+#[inline(always)]
+fn inv_logit_given(a: f64, e: f64) -> f64 {
     // eᵃ/(1 + eᵃ) or 1/(1 + e⁻ᵃ) as ONE division of a selected numerator:
     // computed branch-free, the two quotients were two vector divisions.
     let numerator = if a < 0.0 { e } else { 1.0 };
@@ -132,8 +137,26 @@ pub fn inv_logit_d(a: f64) -> f64 {
 /// `−log1p(e⁻ᵘ)`, branch-free as [`inv_logit`].
 #[inline(always)]
 pub fn log_inv_logit(u: f64) -> f64 {
-    let l = log1p_unit(exp_nonpos(-u.abs()));
+    log_inv_logit_given(u, exp_nonpos(-u.abs()))
+}
+
+/// [`log_inv_logit`] of `u` given `e = exp(−|u|)`.
+#[inline(always)]
+fn log_inv_logit_given(u: f64, e: f64) -> f64 {
+    let l = log1p_unit(e);
     if u < 0.0 { u - l } else { -l }
+}
+
+/// `(log_inv_logit(u), inv_logit(−u))`, bit for bit, with one `exp(−|u|)`
+/// for both: the value and the derivative of `bernoulli_logit`'s log
+/// mass (the gradient program computes `log_inv_logit((2y − 1) η)` and
+/// later `inv_logit(−(2y − 1) η)`), whose exponential was a quarter of
+/// the two maps' time.
+#[inline(always)]
+pub fn log_inv_logit_and_neg_inv_logit(u: f64) -> (f64, f64) {
+    // |−u| is |u|, so both functions would compute this same e.
+    let e = exp_nonpos(-u.abs());
+    (log_inv_logit_given(u, e), inv_logit_given(-u, e))
 }
 #[inline(always)]
 pub fn log_inv_logit_d(u: f64) -> f64 {
