@@ -38,20 +38,37 @@ model {
 
 const DATA: &str = r#"{"N": 5, "xd": [0.5, -1.0, 2.0, 0.25, -40.0], "k": [1, 0, -3, 2, 800]}"#;
 
-#[test]
-fn negated_logistic_maps_match_the_interpreter_lane_by_lane() {
-    let program = match language::compile_model(SOURCE, "fused") {
+/// A compiled model's gradient program and its pieces.
+struct Compiled {
+    program: language::mir::Program,
+    data: DataFile,
+    g: language::ad::GradProgram,
+    cfg: language::batch::cfg::Program,
+}
+
+fn compile(source: &str, data: &str) -> Compiled {
+    let program = match language::compile_model(source, "fused") {
         (Some(p), _) => p,
         (None, ds) => panic!("does not compile: {}", ds[0].message),
     };
-    let data = DataFile::parse(DATA).unwrap();
+    let data = DataFile::parse(data).unwrap();
     let g = language::ad::gradient(&program).unwrap();
     let cfg = language::batch::lower_gradient(&g).unwrap();
-    let z = 9;
+    Compiled {
+        program,
+        data,
+        g,
+        cfg,
+    }
+}
+
+/// Each of `z` lanes (random points from `seed`, wide enough to reach
+/// both tails of the logistic) gets exactly the interpreter's log density
+/// and gradient through both executors.
+fn assert_lanes_equal_the_interpreter(c: &Compiled, z: usize, seed: u64) {
     let th: Vec<Vec<f64>> = (0..z)
         .map(|l| {
-            let mut rng = Rng::new(4242, l as u32, 0);
-            // Wide enough to reach both tails of the logistic.
+            let mut rng = Rng::new(seed, l as u32, 0);
             (0..6).map(|_| 60.0 * rng.uniform() - 30.0).collect()
         })
         .collect();
@@ -60,21 +77,27 @@ fn negated_logistic_maps_match_the_interpreter_lane_by_lane() {
             batching,
             ..ExecConfig::default()
         };
-        let model = Model::new(&program, &data).unwrap();
-        let batched = BatchedModel::new(cfg.clone(), model, config).unwrap();
+        let model = Model::new(&c.program, &c.data).unwrap();
+        let batched = BatchedModel::new(c.cfg.clone(), model, config).unwrap();
         let ours = batched.log_density_gradient(&th, true).unwrap();
         for (l, got) in ours.iter().enumerate() {
             let (lp, grad) = got.as_ref().unwrap();
             let (lp0, grad0) = batched
                 .model()
-                .log_density_gradient(&g, &th[l], true)
+                .log_density_gradient(&c.g, &th[l], true)
                 .unwrap();
-            assert_eq!(lp.to_bits(), lp0.to_bits(), "{batching:?} lane {l}: lp");
+            let at = format!("{batching:?} Z={z} lane {l}");
+            assert_eq!(lp.to_bits(), lp0.to_bits(), "{at}: lp");
             for (k, (a, b)) in grad.iter().zip(&grad0).enumerate() {
-                assert_eq!(a.to_bits(), b.to_bits(), "{batching:?} lane {l}: grad[{k}]");
+                assert_eq!(a.to_bits(), b.to_bits(), "{at}: grad[{k}]");
             }
         }
     }
+}
+
+#[test]
+fn negated_logistic_maps_match_the_interpreter_lane_by_lane() {
+    assert_lanes_equal_the_interpreter(&compile(SOURCE, DATA), 9, 4242);
 }
 
 /// `log_inv_logit(x)` of a variable whose `inv_logit(-x)` comes later
@@ -112,15 +135,10 @@ const PAIRED_DATA: &str = r#"{"N": 5, "xd": [0.5, -1.0, 2.0, 0.25, -40.0], "y": 
 
 #[test]
 fn paired_logistic_maps_match_the_interpreter_lane_by_lane() {
-    let program = match language::compile_model(PAIRED_SOURCE, "paired") {
-        (Some(p), _) => p,
-        (None, ds) => panic!("does not compile: {}", ds[0].message),
-    };
-    let data = DataFile::parse(PAIRED_DATA).unwrap();
-    let g = language::ad::gradient(&program).unwrap();
-    let cfg = language::batch::lower_gradient(&g).unwrap();
+    let c = compile(PAIRED_SOURCE, PAIRED_DATA);
     // The program has pairs to fuse (else this test would test nothing).
-    let stmts: Vec<_> = cfg
+    let stmts: Vec<_> = c
+        .cfg
         .functions
         .iter()
         .flat_map(|f| f.blocks.iter().flat_map(|b| &b.ops))
@@ -132,46 +150,13 @@ fn paired_logistic_maps_match_the_interpreter_lane_by_lane() {
     // (the simplifier shares it), no pair.
     let names: Vec<&str> = paired
         .iter()
-        .map(|v| cfg.mir.vars[v.0 as usize].name.as_str())
+        .map(|v| c.cfg.mir.vars[v.0 as usize].name.as_str())
         .collect();
     assert!(
         names.len() == 2 && names[0] == "s" && names[1].starts_with("t__"),
         "paired variables: {names:?}"
     );
     for z in [1, 9, 64] {
-        let th: Vec<Vec<f64>> = (0..z)
-            .map(|l| {
-                let mut rng = Rng::new(77, l as u32, 0);
-                (0..6).map(|_| 60.0 * rng.uniform() - 30.0).collect()
-            })
-            .collect();
-        for batching in [Batching::Local, Batching::ProgramCounter] {
-            let config = ExecConfig {
-                batching,
-                ..ExecConfig::default()
-            };
-            let model = Model::new(&program, &data).unwrap();
-            let batched = BatchedModel::new(cfg.clone(), model, config).unwrap();
-            let ours = batched.log_density_gradient(&th, true).unwrap();
-            for (l, got) in ours.iter().enumerate() {
-                let (lp, grad) = got.as_ref().unwrap();
-                let (lp0, grad0) = batched
-                    .model()
-                    .log_density_gradient(&g, &th[l], true)
-                    .unwrap();
-                assert_eq!(
-                    lp.to_bits(),
-                    lp0.to_bits(),
-                    "{batching:?} Z={z} lane {l}: lp"
-                );
-                for (k, (a, b)) in grad.iter().zip(&grad0).enumerate() {
-                    assert_eq!(
-                        a.to_bits(),
-                        b.to_bits(),
-                        "{batching:?} Z={z} lane {l}: grad[{k}]"
-                    );
-                }
-            }
-        }
+        assert_lanes_equal_the_interpreter(&c, z, 77);
     }
 }
