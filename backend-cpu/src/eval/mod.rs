@@ -485,11 +485,11 @@ fn cond(
         }
         // A dense scalar condition (NUTS's `take_final ? … : …`) read in
         // place: the interpreter's truth (non-zero) without a value per lane.
-        let decided = match (shared, &*c) {
-            (Some(b), _) => Ok(b),
-            (None, Slot::Int(d)) if d.elements() == 1 => Ok(d.data[l] != 0),
-            (None, Slot::Real(d)) if d.elements() == 1 => Ok(d.data[l] != 0.0),
-            (None, _) => lane::truthy(&c.lane_value(l)),
+        let decided = match shared {
+            Some(b) => Ok(b),
+            None => c
+                .scalar_truth(l)
+                .map_or_else(|| lane::truthy(&c.lane_value(l)), Ok),
         };
         match decided {
             Ok(b) => truth[l] = b,

@@ -154,17 +154,18 @@ pub fn branch(cond: &Expr, st: &mut State, lanes: &Lanes) -> Result<(Lanes, Lane
         return Ok(if t { (live, none) } else { (none, live) });
     }
     let truth: Vec<(usize, std::result::Result<bool, RuntimeError>)> = match &*c {
-        Slot::Int(d) if d.elements() == 1 => live.iter().map(|l| (l, Ok(d.data[l] != 0))).collect(),
-        Slot::Real(d) if d.elements() == 1 => {
-            live.iter().map(|l| (l, Ok(d.data[l] != 0.0))).collect()
-        }
         Slot::Shared(v) => {
             let t = lane::truthy(v);
             live.iter().map(|l| (l, t.clone())).collect()
         }
         other => live
             .iter()
-            .map(|l| (l, lane::truthy(&other.lane_value(l))))
+            .map(|l| {
+                let t = other
+                    .scalar_truth(l)
+                    .map_or_else(|| lane::truthy(&other.lane_value(l)), Ok);
+                (l, t)
+            })
             .collect(),
     };
     let mut yes = Vec::new();

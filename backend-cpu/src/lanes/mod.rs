@@ -350,6 +350,17 @@ impl Slot {
         merge_into(old, new, lanes, &mut others);
     }
 
+    /// Lane `l`'s truth as a condition (non-zero, the interpreter's
+    /// rule) read in place when this is a dense int or real scalar;
+    /// `None` for any other slot (the caller asks the interpreter).
+    pub fn scalar_truth(&self, l: usize) -> Option<bool> {
+        match self {
+            Slot::Int(d) if d.elements() == 1 => Some(d.data[l] != 0),
+            Slot::Real(d) if d.elements() == 1 => Some(d.data[l] != 0.0),
+            _ => None,
+        }
+    }
+
     /// Number of lanes of a non-shared slot.
     pub fn z(&self) -> Option<usize> {
         match self {

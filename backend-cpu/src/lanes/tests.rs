@@ -268,3 +268,22 @@ fn has_dense_shape_agrees_with_dense_shape() {
         }
     }
 }
+
+/// A dense scalar's truth is the interpreter's (`truthy` of the lane's
+/// value: non-zero, NaN true) read in place; other slots defer to it.
+#[test]
+fn scalar_truth_is_the_interpreters_for_dense_scalars_only() {
+    let reals = [0.0, -0.0, 1.5, f64::NAN, -2.0];
+    let ints = [0, 3, -1, 0, 7];
+    let real = Slot::from_lane_values(reals.iter().map(|&x| Value::Real(x)).collect());
+    let int = Slot::from_lane_values(ints.iter().map(|&i| Value::Int(i)).collect());
+    for slot in [&real, &int] {
+        for l in 0..5 {
+            let want = language::interp::lane::truthy(&slot.lane_value(l)).unwrap();
+            assert_eq!(slot.scalar_truth(l), Some(want), "{slot:?} lane {l}");
+        }
+    }
+    let vector = Slot::from_lane_values(vec![Value::Vector(vec![1.0, 0.0]); 2]);
+    assert_eq!(vector.scalar_truth(0), None);
+    assert_eq!(Slot::shared(Value::Int(1)).scalar_truth(0), None);
+}
