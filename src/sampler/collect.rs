@@ -1,8 +1,10 @@
 //! The driver's side of a run: receives [`Event`]s from any executor,
 //! buffers each chain's draws and writes them to the draws file in
-//! per-chain blocks (flushed after each, so a killed run leaves a readable
-//! file with every block written so far).
+//! per-chain blocks, flushed as [`super::flushes`] says (a killed run
+//! leaves a readable file with every block but at most two per chain: the
+//! one being filled and one written in the last [`super::flushes::FLUSH_EVERY`]).
 
+use super::flushes::Flushes;
 use super::{ChainError, DrawRecord, Event, SampleStats, Settings};
 use crate::output::{
     Column, DrawWriter, GroupKind, OutputError, RunMetadata, SampleStatsBlock, VarSpec,
@@ -10,7 +12,8 @@ use crate::output::{
 };
 use language::value::Value;
 use std::path::Path;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Instant;
 
 /// Draws per chain buffered before a block is written.
 const BLOCK_DRAWS: usize = 100;
@@ -89,20 +92,34 @@ pub fn collect(
     let mut accept_sum = 0.0;
     let mut accept_count = 0usize;
     let mut report = RunReport::default();
+    let mut flushes = Flushes::new(n_chains);
     // The events of the last `Event::Many` not handled yet.
     let mut pending = Vec::new().into_iter();
     loop {
         let event = match pending.next() {
             Some(event) => event,
             None if state.chains_finished < n_chains => {
-                // Every event received so far is handled: its blocks go to
-                // disk before waiting for more (a killed run keeps them).
-                if let Some(w) = writer.as_mut() {
-                    w.flush()?;
-                }
-                match events.recv() {
+                // Every event received so far is handled: the blocks
+                // written go to disk once due, waiting for more events at
+                // most until then.
+                let wait = match (writer.as_mut(), flushes.due_in(Instant::now())) {
+                    (Some(w), Some(left)) if left.is_zero() => {
+                        w.flush()?;
+                        flushes.flushed();
+                        None
+                    }
+                    (Some(_), left) => left,
+                    (None, _) => None,
+                };
+                let received = match wait {
+                    Some(left) => events.recv_timeout(left),
+                    None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                };
+                match received {
                     Ok(event) => event,
-                    Err(_) => break,
+                    // Due now: flushed above on the next turn.
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => break,
                 }
             }
             None => break,
@@ -131,7 +148,8 @@ pub fn collect(
                     buffer.push(&record)?;
                     if buffer.len >= BLOCK_DRAWS {
                         let w = writer.as_mut().expect("created above");
-                        report.draws_written += buffer.flush(w, chain, record.warmup)?;
+                        report.draws_written +=
+                            write_block(buffer, w, &mut flushes, chain, record.warmup)?;
                     }
                 }
                 progress.update(&state);
@@ -156,7 +174,8 @@ pub fn collect(
                 }
                 if let Some(w) = writer.as_mut() {
                     for (phase, buffer) in buffers[chain].iter_mut().enumerate() {
-                        report.draws_written += buffer.flush(w, chain, phase == 0)?;
+                        report.draws_written +=
+                            write_block(buffer, w, &mut flushes, chain, phase == 0)?;
                     }
                 }
                 progress.update(&state);
@@ -198,6 +217,28 @@ pub fn collect(
     }
     report.chain_errors.sort_by_key(|e| e.chain);
     Ok(report)
+}
+
+/// Writes `buffer`'s draws of `chain` as a block, the file flushed first
+/// when the chain's previous block is not flushed yet; returns how many
+/// post-warmup draws.
+fn write_block(
+    buffer: &mut ChainBuffer,
+    w: &mut DrawWriter,
+    flushes: &mut Flushes,
+    chain: usize,
+    warmup: bool,
+) -> Result<usize, CollectError> {
+    if buffer.len == 0 {
+        return Ok(0);
+    }
+    if flushes.needed_before_block(chain) {
+        w.flush()?;
+        flushes.flushed();
+    }
+    let written = buffer.flush(w, chain, warmup)?;
+    flushes.wrote_block(chain, Instant::now());
+    Ok(written)
 }
 
 fn create_writer(

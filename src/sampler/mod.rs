@@ -28,6 +28,7 @@ mod batched;
 pub mod collect;
 pub mod cuda;
 mod executor;
+mod flushes;
 pub mod gradients;
 pub mod host;
 pub mod program;
