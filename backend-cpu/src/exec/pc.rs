@@ -493,22 +493,28 @@ impl VarStack {
 /// `lanes` grouped by `depth[l] - below` (lanes whose depth is not above
 /// `below` are left out).
 fn by_depth(lanes: &Lanes, depth: &[u32], below: u32) -> Vec<(usize, Lanes)> {
-    let first = match lanes.first() {
-        Some(l) => depth[l],
-        None => return Vec::new(),
-    };
-    if first >= below && lanes.iter().all(|l| depth[l] == first) {
-        return vec![((first - below) as usize, lanes.clone())];
+    // One pass for the range of depths (and whether any lane is below
+    // it), one more only when they differ.
+    let (mut lo, mut hi, mut under) = (u32::MAX, 0, false);
+    for l in lanes.iter() {
+        let d = depth[l];
+        if d < below {
+            under = true;
+        } else {
+            lo = lo.min(d);
+            hi = hi.max(d);
+        }
+    }
+    if lo > hi {
+        return Vec::new();
+    }
+    if lo == hi && !under {
+        return vec![((lo - below) as usize, lanes.clone())];
     }
     // Depths are small (the recursion depth): one bucket per depth in
     // range, in increasing depth, each in increasing lane order.
-    let in_range = || lanes.iter().filter(|&l| depth[l] >= below);
-    let Some(lo) = in_range().map(|l| depth[l]).min() else {
-        return Vec::new();
-    };
-    let hi = in_range().map(|l| depth[l]).max().unwrap_or(lo);
     let mut buckets = vec![Vec::new(); (hi - lo + 1) as usize];
-    for l in in_range() {
+    for l in lanes.iter().filter(|&l| depth[l] >= below) {
         buckets[(depth[l] - lo) as usize].push(l);
     }
     buckets
@@ -575,6 +581,62 @@ fn restore(
     if !keep {
         for l in lanes.iter() {
             stack.drop_top(l);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `by_depth` against the plain definition: each lane of `lanes` at
+    /// depth ≥ `below` in the group `depth - below`, groups by increasing
+    /// depth, lanes ascending.
+    #[test]
+    fn lanes_grouped_by_depth_as_defined() {
+        let naive = |lanes: &Lanes, depth: &[u32], below: u32| {
+            let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+            let mut ds: Vec<u32> = lanes
+                .iter()
+                .map(|l| depth[l])
+                .filter(|&d| d >= below)
+                .collect();
+            ds.sort_unstable();
+            ds.dedup();
+            for d in ds {
+                let ls = lanes.iter().filter(|&l| depth[l] == d).collect();
+                groups.push(((d - below) as usize, ls));
+            }
+            groups
+        };
+        let z = 40;
+        // A small deterministic generator: depths 0..5, subsets of lanes.
+        let mut x: u64 = 12345;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        for case in 0..500 {
+            let spread = 1 + next(5);
+            let depth: Vec<u32> = (0..z).map(|_| next(spread) as u32).collect();
+            let lanes = match case % 3 {
+                0 => Lanes::all(z),
+                1 => Lanes::none(z),
+                _ => Lanes::from_indices(z, (0..z).filter(|_| next(2) == 0).collect()),
+            };
+            for below in 0..3 {
+                let got: Vec<(usize, Vec<usize>)> = by_depth(&lanes, &depth, below)
+                    .into_iter()
+                    .map(|(d, ls)| (d, ls.indices().to_vec()))
+                    .collect();
+                assert_eq!(
+                    got,
+                    naive(&lanes, &depth, below),
+                    "case {case}, below {below}"
+                );
+            }
         }
     }
 }
