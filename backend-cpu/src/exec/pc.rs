@@ -21,7 +21,7 @@ use language::batch::pc::{BlockId, FunctionKind, Op, Program, Terminator};
 use language::interp::RuntimeError;
 use language::mir::{FunId, VarId};
 use language::value::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Run function `f` of `p` on `lanes` until each returns (empty
@@ -167,10 +167,18 @@ pub(super) fn run_refilling(
                 }
             }
             Terminator::Return => {
-                let mut targets: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+                // Few distinct return blocks (a function's call sites):
+                // found by a scan, not a map lookup per lane.
+                let mut targets: Vec<(usize, Vec<usize>)> = Vec::new();
                 for l in active.iter() {
                     match calls[l].pop() {
-                        Some(r) => targets.entry(r.0 as usize).or_default().push(l),
+                        Some(r) => {
+                            let to = r.0 as usize;
+                            match targets.iter_mut().find(|(t, _)| *t == to) {
+                                Some((_, ls)) => ls.push(l),
+                                None => targets.push((to, vec![l])),
+                            }
+                        }
                         None => returned.push(l),
                     }
                 }
