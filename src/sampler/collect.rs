@@ -149,7 +149,7 @@ pub fn collect(
                     if buffer.len >= BLOCK_DRAWS {
                         let w = writer.as_mut().expect("created above");
                         report.draws_written +=
-                            write_block(buffer, w, &mut flushes, chain, record.warmup)?;
+                            buffer.write_block(w, &mut flushes, chain, record.warmup)?;
                     }
                 }
                 progress.update(&state);
@@ -175,7 +175,7 @@ pub fn collect(
                 if let Some(w) = writer.as_mut() {
                     for (phase, buffer) in buffers[chain].iter_mut().enumerate() {
                         report.draws_written +=
-                            write_block(buffer, w, &mut flushes, chain, phase == 0)?;
+                            buffer.write_block(w, &mut flushes, chain, phase == 0)?;
                     }
                 }
                 progress.update(&state);
@@ -186,7 +186,8 @@ pub fn collect(
     if let Some(mut w) = writer {
         for (chain, pair) in buffers.iter_mut().enumerate() {
             for (phase, buffer) in pair.iter_mut().enumerate() {
-                report.draws_written += buffer.flush(&mut w, chain, phase == 0)?;
+                report.draws_written +=
+                    buffer.write_block(&mut w, &mut flushes, chain, phase == 0)?;
             }
         }
         if report.chain_errors.iter().any(|e| e.interrupted) {
@@ -217,28 +218,6 @@ pub fn collect(
     }
     report.chain_errors.sort_by_key(|e| e.chain);
     Ok(report)
-}
-
-/// Writes `buffer`'s draws of `chain` as a block, the file flushed first
-/// when the chain's previous block is not flushed yet; returns how many
-/// post-warmup draws.
-fn write_block(
-    buffer: &mut ChainBuffer,
-    w: &mut DrawWriter,
-    flushes: &mut Flushes,
-    chain: usize,
-    warmup: bool,
-) -> Result<usize, CollectError> {
-    if buffer.len == 0 {
-        return Ok(0);
-    }
-    if flushes.needed_before_block(chain) {
-        w.flush()?;
-        flushes.flushed();
-    }
-    let written = buffer.flush(w, chain, warmup)?;
-    flushes.wrote_block(chain, Instant::now());
-    Ok(written)
 }
 
 fn create_writer(
@@ -345,15 +324,22 @@ impl ChainBuffer {
         Ok(())
     }
 
-    /// Writes the buffered draws; returns how many post-warmup draws.
-    fn flush(
+    /// Writes the buffered draws of `chain` as a block, the file flushed
+    /// first when the chain's previous block is not flushed yet; returns
+    /// how many post-warmup draws.
+    fn write_block(
         &mut self,
         writer: &mut DrawWriter,
+        flushes: &mut Flushes,
         chain: usize,
         warmup: bool,
     ) -> Result<usize, CollectError> {
         if self.len == 0 {
             return Ok(0);
+        }
+        if flushes.needed_before_block(chain) {
+            writer.flush()?;
+            flushes.flushed();
         }
         let draws = self.start..self.start + self.len;
         let ints: Vec<Vec<i64>> = self
@@ -409,6 +395,7 @@ impl ChainBuffer {
                 energy: &energy,
             },
         )?;
+        flushes.wrote_block(chain, Instant::now());
         let written = self.len;
         self.start += self.len;
         self.len = 0;
