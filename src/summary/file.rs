@@ -2,6 +2,7 @@
 
 use super::{ChainDraws, Format, QuantitySummary, Report, SamplerDiagnostics, render};
 use crate::output::{DrawReader, OutputError, StoredVariable, VariableInfo, stan_element_name};
+use rayon::prelude::*;
 use std::path::Path;
 
 /// Stan's default maximum tree depth, used when the file's settings do not say.
@@ -131,6 +132,16 @@ impl Window {
         }
     }
 
+    /// The covered draws of element `element` of `variable`.
+    fn draws_of(&self, variable: &StoredVariable, element: usize) -> Vec<f64> {
+        let draws = variable.element_draws(element);
+        if self.stopped.is_empty() {
+            draws
+        } else {
+            self.select(&draws, variable.n_draws)
+        }
+    }
+
     /// The covered values of one element's chain-major `n_chains ×
     /// n_draws` draws.
     fn select(&self, values: &[f64], n_draws: usize) -> Vec<f64> {
@@ -163,10 +174,23 @@ fn summarize_variable(
     while start < rows {
         let end = (start + rows_per_read).min(rows);
         let slab = reader.read_rows(info, start..end)?;
-        for element in 0..slab.elements_per_draw() {
-            let name = stan_element_name(&info.name, &info.dims, start * row_size + element);
-            out.push(summarize_element(&slab, element, name, window));
-        }
+        // The slab's elements on all cores, each on one thread (in order:
+        // `collect` keeps it).
+        let summaries: Vec<QuantitySummary> = (0..slab.elements_per_draw())
+            .into_par_iter()
+            .map(|element| {
+                let name = stan_element_name(&info.name, &info.dims, start * row_size + element);
+                let draws = window.draws_of(&slab, element);
+                let view = ChainDraws::new(&draws, window.chains.len(), window.draws)
+                    .expect("element draws have chains × draws values");
+                if slab.elements_per_draw() > 1 {
+                    QuantitySummary::compute_on_one_thread(name, view)
+                } else {
+                    QuantitySummary::compute(name, view)
+                }
+            })
+            .collect();
+        out.extend(summaries);
         start = end;
     }
     Ok(())
@@ -178,10 +202,7 @@ fn summarize_element(
     name: String,
     window: &Window,
 ) -> QuantitySummary {
-    let mut draws = variable.element_draws(element);
-    if !window.stopped.is_empty() {
-        draws = window.select(&draws, variable.n_draws);
-    }
+    let draws = window.draws_of(variable, element);
     let view = ChainDraws::new(&draws, window.chains.len(), window.draws)
         .expect("element draws have chains × draws values");
     QuantitySummary::compute(name, view)

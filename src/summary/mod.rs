@@ -37,8 +37,19 @@ pub struct QuantitySummary {
 }
 
 impl QuantitySummary {
-    /// Computes every statistic of `draws` (chains × draws of one scalar).
+    /// Computes every statistic of `draws` (chains × draws of one scalar);
+    /// a large quantity on two threads.
     pub fn compute(name: impl Into<String>, draws: ChainDraws<'_>) -> Self {
+        Self::compute_split(name, draws, true)
+    }
+
+    /// [`QuantitySummary::compute`] on the calling thread only (for callers
+    /// that summarize several quantities in parallel).
+    pub fn compute_on_one_thread(name: impl Into<String>, draws: ChainDraws<'_>) -> Self {
+        Self::compute_split(name, draws, false)
+    }
+
+    fn compute_split(name: impl Into<String>, draws: ChainDraws<'_>, split: bool) -> Self {
         let values = draws.values();
         let mean = if values.is_empty() {
             f64::NAN
@@ -60,7 +71,8 @@ impl QuantitySummary {
             (quantiles, diagnostics::sorted_diagnostics(draws, &sorted))
         };
         // Large quantities (thousands of chains) split the work over two threads.
-        let ((quantiles, sorted_part), rank_part) = if values.len() >= PARALLEL_MIN_VALUES {
+        let ((quantiles, sorted_part), rank_part) = if split && values.len() >= PARALLEL_MIN_VALUES
+        {
             std::thread::scope(|scope| {
                 let rank = scope.spawn(|| diagnostics::rank_diagnostics(draws));
                 let sorted = sorted_half();
@@ -133,6 +145,10 @@ mod tests {
         let draws = ChainDraws::new(&values, 200, 600).unwrap();
         assert_eq!(
             QuantitySummary::compute("x", draws),
+            summary_sequentially(&values, 200)
+        );
+        assert_eq!(
+            QuantitySummary::compute_on_one_thread("x", draws),
             summary_sequentially(&values, 200)
         );
     }
