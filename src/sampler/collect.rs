@@ -104,8 +104,7 @@ pub fn collect(
                 // most until then.
                 let wait = match (writer.as_mut(), flushes.due_in(Instant::now())) {
                     (Some(w), Some(left)) if left.is_zero() => {
-                        w.flush()?;
-                        flushes.flushed();
+                        flushes.flush(w)?;
                         None
                     }
                     (Some(_), left) => left,
@@ -338,8 +337,7 @@ impl ChainBuffer {
             return Ok(0);
         }
         if flushes.needed_before_block(chain) {
-            writer.flush()?;
-            flushes.flushed();
+            flushes.flush(writer)?;
         }
         let draws = self.start..self.start + self.len;
         let ints: Vec<Vec<i64>> = self

@@ -12,6 +12,7 @@
 //! - written blocks are flushed at the latest [`FLUSH_EVERY`] after the
 //!   first of them, also when no event comes in the meantime.
 
+use crate::output::{DrawWriter, OutputError};
 use std::time::{Duration, Instant};
 
 /// The longest a written block waits for its flush.
@@ -54,8 +55,15 @@ impl Flushes {
             .map(|since| FLUSH_EVERY.saturating_sub(now.duration_since(since)))
     }
 
+    /// Flushes `writer` and forgets what was pending.
+    pub fn flush(&mut self, writer: &mut DrawWriter) -> Result<(), OutputError> {
+        writer.flush()?;
+        self.flushed();
+        Ok(())
+    }
+
     /// The file was flushed.
-    pub fn flushed(&mut self) {
+    fn flushed(&mut self) {
         self.unflushed.iter_mut().for_each(|u| *u = false);
         self.since = None;
     }

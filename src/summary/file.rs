@@ -57,7 +57,7 @@ fn report_reading_at_most(path: &Path, values_per_read: usize) -> Result<Report,
         return Err(no_draws());
     }
     if let Some(lp) = &lp {
-        quantities.push(summarize_element(lp, 0, "lp__".into(), &window));
+        quantities.push(summarize_element(lp, 0, "lp__".into(), &window, false));
     }
     for info in &posterior {
         if (info.n_chains, info.n_draws) != (n_chains, n_draws) {
@@ -176,18 +176,12 @@ fn summarize_variable(
         let slab = reader.read_rows(info, start..end)?;
         // The slab's elements on all cores, each on one thread (in order:
         // `collect` keeps it).
-        let summaries: Vec<QuantitySummary> = (0..slab.elements_per_draw())
+        let elements = slab.elements_per_draw();
+        let summaries: Vec<QuantitySummary> = (0..elements)
             .into_par_iter()
             .map(|element| {
                 let name = stan_element_name(&info.name, &info.dims, start * row_size + element);
-                let draws = window.draws_of(&slab, element);
-                let view = ChainDraws::new(&draws, window.chains.len(), window.draws)
-                    .expect("element draws have chains × draws values");
-                if slab.elements_per_draw() > 1 {
-                    QuantitySummary::compute_on_one_thread(name, view)
-                } else {
-                    QuantitySummary::compute(name, view)
-                }
+                summarize_element(&slab, element, name, window, elements > 1)
             })
             .collect();
         out.extend(summaries);
@@ -196,16 +190,23 @@ fn summarize_variable(
     Ok(())
 }
 
+/// The summary of element `element` of `variable`, on the calling thread
+/// only when `one_thread` (its caller runs several at once).
 fn summarize_element(
     variable: &StoredVariable,
     element: usize,
     name: String,
     window: &Window,
+    one_thread: bool,
 ) -> QuantitySummary {
     let draws = window.draws_of(variable, element);
     let view = ChainDraws::new(&draws, window.chains.len(), window.draws)
         .expect("element draws have chains × draws values");
-    QuantitySummary::compute(name, view)
+    if one_thread {
+        QuantitySummary::compute_on_one_thread(name, view)
+    } else {
+        QuantitySummary::compute(name, view)
+    }
 }
 
 fn sampler_diagnostics(
