@@ -68,7 +68,9 @@ impl Row {
 }
 
 pub fn run(opts: &Options) -> ExitCode {
-    match measure(opts) {
+    let measured = measure(opts);
+    super::run::print_op_profile();
+    match measured {
         Ok(rows) => {
             if opts.json {
                 println!("{}", json(&rows));

@@ -198,14 +198,19 @@ pub fn run(opts: &Options) -> ExitCode {
         Ok(code) => code,
         Err(Reported) => ExitCode::FAILURE,
     };
-    // Developer switch (`BAT_PROFILE_OPS=1`): where the batched
-    // executor's time went, op by op (the sampler program's ops; a
-    // gradient evaluation counts as its call).
+    print_op_profile();
+    code
+}
+
+/// Developer switch (`BAT_PROFILE_OPS=1`): where the batched executor's
+/// time went, op by op, on stderr (`bat run`: the sampler program's ops, a
+/// gradient evaluation counting as its call; `bat bench`: the gradient
+/// program's statements).
+pub(super) fn print_op_profile() {
     if backend_cpu::exec::profile::enabled() {
         let entries = backend_cpu::exec::profile::take();
         eprint!("{}", backend_cpu::exec::profile::report(&entries, 40));
     }
-    code
 }
 
 fn sample(opts: &Options) -> Result<ExitCode, Reported> {

@@ -37,7 +37,7 @@ mod scalars;
 
 use crate::lanes::{Lanes, Slot, State};
 use language::interp::{RuntimeError, lane};
-use language::mir::{Expr, ExprKind, Prim};
+use language::mir::{Expr, ExprKind, Prim, VarId};
 use language::span::Span;
 use language::value::Value;
 use std::sync::Arc;
@@ -74,8 +74,8 @@ pub fn eval(e: &Expr, st: &mut State, active: &Lanes) -> Result<Arc<Slot>> {
         ExprKind::Imag(x) => shared(Value::Complex(0.0, *x)),
         // One switch for the whole batch.
         ExprKind::JacobianOn => shared(Value::Int(st.jacobian as i64)),
-        ExprKind::Var(v) => match &st.vars[v.0 as usize] {
-            Some(slot) => slot.clone(),
+        ExprKind::Var(v) => match read_var(st, *v) {
+            Some(slot) => slot,
             None => {
                 let msg = format!("variable `{}` used before it has a value", st.name(*v));
                 fail_all(st, active, RuntimeError::fatal(msg).at(e.span));
@@ -160,6 +160,17 @@ pub fn eval(e: &Expr, st: &mut State, active: &Lanes) -> Result<Arc<Slot>> {
             }))
         }
     })
+}
+
+/// Variable `v`'s slot: taken out of the state at its last read
+/// ([`State::moving`], so kernels may reuse its buffer), else shared.
+fn read_var(st: &mut State, v: VarId) -> Option<Arc<Slot>> {
+    let slot = &mut st.vars[v.0 as usize];
+    if st.moving.as_deref().is_some_and(|m| m.contains(&v)) {
+        slot.take()
+    } else {
+        slot.clone()
+    }
 }
 
 fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Result<Arc<Slot>> {

@@ -93,7 +93,10 @@ fn on_running(ops: StmtOps, st: &mut State, active: &Lanes) -> Result<()> {
     }
     for op in ops.iter() {
         let timed = super::profile::start();
-        exec_op(op, st, active)?;
+        st.moving = st.last_reads.as_ref().and_then(|m| m.at(op).cloned());
+        let done = exec_op(op, st, active);
+        st.moving = None;
+        done?;
         super::profile::record(
             timed,
             std::ptr::from_ref(op).cast(),

@@ -43,6 +43,7 @@ mod block;
 mod flow;
 mod host;
 mod iterations;
+pub mod last_reads;
 mod local;
 mod model;
 mod pc;

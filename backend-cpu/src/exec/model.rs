@@ -50,6 +50,9 @@ pub struct BatchedModel {
     /// Variables whose `log_inv_logit` and `inv_logit` of the negation
     /// run as one pass ([`crate::eval::logistic_pair`]).
     logistic_pairs: Arc<[language::mir::VarId]>,
+    /// Reads that move a block-local variable's value
+    /// ([`super::last_reads`]), for the program the executor runs.
+    last_reads: Arc<super::last_reads::LastReads>,
     model: Model,
     /// Data and transformed data as shared slots (never copied per batch).
     globals: Vec<Option<Arc<Slot>>>,
@@ -141,9 +144,14 @@ impl BatchedModel {
             ),
         }
         .into();
+        let last_reads = Arc::new(match &pc {
+            Some(p) => super::last_reads::LastReads::of_pc(p),
+            None => super::last_reads::LastReads::of_cfg(&program),
+        });
         Ok(BatchedModel {
             loops,
             logistic_pairs,
+            last_reads,
             calls,
             program,
             pc,
@@ -527,6 +535,7 @@ impl BatchedModel {
         let mut st = State::with_vars(mir, self.globals.clone(), z);
         st.gemm = self.config.gemm;
         st.logistic = crate::eval::logistic_pair::LogisticPairs::new(self.logistic_pairs.clone());
+        st.last_reads = Some(self.last_reads.clone());
         st
     }
 

@@ -74,6 +74,12 @@ pub struct State<'p> {
     /// the negation are computed in one pass, and the second kept
     /// (default: none).
     pub logistic: crate::eval::logistic_pair::LogisticPairs,
+    /// Which statements' reads take the variable's value instead of
+    /// sharing it ([`crate::exec::last_reads`]; default: none).
+    pub last_reads: Option<Arc<crate::exec::last_reads::LastReads>>,
+    /// The variables the statement running now moves (set by the block
+    /// executor from `last_reads`).
+    pub moving: Option<Arc<[VarId]>>,
     /// Number of failed lanes (0: every lane is running).
     failures: usize,
     /// Lane slots the statements ran over, and how many were running
@@ -141,6 +147,8 @@ impl<'p> State<'p> {
             gemm: true,
             read_elsewhere: None,
             logistic: Default::default(),
+            last_reads: None,
+            moving: None,
             failures: 0,
             work: LaneWork::default(),
         }
@@ -353,6 +361,8 @@ impl<'p> State<'p> {
             gemm: self.gemm,
             read_elsewhere: None,
             logistic: self.logistic.fresh(),
+            last_reads: self.last_reads.clone(),
+            moving: None,
             failures: ix
                 .iter()
                 .filter(|&&l| !matches!(self.status[l], LaneStatus::Running))
