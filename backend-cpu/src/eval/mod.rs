@@ -190,6 +190,23 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
         });
         return Ok(Arc::new(apply(p, &[&xt, &v], st, active, e)));
     }
+    // `sum(log_inv_logit(x))` of such a variable (bernoulli_logit's log
+    // mass): the terms summed per lane as they are computed.
+    if p == Prim::Sum
+        && active.is_full()
+        && let [arg] = args
+        && let ExprKind::Prim(Prim::LogInvLogit, inner) = &arg.kind
+        && let [inner] = inner.as_slice()
+        && let Some(var) = st.logistic.paired_var(inner)
+    {
+        let x = eval(inner, st, active)?;
+        if let Some((sums, neg_inv_logit)) = kernels::sum_log_inv_logit_pair(&x) {
+            st.logistic.keep(var, x, active.clone(), neg_inv_logit);
+            return Ok(Arc::new(sums));
+        }
+        let terms = log_inv_logit_paired(var, x, st, active, arg);
+        return Ok(Arc::new(apply(p, &[&terms], st, active, e)));
+    }
     // `log_inv_logit(x)` of a variable whose `inv_logit(-x)` comes later:
     // both in one pass, the second kept ([`logistic_pair`]).
     let paired = match args {
@@ -199,12 +216,7 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
     let mut args = match (args, paired) {
         ([arg], Some(var)) => {
             let x = eval(arg, st, active)?;
-            if let Some((value, neg_inv_logit)) = kernels::log_inv_logit_pair(&x) {
-                st.logistic.keep(var, x, active.clone(), neg_inv_logit);
-                return Ok(Arc::new(value));
-            }
-            // Not dense reals: as any other `log_inv_logit`.
-            vec![x]
+            return Ok(log_inv_logit_paired(var, x, st, active, e));
         }
         // `inv_logit(-x)`: one pass over x (no temporary for -x).
         ([arg], None) if matches!(p, Prim::InvLogit | Prim::LogInvLogit) => match &arg.kind {
@@ -238,6 +250,23 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
     }
     let refs: Vec<&Slot> = args.iter().map(|a| &**a).collect();
     Ok(Arc::new(apply(p, &refs, st, active, e)))
+}
+
+/// `log_inv_logit(x)` (the expression `e`) of the value `x` of paired
+/// variable `var`, its `inv_logit(-x)` kept from the same pass.
+fn log_inv_logit_paired(
+    var: VarId,
+    x: Arc<Slot>,
+    st: &mut State,
+    active: &Lanes,
+    e: &Expr,
+) -> Arc<Slot> {
+    if let Some((value, neg_inv_logit)) = kernels::log_inv_logit_pair(&x) {
+        st.logistic.keep(var, x, active.clone(), neg_inv_logit);
+        return Arc::new(value);
+    }
+    // Not dense reals: as any other `log_inv_logit`.
+    Arc::new(apply(Prim::LogInvLogit, &[&x], st, active, e))
 }
 
 /// `rows(x)`, `size(x)`, ... of a dense slot: every lane has the same

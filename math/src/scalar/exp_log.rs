@@ -155,7 +155,15 @@ fn log_inv_logit_given(u: f64, e: f64) -> f64 {
 #[inline(always)]
 pub fn log_inv_logit_and_neg_inv_logit(u: f64) -> (f64, f64) {
     // |−u| is |u|, so both functions would compute this same e.
-    let e = exp_nonpos(-u.abs());
+    log_inv_logit_and_neg_inv_logit_given(u, exp_nonpos(-u.abs()))
+}
+
+/// [`log_inv_logit_and_neg_inv_logit`] of `u` given `e = exp_nonpos(−|u|)`
+/// ([`exp_nonpos`]): a map can compute the exponentials of a run of
+/// elements first, then these (two shorter chains of dependent operations
+/// per element, so the core overlaps more elements).
+#[inline(always)]
+pub fn log_inv_logit_and_neg_inv_logit_given(u: f64, e: f64) -> (f64, f64) {
     (log_inv_logit_given(u, e), inv_logit_given(-u, e))
 }
 #[inline(always)]
