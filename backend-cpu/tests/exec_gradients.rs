@@ -285,3 +285,52 @@ fn gradient_blocks_count_their_useful_lane_slots() {
         assert!(u > 0.3 && u < 0.95, "{batching:?}: {u}");
     }
 }
+
+/// Sub-batches shared between the calling thread and the pool (more
+/// sub-batches than threads, taken as threads come free): every lane's lp,
+/// gradient and error are those of one thread, bit for bit, in lane order.
+#[test]
+fn sub_batches_over_threads_give_the_one_thread_columns() {
+    let source = r#"parameters { vector[3] x; } model {
+        x ~ normal(0, 1);
+        if (x[1] >= 3) reject("x[1] too big: ", x[1]);
+    }"#;
+    let (program, diags) = language::compile_model(source, "split");
+    let program = program.unwrap_or_else(|| panic!("{diags:?}"));
+    let grad = language::ad::gradient(&program).unwrap();
+    let cfg = language::batch::lower_gradient(&grad).unwrap();
+    let z = 37;
+    // Coordinate-major θ; lanes 5 and 30 fail (x[1] ≥ 3).
+    let theta: Vec<f64> = (0..3 * z)
+        .map(|i| match i {
+            5 | 30 => 3.5,
+            _ => ((i * 7) % 11) as f64 * 0.3 - 1.5,
+        })
+        .collect();
+    let run = |threads: usize, max_sub_batch: usize, batching: Batching| {
+        let model = Model::new(&program, &DataFile::parse("{}").unwrap()).unwrap();
+        let config = ExecConfig {
+            batching,
+            threads,
+            max_sub_batch,
+            ..ExecConfig::default()
+        };
+        let batched = BatchedModel::new(cfg.clone(), model, config).unwrap();
+        batched
+            .log_density_gradient_columns(&theta, z, true)
+            .unwrap()
+    };
+    for batching in [Batching::Local, Batching::ProgramCounter] {
+        let one = run(1, 0, batching);
+        assert_eq!(one.errors.iter().filter(|e| e.is_some()).count(), 2);
+        assert!(one.errors[5].is_some() && one.errors[30].is_some());
+        for (threads, max_sub_batch) in [(2, 0), (2, 3), (3, 5), (0, 4)] {
+            let got = run(threads, max_sub_batch, batching);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let what = format!("{batching:?}, {threads} threads, sub-batches of {max_sub_batch}");
+            assert_eq!(bits(&got.lp), bits(&one.lp), "{what}");
+            assert_eq!(bits(&got.gradient), bits(&one.gradient), "{what}");
+            assert_eq!(got.errors, one.errors, "{what}");
+        }
+    }
+}

@@ -465,14 +465,15 @@ mod tests {
 
     #[test]
     fn sums_split_across_blocks_are_still_the_scalar_loop() {
-        // k spans three p blocks (the last partial) and m two row blocks
-        // (the last tile partial); z covers full 24-lane panels and
-        // partial ones of 1, 3, 7 (after 24), 16, 17, 20 and 23 lanes
-        // (AVX2's 8-lane panels: partial ones of 1, 4 and 7 lanes).
+        // k spans three p blocks of AVX2 (five of AVX-512; the last
+        // partial) and m two row blocks (the last tile partial); z covers
+        // full 24-lane panels and partial ones of 1, 3, 7 (after 24), 16,
+        // 17, 20 and 23 lanes (AVX2's 8-lane panels: partial ones of 1, 4
+        // and 7 lanes).
         #[cfg(target_arch = "x86_64")]
         const _: () = assert!(avx512::MC == 256 && avx512::KC == 128);
         #[cfg(target_arch = "x86_64")]
-        const _: () = assert!(avx2::MC == 192 && avx2::KC == 128);
-        check_every_lane(256 + 13, 2 * 128 + 37, &[1, 3, 16, 17, 20, 31, 47]);
+        const _: () = assert!(avx2::MC == 192 && avx2::KC == 256);
+        check_every_lane(256 + 13, 2 * 256 + 37, &[1, 3, 16, 17, 20, 31, 47]);
     }
 }

@@ -166,7 +166,7 @@ pub fn eval(e: &Expr, st: &mut State, active: &Lanes) -> Result<Arc<Slot>> {
 /// ([`State::moving`], so kernels may reuse its buffer), else shared.
 fn read_var(st: &mut State, v: VarId) -> Option<Arc<Slot>> {
     let slot = &mut st.vars[v.0 as usize];
-    if st.moving.as_deref().is_some_and(|m| m.contains(&v)) {
+    if st.moving.contains(&v) {
         slot.take()
     } else {
         slot.clone()

@@ -91,11 +91,27 @@ fn on_running(ops: StmtOps, st: &mut State, active: &Lanes) -> Result<()> {
     if active.is_empty() {
         return Ok(());
     }
+    // Borrowed out of the state for the run (no reference count touched
+    // per statement).
+    let last_reads = st.last_reads.take();
+    let done = run_each(ops, st, active, last_reads.as_deref());
+    st.last_reads = last_reads;
+    done
+}
+
+fn run_each(
+    ops: StmtOps,
+    st: &mut State,
+    active: &Lanes,
+    last_reads: Option<&super::last_reads::LastReads>,
+) -> Result<()> {
     for op in ops.iter() {
         let timed = super::profile::start();
-        st.moving = st.last_reads.as_ref().and_then(|m| m.at(op).cloned());
+        if let Some(moves) = last_reads.and_then(|m| m.at(op)) {
+            st.moving.extend_from_slice(moves);
+        }
         let done = exec_op(op, st, active);
-        st.moving = None;
+        st.moving.clear();
         done?;
         super::profile::record(
             timed,

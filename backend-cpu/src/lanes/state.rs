@@ -78,8 +78,10 @@ pub struct State<'p> {
     /// sharing it ([`crate::exec::last_reads`]; default: none).
     pub last_reads: Option<Arc<crate::exec::last_reads::LastReads>>,
     /// The variables the statement running now moves (set by the block
-    /// executor from `last_reads`).
-    pub moving: Option<Arc<[VarId]>>,
+    /// executor from `last_reads`; a buffer of the state's own, not the
+    /// table's shared slices, whose reference counts both threads of a
+    /// batch would write).
+    pub moving: Vec<VarId>,
     /// Number of failed lanes (0: every lane is running).
     failures: usize,
     /// Lane slots the statements ran over, and how many were running
@@ -148,7 +150,7 @@ impl<'p> State<'p> {
             read_elsewhere: None,
             logistic: Default::default(),
             last_reads: None,
-            moving: None,
+            moving: Vec::new(),
             failures: 0,
             work: LaneWork::default(),
         }
@@ -362,7 +364,7 @@ impl<'p> State<'p> {
             read_elsewhere: None,
             logistic: self.logistic.fresh(),
             last_reads: self.last_reads.clone(),
-            moving: None,
+            moving: Vec::new(),
             failures: ix
                 .iter()
                 .filter(|&&l| !matches!(self.status[l], LaneStatus::Running))
