@@ -288,7 +288,8 @@ fn gradient_blocks_count_their_useful_lane_slots() {
 
 /// Sub-batches shared between the calling thread and the pool (more
 /// sub-batches than threads, taken as threads come free): every lane's lp,
-/// gradient and error are those of one thread, bit for bit, in lane order.
+/// gradient and error are those of one thread, bit for bit, in lane order,
+/// through both APIs.
 #[test]
 fn sub_batches_over_threads_give_the_one_thread_columns() {
     let source = r#"parameters { vector[3] x; } model {
@@ -316,21 +317,28 @@ fn sub_batches_over_threads_give_the_one_thread_columns() {
             ..ExecConfig::default()
         };
         let batched = BatchedModel::new(cfg.clone(), model, config).unwrap();
-        batched
+        let per_lane: Vec<Vec<f64>> = (0..z)
+            .map(|l| (0..3).map(|k| theta[k * z + l]).collect())
+            .collect();
+        let lanes = batched.log_density_gradient(&per_lane, true).unwrap();
+        let columns = batched
             .log_density_gradient_columns(&theta, z, true)
-            .unwrap()
+            .unwrap();
+        (format!("{lanes:?}"), columns)
     };
     for batching in [Batching::Local, Batching::ProgramCounter] {
-        let one = run(1, 0, batching);
+        let (one_lanes, one) = run(1, 0, batching);
         assert_eq!(one.errors.iter().filter(|e| e.is_some()).count(), 2);
         assert!(one.errors[5].is_some() && one.errors[30].is_some());
         for (threads, max_sub_batch) in [(2, 0), (2, 3), (3, 5), (0, 4)] {
-            let got = run(threads, max_sub_batch, batching);
+            let (lanes, got) = run(threads, max_sub_batch, batching);
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             let what = format!("{batching:?}, {threads} threads, sub-batches of {max_sub_batch}");
             assert_eq!(bits(&got.lp), bits(&one.lp), "{what}");
             assert_eq!(bits(&got.gradient), bits(&one.gradient), "{what}");
             assert_eq!(got.errors, one.errors, "{what}");
+            // The per-lane API's results in lane order.
+            assert_eq!(lanes, one_lanes, "{what}");
         }
     }
 }
