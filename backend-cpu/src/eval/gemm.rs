@@ -188,7 +188,8 @@ fn lane_product_any(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
 /// Lane `l` of rows `rows` when A's columns are contiguous (`rsa` 1, as a
 /// stored matrix is) and the CPU has AVX-512 (32 rows' sums at once in four
 /// vector registers, the last rows masked) or AVX2 (16 rows at once in four
-/// registers, as many as fill them), each still over p = 0..k in ascending
+/// registers while 16 remain, then 4 in one, the last masked), each still
+/// over p = 0..k in ascending
 /// order, read down A's columns so the rows are neighbours in memory (one
 /// chain — the whole batch at Z = 1 — is otherwise a few scalar chains of
 /// additions: LLVM does not vectorize that loop over rows by itself).

@@ -256,10 +256,17 @@ impl BatchedModel {
         }
         let chunks = self.split(z, |range| {
             let zc = range.len();
-            let mut columns = Vec::with_capacity(n * zc);
-            for k in 0..n {
-                columns.extend_from_slice(&theta[k * z + range.start..k * z + range.end]);
-            }
+            // The whole batch: θ as it is (one copy, not one per
+            // coordinate — at Z = 1 a hundred one-number copies).
+            let columns = if zc == z {
+                theta.to_vec()
+            } else {
+                let mut columns = Vec::with_capacity(n * zc);
+                for k in 0..n {
+                    columns.extend_from_slice(&theta[k * z + range.start..k * z + range.end]);
+                }
+                columns
+            };
             let mut st = self.run_gradient(entry, columns, zc, jacobian, std::iter::empty())?;
             let errors: Vec<Option<RuntimeError>> = st
                 .status
@@ -279,16 +286,26 @@ impl BatchedModel {
         })?;
         let mut out = GradientColumns {
             lp: vec![f64::NAN; z],
-            gradient: vec![0.0; n * z],
+            // One sub-batch hands its own over.
+            gradient: if chunks.len() == 1 {
+                Vec::new()
+            } else {
+                vec![0.0; n * z]
+            },
             errors: vec![None; z],
             work: LaneWork::default(),
         };
         for (range, lp, gradient, errors, work) in chunks {
             out.work.add(work);
             let zc = range.len();
-            for k in 0..n {
-                out.gradient[k * z + range.start..k * z + range.end]
-                    .copy_from_slice(&gradient[k * zc..(k + 1) * zc]);
+            if zc == z {
+                // The whole batch: already `[coordinate][lane]`.
+                out.gradient = gradient;
+            } else {
+                for k in 0..n {
+                    out.gradient[k * z + range.start..k * z + range.end]
+                        .copy_from_slice(&gradient[k * zc..(k + 1) * zc]);
+                }
             }
             for (i, (lp, e)) in lp.into_iter().zip(errors).enumerate() {
                 let l = range.start + i;
