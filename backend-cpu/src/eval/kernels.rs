@@ -410,6 +410,26 @@ const STAGE: usize = 256;
 /// (and bit for bit the scalar function, for its reasons).
 fn pair_wide(xs: &[f64], z: usize, value: PairValue, neg_inv_logit: &mut Vec<f64>) {
     use std::mem::MaybeUninit;
+    /// One run of at most STAGE elements: the exponentials first, then
+    /// each element's pair — the first to `put` (the run's slice of the
+    /// values or of the lanes' sums), the second into `neg`.
+    #[inline(always)]
+    fn stage<P>(
+        xs: &[f64],
+        e: &mut [f64; STAGE],
+        neg: &mut [MaybeUninit<f64>],
+        put: &mut [P],
+        to: impl Fn(&mut P, f64),
+    ) {
+        for (e, &x) in e.iter_mut().zip(xs) {
+            *e = m::branchless::exp_nonpos(-x.abs());
+        }
+        for (((&x, &e), p), n) in xs.iter().zip(e.iter()).zip(put).zip(neg) {
+            let (a, b) = m::log_inv_logit_and_neg_inv_logit_given(x, e);
+            to(p, a);
+            n.write(b);
+        }
+    }
     /// Runs of at most STAGE elements: `xs` whole, or each row of `z`
     /// lanes cut in runs when the values are summed per lane.
     #[inline(always)]
@@ -422,36 +442,18 @@ fn pair_wide(xs: &[f64], z: usize, value: PairValue, neg_inv_logit: &mut Vec<f64
     ) {
         let mut e = [0.0f64; STAGE];
         if sums.is_empty() {
-            for ((xs, value), neg) in xs
-                .chunks(STAGE)
-                .zip(value.chunks_mut(STAGE))
-                .zip(neg.chunks_mut(STAGE))
-            {
-                for (e, &x) in e.iter_mut().zip(xs) {
-                    *e = m::branchless::exp_nonpos(-x.abs());
-                }
-                for (((&x, &e), v), n) in xs.iter().zip(&e).zip(value).zip(neg) {
-                    let (a, b) = m::log_inv_logit_and_neg_inv_logit_given(x, e);
+            let runs = xs.chunks(STAGE).zip(neg.chunks_mut(STAGE));
+            for ((xs, neg), value) in runs.zip(value.chunks_mut(STAGE)) {
+                stage(xs, &mut e, neg, value, |v, a| {
                     v.write(a);
-                    n.write(b);
-                }
+                });
             }
             return;
         }
         for (row, neg) in xs.chunks_exact(z).zip(neg.chunks_exact_mut(z)) {
-            for ((xs, neg), sums) in row
-                .chunks(STAGE)
-                .zip(neg.chunks_mut(STAGE))
-                .zip(sums.chunks_mut(STAGE))
-            {
-                for (e, &x) in e.iter_mut().zip(xs) {
-                    *e = m::branchless::exp_nonpos(-x.abs());
-                }
-                for (((&x, &e), s), n) in xs.iter().zip(&e).zip(sums).zip(neg) {
-                    let (a, b) = m::log_inv_logit_and_neg_inv_logit_given(x, e);
-                    *s += a;
-                    n.write(b);
-                }
+            let runs = row.chunks(STAGE).zip(neg.chunks_mut(STAGE));
+            for ((xs, neg), sums) in runs.zip(sums.chunks_mut(STAGE)) {
+                stage(xs, &mut e, neg, sums, |s, a| *s += a);
             }
         }
     }
@@ -1283,26 +1285,29 @@ mod tests {
         }
         // The pair: both functions' bits from one pass.
         for len in [xs.len(), 1, 3, 8, 13] {
-            let src = &xs[xs.len() - len..];
-            let x = Slot::Real(Dense::new(Shape::Vector(len), 1, src.to_vec()));
-            let Some((Slot::Real(value), Slot::Real(neg))) = log_inv_logit_pair(&x) else {
-                panic!("not paired")
-            };
-            assert_eq!((value.data.len(), neg.data.len()), (len, len));
-            for ((x, a), b) in src.iter().zip(&value.data).zip(&neg.data) {
-                assert_eq!(
-                    a.to_bits(),
-                    m::log_inv_logit(*x).to_bits(),
-                    "log_inv_logit({x})"
-                );
-                assert_eq!(b.to_bits(), m::inv_logit(-*x).to_bits(), "inv_logit(-{x})");
-            }
+            pair_is_both_maps(&xs[xs.len() - len..]);
         }
         let shared = Slot::shared(Value::Vector(vec![1.0]));
         assert!(log_inv_logit_pair(&shared).is_none());
         assert!(sum_log_inv_logit_pair(&shared).is_none());
         assert!(!map_wide(Prim::Exp, false, Wide::InPlace(&mut xs)));
         assert!(!map_wide(Prim::Exp, true, Wide::InPlace(&mut xs)));
+    }
+
+    /// [`log_inv_logit_pair`] of `src` (one lane) gives both functions'
+    /// bits.
+    fn pair_is_both_maps(src: &[f64]) {
+        let len = src.len();
+        let x = Slot::Real(Dense::new(Shape::Vector(len), 1, src.to_vec()));
+        let Some((Slot::Real(value), Slot::Real(neg))) = log_inv_logit_pair(&x) else {
+            panic!("not paired")
+        };
+        assert_eq!((value.data.len(), neg.data.len()), (len, len));
+        for ((x, a), b) in src.iter().zip(&value.data).zip(&neg.data) {
+            let want = m::log_inv_logit(*x).to_bits();
+            assert_eq!(a.to_bits(), want, "log_inv_logit({x})");
+            assert_eq!(b.to_bits(), m::inv_logit(-*x).to_bits(), "inv_logit(-{x})");
+        }
     }
 
     /// Values over the logistic functions' ranges and edges.
@@ -1328,19 +1333,7 @@ mod tests {
     #[test]
     fn log_inv_logit_pair_in_stages_and_summed_per_lane() {
         // Several runs of the kernel's stages, and a short last one.
-        let xs = logistic_inputs(3 * STAGE + 37);
-        let x = Slot::Real(Dense::new(Shape::Vector(xs.len()), 1, xs.clone()));
-        let Some((Slot::Real(value), Slot::Real(neg))) = log_inv_logit_pair(&x) else {
-            panic!("not paired")
-        };
-        for ((x, a), b) in xs.iter().zip(&value.data).zip(&neg.data) {
-            assert_eq!(
-                a.to_bits(),
-                m::log_inv_logit(*x).to_bits(),
-                "log_inv_logit({x})"
-            );
-            assert_eq!(b.to_bits(), m::inv_logit(-*x).to_bits(), "inv_logit(-{x})");
-        }
+        pair_is_both_maps(&logistic_inputs(3 * STAGE + 37));
         // Summed: each lane's terms in element order from −0.0, as `sum`.
         for (n, z) in [(1, MIN_SUM_LANES), (3, 300), (5, 4 * STAGE + 7)] {
             let data = logistic_inputs(n * z);

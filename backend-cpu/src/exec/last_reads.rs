@@ -33,37 +33,19 @@
 
 use language::batch::pc::effects::{self, Effects};
 use language::batch::{cfg, pc};
+use language::interp::IntHasher;
 use language::mir::{Expr, ExprKind, Origin, Stmt, StmtKind, VarId, VarInfo};
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 /// The variables each statement's last read moves, by the statement's
 /// address in the program it was computed for.
 #[derive(Debug, Default)]
 pub struct LastReads {
-    by_stmt: HashMap<usize, Arc<[VarId]>, BuildHasherDefault<AddressHasher>>,
-}
-
-/// Hashes an address by multiplying it (looked up once per statement run:
-/// SipHash was ~2% of eight schools' one-chain gradient).
-#[derive(Default)]
-struct AddressHasher(u64);
-
-impl Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-
-    fn write_usize(&mut self, x: usize) {
-        self.0 = (x as u64 >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
+    /// (Hashed by a multiplication: SipHash, looked up once per statement
+    /// run, was ~2% of eight schools' one-chain gradient.)
+    by_stmt: HashMap<usize, Arc<[VarId]>, BuildHasherDefault<IntHasher>>,
 }
 
 /// One op of a block: a statement (where reads may move) or another op

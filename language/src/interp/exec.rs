@@ -34,13 +34,14 @@ pub fn nested_call<R>(call: impl FnOnce() -> R) -> R {
 /// The variables of one user-function call. Keyed by small integers and
 /// built on every call: hashed by a multiplication, not SipHash (function
 /// calls dominate the cost of running ODE systems and the sampler).
-pub(crate) type Frame = HashMap<VarId, Value, BuildHasherDefault<VarIdHasher>>;
+pub(crate) type Frame = HashMap<VarId, Value, BuildHasherDefault<IntHasher>>;
 
-/// Fibonacci hashing of a [`VarId`].
+/// Fibonacci hashing of small integers such as a [`VarId`] and of
+/// addresses (the batched executors' per-statement tables).
 #[derive(Default)]
-pub(crate) struct VarIdHasher(u64);
+pub struct IntHasher(u64);
 
-impl Hasher for VarIdHasher {
+impl Hasher for IntHasher {
     fn finish(&self) -> u64 {
         self.0
     }
@@ -51,6 +52,10 @@ impl Hasher for VarIdHasher {
     }
     fn write_u32(&mut self, i: u32) {
         self.0 = (self.0 ^ u64::from(i)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn write_usize(&mut self, i: usize) {
+        // Addresses are multiples of 8: their low bits carry nothing.
+        self.0 = (self.0 ^ (i as u64 >> 3)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }
 

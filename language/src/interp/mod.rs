@@ -35,7 +35,7 @@ mod rng;
 mod values;
 
 pub use error::{ErrorKind, RuntimeError};
-pub use exec::{MAX_CALL_DEPTH, nested_call};
+pub use exec::{IntHasher, MAX_CALL_DEPTH, nested_call};
 pub use frame::GradFrame;
 pub use ode::MEMO_CAPACITY as ODE_MEMO_CAPACITY;
 pub use pc_exec::SharedTrace;
