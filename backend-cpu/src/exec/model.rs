@@ -681,7 +681,9 @@ fn split_here<T: Send, F: Fn(std::ops::Range<usize>) -> Result<Vec<T>> + Sync>(
         // `shared` sets (after a panic too).
         pool.spawn(move || unsafe { help(at) });
     }
-    shared.work();
+    // A panic here must not unwind past the helpers still using `shared`:
+    // caught, waited out, then resumed.
+    let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shared.work()));
     let mut spins = 0u32;
     while shared.running.load(Ordering::Acquire) > 0 {
         if spins < 1 << 16 {
@@ -690,6 +692,9 @@ fn split_here<T: Send, F: Fn(std::ops::Range<usize>) -> Result<Vec<T>> + Sync>(
         } else {
             std::thread::yield_now();
         }
+    }
+    if let Err(payload) = mine {
+        std::panic::resume_unwind(payload);
     }
     if shared.panicked.load(Ordering::Relaxed) {
         panic!("a sub-batch's thread panicked");
