@@ -658,6 +658,11 @@ impl BatchedModel {
 /// other), yielding its core after a while. The helpers are spawned
 /// jobs, not a rayon scope's: a scope's end is a sleep the helper's last
 /// step must wake (~100–190 µs on this VM, after every call).
+///
+/// Never called from one of `pool`'s own threads (the caller would spin
+/// while its helpers wait behind it): [`BatchedModel::split`] uses it only
+/// for programs without calls, whose pool runs nothing but these helpers,
+/// and a sub-batch never splits again.
 fn split_here<T: Send, F: Fn(std::ops::Range<usize>) -> Result<Vec<T>> + Sync>(
     pool: &rayon::ThreadPool,
     ranges: &[std::ops::Range<usize>],
