@@ -84,7 +84,7 @@ fn check(mir: &language::mir::Program, stmts: &[&Stmt], reads: &LastReads) {
 
 #[test]
 fn last_reads_of_block_local_variables_move() {
-    let (mir, cfg) = compile();
+    let (_, cfg) = compile();
     let reads = LastReads::of_cfg(&cfg);
     let stmts: Vec<&Stmt> = cfg
         .functions
@@ -105,7 +105,6 @@ fn last_reads_of_block_local_variables_move() {
         })
         .collect();
     check(&pc.mir, &stmts, &reads);
-    let _ = mir;
 }
 
 struct NoExternals;

@@ -92,9 +92,10 @@ fn on_running(ops: StmtOps, st: &mut State, active: &Lanes) -> Result<()> {
         return Ok(());
     }
     // Borrowed out of the state for the run (no reference count touched
-    // per statement).
+    // per statement); an empty table is not looked up.
     let last_reads = st.last_reads.take();
-    let done = run_each(ops, st, active, last_reads.as_deref());
+    let table = last_reads.as_deref().filter(|m| !m.is_empty());
+    let done = run_each(ops, st, active, table);
     st.last_reads = last_reads;
     done
 }

@@ -67,11 +67,7 @@ impl LastReads {
         self.by_stmt.get(&(std::ptr::from_ref(s) as usize))
     }
 
-    /// Number of statements with a move.
-    pub fn len(&self) -> usize {
-        self.by_stmt.len()
-    }
-
+    /// No statement moves anything.
     pub fn is_empty(&self) -> bool {
         self.by_stmt.is_empty()
     }

@@ -49,6 +49,7 @@ mod model;
 mod pc;
 pub mod profile;
 mod schedule;
+mod split;
 
 pub use host::{BatchAnswer, BatchHost, NoHost};
 pub use model::{BatchedModel, GradientColumns, LaneResult, LogDensityGradient};
