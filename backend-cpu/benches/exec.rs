@@ -7,8 +7,11 @@
 //! this machine's float64 GEMM rate and the logistic regression's achieved
 //! GFLOP/s (4·N·D flops per gradient: Xβ and Xᵀȳ), and hand-written Rust
 //! gradients of the same models (checked against bat's) as the Z = 1
-//! baseline. Prints a table. `BAT_BENCH_ONLY=NAME` runs the problems
-//! whose name contains NAME.
+//! baseline, and the same gradient compiled to machine code
+//! (`backend_cuda::native`: the generated code built with g++, one thread,
+//! lane by lane; `bat bench --backend native`), checked against the
+//! hand-written one. Prints a table. `BAT_BENCH_ONLY=NAME` runs the
+//! problems whose name contains NAME.
 //!
 //! It allocates with mimalloc, as the `bat` binary does (the system
 //! allocator made the batched figures 5–15% lower than `bat bench`'s, so
@@ -270,6 +273,52 @@ fn main() {
                 }
             }
         }
+        native_rows(&cfg, &m, n, hand_rate, th, &grad);
         println!();
+    }
+}
+
+/// The compiled gradient (one thread) at every Z, after checking it
+/// against the hand-written one (`th`, `hand_grad`).
+fn native_rows(
+    cfg: &language::batch::cfg::Program,
+    m: &Model,
+    n: usize,
+    hand_rate: f64,
+    th: &[f64],
+    hand_grad: &[f64],
+) {
+    use backend_cuda::native::NativeGradient;
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()));
+    let mut native = match NativeGradient::new(cfg, m.clone(), 1) {
+        Ok(native) => native,
+        Err(e) => {
+            println!("  native: {e}");
+            return;
+        }
+    };
+    let one = native.log_density_gradient_columns(th, 1, true).unwrap();
+    let (_, grad) = one[0].as_ref().unwrap();
+    for (a, b) in grad.iter().zip(hand_grad) {
+        assert!(close(*a, *b), "native gradient {a} vs hand-written {b}");
+    }
+    for &z in SIZES {
+        let mut native = native.sibling(z);
+        let lanes = thetas(n, z);
+        let columns: Vec<f64> = (0..n)
+            .flat_map(|c| lanes.iter().map(move |t| t[c]))
+            .collect();
+        let per_s = z as f64
+            * rate(|| {
+                std::hint::black_box(native.evaluate_columns(&columns, z, true).unwrap());
+            });
+        println!(
+            "  {:>8} {:>8} {:>7} {:>14.0} {:>12.3}",
+            "native",
+            1,
+            z,
+            per_s,
+            per_s / hand_rate
+        );
     }
 }

@@ -253,7 +253,7 @@ pub(crate) fn refuse_missing(not_generated: &[NotGenerated]) -> Result<(), Gradi
 }
 
 /// The device code for other AD stack capacities (after an overflow).
-fn regenerate(
+pub(crate) fn regenerate(
     pc: &pc::Program,
     model: &Model,
     capacities: &[usize],
@@ -490,17 +490,7 @@ impl GradientDevice {
     /// The failure site `site` of the gradient program as the error the
     /// interpreter would give (None for an unknown site).
     pub fn site_error(&self, site: usize) -> Option<RuntimeError> {
-        let site = self.loaded.program.sites.get(site)?;
-        Some(RuntimeError {
-            kind: match site.kind {
-                FailKind::Rejection => ErrorKind::Rejection,
-                FailKind::Constraint => ErrorKind::Constraint,
-                FailKind::IndexOutOfRange => ErrorKind::IndexOutOfRange,
-                FailKind::Fatal | FailKind::StackOverflow => ErrorKind::Fatal,
-            },
-            message: site.message.clone(),
-            span: Some(site.span),
-        })
+        site_error(&self.loaded.program, site)
     }
 
     /// One evaluation of `lanes` (compact θ `[k][i]`) on the device.
@@ -708,5 +698,21 @@ fn load(
         gathered: alloc_f64((GATHERED_HEADER + n) * n_lanes)?,
         module,
         program,
+    })
+}
+
+/// Failure site `site` of `program` as the error the interpreter would
+/// give (None for an unknown site).
+pub(crate) fn site_error(program: &DeviceProgram, site: usize) -> Option<RuntimeError> {
+    let site = program.sites.get(site)?;
+    Some(RuntimeError {
+        kind: match site.kind {
+            FailKind::Rejection => ErrorKind::Rejection,
+            FailKind::Constraint => ErrorKind::Constraint,
+            FailKind::IndexOutOfRange => ErrorKind::IndexOutOfRange,
+            FailKind::Fatal | FailKind::StackOverflow => ErrorKind::Fatal,
+        },
+        message: site.message.clone(),
+        span: Some(site.span),
     })
 }

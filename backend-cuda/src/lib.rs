@@ -12,6 +12,10 @@
 //!   entry for every lane — bat's sampler program, NUTS itself
 //!   ([`sampler::SamplerDevice`]) — with the model's gradient device
 //!   answering its gradient calls on the device.
+//! - [`native`]: the same generated code compiled for the host CPU with
+//!   g++ and run in-process lane by lane ([`native::NativeGradient`],
+//!   `bat bench --backend native`): gradients without an interpreter's
+//!   per-op cost.
 //! - [`device`]: host orchestration through cudarc (context, buffers,
 //!   module load, launches over the active lanes).
 //! - [`device_mode`]: which driver the device tests run against — the
@@ -48,6 +52,7 @@ pub mod codegen;
 pub mod device;
 pub mod device_mode;
 pub mod gradient;
+pub mod native;
 pub mod nvrtc;
 pub mod probe;
 pub mod sampler;

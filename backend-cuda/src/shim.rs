@@ -76,7 +76,7 @@ pub fn build_module(
     dir: &Path,
     name: &str,
 ) -> Result<PathBuf, ShimError> {
-    build(source, kernels, dir, name, "BAT_SHIM_EXPORT")
+    build(source, kernels, dir, name, "BAT_SHIM_EXPORT", "-O1")
 }
 
 /// [`build_module`] for kernels whose threads never synchronize: each
@@ -87,8 +87,37 @@ pub fn build_module_serial(
     dir: &Path,
     name: &str,
 ) -> Result<PathBuf, ShimError> {
-    build(source, kernels, dir, name, "BAT_SHIM_EXPORT_SERIAL")
+    build(source, kernels, dir, name, "BAT_SHIM_EXPORT_SERIAL", "-O1")
 }
+
+/// [`build_module_serial`] optimized for speed (`-O2`, still without
+/// fused multiply-adds, so results stay the shim's bit for bit), with
+/// `defines` (preprocessor lines) before the kernels: the native
+/// executor's build ([`crate::native`]).
+pub fn build_module_optimized(
+    source: &str,
+    defines: &str,
+    kernels: &[&str],
+    dir: &Path,
+    name: &str,
+) -> Result<PathBuf, ShimError> {
+    let source = format!("{defines}{source}");
+    build(
+        &source,
+        kernels,
+        dir,
+        name,
+        "BAT_SHIM_EXPORT_SERIAL",
+        OPTIMIZED_FLAGS,
+    )
+}
+
+/// The optimization flags of [`build_module_optimized`]. Initial-exec TLS:
+/// the shim's launch indices are thread-locals, read by every kernel call;
+/// the general model's `__tls_get_addr` call per read cost a quarter of a
+/// one-lane gradient (a library loaded after start-up may use it: glibc
+/// keeps static TLS room for such small thread-locals).
+pub const OPTIMIZED_FLAGS: &str = "-O2 -ftls-model=initial-exec";
 
 fn build(
     source: &str,
@@ -96,6 +125,7 @@ fn build(
     dir: &Path,
     name: &str,
     export: &str,
+    optimization: &str,
 ) -> Result<PathBuf, ShimError> {
     write(&dir.join("cuda_on_cpu.h"), SHIM_HEADER)?;
     let kernel_file = format!("{name}.cu");
@@ -109,9 +139,9 @@ fn build(
     let library = dir.join(format!("{name}.so"));
     let out = library.to_string_lossy().into_owned();
     // -ffp-contract=off: no fused multiply-adds, like NVRTC with --fmad=false.
-    let args = [
-        "-std=c++20",
-        "-O1",
+    let mut args = vec!["-std=c++20"];
+    args.extend(optimization.split(' '));
+    args.extend([
         "-ffp-contract=off",
         "-fPIC",
         "-shared",
@@ -124,7 +154,7 @@ fn build(
         "-o",
         &out,
         &wrapper_file,
-    ];
+    ]);
     run("g++", &args, dir)?;
     Ok(library)
 }
@@ -157,7 +187,9 @@ pub fn build_stub_libcuda(dir: &Path) -> Result<PathBuf, ShimError> {
     Ok(library)
 }
 
-type LaunchFn = unsafe extern "C" fn(u32, u32, u32, u32, u32, u32, u32, *mut *mut c_void);
+/// A kernel's launcher in a shim library: grid (x, y, z), block (x, y,
+/// z), shared bytes, pointers to the arguments.
+pub type LaunchFn = unsafe extern "C" fn(u32, u32, u32, u32, u32, u32, u32, *mut *mut c_void);
 
 /// A shim library loaded in this process.
 pub struct ShimModule {
@@ -172,6 +204,15 @@ impl ShimModule {
             error: e.to_string(),
         })?;
         Ok(ShimModule { library })
+    }
+
+    /// The launcher of `kernel`.
+    pub fn launcher(&self, kernel: &str) -> Result<LaunchFn, ShimError> {
+        let symbol = format!("bat_shim_launch_{kernel}");
+        // SAFETY: BAT_SHIM_EXPORT defines the symbol with this signature.
+        unsafe { self.library.get::<LaunchFn>(symbol.as_bytes()) }
+            .map(|f| *f)
+            .map_err(|_| ShimError::NoKernel(kernel.to_string()))
     }
 
     /// Launch `kernel` on a 1-D grid.

@@ -1,11 +1,14 @@
 //! `bat bench`: how many log-density gradient evaluations per second the
-//! batched CPU executor does on a user's model, per number of chains
-//! (lanes of one batch), at random inits (uniform(−2, 2) unconstrained, as
-//! Stan's).
+//! batched CPU executor (or, with `--backend native`, the gradient program
+//! compiled to machine code: [`backend_cuda::native`]) does on a user's
+//! model, per number of chains (lanes of one batch), at random inits
+//! (uniform(−2, 2) unconstrained, as Stan's).
 
 use super::model::{self, Reported};
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
+use backend_cuda::native::NativeGradient;
 use language::interp::Rng;
+use rayon::prelude::*;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -16,6 +19,7 @@ pub struct Options<'a> {
     pub chains: &'a [usize],
     pub batching: &'a [Batching],
     pub threads: usize,
+    pub backend: Backend,
     /// Time spent measuring each chain count, at least one evaluation.
     pub seconds: f64,
     pub json: bool,
@@ -49,9 +53,28 @@ fn init_sets(n: usize, chains: usize, threads: usize) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// What evaluates the gradients.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// backend-cpu's batched executors.
+    Cpu,
+    /// The generated code compiled with g++, lane by lane.
+    Native,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Cpu => "cpu",
+            Backend::Native => "native",
+        }
+    }
+}
+
 /// One measurement.
 struct Row {
     chains: usize,
+    backend: Backend,
     batching: Batching,
     threads: usize,
     batches: usize,
@@ -91,6 +114,10 @@ fn measure(opts: &Options) -> Result<Vec<Row>, Reported> {
         Reported
     })?;
     let data = model::data_path(opts.file, opts.data);
+    if opts.backend == Backend::Native {
+        let m = model::instantiate(&compiled, data.as_deref())?;
+        return measure_native(opts, &compiled.file.name, &cfg, m);
+    }
     let mut rows = Vec::new();
     for &batching in opts.batching {
         let config = ExecConfig {
@@ -133,6 +160,7 @@ fn measure(opts: &Options) -> Result<Vec<Row>, Reported> {
             }
             rows.push(Row {
                 chains,
+                backend: Backend::Cpu,
                 batching,
                 threads: opts.threads,
                 batches,
@@ -144,12 +172,122 @@ fn measure(opts: &Options) -> Result<Vec<Row>, Reported> {
     Ok(rows)
 }
 
+/// Time `evaluate` (one batch per call, results kept opaque) for
+/// `opts.seconds` after one untimed call: (batches, seconds).
+fn time_batches<E>(
+    opts: &Options,
+    mut evaluate: impl FnMut() -> Result<(), E>,
+) -> Result<(usize, f64), E> {
+    evaluate()?;
+    let budget = Duration::from_secs_f64(opts.seconds.max(0.0));
+    let start = Instant::now();
+    let mut batches = 0;
+    loop {
+        evaluate()?;
+        batches += 1;
+        // The clock read every 16 batches: a batch of one compiled
+        // gradient takes a few hundred ns, a clock read ~30.
+        if batches % 16 == 0 && start.elapsed() >= budget {
+            return Ok((batches, start.elapsed().as_secs_f64()));
+        }
+    }
+}
+
+/// `bat bench --backend native`: the compiled gradient, each thread
+/// evaluating its share of the lanes with its own executor (one compile).
+fn measure_native(
+    opts: &Options,
+    name: &str,
+    cfg: &language::batch::cfg::Program,
+    model: language::interp::Model,
+) -> Result<Vec<Row>, Reported> {
+    let report = |e: &dyn std::fmt::Display| {
+        eprintln!("error: {name}: {e}");
+        Reported
+    };
+    let threads = match opts.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        t => t,
+    };
+    let first = NativeGradient::new(cfg, model, 1).map_err(|e| report(&e))?;
+    let n = first.model().num_unconstrained();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| report(&e))?;
+    let mut rows = Vec::new();
+    for &chains in opts.chains {
+        let sets = init_sets(n, chains, opts.threads);
+        // Each thread's lanes: a contiguous share, its points as compact
+        // `[coordinate][lane]` columns.
+        let share = chains.div_ceil(threads);
+        let shares: Vec<(usize, usize)> = (0..chains)
+            .step_by(share)
+            .map(|a| (a, (a + share).min(chains)))
+            .collect();
+        let columns: Vec<Vec<Vec<f64>>> = sets
+            .iter()
+            .map(|set| {
+                shares
+                    .iter()
+                    .map(|&(a, b)| {
+                        (0..n)
+                            .flat_map(|c| set[c * chains + a..c * chains + b].iter().copied())
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        // Executors sized for their share (the host loop lists all of an
+        // executor's lanes at every step).
+        let mut executors: Vec<NativeGradient> =
+            shares.iter().map(|&(a, b)| first.sibling(b - a)).collect();
+        let active = &mut executors[..];
+        let mut next = 0;
+        let mut failed_lanes = None;
+        let (batches, seconds) = time_batches(opts, || {
+            let set = &columns[next];
+            next = (next + 1) % columns.len();
+            let failed = if active.len() == 1 {
+                let k = shares[0].1 - shares[0].0;
+                active[0]
+                    .evaluate_columns(&set[0], k, true)
+                    .map(|r| r.failures.len())
+            } else {
+                pool.install(|| {
+                    active
+                        .par_iter_mut()
+                        .zip(set.par_iter().zip(&shares))
+                        .map(|(e, (x, &(a, b)))| {
+                            e.evaluate_columns(x, b - a, true).map(|r| r.failures.len())
+                        })
+                        .sum()
+                })
+            };
+            let failed: usize = failed.map_err(|e| report(&e))?;
+            failed_lanes.get_or_insert(failed);
+            Ok::<(), Reported>(())
+        })?;
+        rows.push(Row {
+            chains,
+            backend: Backend::Native,
+            batching: Batching::ProgramCounter,
+            threads: opts.threads,
+            batches,
+            seconds,
+            failed_lanes: failed_lanes.unwrap_or(0),
+        });
+    }
+    Ok(rows)
+}
+
 fn json(rows: &[Row]) -> String {
     let items: Vec<serde_json::Value> = rows
         .iter()
         .map(|r| {
             serde_json::json!({
                 "chains": r.chains,
+                "backend": r.backend.name(),
                 "batching": r.batching.name(),
                 "threads": r.threads,
                 "grad_evals_per_s": r.grad_evals_per_s(),
@@ -168,13 +306,14 @@ fn table(file: &Path, rows: &[Row]) -> String {
         file.display()
     );
     out += &format!(
-        "{:>8}  {:>8}  {:>16}  {:>14}  {:>8}\n",
-        "chains", "batching", "grad evals/s", "µs per batch", "failed"
+        "{:>8}  {:>8}  {:>8}  {:>16}  {:>14}  {:>8}\n",
+        "chains", "backend", "batching", "grad evals/s", "µs per batch", "failed"
     );
     for r in rows {
         out += &format!(
-            "{:>8}  {:>8}  {:>16.0}  {:>14.1}  {:>8}\n",
+            "{:>8}  {:>8}  {:>8}  {:>16.0}  {:>14.1}  {:>8}\n",
             r.chains,
+            r.backend.name(),
             r.batching.name(),
             r.grad_evals_per_s(),
             1e6 * r.seconds / r.batches as f64,

@@ -167,6 +167,12 @@ enum Command {
         /// Threads the batch is split over (0: one per core).
         #[arg(long, default_value_t = 0)]
         threads: usize,
+        /// What evaluates the gradients: `cpu` interprets the batching IR
+        /// over the whole batch (backend-cpu); `native` compiles the
+        /// gradient program to machine code with g++ and runs it lane by
+        /// lane (the CUDA backend's generated code, on the CPU).
+        #[arg(long, value_enum, default_value_t = bench::Backend::Cpu)]
+        backend: bench::Backend,
         /// Seconds spent measuring each chain count.
         #[arg(long, default_value_t = 1.0)]
         seconds: f64,
@@ -407,6 +413,7 @@ pub fn run() -> ExitCode {
             chains,
             batching,
             threads,
+            backend,
             seconds,
             format,
             color,
@@ -418,6 +425,7 @@ pub fn run() -> ExitCode {
                 chains: &chains,
                 batching: &batching,
                 threads,
+                backend,
                 seconds,
                 json: format == BenchFormat::Json,
                 color: color.for_stderr(),

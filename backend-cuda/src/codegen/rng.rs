@@ -94,16 +94,16 @@ __device__ inline double bat_draw_normal(double* state, long long base, int lane
 __device__ inline BatRng bat_rng_load(const double* state, long long base, int lane, int n_lanes) {
     BatRng r;
     unsigned int w[10];
-    for (int i = 0; i < 10; ++i) w[i] = (unsigned int)state[(base + i) * n_lanes + lane];
+    for (int i = 0; i < 10; ++i) w[i] = (unsigned int)state[BAT_SLOT(base + i)];
     r.key0 = w[0]; r.key1 = w[1]; r.chain = w[2]; r.draw_lo = w[3]; r.draw_hi = w[4]; r.block = w[5];
     for (int i = 0; i < 4; ++i) r.buffer[i] = w[6 + i];
-    r.used = (int)state[(base + 10) * n_lanes + lane];
+    r.used = (int)state[BAT_SLOT(base + 10)];
     return r;
 }
 __device__ inline void bat_rng_store(const BatRng* r, double* state, long long base, int lane, int n_lanes) {
     const unsigned int w[10] = {r->key0, r->key1, r->chain, r->draw_lo, r->draw_hi, r->block,
                                 r->buffer[0], r->buffer[1], r->buffer[2], r->buffer[3]};
-    for (int i = 0; i < 10; ++i) state[(base + i) * n_lanes + lane] = (double)w[i];
-    state[(base + 10) * n_lanes + lane] = (double)r->used;
+    for (int i = 0; i < 10; ++i) state[BAT_SLOT(base + i)] = (double)w[i];
+    state[BAT_SLOT(base + 10)] = (double)r->used;
 }
 "#;

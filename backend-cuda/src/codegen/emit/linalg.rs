@@ -214,7 +214,7 @@ fn right_hand_side(
 
 fn state_buffer(base: usize) -> Buffer {
     Buffer {
-        ptr: format!("(state + (long long)({base}) * n_lanes + lane)"),
-        stride: "(long long)n_lanes".to_string(),
+        ptr: format!("(state + BAT_SLOT({base}))"),
+        stride: "BAT_SLOT_STRIDE".to_string(),
     }
 }

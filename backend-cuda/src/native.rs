@@ -1,0 +1,533 @@
+//! The native executor of gradient programs: the CUDA C that
+//! [`crate::codegen`] generates for a gradient program, compiled for the
+//! host CPU with g++ (`-O2`, against the CUDA-on-CPU shim header) and run
+//! in this process, lane after lane ([`NativeGradient`]).
+//!
+//! Why it exists: backend-cpu interprets the batching IR one op at a time
+//! over all lanes, which amortizes its per-op cost (a few hundred ns:
+//! operand lists, shapes, allocation) over a batch but pays all of it at
+//! one chain; eight schools' gradient then costs ~15 µs where a
+//! hand-written one costs ~0.1 µs. Compiled code pays no per-op cost, so
+//! this executor reaches a hand-written gradient's speed at Z = 1
+//! (`bat bench --backend native`). It reuses the CUDA backend's code
+//! generator unchanged (one thread per lane becomes one loop iteration
+//! per lane), so it runs exactly the models `--backend cuda` runs and,
+//! like the stub driver's kernels, equals backend-cpu bit for bit
+//! (`-ffp-contract=off`: no fused multiply-adds).
+//!
+//! The host loop is the gradient device's (program-counter autobatching:
+//! start the lanes, repeatedly list the running lanes by the block they
+//! wait at and run the lowest-numbered such block over exactly those
+//! lanes, gather), with plain memory instead of device buffers, direct
+//! calls instead of launches, and the listing done by the host itself. A lane whose AD stacks overflow is run
+//! again with larger stacks (recompiled), as on the device.
+//!
+//! Lane state is lane-major here (slot `k` of lane `l` at
+//! `state[l * n_slots + k]`, the generated code's `BAT_SLOT` macro): one
+//! lane's slots are contiguous, as a lane runs alone on a core. The
+//! device's structure-of-arrays layout would put each of a lane's slots
+//! `n_lanes` doubles apart (a page apart at 1,024 lanes: one TLB miss per
+//! slot read, 10× slower).
+//!
+//! Compiled libraries are cached by a hash of their source under
+//! `$BAT_NATIVE_CACHE` (default `$XDG_CACHE_HOME/bat/native` or
+//! `~/.cache/bat/native`), so a model compiles once per data set.
+
+use std::ffi::c_void;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use language::batch::{cfg, pc};
+use language::interp::{Model, RuntimeError};
+
+use crate::codegen::program::{
+    DeviceProgram, GATHER_KERNEL, GATHERED_HEADER, GEMM_ROWS_PER_THREAD, Launch, START_KERNEL,
+};
+use crate::codegen::{FailKind, PC_SLOT, STATUS_SLOT};
+use crate::gradient::{GradientDeviceError, LaneGradient, device_program, regenerate, site_error};
+use crate::shim::{self, LaunchFn, ShimModule};
+
+/// A gradient program compiled for the host, shared by every
+/// [`NativeGradient`] of a model (the library holds no state).
+pub struct NativeProgram {
+    program: DeviceProgram,
+    /// Keeps the launchers below valid.
+    _module: ShimModule,
+    start: LaunchFn,
+    gather: LaunchFn,
+    /// Per block: its kernels with their grid rows (1 for a lane kernel).
+    blocks: Vec<Vec<(LaunchFn, u32)>>,
+}
+
+// SAFETY: the launchers are plain functions of a loaded library (kept
+// alive by `_module`); kernels touch only the memory passed to them and
+// thread-local launch indices, so any thread may call them.
+unsafe impl Send for NativeProgram {}
+unsafe impl Sync for NativeProgram {}
+
+impl NativeProgram {
+    /// Compile `program` (from the cache when it was compiled before).
+    fn compile(program: DeviceProgram) -> Result<NativeProgram, GradientDeviceError> {
+        let failed = |e: String| GradientDeviceError::Compile(e);
+        let names = program.kernel_names();
+        let defines = format!(
+            "#define BAT_N_SLOTS {}LL\n\
+             #define BAT_SLOT(k) ((long long)lane * BAT_N_SLOTS + (long long)(k))\n\
+             #define BAT_SLOT_STRIDE 1LL\n",
+            program.layout.n_slots()
+        );
+        let library = cached_library(&program.source, &defines, &names).map_err(failed)?;
+        let module = ShimModule::load(&library).map_err(|e| failed(e.to_string()))?;
+        let launcher = |name: &str| module.launcher(name).map_err(|e| failed(e.to_string()));
+        let mut blocks = Vec::with_capacity(program.blocks.len());
+        for launches in &program.blocks {
+            let mut steps = Vec::with_capacity(launches.len());
+            for step in launches {
+                let rows = match step {
+                    Launch::Lanes { .. } => 1,
+                    Launch::Gemm { rows, .. } => rows.div_ceil(GEMM_ROWS_PER_THREAD).max(1),
+                    Launch::External(e) => {
+                        return Err(GradientDeviceError::Setup(format!(
+                            "the gradient program calls the external function {}",
+                            e.function
+                        )));
+                    }
+                };
+                steps.push((launcher(step.kernel())?, rows as u32));
+            }
+            blocks.push(steps);
+        }
+        Ok(NativeProgram {
+            start: launcher(&program.helper(START_KERNEL))?,
+            gather: launcher(&program.helper(GATHER_KERNEL))?,
+            blocks,
+            _module: module,
+            program,
+        })
+    }
+
+    /// The generated code being run.
+    pub fn program(&self) -> &DeviceProgram {
+        &self.program
+    }
+}
+
+/// The cache directory of compiled libraries (None: no home to put it in).
+fn cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("BAT_NATIVE_CACHE").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("bat").join("native"))
+}
+
+/// The library for `source`: from the cache, or compiled into it (built
+/// in a temporary directory and renamed, so concurrent processes never
+/// load a half-written file). Without a cache directory, compiled into a
+/// temporary directory that lives as long as the process.
+fn cached_library(source: &str, defines: &str, kernels: &[String]) -> Result<PathBuf, String> {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let flags = shim::OPTIMIZED_FLAGS;
+    (
+        env!("CARGO_PKG_VERSION"),
+        shim::SHIM_HEADER,
+        flags,
+        defines,
+        source,
+        kernels,
+    )
+        .hash(&mut hasher);
+    let key = format!("{:016x}", hasher.finish());
+    let cached = cache_dir().map(|d| d.join(format!("{key}.so")));
+    if let Some(path) = &cached
+        && path.exists()
+    {
+        return Ok(path.clone());
+    }
+    let names: Vec<&str> = kernels.iter().map(String::as_str).collect();
+    let build_dir = match &cached {
+        Some(path) => {
+            let dir = path.parent().expect("a file in the cache directory");
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("could not create {}: {e}", dir.display()))?;
+            tempfile::tempdir_in(dir)
+        }
+        None => tempfile::tempdir(),
+    }
+    .map_err(|e| format!("temporary directory: {e}"))?;
+    let built = shim::build_module_optimized(source, defines, &names, build_dir.path(), "model")
+        .map_err(|e| e.to_string())?;
+    match cached {
+        Some(path) => {
+            std::fs::rename(&built, &path).map_err(|e| {
+                format!(
+                    "could not move {} to {}: {e}",
+                    built.display(),
+                    path.display()
+                )
+            })?;
+            Ok(path)
+        }
+        None => {
+            // The library must outlive this function: keep its directory.
+            let kept = build_dir.keep();
+            Ok(kept.join(built.file_name().expect("a library file")))
+        }
+    }
+}
+
+/// A model's gradient program compiled for the host, with the state of
+/// `lanes` lanes.
+pub struct NativeGradient {
+    pc: pc::Program,
+    model: Model,
+    n_lanes: usize,
+    stack_capacities: Vec<usize>,
+    compiled: Arc<NativeProgram>,
+    state: Vec<f64>,
+    data: Vec<f64>,
+    counts: Vec<i32>,
+    lists: Vec<i32>,
+    active: Vec<i32>,
+    gathered: Vec<f64>,
+    /// Blocks run by the last evaluation (for tests and benchmarks).
+    pub last_steps: usize,
+}
+
+impl NativeGradient {
+    /// Generate and compile the gradient program of `model` (lowered to
+    /// the CFG `grad_cfg`) for a batch of `lanes` lanes. A program with an
+    /// op the code generator lacks is refused, naming the ops.
+    pub fn new(
+        grad_cfg: &cfg::Program,
+        model: Model,
+        lanes: usize,
+    ) -> Result<NativeGradient, GradientDeviceError> {
+        let (pc, program, stack_capacities) = device_program(grad_cfg, &model)?;
+        let compiled = Arc::new(NativeProgram::compile(program)?);
+        Ok(NativeGradient::with_program(
+            pc,
+            model,
+            stack_capacities,
+            compiled,
+            lanes,
+        ))
+    }
+
+    /// Another executor of the same compiled program (no compilation),
+    /// with its own state for `lanes` lanes: one per thread.
+    pub fn sibling(&self, lanes: usize) -> NativeGradient {
+        NativeGradient::with_program(
+            self.pc.clone(),
+            self.model.clone(),
+            self.stack_capacities.clone(),
+            self.compiled.clone(),
+            lanes,
+        )
+    }
+
+    fn with_program(
+        pc: pc::Program,
+        model: Model,
+        stack_capacities: Vec<usize>,
+        compiled: Arc<NativeProgram>,
+        lanes: usize,
+    ) -> NativeGradient {
+        let n_lanes = lanes.max(1);
+        let program = &compiled.program;
+        let n_slots = program.layout.n_slots();
+        // Every lane starts finished (program counter −1, status 0).
+        let mut state = vec![0.0; n_slots * n_lanes];
+        for lane in 0..n_lanes {
+            state[lane * n_slots + PC_SLOT] = -1.0;
+        }
+        let data = if program.layout.data.is_empty() {
+            vec![0.0]
+        } else {
+            program.layout.data.clone()
+        };
+        let n_blocks = program.blocks.len().max(1);
+        let gathered = vec![0.0; (GATHERED_HEADER + program.n_params) * n_lanes];
+        NativeGradient {
+            pc,
+            model,
+            n_lanes,
+            stack_capacities,
+            state,
+            data,
+            counts: vec![0; n_blocks],
+            lists: vec![0; n_blocks * n_lanes],
+            active: vec![0; n_lanes],
+            gathered,
+            compiled,
+            last_steps: 0,
+        }
+    }
+
+    pub fn lanes(&self) -> usize {
+        self.n_lanes
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The compiled program.
+    pub fn program(&self) -> &DeviceProgram {
+        &self.compiled.program
+    }
+
+    /// Room on each AD stack per lane (grown when a lane overflows it).
+    pub fn stack_capacities(&self) -> &[usize] {
+        &self.stack_capacities
+    }
+
+    /// Log density (with log |J| when `jacobian`) and gradient of lanes
+    /// `0..k` at `theta[c * k + i]` (coordinate `c` of lane `i`: the
+    /// `[coordinate][lane]` columns of backend-cpu's batched gradient),
+    /// as columns in this executor's memory (no allocation unless a lane
+    /// fails).
+    pub fn evaluate_columns(
+        &mut self,
+        theta: &[f64],
+        k: usize,
+        jacobian: bool,
+    ) -> Result<Evaluated<'_>, GradientDeviceError> {
+        let n = self.compiled.program.n_params;
+        if theta.len() != n * k {
+            return Err(GradientDeviceError::Setup(format!(
+                "{} coordinates given for {k} lanes of {n}",
+                theta.len()
+            )));
+        }
+        if k > self.n_lanes {
+            return Err(GradientDeviceError::Setup(format!(
+                "{k} lanes asked of an executor for {}",
+                self.n_lanes
+            )));
+        }
+        let mut failures = Vec::new();
+        loop {
+            self.run(theta, k, jacobian);
+            // A lane that overflowed an AD stack: all run again with larger
+            // stacks (rare: the stacks are sized from the interpreter).
+            let mut overflowed = false;
+            failures.clear();
+            for i in 0..k {
+                match self.lane_status(i, k) {
+                    LaneStatus::Done => {}
+                    LaneStatus::StackOverflow => overflowed = true,
+                    LaneStatus::Failed(e) => failures.push((i, e)),
+                }
+            }
+            if !overflowed {
+                break;
+            }
+            self.grow_stacks()?;
+        }
+        Ok(Evaluated {
+            k,
+            gathered: &self.gathered[..(GATHERED_HEADER + n) * k],
+            failures,
+        })
+    }
+
+    /// [`Self::evaluate_columns`] lane by lane: each lane's log density
+    /// and gradient, or its error.
+    pub fn log_density_gradient_columns(
+        &mut self,
+        theta: &[f64],
+        k: usize,
+        jacobian: bool,
+    ) -> Result<Vec<LaneGradient>, GradientDeviceError> {
+        let n = self.compiled.program.n_params;
+        let evaluated = self.evaluate_columns(theta, k, jacobian)?;
+        let mut lanes: Vec<LaneGradient> = (0..k)
+            .map(|i| {
+                let grad = (0..n).map(|c| evaluated.gradient(c)[i]).collect();
+                Ok((evaluated.log_density()[i], grad))
+            })
+            .collect();
+        for (i, e) in evaluated.failures {
+            lanes[i] = Err(e);
+        }
+        Ok(lanes)
+    }
+
+    /// Twice the AD stack capacity, recompiled.
+    fn grow_stacks(&mut self) -> Result<(), GradientDeviceError> {
+        for c in &mut self.stack_capacities {
+            *c *= 2;
+        }
+        let program = regenerate(&self.pc, &self.model, &self.stack_capacities)?;
+        let compiled = Arc::new(NativeProgram::compile(program)?);
+        *self = NativeGradient::with_program(
+            self.pc.clone(),
+            self.model.clone(),
+            self.stack_capacities.clone(),
+            compiled,
+            self.n_lanes,
+        );
+        Ok(())
+    }
+
+    /// Evaluate lanes `0..k` at the compact points `theta` (`[c][i]`),
+    /// their results gathered into `gathered`.
+    fn run(&mut self, theta: &[f64], k: usize, jacobian: bool) {
+        if k == 0 {
+            return;
+        }
+        for (i, a) in self.active[..k].iter_mut().enumerate() {
+            *a = i as i32;
+        }
+        let c = &self.compiled;
+        let n_lanes = self.n_lanes as i32;
+        let n_active = k as i32;
+        let state = self.state.as_mut_ptr();
+        let active = self.active.as_ptr();
+        {
+            let (jac, entry) = (if jacobian { 1.0f64 } else { 0.0 }, c.program.entry as i32);
+            let theta = theta.as_ptr();
+            let mut args = [
+                arg(&state),
+                arg(&theta),
+                arg(&active),
+                arg(&n_active),
+                arg(&n_lanes),
+                arg(&jac),
+                arg(&entry),
+            ];
+            // SAFETY: the start kernel's ABI (`codegen::program`): `state`
+            // holds n_slots × n_lanes, `theta` n × k, `active` k lanes
+            // below n_lanes.
+            unsafe { launch(c.start, k, 1, &mut args) };
+        }
+        let mut steps = 0;
+        let n_slots = c.program.layout.n_slots();
+        loop {
+            // The schedule kernel's work, on the host (lane-major state:
+            // two reads per lane, no launch): every running lane joins the
+            // list of the block it waits at.
+            self.counts.fill(0);
+            for lane in 0..self.n_lanes {
+                let slots = &self.state[lane * n_slots..];
+                if slots[STATUS_SLOT] != 0.0 || slots[PC_SLOT] < 0.0 {
+                    continue;
+                }
+                let b = slots[PC_SLOT] as usize;
+                self.lists[b * self.n_lanes + self.counts[b] as usize] = lane as i32;
+                self.counts[b] += 1;
+            }
+            let Some(b) = self.counts.iter().position(|&n| n > 0) else {
+                break;
+            };
+            let waiting = self.counts[b];
+            let list = self.lists[b * self.n_lanes..].as_ptr();
+            let data = self.data.as_ptr();
+            for &(kernel, rows) in &c.blocks[b] {
+                let mut args = [
+                    arg(&state),
+                    arg(&data),
+                    arg(&list),
+                    arg(&waiting),
+                    arg(&n_lanes),
+                ];
+                // SAFETY: lane/GEMM kernel ABI; `list` holds `waiting` lanes
+                // below n_lanes, written by the schedule kernel.
+                unsafe { launch(kernel, waiting as usize, rows, &mut args) };
+            }
+            steps += 1;
+        }
+        self.last_steps = steps;
+        {
+            let out = self.gathered.as_mut_ptr();
+            let mut args = [
+                arg(&state),
+                arg(&out),
+                arg(&active),
+                arg(&n_active),
+                arg(&n_lanes),
+            ];
+            // SAFETY: gather kernel ABI; `gathered` has (3 + n) × n_lanes.
+            unsafe { launch(c.gather, k, 1, &mut args) };
+        }
+    }
+
+    /// How lane `i` of the last evaluation (of `k` lanes) ended.
+    fn lane_status(&self, i: usize, k: usize) -> LaneStatus {
+        let out = &self.gathered;
+        let (status, site) = (out[i], out[k + i]);
+        if status == 0.0 {
+            return LaneStatus::Done;
+        }
+        let program = &self.compiled.program;
+        match program.sites.get(site as usize) {
+            Some(s) if s.kind == FailKind::StackOverflow => LaneStatus::StackOverflow,
+            Some(s) => {
+                let mut error = site_error(program, site as usize).expect("the site exists");
+                if !s.parts.is_empty() {
+                    // With the values the lane stored (`reject`, ODE failures).
+                    let n_slots = program.layout.n_slots();
+                    error.message = s.lane_message(|slot| self.state[i * n_slots + slot]);
+                }
+                LaneStatus::Failed(error)
+            }
+            None => LaneStatus::Failed(RuntimeError::fatal(format!(
+                "the native gradient reported an unknown failure (status {status}, site {site:?})"
+            ))),
+        }
+    }
+}
+
+enum LaneStatus {
+    Done,
+    StackOverflow,
+    Failed(RuntimeError),
+}
+
+/// The results of one evaluation of `k` lanes, as columns over the lanes.
+pub struct Evaluated<'a> {
+    k: usize,
+    /// The gather kernel's rows: status, site, log density, gradient.
+    gathered: &'a [f64],
+    /// The lanes that failed, with their errors (their columns' values
+    /// mean nothing).
+    pub failures: Vec<(usize, RuntimeError)>,
+}
+
+impl Evaluated<'_> {
+    /// Every lane's log density.
+    pub fn log_density(&self) -> &[f64] {
+        &self.gathered[2 * self.k..3 * self.k]
+    }
+
+    /// Coordinate `c` of every lane's gradient.
+    pub fn gradient(&self, c: usize) -> &[f64] {
+        let at = (GATHERED_HEADER + c) * self.k;
+        &self.gathered[at..at + self.k]
+    }
+}
+
+/// A kernel argument: a pointer to its value.
+fn arg<T>(value: &T) -> *mut c_void {
+    value as *const T as *mut c_void
+}
+
+/// Run `kernel` for `threads` threads (`rows` grid rows), one after
+/// another on this thread. One block of exactly `threads` threads: every
+/// kernel finds its thread as `blockIdx.x * blockDim.x + threadIdx.x`, and
+/// no thread past the last lane is run (the device's 128-thread blocks
+/// would cost 127 idle calls per launch at one lane).
+///
+/// # Safety
+/// `args` must match the kernel's parameters, and the memory they point
+/// to must be as large as the kernel's ABI says.
+unsafe fn launch(kernel: LaunchFn, threads: usize, rows: u32, args: &mut [*mut c_void]) {
+    let block = threads.max(1) as u32;
+    // SAFETY: forwarded from the caller.
+    unsafe { kernel(1, rows, 1, block, 1, 1, 0, args.as_mut_ptr()) };
+}

@@ -1,0 +1,226 @@
+//! The native executor ([`NativeGradient`]: the generated code compiled
+//! with g++ for the host and run in-process) against backend-cpu's
+//! batched executor, lane by lane, to 1e-12 relative as the stub driver's
+//! kernels are checked (in practice bit for bit: IEEE arithmetic without
+//! fused multiply-adds and the C library's functions on both sides): a
+//! representative set of examples and posteriordb models, failing lanes,
+//! AD stacks that grow, and results that do not depend on the batch.
+
+mod common;
+
+use common::lanes::{Case, case_from, check_lane, load, reference, theta};
+use std::path::PathBuf;
+
+use backend_cuda::native::NativeGradient;
+use language::interp::ErrorKind;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn corpus_model(name: &str) -> (PathBuf, PathBuf) {
+    let dir = std::env::var_os("BAT_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("../shared/corpus"))
+        .join("posteriordb")
+        .join(name);
+    (dir.join("model.stan"), dir.join("data.json"))
+}
+
+fn example(name: &str) -> (PathBuf, PathBuf) {
+    let path = repo_root().join("examples").join(format!("{name}.bat"));
+    (path.clone(), path.with_extension("data.json"))
+}
+
+/// Lanes 0..k at their points (`theta(n, lane, seed)`), as the executor's
+/// `[coordinate][lane]` columns.
+fn columns(n: usize, lanes: &[usize], seed: u64) -> (Vec<Vec<f64>>, Vec<f64>) {
+    let points: Vec<Vec<f64>> = lanes.iter().map(|&l| theta(n, l, seed)).collect();
+    let flat = (0..n)
+        .flat_map(|c| points.iter().map(move |p| p[c]))
+        .collect();
+    (points, flat)
+}
+
+/// Evaluate `points` natively and on backend-cpu, check every lane, return
+/// the native results.
+fn compare(
+    name: &str,
+    case: &Case,
+    native: &mut NativeGradient,
+    points: &[Vec<f64>],
+    jacobian: bool,
+) -> Vec<backend_cuda::gradient::LaneGradient> {
+    let n = case.model.num_unconstrained();
+    let k = points.len();
+    let flat: Vec<f64> = (0..n)
+        .flat_map(|c| points.iter().map(move |p| p[c]))
+        .collect();
+    let got = native
+        .log_density_gradient_columns(&flat, k, jacobian)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let want = reference(case)
+        .unwrap()
+        .log_density_gradient(points, jacobian)
+        .unwrap();
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        check_lane(&format!("{name}: lane {i} (jacobian {jacobian})"), g, w)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    got
+}
+
+/// Scalars and vectors, AD stacks, loops with `break`/`continue`, recursive
+/// user functions and a while loop whose trips differ by lane, GEMMs over
+/// data matrices, bounds of every kind, a Gaussian process (Cholesky,
+/// triangular solves) and ODE solves.
+#[test]
+fn native_gradients_equal_backend_cpu_lane_by_lane() {
+    let models = [
+        (
+            "eight_schools_noncentered",
+            example("eight_schools_noncentered"),
+        ),
+        ("loop_jumps", example("loop_jumps")),
+        ("recursion_while", example("recursion_while")),
+        (
+            "correlated_gaussian_100",
+            example("correlated_gaussian_100"),
+        ),
+        (
+            "kidiq-kidscore_interaction",
+            corpus_model("kidiq-kidscore_interaction"),
+        ),
+        ("sblrc-blr", corpus_model("sblrc-blr")),
+        ("gp_pois_regr-gp_regr", corpus_model("gp_pois_regr-gp_regr")),
+        (
+            "hudson_lynx_hare-lotka_volterra",
+            corpus_model("hudson_lynx_hare-lotka_volterra"),
+        ),
+    ];
+    const LANES: usize = 40;
+    for (name, (model, data)) in models {
+        let case = load(name, &model, &data).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut native = NativeGradient::new(&case.cfg, case.model.clone(), LANES)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let n = case.model.num_unconstrained();
+        let lanes: Vec<usize> = (0..LANES).collect();
+        for (seed, jacobian) in [(11, true), (12, false)] {
+            let (points, _) = columns(n, &lanes, seed);
+            let got = compare(name, &case, &mut native, &points, jacobian);
+            assert!(got.iter().any(Result::is_ok), "{name}: every lane failed");
+        }
+    }
+}
+
+/// A lane's result is the same bits whether it is evaluated alone or among
+/// 7 or 64 lanes (with other lanes at other points around it), on one
+/// executor or a sibling sharing its compiled program.
+#[test]
+fn a_lane_gives_the_same_bits_in_any_batch() {
+    let (model, data) = example("recursion_while");
+    let case = load("recursion_while", &model, &data).unwrap();
+    let n = case.model.num_unconstrained();
+    let mut native = NativeGradient::new(&case.cfg, case.model.clone(), 64).unwrap();
+    let all: Vec<usize> = (0..64).collect();
+    let (_, flat) = columns(n, &all, 5);
+    let batch = native
+        .log_density_gradient_columns(&flat, 64, true)
+        .unwrap();
+    for k in [1, 7] {
+        let mut small = native.sibling(k);
+        for start in [0, 20, 57] {
+            let lanes: Vec<usize> = (start..start + k).collect();
+            let (_, flat) = columns(n, &lanes, 5);
+            let got = small.log_density_gradient_columns(&flat, k, true).unwrap();
+            for (i, g) in got.iter().enumerate() {
+                let (lp, grad) = g.as_ref().unwrap();
+                let (lp0, grad0) = batch[start + i].as_ref().unwrap();
+                assert_eq!(lp.to_bits(), lp0.to_bits(), "lane {}", start + i);
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(grad), bits(grad0), "lane {}", start + i);
+            }
+        }
+    }
+}
+
+/// A negative scale rejects the lane (an argument check); an index
+/// computed from a parameter is out of range for some lanes; the other
+/// lanes go on. Errors have backend-cpu's kind and name the statement.
+#[test]
+fn lanes_fail_like_backend_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let case = case_from(
+        dir.path(),
+        "failing",
+        "data { int N; vector[N] y; }\nparameters { real mu; real s; real k; }\n\
+         model { y ~ normal(mu, s); target += y[1 + (k > 1)]; }\n",
+        r#"{"N": 1, "y": [0.5]}"#,
+    );
+    // (mu, s, k): fine; rejected (s < 0); index 2 out of range (k > 1).
+    let points = [
+        vec![0.1, 1.5, 0.0],
+        vec![0.1, -1.0, 0.0],
+        vec![0.2, 2.0, 3.0],
+        vec![0.3, 0.5, -2.0],
+    ];
+    let mut native = NativeGradient::new(&case.cfg, case.model.clone(), points.len()).unwrap();
+    let got = compare("failing", &case, &mut native, &points, true);
+    let kinds: Vec<Option<ErrorKind>> = got
+        .iter()
+        .map(|r| r.as_ref().err().map(|e| e.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            None,
+            Some(ErrorKind::Rejection),
+            Some(ErrorKind::IndexOutOfRange),
+            None
+        ]
+    );
+    let err = got[2].as_ref().unwrap_err();
+    assert!(
+        err.message.contains("index out of range"),
+        "{}",
+        err.message
+    );
+    assert!(err.span.is_some());
+    // The columns API lists the same failures.
+    let flat: Vec<f64> = (0..3)
+        .flat_map(|c| points.iter().map(move |p| p[c]))
+        .collect();
+    let evaluated = native.evaluate_columns(&flat, points.len(), true).unwrap();
+    let failed: Vec<usize> = evaluated.failures.iter().map(|(i, _)| *i).collect();
+    assert_eq!(failed, [1, 2]);
+}
+
+/// The AD stacks are sized from the interpreter at points in (−2, 2); a
+/// lane far outside runs its loop many more times, overflows them, and the
+/// batch is run again with larger stacks (recompiled), giving backend-cpu's
+/// result for every lane.
+#[test]
+fn stacks_grow_when_a_lane_overflows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let case = case_from(
+        dir.path(),
+        "looping",
+        "parameters { real<lower=0> a; }\nmodel {\n  real x = 0;\n  while (x < 10 * a) {\n    x = x + 1 + 0.001 * a;\n  }\n  target += -square(x) / 100 - a;\n}\n",
+        "{}",
+    );
+    let mut native = NativeGradient::new(&case.cfg, case.model.clone(), 3).unwrap();
+    let before = native.stack_capacities().to_vec();
+    assert!(
+        !before.is_empty() && before.iter().all(|&c| c < 200),
+        "{before:?}"
+    );
+    // a = exp(4.5): about 900 trips; exp(0.5): 17.
+    let points = [vec![0.5], vec![4.5], vec![-1.0]];
+    let got = compare("looping", &case, &mut native, &points, true);
+    assert!(got.iter().all(Result::is_ok), "{got:?}");
+    let after = native.stack_capacities();
+    assert!(
+        after.iter().zip(&before).any(|(a, b)| a > b),
+        "the stacks did not grow: {before:?} -> {after:?}"
+    );
+}
