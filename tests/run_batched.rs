@@ -1,10 +1,13 @@
-//! The batched sampler executors (`bat run --batching pc|local`) against
-//! the reference interpreter executor: identical events (draws, statistics,
-//! adaptation, totals) chain by chain; a chain's draws do not depend on the
-//! number of chains, the executor or the threads; and 64 batched chains
-//! recover eight schools' reference posterior (posteriordb).
+//! The batched sampler executors (`bat run --batching pc|local`) and the
+//! native one (`bat run --backend native`: sampler and gradient compiled
+//! with g++) against the reference interpreter executor: identical events
+//! (draws, statistics, adaptation, totals) chain by chain; a chain's draws
+//! do not depend on the number of chains, the executor or the threads; and
+//! 64 batched chains recover eight schools' reference posterior
+//! (posteriordb).
 
 use backend_cpu::exec::Batching;
+use bat::sampler::native::NativeExecutor;
 use bat::sampler::{
     BatchedExecutor, ChainJob, Event, InterpreterExecutor, SamplerExecutor, Settings,
 };
@@ -310,6 +313,86 @@ fn batched_draws_values_equal_the_interpreters() {
                     "chain {chain}, {batching:?}, {threads} threads, save_warmup {save_warmup}"
                 );
             }
+        }
+    }
+}
+
+/// The native executor compiled for `model` (the compile is cached).
+fn native(model: &Model, grad: &GradProgram, s: &Settings, threads: usize) -> NativeExecutor {
+    let job = ChainJob {
+        model,
+        grad,
+        settings: s,
+    };
+    NativeExecutor::new(&job, threads).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The compiled sampler gives every chain the interpreter's events, bit
+/// for bit, with more chains than a group of lanes
+/// (`backend_cuda::native_sampler::LANES_PER_GROUP`) on one and two
+/// threads.
+#[test]
+fn native_chains_equal_the_interpreter_chains() {
+    let (model, grad) = eight_schools();
+    let s = settings(40, 20);
+    let chains: Vec<usize> = (0..19).collect();
+    let truth = events(
+        &InterpreterExecutor { threads: 2 },
+        &model,
+        &grad,
+        &s,
+        &chains,
+    );
+    for threads in [1, 2] {
+        let ours = events(
+            &native(&model, &grad, &s, threads),
+            &model,
+            &grad,
+            &s,
+            &chains,
+        );
+        assert_eq!(ours.len(), chains.len(), "every chain ran");
+        for chain in &chains {
+            assert_eq!(
+                ours[chain], truth[chain],
+                "chain {chain}, {threads} threads"
+            );
+        }
+    }
+}
+
+/// Kept draws' values are computed in batches after the lanes have moved
+/// on: still each chain's interpreter values and random draws, and a
+/// `reject` in generated quantities ends its chain at that draw (later
+/// draws the lane made are dropped), with thinning and warmup draws.
+#[test]
+fn native_draws_values_equal_the_interpreters() {
+    let (model, grad) = generated();
+    let chains: Vec<usize> = (0..9).collect();
+    for save_warmup in [true, false] {
+        let s = Settings {
+            thin: 3,
+            save_warmup,
+            ..settings(40, 40)
+        };
+        let truth = events(
+            &InterpreterExecutor { threads: 1 },
+            &model,
+            &grad,
+            &s,
+            &chains,
+        );
+        let rejected = truth
+            .values()
+            .filter(|evs| evs.last().unwrap().contains("rare draw"))
+            .count();
+        assert!((1..chains.len()).contains(&rejected), "{rejected}");
+        let ours = events(&native(&model, &grad, &s, 2), &model, &grad, &s, &chains);
+        for chain in &chains {
+            assert_eq!(
+                ours[chain], truth[chain],
+                "chain {chain}, save_warmup {save_warmup}"
+            );
         }
     }
 }

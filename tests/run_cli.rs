@@ -757,3 +757,120 @@ fn save_warmup_and_thin_shape_the_groups() {
         );
     }
 }
+
+/// `--backend native` (sampler and gradient compiled with g++) writes the
+/// CPU backend's draws and statistics bit for bit, generated quantities
+/// included; its threads change nothing.
+#[test]
+fn native_backend_writes_the_cpu_backends_draws() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let run = |name: &str, extra: &[&str]| {
+        let output = dir.path().join(name);
+        let args = [
+            &[
+                "run",
+                s(&model),
+                "--chains",
+                "5",
+                "--warmup",
+                "60",
+                "--samples",
+                "40",
+                "--seed",
+                "11",
+                "-o",
+                s(&output),
+            ][..],
+            extra,
+        ]
+        .concat();
+        let out = bat(&args);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out.stderr));
+        read_draws(&output).unwrap()
+    };
+    let cpu = run("cpu.h5", &[]);
+    for threads in ["1", "2"] {
+        let native = run(
+            &format!("native{threads}.h5"),
+            &["--backend", "native", "--threads", threads],
+        );
+        let stats = |f: &bat::output::DrawFile| f.sample_stats.clone().unwrap();
+        for (a_group, b_group) in [
+            (&cpu.posterior, &native.posterior),
+            (&stats(&cpu), &stats(&native)),
+        ] {
+            assert_eq!(a_group.len(), b_group.len());
+            for (a, b) in a_group.iter().zip(b_group) {
+                assert_eq!(a.name, b.name);
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&a.values),
+                    bits(&b.values),
+                    "{} ({threads} threads)",
+                    a.name
+                );
+            }
+        }
+        assert!(native.posterior.iter().any(|v| v.name == "y_new"));
+    }
+}
+
+#[test]
+fn native_backend_refuses_local_batching() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let out = bat(&[
+        "run",
+        s(&model),
+        "--backend",
+        "native",
+        "--batching",
+        "local",
+        "-o",
+        s(&dir.path().join("o.h5")),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("with --backend native the sampler is compiled"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!dir.path().join("o.h5").exists(), "nothing ran");
+}
+
+/// A model with an op the code generator lacks is refused before
+/// sampling, naming the op's line; it never runs wrongly.
+#[test]
+fn native_backend_refuses_a_model_it_cannot_compile() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(
+        dir.path(),
+        "m.bat",
+        "parameters {\n  real<lower=0, upper=1> x;\n}\nmodel {\n  target += gamma_p(2, x);\n}\n",
+    );
+    let out = bat(&[
+        "run",
+        s(&model),
+        "--backend",
+        "native",
+        "--chains",
+        "2",
+        "-o",
+        s(&dir.path().join("o.h5")),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("error: the native backend cannot run this model yet"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("line 5, column 13: `gamma_p(2, x)`: primitive gamma_p"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(use --backend cpu)"), "{stderr}");
+    assert!(!dir.path().join("o.h5").exists());
+}

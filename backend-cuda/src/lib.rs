@@ -15,7 +15,8 @@
 //! - [`native`]: the same generated code compiled for the host CPU with
 //!   g++ and run in-process lane by lane ([`native::NativeGradient`],
 //!   `bat bench --backend native`): gradients without an interpreter's
-//!   per-op cost.
+//!   per-op cost; [`native_sampler::NativeSampler`] runs the sampler
+//!   program so too (`bat run --backend native`).
 //! - [`device`]: host orchestration through cudarc (context, buffers,
 //!   module load, launches over the active lanes).
 //! - [`device_mode`]: which driver the device tests run against — the
@@ -53,6 +54,7 @@ pub mod device;
 pub mod device_mode;
 pub mod gradient;
 pub mod native;
+pub mod native_sampler;
 pub mod nvrtc;
 pub mod probe;
 pub mod sampler;

@@ -53,7 +53,7 @@ use crate::shim::{self, LaunchFn, ShimModule};
 pub struct NativeProgram {
     program: DeviceProgram,
     /// Keeps the launchers below valid.
-    _module: ShimModule,
+    _library: NativeLibrary,
     start: LaunchFn,
     gather: LaunchFn,
     /// Per block: its kernels with their grid rows (1 for a lane kernel).
@@ -66,20 +66,56 @@ pub struct NativeProgram {
 unsafe impl Send for NativeProgram {}
 unsafe impl Sync for NativeProgram {}
 
+/// Generated code compiled for the host and loaded: a shim library with
+/// lane-major state (`n_slots` per lane).
+pub(crate) struct NativeLibrary {
+    module: ShimModule,
+}
+
+impl NativeLibrary {
+    /// Compile `source` exporting `kernels` (from the cache when it was
+    /// compiled before) and load it.
+    pub(crate) fn compile(
+        source: &str,
+        n_slots: usize,
+        kernels: &[String],
+    ) -> Result<NativeLibrary, GradientDeviceError> {
+        let failed = |e: String| GradientDeviceError::Compile(e);
+        let defines = format!(
+            "#define BAT_N_SLOTS {n_slots}LL\n\
+             #define BAT_SLOT(k) ((long long)lane * BAT_N_SLOTS + (long long)(k))\n\
+             #define BAT_SLOT_STRIDE 1LL\n"
+        );
+        let library = cached_library(source, &defines, kernels).map_err(failed)?;
+        let module = ShimModule::load(&library).map_err(|e| failed(e.to_string()))?;
+        Ok(NativeLibrary { module })
+    }
+
+    /// The address of the exported C function `name` (valid while the
+    /// library is).
+    pub(crate) fn function(&self, name: &str) -> Result<*const c_void, GradientDeviceError> {
+        self.module
+            .function(name)
+            .map_err(|e| GradientDeviceError::Compile(e.to_string()))
+    }
+
+    /// The launcher of `kernel` (valid while the library is).
+    pub(crate) fn launcher(&self, kernel: &str) -> Result<LaunchFn, GradientDeviceError> {
+        self.module
+            .launcher(kernel)
+            .map_err(|e| GradientDeviceError::Compile(e.to_string()))
+    }
+}
+
 impl NativeProgram {
     /// Compile `program` (from the cache when it was compiled before).
     fn compile(program: DeviceProgram) -> Result<NativeProgram, GradientDeviceError> {
-        let failed = |e: String| GradientDeviceError::Compile(e);
-        let names = program.kernel_names();
-        let defines = format!(
-            "#define BAT_N_SLOTS {}LL\n\
-             #define BAT_SLOT(k) ((long long)lane * BAT_N_SLOTS + (long long)(k))\n\
-             #define BAT_SLOT_STRIDE 1LL\n",
-            program.layout.n_slots()
-        );
-        let library = cached_library(&program.source, &defines, &names).map_err(failed)?;
-        let module = ShimModule::load(&library).map_err(|e| failed(e.to_string()))?;
-        let launcher = |name: &str| module.launcher(name).map_err(|e| failed(e.to_string()));
+        let library = NativeLibrary::compile(
+            &program.source,
+            program.layout.n_slots(),
+            &program.kernel_names(),
+        )?;
+        let launcher = |name: &str| library.launcher(name);
         let mut blocks = Vec::with_capacity(program.blocks.len());
         for launches in &program.blocks {
             let mut steps = Vec::with_capacity(launches.len());
@@ -102,7 +138,7 @@ impl NativeProgram {
             start: launcher(&program.helper(START_KERNEL))?,
             gather: launcher(&program.helper(GATHER_KERNEL))?,
             blocks,
-            _module: module,
+            _library: library,
             program,
         })
     }
@@ -149,16 +185,17 @@ fn cached_library(source: &str, defines: &str, kernels: &[String]) -> Result<Pat
         return Ok(path.clone());
     }
     let names: Vec<&str> = kernels.iter().map(String::as_str).collect();
-    let build_dir = match &cached {
-        Some(path) => {
-            let dir = path.parent().expect("a file in the cache directory");
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("could not create {}: {e}", dir.display()))?;
-            tempfile::tempdir_in(dir)
-        }
-        None => tempfile::tempdir(),
-    }
-    .map_err(|e| format!("temporary directory: {e}"))?;
+    // A cache directory that cannot be written: compile without caching.
+    let in_cache = cached.as_ref().and_then(|path| {
+        let dir = path.parent().expect("a file in the cache directory");
+        std::fs::create_dir_all(dir).ok()?;
+        tempfile::tempdir_in(dir).ok()
+    });
+    let cached = cached.filter(|_| in_cache.is_some());
+    let build_dir = match in_cache {
+        Some(dir) => dir,
+        None => tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?,
+    };
     let built = shim::build_module_optimized(source, defines, &names, build_dir.path(), "model")
         .map_err(|e| e.to_string())?;
     match cached {
@@ -404,16 +441,17 @@ impl NativeGradient {
             // SAFETY: the start kernel's ABI (`codegen::program`): `state`
             // holds n_slots × n_lanes, `theta` n × k, `active` k lanes
             // below n_lanes.
-            unsafe { launch(c.start, k, 1, &mut args) };
+            unsafe { call(c.start, k, 1, &mut args) };
         }
         let mut steps = 0;
         let n_slots = c.program.layout.n_slots();
         loop {
             // The schedule kernel's work, on the host (lane-major state:
             // two reads per lane, no launch): every running lane joins the
-            // list of the block it waits at.
+            // list of the block it waits at. Only lanes 0..k run (the
+            // others finished earlier evaluations).
             self.counts.fill(0);
-            for lane in 0..self.n_lanes {
+            for lane in 0..k {
                 let slots = &self.state[lane * n_slots..];
                 if slots[STATUS_SLOT] != 0.0 || slots[PC_SLOT] < 0.0 {
                     continue;
@@ -438,7 +476,7 @@ impl NativeGradient {
                 ];
                 // SAFETY: lane/GEMM kernel ABI; `list` holds `waiting` lanes
                 // below n_lanes, written by the schedule kernel.
-                unsafe { launch(kernel, waiting as usize, rows, &mut args) };
+                unsafe { call(kernel, waiting as usize, rows, &mut args) };
             }
             steps += 1;
         }
@@ -453,7 +491,7 @@ impl NativeGradient {
                 arg(&n_lanes),
             ];
             // SAFETY: gather kernel ABI; `gathered` has (3 + n) × n_lanes.
-            unsafe { launch(c.gather, k, 1, &mut args) };
+            unsafe { call(c.gather, k, 1, &mut args) };
         }
     }
 
@@ -505,6 +543,12 @@ impl Evaluated<'_> {
         &self.gathered[2 * self.k..3 * self.k]
     }
 
+    /// The gather kernel's rows (status, site, log density, gradient),
+    /// as the device sampler's answer kernels read them.
+    pub fn gathered(&self) -> &[f64] {
+        self.gathered
+    }
+
     /// Coordinate `c` of every lane's gradient.
     pub fn gradient(&self, c: usize) -> &[f64] {
         let at = (GATHERED_HEADER + c) * self.k;
@@ -526,7 +570,7 @@ fn arg<T>(value: &T) -> *mut c_void {
 /// # Safety
 /// `args` must match the kernel's parameters, and the memory they point
 /// to must be as large as the kernel's ABI says.
-unsafe fn launch(kernel: LaunchFn, threads: usize, rows: u32, args: &mut [*mut c_void]) {
+pub(crate) unsafe fn call(kernel: LaunchFn, threads: usize, rows: u32, args: &mut [*mut c_void]) {
     let block = threads.max(1) as u32;
     // SAFETY: forwarded from the caller.
     unsafe { kernel(1, rows, 1, block, 1, 1, 0, args.as_mut_ptr()) };

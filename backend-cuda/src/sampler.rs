@@ -47,6 +47,16 @@ pub trait RecordHost {
     /// Lane `lane` called `function` with `args`; an error stops the lane.
     fn record(&mut self, lane: usize, function: &str, args: Vec<Value>)
     -> Result<(), RuntimeError>;
+
+    /// Finish records the host kept for later (all of them when `all`,
+    /// else as many as it likes): the lanes whose kept records failed,
+    /// with their errors (they stop). The native executor calls it
+    /// between gradient evaluations; hosts that finish every record at
+    /// once keep nothing.
+    fn flush(&mut self, all: bool) -> Vec<(usize, RuntimeError)> {
+        let _ = all;
+        Vec::new()
+    }
 }
 
 /// How one lane ended: its gradient evaluations, or its error with the
@@ -498,7 +508,7 @@ impl SamplerDevice {
 }
 
 /// The values of arguments of `shapes` packed in `flat`.
-fn values(shapes: &[Shape], flat: &[f64]) -> Vec<Value> {
+pub(crate) fn values(shapes: &[Shape], flat: &[f64]) -> Vec<Value> {
     let mut out = Vec::new();
     let mut at = 0;
     for shape in shapes {

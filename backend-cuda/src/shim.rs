@@ -215,6 +215,15 @@ impl ShimModule {
             .map_err(|_| ShimError::NoKernel(kernel.to_string()))
     }
 
+    /// The address of the exported function `name` (call it only with
+    /// its C signature).
+    pub fn function(&self, name: &str) -> Result<*const c_void, ShimError> {
+        // SAFETY: only the symbol's address is read.
+        unsafe { self.library.get::<*const c_void>(name.as_bytes()) }
+            .map(|f| *f)
+            .map_err(|_| ShimError::NoKernel(name.to_string()))
+    }
+
     /// Launch `kernel` on a 1-D grid.
     ///
     /// # Safety

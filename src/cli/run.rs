@@ -7,6 +7,7 @@ use backend_cuda::gradient::GradientDeviceError;
 use bat::output::RunMetadata;
 use bat::sampler::collect::OutputSpec;
 use bat::sampler::cuda::{CudaExecutor, CudaGradients, CudaSamplerExecutor};
+use bat::sampler::native::NativeExecutor;
 use bat::sampler::{
     BatchedExecutor, ChainError, ChainJob, Init, InterpreterExecutor, Progress, ProgressState,
     SamplerExecutor, Settings, collect,
@@ -26,6 +27,9 @@ static STOP: AtomicBool = AtomicBool::new(false);
 pub enum Backend {
     Cpu,
     Cuda,
+    /// The sampler and gradient programs compiled to machine code (g++),
+    /// each chain a lane of host state, chains split over the threads.
+    Native,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,6 +147,34 @@ fn cuda_executor(
     }))
 }
 
+/// `--backend native`: the compiled sampler and gradient programs.
+fn native_executor(
+    opts: &Options,
+    job: &ChainJob<'_>,
+    compiled: &model::Compiled,
+) -> Result<Box<dyn SamplerExecutor + Send>, Reported> {
+    match NativeExecutor::new(job, opts.threads) {
+        Ok(executor) => Ok(Box::new(executor)),
+        Err(e) => {
+            match &e {
+                // It compiles the CUDA backend's generated code: the same
+                // ops are missing.
+                GradientDeviceError::Refused(_) => eprintln!(
+                    "error: the native backend cannot run this model yet (it has no code for the ops below)"
+                ),
+                _ => eprintln!("error: the native backend: {e}"),
+            }
+            for line in e.refused_lines(&compiled.file.text) {
+                eprintln!("  {}: {line}", compiled.file.name);
+            }
+            if matches!(e, GradientDeviceError::Refused(_)) {
+                eprintln!("  (use --backend cpu)");
+            }
+            Err(Reported)
+        }
+    }
+}
+
 /// Options that do not apply where the sampler runs are refused, never
 /// ignored.
 fn check_sampler_options(opts: &Options) -> Result<(), Reported> {
@@ -176,6 +208,11 @@ fn check_sampler_options(opts: &Options) -> Result<(), Reported> {
             );
         }
     }
+    if opts.backend == Backend::Native && opts.batching != Batching::Pc {
+        return refuse(
+            "--batching local batches the CPU backend's sampler program; with --backend native the sampler is compiled and each chain runs alone up to its next gradient, so there is no batching to choose (drop --batching, or use --backend cpu)",
+        );
+    }
     // Nothing would be kept: no file, and the run's adaptation lost.
     if opts.samples == 0 && !opts.save_warmup {
         return refuse(
@@ -184,10 +221,14 @@ fn check_sampler_options(opts: &Options) -> Result<(), Reported> {
     }
     // A pool of chains on fewer lanes needs lanes that start a new chain
     // while the others go on: only the host's program-counter executor.
-    if opts.lanes > 0 && (opts.batching != Batching::Pc || opts.sampler_on_device()) {
+    if opts.lanes > 0
+        && (opts.batching != Batching::Pc
+            || opts.sampler_on_device()
+            || opts.backend == Backend::Native)
+    {
         return refuse(
             "--lanes needs --batching pc with the sampler on the host \
-             (local batching and the device sampler run one lane per chain; with --backend cuda add --host-sampler)",
+             (local batching, the device sampler and --backend native run one lane per chain; with --backend cuda add --host-sampler)",
         );
     }
     Ok(())
@@ -267,6 +308,7 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
             Backend::Cpu => executor_name(opts.batching),
             Backend::Cuda if opts.sampler_on_device() => "cuda-sampler",
             Backend::Cuda => "cuda",
+            Backend::Native => "native",
         },
         "threads": opts.threads,
     });
@@ -297,6 +339,7 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
     let executor = match opts.backend {
         Backend::Cpu => executor(opts.batching, opts.threads, opts.lanes),
         Backend::Cuda => cuda_executor(opts, &job, &compiled)?,
+        Backend::Native => native_executor(opts, &job, &compiled)?,
     };
     let chains: Vec<usize> = (0..opts.chains).collect();
     let mut progress = Bar::new(opts.chains);

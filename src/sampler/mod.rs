@@ -31,6 +31,7 @@ mod executor;
 mod flushes;
 pub mod gradients;
 pub mod host;
+pub mod native;
 pub mod program;
 
 pub use batched::BatchedExecutor;

@@ -457,11 +457,17 @@ impl Layout {
     }
 
     /// Every stack whose depth an evaluation starts at 0.
+    /// Every stack, in slot order (so that generated code is the same text
+    /// from run to run: the native executor caches libraries by it).
     pub fn all_stacks(&self) -> impl Iterator<Item = &StackSlots> {
-        self.stacks
+        let mut all: Vec<&StackSlots> = self
+            .stacks
             .values()
             .chain(self.var_stacks.values())
             .chain(self.call_stack.iter())
+            .collect();
+        all.sort_by_key(|s| s.depth);
+        all.into_iter()
     }
 }
 

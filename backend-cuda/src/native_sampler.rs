@@ -1,0 +1,662 @@
+//! The native executor of a whole program run for every lane from one
+//! entry function — bat's sampler program (`nuts.stan`) for every chain —
+//! with the model's gradient program compiled likewise
+//! ([`NativeSampler`]): the device sampler's generated code
+//! ([`crate::codegen::entry`]) built with g++ for the host
+//! ([`crate::native`]), lane-major state in this process's memory.
+//!
+//! The host loop differs from the device's: there, each step runs one
+//! block for all lanes waiting at it (launches are costly, lanes many);
+//! here a call costs nanoseconds and a lane's state is contiguous, so each
+//! lane runs its blocks one after another (in a compiled dispatcher,
+//! [`advance_source`]) until it asks for a gradient (or ends), and then
+//! the gradients of all waiting lanes of its group ([`LANES_PER_GROUP`])
+//! are evaluated in one batch (by the compiled gradient program,
+//! [`NativeGradient`]). Chains thus still meet at every gradient
+//! evaluation, as with program-counter autobatching, but nothing runs for
+//! lanes that are not at a block.
+//! A lane's results do not depend on the order lanes run in (each has its
+//! own state and random stream), so every chain gets the draws the other
+//! backends give it.
+//!
+//! Calls without a result (`emit_draw`, `emit_adaptation`) are handed to
+//! the [`RecordHost`] as soon as the lane makes them.
+
+use language::batch::cfg;
+use language::interp::{ErrorKind, RuntimeError};
+use language::value::Value;
+
+use crate::codegen::entry::EntryProgram;
+use crate::codegen::program::{
+    GRADIENT_EVALUATIONS, GRADIENT_FAILED_SITE, LAST_GRADIENT_SITE, Launch, RECORD_COUNT,
+    RECORD_OVERFLOW_SITE, START_KERNEL,
+};
+use crate::codegen::shape::Shape;
+use crate::codegen::{FATAL_STATUS, FailKind, PC_SLOT, SITE_SLOT, STATUS_SLOT};
+use crate::gradient::{GradientDeviceError, refuse_missing};
+use crate::native::{NativeGradient, NativeLibrary, call};
+use crate::sampler::{GRADIENT_FUNCTION, LaneOutcome, RecordHost, generate, values};
+use crate::shim::LaunchFn;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// Records a lane's buffer holds (each is handed over at once).
+const RECORD_CAPACITY: usize = 2;
+
+/// Lanes run together, their gradients evaluated in one batch. Each lane's
+/// state is tens of kB (stacks sized for 100 nested calls): a group this
+/// small stays in cache while it runs, where running all of a thread's
+/// lanes round-robin goes to memory for every lane's every block (eight
+/// schools, 1,000 chains × (300 + 300), 2 threads: 4.9 s with 16 lanes, 5.3
+/// with 8, 6.2 with 64, 10.4 with all 500). Lanes are independent, so the
+/// grouping changes no lane's draws.
+pub const LANES_PER_GROUP: usize = 16;
+
+/// The sampler program compiled for the host (shared by siblings).
+struct Compiled {
+    program: EntryProgram,
+    _library: NativeLibrary,
+    /// Runs one lane's blocks up to its next external call ([`advance_source`]).
+    advance: AdvanceFn,
+    start: LaunchFn,
+    /// Per block: its launches, compiled.
+    blocks: Vec<Vec<Step>>,
+}
+
+// SAFETY: see `NativeProgram` (plain functions of a loaded library).
+unsafe impl Send for Compiled {}
+unsafe impl Sync for Compiled {}
+
+enum Step {
+    /// Run by the dispatcher.
+    Lanes,
+    Record {
+        pack: LaunchFn,
+        call: usize,
+    },
+    Gradient {
+        pack: LaunchFn,
+        answer: LaunchFn,
+    },
+}
+
+/// A program resident in host memory for `lanes` lanes, with the model's
+/// compiled gradient program.
+pub struct NativeSampler {
+    compiled: Arc<Compiled>,
+    gradient: NativeGradient,
+    n_lanes: usize,
+    n_slots: usize,
+    state: Vec<f64>,
+    data: Vec<f64>,
+    records: Vec<f64>,
+    packed: Vec<f64>,
+    /// The error of each lane's last failed gradient evaluation.
+    last_errors: Vec<Option<RuntimeError>>,
+    /// Gradient evaluations of the last run: batches, lanes over all
+    /// batches, and lanes of the groups the batches were for.
+    pub gradient_calls: u64,
+    pub gradient_lanes: u64,
+    pub gradient_slots: u64,
+}
+
+impl NativeSampler {
+    /// Generate and compile `program_cfg` run from `entry` with arguments
+    /// of `params`' shapes, its gradient calls answered by `gradient`
+    /// (one lane per lane of this program). A program with an op the
+    /// generator lacks is refused.
+    pub fn new(
+        program_cfg: &cfg::Program,
+        entry: &str,
+        params: &[Shape],
+        gradient: NativeGradient,
+    ) -> Result<NativeSampler, GradientDeviceError> {
+        let program = generate(program_cfg, entry, params)?;
+        refuse_missing(&program.not_generated)?;
+        if let Some(e) = program
+            .externals
+            .iter()
+            .find(|e| e.answer.is_some() && e.function != GRADIENT_FUNCTION)
+        {
+            return Err(GradientDeviceError::Setup(format!(
+                "the program's external function {} returns a value (only {GRADIENT_FUNCTION} may)",
+                e.function
+            )));
+        }
+        let source = format!("{}{}", program.source, advance_source(&program));
+        let library =
+            NativeLibrary::compile(&source, program.layout.n_slots(), &program.kernel_names())?;
+        // SAFETY: `advance_source` defines the function with this signature.
+        let advance: AdvanceFn = unsafe { std::mem::transmute(library.function(ADVANCE)?) };
+        let mut blocks = Vec::with_capacity(program.blocks.len());
+        for launches in &program.blocks {
+            let mut steps = Vec::with_capacity(launches.len());
+            for launch in launches {
+                steps.push(match launch {
+                    Launch::Lanes { .. } | Launch::Gemm { .. } => Step::Lanes,
+                    Launch::External(e) => match &e.answer {
+                        None => Step::Record {
+                            pack: library.launcher(&e.pack)?,
+                            call: e.id,
+                        },
+                        Some(answer) => Step::Gradient {
+                            pack: library.launcher(&e.pack)?,
+                            answer: library.launcher(answer)?,
+                        },
+                    },
+                });
+            }
+            blocks.push(steps);
+        }
+        let compiled = Compiled {
+            advance,
+            start: library.launcher(&program.helper(START_KERNEL))?,
+            blocks,
+            _library: library,
+            program,
+        };
+        Ok(NativeSampler::with_compiled(Arc::new(compiled), gradient))
+    }
+
+    /// Another executor of the same compiled programs for `lanes` lanes
+    /// (no compilation): one per thread.
+    pub fn sibling(&self, lanes: usize) -> NativeSampler {
+        NativeSampler::with_compiled(self.compiled.clone(), self.gradient.sibling(lanes))
+    }
+
+    fn with_compiled(compiled: Arc<Compiled>, gradient: NativeGradient) -> NativeSampler {
+        let n_lanes = gradient.lanes();
+        let program = &compiled.program;
+        let n_slots = program.layout.n_slots();
+        let mut state = vec![0.0; n_slots * n_lanes];
+        advise_huge_pages(&mut state);
+        for lane in 0..n_lanes {
+            state[lane * n_slots + PC_SLOT] = -1.0;
+        }
+        let data = if program.layout.data.is_empty() {
+            vec![0.0]
+        } else {
+            program.layout.data.clone()
+        };
+        let packed_width = program
+            .externals
+            .iter()
+            .map(|e| e.width())
+            .max()
+            .unwrap_or(0);
+        NativeSampler {
+            records: vec![0.0; (n_lanes * RECORD_CAPACITY * program.record_width()).max(1)],
+            packed: vec![0.0; (packed_width * n_lanes).max(1)],
+            last_errors: vec![None; n_lanes],
+            gradient_calls: 0,
+            gradient_lanes: 0,
+            gradient_slots: 0,
+            compiled,
+            gradient,
+            n_lanes,
+            n_slots,
+            state,
+            data,
+        }
+    }
+
+    pub fn lanes(&self) -> usize {
+        self.n_lanes
+    }
+
+    pub fn gradient(&self) -> &NativeGradient {
+        &self.gradient
+    }
+
+    fn slot(&self, lane: usize, slot: usize) -> f64 {
+        self.state[lane * self.n_slots + slot]
+    }
+
+    /// Run every lane from the entry with arguments `args[lane]`; lane
+    /// `lane` draws from the CPU's stream 0 of chain `chains[lane]` under
+    /// `seed`. Records go to `host` lane by lane in order.
+    pub fn run(
+        &mut self,
+        args: &[Vec<Value>],
+        chains: &[u32],
+        seed: u64,
+        host: &mut dyn RecordHost,
+    ) -> Result<Vec<LaneOutcome>, GradientDeviceError> {
+        let n_lanes = self.n_lanes;
+        if args.len() != n_lanes || chains.len() != n_lanes {
+            return Err(GradientDeviceError::Setup(format!(
+                "{} argument lists and {} chains for {n_lanes} lanes",
+                args.len(),
+                chains.len()
+            )));
+        }
+        let compiled = self.compiled.clone();
+        let program = &compiled.program;
+        // The entry's arguments as [value][lane].
+        let width = program.args_width();
+        let mut packed_args = vec![0.0; (width * n_lanes).max(1)];
+        for (lane, lane_args) in args.iter().enumerate() {
+            let mut flat = Vec::new();
+            for a in lane_args {
+                a.flatten_reals(&mut flat);
+            }
+            if flat.len() != width {
+                return Err(GradientDeviceError::Setup(format!(
+                    "lane {lane}: {} argument values, expected {width}",
+                    flat.len()
+                )));
+            }
+            for (k, x) in flat.into_iter().enumerate() {
+                packed_args[k * n_lanes + lane] = x;
+            }
+        }
+        let chain_ids: Vec<i32> = chains.iter().map(|&c| c as i32).collect();
+        {
+            let state = self.state.as_mut_ptr();
+            let (a, c) = (packed_args.as_ptr(), chain_ids.as_ptr());
+            let (lanes, entry) = (n_lanes as i32, program.entry as i32);
+            let mut argv = [
+                arg(&state),
+                arg(&a),
+                arg(&c),
+                arg(&lanes),
+                arg(&seed),
+                arg(&entry),
+            ];
+            // SAFETY: start kernel ABI (codegen::entry): `state` holds
+            // n_slots × n_lanes, `packed_args` every lane's arguments,
+            // `chain_ids` n_lanes chains.
+            unsafe { call(compiled.start, n_lanes, 1, &mut argv) };
+        }
+        self.gradient_calls = 0;
+        self.gradient_lanes = 0;
+        self.gradient_slots = 0;
+        self.last_errors.fill(None);
+        let mut failed: Vec<Option<RuntimeError>> = vec![None; n_lanes];
+        // Each lane's place: (block, next launch); a lane between blocks
+        // reads its program counter.
+        let mut cursor: Vec<(usize, usize)> = vec![(usize::MAX, 0); n_lanes];
+        let mut waiting: Vec<((usize, usize), usize)> = Vec::with_capacity(n_lanes);
+        let mut group: Vec<i32> = Vec::with_capacity(n_lanes);
+        for first in (0..n_lanes).step_by(LANES_PER_GROUP) {
+            let last = (first + LANES_PER_GROUP).min(n_lanes);
+            self.run_group(
+                &compiled,
+                first..last,
+                &mut cursor,
+                host,
+                &mut failed,
+                &mut waiting,
+                &mut group,
+            )?;
+        }
+        self.stop_failed(host.flush(true), &mut failed);
+        Ok(self.outcomes(failed))
+    }
+
+    /// Run lanes `lanes` to their ends, their gradients evaluated together.
+    #[allow(clippy::too_many_arguments)]
+    fn run_group(
+        &mut self,
+        compiled: &Compiled,
+        lanes: std::ops::Range<usize>,
+        cursor: &mut [(usize, usize)],
+        host: &mut dyn RecordHost,
+        failed: &mut [Option<RuntimeError>],
+        waiting: &mut Vec<((usize, usize), usize)>,
+        group: &mut Vec<i32>,
+    ) -> Result<(), GradientDeviceError> {
+        let slots = lanes.len() as u64;
+        let mut running: Vec<usize> = lanes.collect();
+        while !running.is_empty() {
+            waiting.clear();
+            for &lane in &running {
+                if let Some(at) = self.advance(compiled, lane, &mut cursor[lane], host, failed) {
+                    waiting.push((at, lane));
+                }
+            }
+            running.clear();
+            self.stop_failed(host.flush(false), failed);
+            waiting.sort_unstable();
+            let mut i = 0;
+            while i < waiting.len() {
+                let at = waiting[i].0;
+                group.clear();
+                while i < waiting.len() && waiting[i].0 == at {
+                    group.push(waiting[i].1 as i32);
+                    i += 1;
+                }
+                self.answer_gradients(compiled, at, group)?;
+                self.gradient_slots += slots;
+                for &lane in group.iter() {
+                    cursor[lane as usize] = (at.0, at.1 + 1);
+                    running.push(lane as usize);
+                }
+            }
+            running.sort_unstable();
+        }
+        Ok(())
+    }
+
+    /// Run lane `lane` from `at` until it asks for a gradient (its place
+    /// then) or ends (None). The blocks run in the compiled dispatcher;
+    /// records are handed over here.
+    fn advance(
+        &mut self,
+        compiled: &Compiled,
+        lane: usize,
+        at: &mut (usize, usize),
+        host: &mut dyn RecordHost,
+        failed: &mut [Option<RuntimeError>],
+    ) -> Option<(usize, usize)> {
+        loop {
+            let from = if at.0 == usize::MAX {
+                -1
+            } else {
+                ((at.0 as i64) << 16) | at.1 as i64
+            };
+            // SAFETY: the dispatcher's ABI (`advance_source`): `state` holds
+            // n_slots × n_lanes and `lane` < n_lanes.
+            let reached = unsafe {
+                (compiled.advance)(
+                    self.state.as_mut_ptr(),
+                    self.data.as_ptr(),
+                    lane as i32,
+                    self.n_lanes as i32,
+                    from,
+                )
+            };
+            if reached < 0 {
+                return None;
+            }
+            *at = ((reached >> 16) as usize, (reached & 0xffff) as usize);
+            match &compiled.blocks[at.0][at.1] {
+                Step::Record { pack, call: id } => {
+                    let (state, data) = (self.state.as_mut_ptr(), self.data.as_ptr());
+                    let records = self.records.as_mut_ptr();
+                    let active = lane as i32;
+                    let active_ptr: *const i32 = &active;
+                    let (one, n_lanes) = (1i32, self.n_lanes as i32);
+                    let (width, cap) = (
+                        compiled.program.record_width() as i32,
+                        RECORD_CAPACITY as i32,
+                    );
+                    let mut argv = [
+                        arg(&state),
+                        arg(&data),
+                        arg(&active_ptr),
+                        arg(&one),
+                        arg(&n_lanes),
+                        arg(&records),
+                        arg(&width),
+                        arg(&cap),
+                    ];
+                    // SAFETY: pack kernel ABI; `records` holds `cap`
+                    // records of `width` per lane.
+                    unsafe { call(*pack, 1, 1, &mut argv) };
+                    self.hand_over_record(compiled, lane, *id, host, failed);
+                    at.1 += 1;
+                }
+                Step::Gradient { .. } => return Some(*at),
+                Step::Lanes => unreachable!("the dispatcher runs lane kernels itself"),
+            }
+        }
+    }
+
+    /// Stop the lanes whose records the host refused after all.
+    fn stop_failed(
+        &mut self,
+        refused: Vec<(usize, RuntimeError)>,
+        failed: &mut [Option<RuntimeError>],
+    ) {
+        for (lane, error) in refused {
+            if failed[lane].is_none() {
+                failed[lane] = Some(error);
+            }
+            self.state[lane * self.n_slots + STATUS_SLOT] = FATAL_STATUS;
+        }
+    }
+
+    /// Hand lane `lane`'s record (of call `id`) to `host` and empty its
+    /// buffer; a refused record stops the lane.
+    fn hand_over_record(
+        &mut self,
+        compiled: &Compiled,
+        lane: usize,
+        id: usize,
+        host: &mut dyn RecordHost,
+        failed: &mut [Option<RuntimeError>],
+    ) {
+        let program = &compiled.program;
+        let base = lane * self.n_slots;
+        let count_slot = base + program.layout.reserved + RECORD_COUNT;
+        let count = self.state[count_slot] as usize;
+        let width = program.record_width();
+        for c in 0..count {
+            if failed[lane].is_some() {
+                break;
+            }
+            let rec = &self.records[(lane * RECORD_CAPACITY + c) * width..][..width];
+            let call = program
+                .externals
+                .get(rec[0] as usize)
+                .filter(|e| e.id == id);
+            let result = match call {
+                Some(call) => host.record(lane, &call.function, values(&call.args, &rec[1..])),
+                None => Err(RuntimeError::fatal(format!(
+                    "the native sampler wrote a record of an unknown call {}",
+                    rec[0]
+                ))),
+            };
+            if let Err(e) = result {
+                failed[lane] = Some(e);
+                self.state[base + STATUS_SLOT] = FATAL_STATUS;
+            }
+        }
+        self.state[count_slot] = 0.0;
+    }
+
+    /// The gradient call at `at` for `lanes`: pack their points, evaluate
+    /// them in one batch, write each lane's answer.
+    fn answer_gradients(
+        &mut self,
+        compiled: &Compiled,
+        at: (usize, usize),
+        lanes: &[i32],
+    ) -> Result<(), GradientDeviceError> {
+        let Step::Gradient { pack, answer } = &compiled.blocks[at.0][at.1] else {
+            unreachable!("lanes wait only at gradient calls");
+        };
+        let k = lanes.len();
+        let n = self.gradient.program().n_params;
+        let n_lanes = self.n_lanes as i32;
+        let n_active = k as i32;
+        let state = self.state.as_mut_ptr();
+        let data = self.data.as_ptr();
+        let active = lanes.as_ptr();
+        {
+            let out = self.packed.as_mut_ptr();
+            let (width, cap) = (0i32, 0i32);
+            let mut argv = [
+                arg(&state),
+                arg(&data),
+                arg(&active),
+                arg(&n_active),
+                arg(&n_lanes),
+                arg(&out),
+                arg(&width),
+                arg(&cap),
+            ];
+            // SAFETY: pack kernel ABI; `packed` holds the widest call's
+            // values for every lane.
+            unsafe { call(*pack, k, 1, &mut argv) };
+        }
+        self.gradient_calls += 1;
+        self.gradient_lanes += k as u64;
+        let evaluated = self
+            .gradient
+            .evaluate_columns(&self.packed[..n * k], k, true)?;
+        for (i, e) in &evaluated.failures {
+            self.last_errors[lanes[*i] as usize] = Some(e.clone());
+        }
+        let g = evaluated.gathered().as_ptr();
+        let mut argv = [
+            arg(&state),
+            arg(&data),
+            arg(&active),
+            arg(&n_active),
+            arg(&n_lanes),
+            arg(&g),
+        ];
+        // SAFETY: answer kernel ABI; `g` holds the gather kernel's rows for
+        // the same `k` lanes in the same order.
+        unsafe { call(*answer, k, 1, &mut argv) };
+        Ok(())
+    }
+
+    /// Every lane's outcome after the run.
+    fn outcomes(&self, failed: Vec<Option<RuntimeError>>) -> Vec<LaneOutcome> {
+        let program = &self.compiled.program;
+        let reserved = program.layout.reserved;
+        failed
+            .into_iter()
+            .enumerate()
+            .map(|(lane, host_error)| {
+                let last_error = match self.slot(lane, reserved + LAST_GRADIENT_SITE) {
+                    -2.0 => Some(RuntimeError::rejection(
+                        "the log density is not finite".to_string(),
+                    )),
+                    x if x >= 0.0 => self.last_errors[lane].clone(),
+                    _ => None,
+                };
+                if let Some(e) = host_error {
+                    return Err((e, last_error));
+                }
+                let status = self.slot(lane, STATUS_SLOT);
+                if status == 0.0 {
+                    return Ok(self.slot(lane, reserved + GRADIENT_EVALUATIONS) as u64);
+                }
+                let site = self.slot(lane, SITE_SLOT);
+                let error = if site == GRADIENT_FAILED_SITE {
+                    last_error.clone().unwrap_or_else(|| {
+                        RuntimeError::fatal("the model's log density failed".to_string())
+                    })
+                } else if site == RECORD_OVERFLOW_SITE {
+                    RuntimeError::fatal("internal error: a record buffer overflowed".to_string())
+                } else {
+                    match program.sites.get(site as usize) {
+                        Some(s) => RuntimeError {
+                            message: s.lane_message(|slot| self.slot(lane, slot)),
+                            kind: match s.kind {
+                                FailKind::Rejection => ErrorKind::Rejection,
+                                FailKind::Constraint => ErrorKind::Constraint,
+                                FailKind::IndexOutOfRange => ErrorKind::IndexOutOfRange,
+                                FailKind::Fatal | FailKind::StackOverflow => ErrorKind::Fatal,
+                            },
+                            span: Some(s.span),
+                        },
+                        None => RuntimeError::fatal(format!(
+                            "the native sampler reported an unknown failure (status {status}, site {site})"
+                        )),
+                    }
+                };
+                Err((error, last_error))
+            })
+            .collect()
+    }
+}
+
+/// The dispatcher's name and signature: `(state, data, lane, n_lanes,
+/// from)` → the place `(block << 16) | launch` of the external call the
+/// lane reached, or −1 when it ended (finished or failed).
+const ADVANCE: &str = "bat_native_advance";
+type AdvanceFn = unsafe extern "C" fn(*mut f64, *const f64, i32, i32, i64) -> i64;
+
+/// The C++ of the dispatcher: runs one lane's blocks from `from` (a place
+/// `(block << 16) | launch` to resume at, or −1: at the block its program
+/// counter names), calling their lane kernels directly (one active lane;
+/// the shim's launch indices set once), until the lane reaches an
+/// external call (returned) or ends. One call replaces a host round trip
+/// per block.
+fn advance_source(program: &EntryProgram) -> String {
+    let mut cases = String::new();
+    for (b, launches) in program.blocks.iter().enumerate() {
+        if launches.is_empty() {
+            continue;
+        }
+        cases += &format!("        case {b}:\n");
+        for (j, launch) in launches.iter().enumerate() {
+            match launch {
+                Launch::Lanes { kernel } => {
+                    cases += &format!(
+                        "            if (j <= {j}) {{ {kernel}(state, data, active, 1, n_lanes); if (S(0) != 0.0) return -1; }}\n"
+                    );
+                }
+                Launch::Gemm { kernel, rows } => {
+                    let grid = rows
+                        .div_ceil(crate::codegen::program::GEMM_ROWS_PER_THREAD)
+                        .max(1);
+                    cases += &format!(
+                        "            if (j <= {j}) {{ for (unsigned y = 0; y < {grid}u; ++y) {{ ::bat_shim::block_idx.y = y; {kernel}(state, data, active, 1, n_lanes); }} ::bat_shim::block_idx.y = 0; if (S(0) != 0.0) return -1; }}\n"
+                    );
+                }
+                Launch::External(_) => {
+                    cases += &format!("            if (j <= {j}) return ({b}LL << 16) | {j};\n");
+                }
+            }
+        }
+        cases += "            j = -1;\n            break;\n";
+    }
+    format!(
+        r#"
+// ---- native dispatcher (backend-cuda/src/native_sampler.rs)
+extern "C" long long {ADVANCE}(double* __restrict__ state, const double* __restrict__ data,
+    int lane, int n_lanes, long long from) {{
+    ::bat_shim::thread_idx = dim3(0, 0, 0);
+    ::bat_shim::block_idx = dim3(0, 0, 0);
+    ::bat_shim::block_dim = dim3(1, 1, 1);
+    ::bat_shim::grid_dim = dim3(1, 1, 1);
+    const int active[1] = {{lane}};
+    long long b = from < 0 ? -1 : (from >> 16);
+    long long j = from < 0 ? -1 : (from & 0xffff);
+    for (;;) {{
+        if (S(0) != 0.0) return -1;
+        if (j < 0) {{
+            const double pc = S(3);
+            if (pc < 0.0) return -1;
+            b = (long long)pc;
+            j = 0;
+        }}
+        switch (b) {{
+{cases}        default:
+            S(0) = 3.0;
+            return -1;
+        }}
+    }}
+}}
+"#
+    )
+}
+
+/// A kernel argument: a pointer to its value.
+fn arg<T>(value: &T) -> *mut c_void {
+    value as *const T as *mut c_void
+}
+
+/// Ask for transparent huge pages for `buffer` (before it is touched).
+/// A lane's state spans tens of kB (its call and variable stacks sized
+/// for 100 nested calls), and a block touches a few slots of each of its
+/// stacks: with 4 kB pages that is a TLB miss per stack per block, most of
+/// the sampler's time at 1,000 chains. Where the kernel does not offer
+/// huge pages the advice is ignored.
+fn advise_huge_pages(buffer: &mut [f64]) {
+    const HUGE: usize = 2 << 20;
+    let start = buffer.as_mut_ptr() as usize;
+    let end = start + std::mem::size_of_val(buffer);
+    let (from, to) = (start.next_multiple_of(HUGE), end - end % HUGE);
+    if to > from {
+        // SAFETY: the range lies inside `buffer`; MADV_HUGEPAGE changes no
+        // contents, only how the pages are backed.
+        unsafe { libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE) };
+    }
+}
