@@ -23,13 +23,17 @@
 //! (default 200 each; Stan's 1000 each takes much longer here),
 //! `BAT_BENCH_CHAINS` (default `1,4,64,1024`), `BAT_BENCH_PROBLEMS`
 //! (default `eight_schools,gaussian_100,logistic`), `BAT_BENCH_BATCHING`
-//! (default `pc,local`), `BAT_BENCH_THREADS` (default 0: all cores),
+//! (default `pc,local,native`; `native` is `bat run --backend native`, the
+//! sampler and gradient programs compiled with g++, whose chains meet at
+//! gradients in groups of 16 lanes), `BAT_BENCH_THREADS` (default 0: all
+//! cores),
 //! `BAT_BENCH_LANE_SHARE` (lanes ÷ chains, default 1; below 1 a lane runs
 //! several chains one after another, `bat run --lanes`). The
 //! logistic regression runs at most 64 chains unless `BAT_BENCH_FULL=1`
 //! (1024 of its chains take hours on a 2-core machine).
 
-use bat::sampler::{BatchedExecutor, ChainJob, Settings};
+use bat::sampler::native::NativeExecutor;
+use bat::sampler::{BatchedExecutor, ChainJob, SamplerExecutor, Settings};
 use language::data::DataFile;
 use language::interp::Model;
 use std::path::Path;
@@ -99,7 +103,7 @@ fn main() {
         .filter_map(|c| c.parse().ok())
         .collect();
     let problems = list("BAT_BENCH_PROBLEMS", "eight_schools,gaussian_100,logistic");
-    let batchings = list("BAT_BENCH_BATCHING", "pc,local");
+    let batchings = list("BAT_BENCH_BATCHING", "pc,local,native");
     let dir = std::env::temp_dir().join(format!("bat-bench-sampler-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     println!(
@@ -111,7 +115,7 @@ fn main() {
         }
     );
     println!(
-        "{:<14} {:>5} {:>6} {:>9} {:>11} {:>11} {:>6} {:>6} {:>10} {:>10}",
+        "{:<14} {:>6} {:>6} {:>9} {:>11} {:>11} {:>6} {:>6} {:>10} {:>10}",
         "problem",
         "batch",
         "chains",
@@ -137,9 +141,9 @@ fn main() {
         let data = DataFile::parse(&data_text).expect("example data");
         let model = Model::new(&program, &data).expect("the data fit the model");
         let grad = language::ad::gradient(&program).expect("the model differentiates");
-        for batching in &batchings {
-            let batching = match batching.as_str() {
-                "pc" => backend_cpu::exec::Batching::ProgramCounter,
+        for name in &batchings {
+            let batching = match name.as_str() {
+                "pc" | "native" => backend_cpu::exec::Batching::ProgramCounter,
                 "local" => backend_cpu::exec::Batching::Local,
                 other => panic!("BAT_BENCH_BATCHING: unknown `{other}`"),
             };
@@ -147,27 +151,32 @@ fn main() {
                 if chains > problem.max_chains && !full {
                     continue;
                 }
-                let executor = BatchedExecutor {
-                    batching,
-                    threads,
-                    gemm: true,
-                    lanes: ((chains as f64 * lane_share).ceil() as usize).max(1),
-                };
                 let settings = Settings::stan_defaults(warmup, samples, 20240601);
-                let output = dir.join(format!("{}-{}-{chains}.h5", problem.name, batching.name()));
+                let output = dir.join(format!("{}-{name}-{chains}.h5", problem.name));
                 let job = ChainJob {
                     model: &model,
                     grad: &grad,
                     settings: &settings,
                 };
-                let m = bat::measure::sample(&job, &executor, chains, &output)
+                let executor: Box<dyn SamplerExecutor> = if name == "native" {
+                    // Compiled (or taken from the cache) before the clock starts.
+                    Box::new(NativeExecutor::new(&job, threads).expect("the native backend"))
+                } else {
+                    Box::new(BatchedExecutor {
+                        batching,
+                        threads,
+                        gemm: true,
+                        lanes: ((chains as f64 * lane_share).ceil() as usize).max(1),
+                    })
+                };
+                let m = bat::measure::sample(&job, executor.as_ref(), chains, &output)
                     .unwrap_or_else(|e| panic!("{}: {e}", problem.name));
                 let _ = std::fs::remove_file(&output);
                 let grads = m.report.gradient_evaluations;
                 println!(
-                    "{:<14} {:>5} {:>6} {:>9.2} {:>11} {:>11.0} {:>5.0}% {:>5.0}% {:>10.0} {:>10.1}",
+                    "{:<14} {:>6} {:>6} {:>9.2} {:>11} {:>11.0} {:>5.0}% {:>5.0}% {:>10.0} {:>10.1}",
                     problem.name,
-                    batching.name(),
+                    name,
                     chains,
                     m.wall,
                     grads,

@@ -233,6 +233,9 @@ pub struct NativeGradient {
     gathered: Vec<f64>,
     /// Blocks run by the last evaluation (for tests and benchmarks).
     pub last_steps: usize,
+    /// Lanes run in blocks over all evaluations: each block runs exactly
+    /// the lanes waiting at it, so every one of these is useful work.
+    pub block_lanes: u64,
 }
 
 impl NativeGradient {
@@ -302,6 +305,7 @@ impl NativeGradient {
             gathered,
             compiled,
             last_steps: 0,
+            block_lanes: 0,
         }
     }
 
@@ -402,6 +406,7 @@ impl NativeGradient {
         }
         let program = regenerate(&self.pc, &self.model, &self.stack_capacities)?;
         let compiled = Arc::new(NativeProgram::compile(program)?);
+        let block_lanes = self.block_lanes;
         *self = NativeGradient::with_program(
             self.pc.clone(),
             self.model.clone(),
@@ -409,6 +414,7 @@ impl NativeGradient {
             compiled,
             self.n_lanes,
         );
+        self.block_lanes = block_lanes;
         Ok(())
     }
 
@@ -479,6 +485,7 @@ impl NativeGradient {
                 unsafe { call(kernel, waiting as usize, rows, &mut args) };
             }
             steps += 1;
+            self.block_lanes += waiting as u64;
         }
         self.last_steps = steps;
         {

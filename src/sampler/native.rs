@@ -112,7 +112,12 @@ fn run_share(
         calls: sampler.gradient_calls,
         lanes: sampler.gradient_lanes,
         slots: sampler.gradient_slots,
-        gradient_blocks: super::LaneWork::default(),
+        // Each block of the compiled gradient runs exactly the lanes
+        // waiting at it.
+        gradient_blocks: super::LaneWork {
+            slots: sampler.gradient().block_lanes,
+            useful: sampler.gradient().block_lanes,
+        },
     }));
     for (i, &chain) in chains.iter().enumerate() {
         let result = match &outcome {
