@@ -89,3 +89,40 @@ fn zero_chains_is_a_usage_error() {
         "{stderr}"
     );
 }
+
+/// `--backend native` times the compiled gradient: one object per chain
+/// count, named `native`, with a positive rate and no failed lanes, the
+/// lanes split over two threads.
+#[test]
+fn native_backend_lists_its_measurements() {
+    let (ok, stdout, stderr) = bench(&[
+        "--backend",
+        "native",
+        "--chains",
+        "1,5",
+        "--threads",
+        "2",
+        "--seconds",
+        "0",
+        "--format",
+        "json",
+    ]);
+    assert!(ok, "{stderr}");
+    let rows: serde_json::Value = serde_json::from_str(&stdout).expect(&stdout);
+    let rows = rows.as_array().expect("a JSON list");
+    let seen: Vec<(u64, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["chains"].as_u64().unwrap(),
+                r["backend"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(seen, [(1, "native"), (5, "native")]);
+    for r in rows {
+        let rate = r["grad_evals_per_s"].as_f64().expect("a number");
+        assert!(rate > 0.0 && rate.is_finite(), "{r}");
+        assert_eq!(r["failed_lanes"], 0, "{r}");
+    }
+}
