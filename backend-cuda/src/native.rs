@@ -44,7 +44,7 @@ use language::interp::{Model, RuntimeError};
 use crate::codegen::program::{
     DeviceProgram, GATHER_KERNEL, GATHERED_HEADER, GEMM_ROWS_PER_THREAD, Launch, START_KERNEL,
 };
-use crate::codegen::{FailKind, PC_SLOT, STATUS_SLOT};
+use crate::codegen::{FailKind, Layout, PC_SLOT, STATUS_SLOT};
 use crate::gradient::{GradientDeviceError, LaneGradient, device_program, regenerate, site_error};
 use crate::shim::{self, LaunchFn, ShimModule};
 
@@ -279,17 +279,8 @@ impl NativeGradient {
     ) -> NativeGradient {
         let n_lanes = lanes.max(1);
         let program = &compiled.program;
-        let n_slots = program.layout.n_slots();
-        // Every lane starts finished (program counter −1, status 0).
-        let mut state = vec![0.0; n_slots * n_lanes];
-        for lane in 0..n_lanes {
-            state[lane * n_slots + PC_SLOT] = -1.0;
-        }
-        let data = if program.layout.data.is_empty() {
-            vec![0.0]
-        } else {
-            program.layout.data.clone()
-        };
+        let state = lane_major_state(&program.layout, n_lanes);
+        let data = data_values(&program.layout);
         let n_blocks = program.blocks.len().max(1);
         let gathered = vec![0.0; (GATHERED_HEADER + program.n_params) * n_lanes];
         NativeGradient {
@@ -563,8 +554,28 @@ impl Evaluated<'_> {
     }
 }
 
+/// The state of `n_lanes` lanes of `layout`, lane-major, every lane
+/// finished (program counter −1, status 0).
+pub(crate) fn lane_major_state(layout: &Layout, n_lanes: usize) -> Vec<f64> {
+    let n_slots = layout.n_slots();
+    let mut state = vec![0.0; n_slots * n_lanes];
+    for lane in 0..n_lanes {
+        state[lane * n_slots + PC_SLOT] = -1.0;
+    }
+    state
+}
+
+/// The data values of `layout` (one unused number when there are none).
+pub(crate) fn data_values(layout: &Layout) -> Vec<f64> {
+    if layout.data.is_empty() {
+        vec![0.0]
+    } else {
+        layout.data.clone()
+    }
+}
+
 /// A kernel argument: a pointer to its value.
-fn arg<T>(value: &T) -> *mut c_void {
+pub(crate) fn arg<T>(value: &T) -> *mut c_void {
     value as *const T as *mut c_void
 }
 

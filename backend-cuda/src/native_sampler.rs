@@ -23,21 +23,19 @@
 //! the [`RecordHost`] as soon as the lane makes them.
 
 use language::batch::cfg;
-use language::interp::{ErrorKind, RuntimeError};
+use language::interp::RuntimeError;
 use language::value::Value;
 
 use crate::codegen::entry::EntryProgram;
-use crate::codegen::program::{
-    GRADIENT_EVALUATIONS, GRADIENT_FAILED_SITE, LAST_GRADIENT_SITE, Launch, RECORD_COUNT,
-    RECORD_OVERFLOW_SITE, START_KERNEL,
-};
+use crate::codegen::program::{Launch, RECORD_COUNT, START_KERNEL};
 use crate::codegen::shape::Shape;
-use crate::codegen::{FATAL_STATUS, FailKind, PC_SLOT, SITE_SLOT, STATUS_SLOT};
+use crate::codegen::{FATAL_STATUS, STATUS_SLOT};
 use crate::gradient::{GradientDeviceError, refuse_missing};
-use crate::native::{NativeGradient, NativeLibrary, call};
-use crate::sampler::{GRADIENT_FUNCTION, LaneOutcome, RecordHost, generate, values};
+use crate::native::{NativeGradient, NativeLibrary, arg, call, data_values, lane_major_state};
+use crate::sampler::{
+    GRADIENT_FUNCTION, LaneOutcome, RecordHost, generate, lane_outcomes, pack_entry_args, values,
+};
 use crate::shim::LaunchFn;
-use std::ffi::c_void;
 use std::sync::Arc;
 
 /// Records a lane's buffer holds (each is handed over at once).
@@ -168,16 +166,8 @@ impl NativeSampler {
         let n_lanes = gradient.lanes();
         let program = &compiled.program;
         let n_slots = program.layout.n_slots();
-        let mut state = vec![0.0; n_slots * n_lanes];
-        advise_huge_pages(&mut state);
-        for lane in 0..n_lanes {
-            state[lane * n_slots + PC_SLOT] = -1.0;
-        }
-        let data = if program.layout.data.is_empty() {
-            vec![0.0]
-        } else {
-            program.layout.data.clone()
-        };
+        let state = lane_major_state(&program.layout, n_lanes);
+        let data = data_values(&program.layout);
         let packed_width = program
             .externals
             .iter()
@@ -223,33 +213,9 @@ impl NativeSampler {
         host: &mut dyn RecordHost,
     ) -> Result<Vec<LaneOutcome>, GradientDeviceError> {
         let n_lanes = self.n_lanes;
-        if args.len() != n_lanes || chains.len() != n_lanes {
-            return Err(GradientDeviceError::Setup(format!(
-                "{} argument lists and {} chains for {n_lanes} lanes",
-                args.len(),
-                chains.len()
-            )));
-        }
         let compiled = self.compiled.clone();
         let program = &compiled.program;
-        // The entry's arguments as [value][lane].
-        let width = program.args_width();
-        let mut packed_args = vec![0.0; (width * n_lanes).max(1)];
-        for (lane, lane_args) in args.iter().enumerate() {
-            let mut flat = Vec::new();
-            for a in lane_args {
-                a.flatten_reals(&mut flat);
-            }
-            if flat.len() != width {
-                return Err(GradientDeviceError::Setup(format!(
-                    "lane {lane}: {} argument values, expected {width}",
-                    flat.len()
-                )));
-            }
-            for (k, x) in flat.into_iter().enumerate() {
-                packed_args[k * n_lanes + lane] = x;
-            }
-        }
+        let packed_args = pack_entry_args(program, args, chains, n_lanes)?;
         let chain_ids: Vec<i32> = chains.iter().map(|&c| c as i32).collect();
         {
             let state = self.state.as_mut_ptr();
@@ -516,53 +482,15 @@ impl NativeSampler {
 
     /// Every lane's outcome after the run.
     fn outcomes(&self, failed: Vec<Option<RuntimeError>>) -> Vec<LaneOutcome> {
-        let program = &self.compiled.program;
-        let reserved = program.layout.reserved;
-        failed
-            .into_iter()
-            .enumerate()
-            .map(|(lane, host_error)| {
-                let last_error = match self.slot(lane, reserved + LAST_GRADIENT_SITE) {
-                    -2.0 => Some(RuntimeError::rejection(
-                        "the log density is not finite".to_string(),
-                    )),
-                    x if x >= 0.0 => self.last_errors[lane].clone(),
-                    _ => None,
-                };
-                if let Some(e) = host_error {
-                    return Err((e, last_error));
-                }
-                let status = self.slot(lane, STATUS_SLOT);
-                if status == 0.0 {
-                    return Ok(self.slot(lane, reserved + GRADIENT_EVALUATIONS) as u64);
-                }
-                let site = self.slot(lane, SITE_SLOT);
-                let error = if site == GRADIENT_FAILED_SITE {
-                    last_error.clone().unwrap_or_else(|| {
-                        RuntimeError::fatal("the model's log density failed".to_string())
-                    })
-                } else if site == RECORD_OVERFLOW_SITE {
-                    RuntimeError::fatal("internal error: a record buffer overflowed".to_string())
-                } else {
-                    match program.sites.get(site as usize) {
-                        Some(s) => RuntimeError {
-                            message: s.lane_message(|slot| self.slot(lane, slot)),
-                            kind: match s.kind {
-                                FailKind::Rejection => ErrorKind::Rejection,
-                                FailKind::Constraint => ErrorKind::Constraint,
-                                FailKind::IndexOutOfRange => ErrorKind::IndexOutOfRange,
-                                FailKind::Fatal | FailKind::StackOverflow => ErrorKind::Fatal,
-                            },
-                            span: Some(s.span),
-                        },
-                        None => RuntimeError::fatal(format!(
-                            "the native sampler reported an unknown failure (status {status}, site {site})"
-                        )),
-                    }
-                };
-                Err((error, last_error))
-            })
-            .collect()
+        lane_outcomes(
+            &self.compiled.program,
+            failed,
+            |lane, slot| self.slot(lane, slot),
+            // The error of the lane's last failed evaluation, kept when it
+            // was evaluated (the gradient's lanes are the batch's, not the
+            // sampler's).
+            |lane, _| self.last_errors[lane].clone(),
+        )
     }
 }
 
@@ -636,27 +564,4 @@ extern "C" long long {ADVANCE}(double* __restrict__ state, const double* __restr
 }}
 "#
     )
-}
-
-/// A kernel argument: a pointer to its value.
-fn arg<T>(value: &T) -> *mut c_void {
-    value as *const T as *mut c_void
-}
-
-/// Ask for transparent huge pages for `buffer` (before it is touched).
-/// A lane's state spans tens of kB (its call and variable stacks sized
-/// for 100 nested calls), and a block touches a few slots of each of its
-/// stacks: with 4 kB pages that is a TLB miss per stack per block, most of
-/// the sampler's time at 1,000 chains. Where the kernel does not offer
-/// huge pages the advice is ignored.
-fn advise_huge_pages(buffer: &mut [f64]) {
-    const HUGE: usize = 2 << 20;
-    let start = buffer.as_mut_ptr() as usize;
-    let end = start + std::mem::size_of_val(buffer);
-    let (from, to) = (start.next_multiple_of(HUGE), end - end % HUGE);
-    if to > from {
-        // SAFETY: the range lies inside `buffer`; MADV_HUGEPAGE changes no
-        // contents, only how the pages are backed.
-        unsafe { libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE) };
-    }
 }

@@ -196,32 +196,8 @@ impl SamplerDevice {
         host: &mut dyn RecordHost,
     ) -> Result<Vec<LaneOutcome>, GradientDeviceError> {
         let n_lanes = self.n_lanes;
-        if args.len() != n_lanes || chains.len() != n_lanes {
-            return Err(GradientDeviceError::Setup(format!(
-                "{} argument lists and {} chains for {n_lanes} lanes",
-                args.len(),
-                chains.len()
-            )));
-        }
+        let packed_args = pack_entry_args(&self.program, args, chains, n_lanes)?;
         let stream = self.gradient.device().stream().clone();
-        // The entry's arguments as [value][lane].
-        let width = self.program.args_width();
-        let mut packed_args = vec![0.0; (width * n_lanes).max(1)];
-        for (lane, lane_args) in args.iter().enumerate() {
-            let mut flat = Vec::new();
-            for a in lane_args {
-                a.flatten_reals(&mut flat);
-            }
-            if flat.len() != width {
-                return Err(GradientDeviceError::Setup(format!(
-                    "lane {lane}: {} argument values, expected {width}",
-                    flat.len()
-                )));
-            }
-            for (k, x) in flat.into_iter().enumerate() {
-                packed_args[k * n_lanes + lane] = x;
-            }
-        }
         let args_dev = stream.clone_htod(&packed_args).map_err(driver)?;
         let chains_dev = stream
             .clone_htod(&chains.iter().map(|&c| c as i32).collect::<Vec<_>>())
@@ -454,57 +430,121 @@ impl SamplerDevice {
         failed: Vec<Option<RuntimeError>>,
     ) -> Result<Vec<LaneOutcome>, GradientDeviceError> {
         let reserved = self.program.layout.reserved;
-        let status = self.column(STATUS_SLOT)?;
-        let site = self.column(SITE_SLOT)?;
-        let evaluations = self.column(reserved + GRADIENT_EVALUATIONS)?;
-        let last = self.column(reserved + LAST_GRADIENT_SITE)?;
-        Ok(failed
-            .into_iter()
-            .enumerate()
-            .map(|(lane, host_error)| {
-                let last_error = match last[lane] {
-                    -2.0 => Some(RuntimeError::rejection(
-                        "the log density is not finite".to_string(),
-                    )),
-                    x if x >= 0.0 => self.gradient.lane_site_error(x as usize, lane),
-                    _ => None,
-                };
-                if let Some(e) = host_error {
-                    return Err((e, last_error));
-                }
-                if status[lane] == 0.0 {
-                    return Ok(evaluations[lane] as u64);
-                }
-                let error = if site[lane] == GRADIENT_FAILED_SITE {
-                    last_error.clone().unwrap_or_else(|| {
-                        RuntimeError::fatal("the model's log density failed".to_string())
-                    })
-                } else if site[lane] == RECORD_OVERFLOW_SITE {
-                    RuntimeError::fatal("internal error: a record buffer overflowed".to_string())
-                } else {
-                    match self.program.sites.get(site[lane] as usize) {
-                        Some(s) => RuntimeError {
-                            message: s.lane_message(|slot| {
-                                self.column(slot).map_or(f64::NAN, |c| c[lane])
-                            }),
-                            kind: match s.kind {
-                                FailKind::Rejection => ErrorKind::Rejection,
-                                FailKind::Constraint => ErrorKind::Constraint,
-                                FailKind::IndexOutOfRange => ErrorKind::IndexOutOfRange,
-                                FailKind::Fatal | FailKind::StackOverflow => ErrorKind::Fatal,
-                            },
-                            span: Some(s.span),
-                        },
-                        None => RuntimeError::fatal(format!(
-                            "the device reported an unknown failure (status {}, site {})",
-                            status[lane], site[lane]
-                        )),
-                    }
-                };
-                Err((error, last_error))
-            })
-            .collect())
+        let columns = [
+            STATUS_SLOT,
+            SITE_SLOT,
+            reserved + GRADIENT_EVALUATIONS,
+            reserved + LAST_GRADIENT_SITE,
+        ]
+        .map(|slot| self.column(slot));
+        let [status, site, evaluations, last] = columns;
+        let (status, site, evaluations, last) = (status?, site?, evaluations?, last?);
+        Ok(lane_outcomes(
+            &self.program,
+            failed,
+            |lane, slot| match slot {
+                s if s == STATUS_SLOT => status[lane],
+                s if s == SITE_SLOT => site[lane],
+                s if s == reserved + GRADIENT_EVALUATIONS => evaluations[lane],
+                s if s == reserved + LAST_GRADIENT_SITE => last[lane],
+                s => self.column(s).map_or(f64::NAN, |c| c[lane]),
+            },
+            |lane, site| self.gradient.lane_site_error(site, lane),
+        ))
     }
+}
+
+/// The entry's arguments of every lane as `[value][lane]` (checked
+/// against the program's parameters).
+pub(crate) fn pack_entry_args(
+    program: &EntryProgram,
+    args: &[Vec<Value>],
+    chains: &[u32],
+    n_lanes: usize,
+) -> Result<Vec<f64>, GradientDeviceError> {
+    if args.len() != n_lanes || chains.len() != n_lanes {
+        return Err(GradientDeviceError::Setup(format!(
+            "{} argument lists and {} chains for {n_lanes} lanes",
+            args.len(),
+            chains.len()
+        )));
+    }
+    let width = program.args_width();
+    let mut packed_args = vec![0.0; (width * n_lanes).max(1)];
+    for (lane, lane_args) in args.iter().enumerate() {
+        let mut flat = Vec::new();
+        for a in lane_args {
+            a.flatten_reals(&mut flat);
+        }
+        if flat.len() != width {
+            return Err(GradientDeviceError::Setup(format!(
+                "lane {lane}: {} argument values, expected {width}",
+                flat.len()
+            )));
+        }
+        for (k, x) in flat.into_iter().enumerate() {
+            packed_args[k * n_lanes + lane] = x;
+        }
+    }
+    Ok(packed_args)
+}
+
+/// Every lane's outcome after a run of `program`: `failed[lane]` the error
+/// of a record the host refused, `slot(lane, k)` the lane's slot `k`,
+/// `gradient_error(lane, site)` the error of its last failed gradient
+/// evaluation (at failure site `site` of the gradient program).
+pub(crate) fn lane_outcomes(
+    program: &EntryProgram,
+    failed: Vec<Option<RuntimeError>>,
+    slot: impl Fn(usize, usize) -> f64,
+    gradient_error: impl Fn(usize, usize) -> Option<RuntimeError>,
+) -> Vec<LaneOutcome> {
+    let reserved = program.layout.reserved;
+    failed
+        .into_iter()
+        .enumerate()
+        .map(|(lane, host_error)| {
+            let last_error = match slot(lane, reserved + LAST_GRADIENT_SITE) {
+                -2.0 => Some(RuntimeError::rejection(
+                    "the log density is not finite".to_string(),
+                )),
+                x if x >= 0.0 => gradient_error(lane, x as usize),
+                _ => None,
+            };
+            if let Some(e) = host_error {
+                return Err((e, last_error));
+            }
+            let status = slot(lane, STATUS_SLOT);
+            if status == 0.0 {
+                return Ok(slot(lane, reserved + GRADIENT_EVALUATIONS) as u64);
+            }
+            let site = slot(lane, SITE_SLOT);
+            let error = if site == GRADIENT_FAILED_SITE {
+                last_error.clone().unwrap_or_else(|| {
+                    RuntimeError::fatal("the model's log density failed".to_string())
+                })
+            } else if site == RECORD_OVERFLOW_SITE {
+                RuntimeError::fatal("internal error: a record buffer overflowed".to_string())
+            } else {
+                match program.sites.get(site as usize) {
+                    Some(s) => RuntimeError {
+                        message: s.lane_message(|k| slot(lane, k)),
+                        kind: match s.kind {
+                            FailKind::Rejection => ErrorKind::Rejection,
+                            FailKind::Constraint => ErrorKind::Constraint,
+                            FailKind::IndexOutOfRange => ErrorKind::IndexOutOfRange,
+                            FailKind::Fatal | FailKind::StackOverflow => ErrorKind::Fatal,
+                        },
+                        span: Some(s.span),
+                    },
+                    None => RuntimeError::fatal(format!(
+                        "the program reported an unknown failure (status {status}, site {site})"
+                    )),
+                }
+            };
+            Err((error, last_error))
+        })
+        .collect()
 }
 
 /// The values of arguments of `shapes` packed in `flat`.

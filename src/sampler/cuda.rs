@@ -15,7 +15,7 @@ use std::sync::mpsc::Sender;
 
 use backend_cuda::codegen::shape::{Inner, Shape};
 use backend_cuda::gradient::{GradientDevice, GradientDeviceError};
-use backend_cuda::sampler::{RecordHost, SamplerDevice};
+use backend_cuda::sampler::{LaneOutcome, RecordHost, SamplerDevice};
 use language::interp::{Host, RuntimeError};
 use language::value::Value;
 
@@ -186,17 +186,27 @@ impl SamplerExecutor for CudaSamplerExecutor {
             slots: device.gradient_calls * chains.len() as u64,
             gradient_blocks: super::LaneWork::default(),
         }));
-        for (i, &chain) in chains.iter().enumerate() {
-            let result = match &outcome {
-                Ok(lanes) => match &lanes[i] {
-                    Ok(evaluations) => Ok(ChainTotals {
-                        gradient_evaluations: *evaluations,
-                    }),
-                    Err((error, last)) => Err(chain_error(chain, error.clone(), last.clone())),
-                },
-                Err(e) => Err(chain_error(chain, RuntimeError::fatal(e.to_string()), None)),
-            };
-            let _ = events.send(Event::Finished { chain, result });
-        }
+        finish_chains(&outcome, chains, events);
+    }
+}
+
+/// Every chain's `Finished` event from its lane's outcome (lane `i` ran
+/// chain `chains[i]`), or the run's error for all of them.
+pub(super) fn finish_chains(
+    outcome: &Result<Vec<LaneOutcome>, GradientDeviceError>,
+    chains: &[usize],
+    events: &Sender<Event>,
+) {
+    for (i, &chain) in chains.iter().enumerate() {
+        let result = match outcome {
+            Ok(lanes) => match &lanes[i] {
+                Ok(evaluations) => Ok(ChainTotals {
+                    gradient_evaluations: *evaluations,
+                }),
+                Err((error, last)) => Err(chain_error(chain, error.clone(), last.clone())),
+            },
+            Err(e) => Err(chain_error(chain, RuntimeError::fatal(e.to_string()), None)),
+        };
+        let _ = events.send(Event::Finished { chain, result });
     }
 }

@@ -20,11 +20,11 @@ use backend_cuda::sampler::RecordHost;
 use language::interp::{Rng, RuntimeError};
 use language::value::Value;
 
-use super::cuda::device_sampler_program;
-use super::executor::{chain_error, chain_start};
+use super::cuda::{device_sampler_program, finish_chains};
+use super::executor::chain_start;
 use super::host::{DrawCall, Emitter};
 use super::program::CHAIN_FUNCTION;
-use super::{BatchTotals, ChainJob, ChainTotals, Event, SamplerExecutor};
+use super::{BatchTotals, ChainJob, Event, SamplerExecutor};
 
 /// The compiled sampler (one executor per worker thread).
 pub struct NativeExecutor {
@@ -119,18 +119,7 @@ fn run_share(
             useful: sampler.gradient().block_lanes,
         },
     }));
-    for (i, &chain) in chains.iter().enumerate() {
-        let result = match &outcome {
-            Ok(lanes) => match &lanes[i] {
-                Ok(evaluations) => Ok(ChainTotals {
-                    gradient_evaluations: *evaluations,
-                }),
-                Err((error, last)) => Err(chain_error(chain, error.clone(), last.clone())),
-            },
-            Err(e) => Err(chain_error(chain, RuntimeError::fatal(e.to_string()), None)),
-        };
-        let _ = events.send(Event::Finished { chain, result });
-    }
+    finish_chains(&outcome, chains, events);
 }
 
 /// Transformed parameters and generated quantities as a batched program
