@@ -19,8 +19,9 @@
 //! start the lanes, repeatedly list the running lanes by the block they
 //! wait at and run the lowest-numbered such block over exactly those
 //! lanes, gather), with plain memory instead of device buffers, direct
-//! calls instead of launches, and the listing done by the host itself. A lane whose AD stacks overflow is run
-//! again with larger stacks (recompiled), as on the device.
+//! calls instead of launches, and the listing done by the host itself.
+//! A lane whose AD stacks overflow is run again with larger stacks
+//! (recompiled), as on the device.
 //!
 //! Lane state is lane-major here (slot `k` of lane `l` at
 //! `state[l * n_slots + k]`, the generated code's `BAT_SLOT` macro): one
@@ -61,7 +62,7 @@ pub struct NativeProgram {
 }
 
 // SAFETY: the launchers are plain functions of a loaded library (kept
-// alive by `_module`); kernels touch only the memory passed to them and
+// alive by `_library`); kernels touch only the memory passed to them and
 // thread-local launch indices, so any thread may call them.
 unsafe impl Send for NativeProgram {}
 unsafe impl Sync for NativeProgram {}
@@ -292,7 +293,8 @@ impl NativeGradient {
             data,
             counts: vec![0; n_blocks],
             lists: vec![0; n_blocks * n_lanes],
-            active: vec![0; n_lanes],
+            // Evaluations run lanes 0..k: the list of the first k.
+            active: (0..n_lanes as i32).collect(),
             gathered,
             compiled,
             last_steps: 0,
@@ -414,9 +416,6 @@ impl NativeGradient {
     fn run(&mut self, theta: &[f64], k: usize, jacobian: bool) {
         if k == 0 {
             return;
-        }
-        for (i, a) in self.active[..k].iter_mut().enumerate() {
-            *a = i as i32;
         }
         let c = &self.compiled;
         let n_lanes = self.n_lanes as i32;

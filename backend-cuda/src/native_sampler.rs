@@ -30,10 +30,10 @@ use crate::codegen::entry::EntryProgram;
 use crate::codegen::program::{Launch, RECORD_COUNT, START_KERNEL};
 use crate::codegen::shape::Shape;
 use crate::codegen::{FATAL_STATUS, STATUS_SLOT};
-use crate::gradient::{GradientDeviceError, refuse_missing};
+use crate::gradient::GradientDeviceError;
 use crate::native::{NativeGradient, NativeLibrary, arg, call, data_values, lane_major_state};
 use crate::sampler::{
-    GRADIENT_FUNCTION, LaneOutcome, RecordHost, generate, lane_outcomes, pack_entry_args, values,
+    LaneOutcome, RecordHost, lane_outcomes, pack_entry_args, runnable_program, values,
 };
 use crate::shim::LaunchFn;
 use std::sync::Arc;
@@ -109,18 +109,7 @@ impl NativeSampler {
         params: &[Shape],
         gradient: NativeGradient,
     ) -> Result<NativeSampler, GradientDeviceError> {
-        let program = generate(program_cfg, entry, params)?;
-        refuse_missing(&program.not_generated)?;
-        if let Some(e) = program
-            .externals
-            .iter()
-            .find(|e| e.answer.is_some() && e.function != GRADIENT_FUNCTION)
-        {
-            return Err(GradientDeviceError::Setup(format!(
-                "the program's external function {} returns a value (only {GRADIENT_FUNCTION} may)",
-                e.function
-            )));
-        }
+        let program = runnable_program(program_cfg, entry, params)?;
         let source = format!("{}{}", program.source, advance_source(&program));
         let library =
             NativeLibrary::compile(&source, program.layout.n_slots(), &program.kernel_names())?;

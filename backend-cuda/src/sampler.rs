@@ -111,18 +111,7 @@ impl SamplerDevice {
         gradient: GradientDevice,
         record_capacity: usize,
     ) -> Result<SamplerDevice, GradientDeviceError> {
-        let program = generate(program_cfg, entry, params)?;
-        crate::gradient::refuse_missing(&program.not_generated)?;
-        if let Some(e) = program
-            .externals
-            .iter()
-            .find(|e| e.answer.is_some() && e.function != GRADIENT_FUNCTION)
-        {
-            return Err(GradientDeviceError::Setup(format!(
-                "the program's external function {} returns a value (only {GRADIENT_FUNCTION} may)",
-                e.function
-            )));
-        }
+        let program = runnable_program(program_cfg, entry, params)?;
         let n_lanes = gradient.lanes();
         let names = program.kernel_names();
         let image = gradient
@@ -452,6 +441,28 @@ impl SamplerDevice {
             |lane, site| self.gradient.lane_site_error(site, lane),
         ))
     }
+}
+
+/// [`generate`], refusing a program with an op the generator lacks or an
+/// external call other than the gradient that returns a value.
+pub(crate) fn runnable_program(
+    program_cfg: &cfg::Program,
+    entry: &str,
+    params: &[Shape],
+) -> Result<EntryProgram, GradientDeviceError> {
+    let program = generate(program_cfg, entry, params)?;
+    crate::gradient::refuse_missing(&program.not_generated)?;
+    if let Some(e) = program
+        .externals
+        .iter()
+        .find(|e| e.answer.is_some() && e.function != GRADIENT_FUNCTION)
+    {
+        return Err(GradientDeviceError::Setup(format!(
+            "the program's external function {} returns a value (only {GRADIENT_FUNCTION} may)",
+            e.function
+        )));
+    }
+    Ok(program)
 }
 
 /// The entry's arguments of every lane as `[value][lane]` (checked

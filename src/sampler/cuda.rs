@@ -48,14 +48,20 @@ pub fn gradient_device(
     job: &ChainJob<'_>,
     lanes: usize,
 ) -> Result<GradientDevice, GradientDeviceError> {
-    let grad_cfg = language::batch::lower_gradient(job.grad).map_err(|d| {
+    GradientDevice::new(&gradient_cfg(job)?, job.model.clone(), lanes)
+}
+
+/// `job`'s gradient program as a CFG, for the generated-code backends.
+pub(super) fn gradient_cfg(
+    job: &ChainJob<'_>,
+) -> Result<language::batch::cfg::Program, GradientDeviceError> {
+    language::batch::lower_gradient(job.grad).map_err(|d| {
         let messages: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
         GradientDeviceError::Setup(format!(
             "the model cannot run batched: {}",
             messages.join("; ")
         ))
-    })?;
-    GradientDevice::new(&grad_cfg, job.model.clone(), lanes)
+    })
 }
 
 impl GradientBatch for CudaGradients {

@@ -20,7 +20,7 @@ use backend_cuda::sampler::RecordHost;
 use language::interp::{Rng, RuntimeError};
 use language::value::Value;
 
-use super::cuda::{device_sampler_program, finish_chains};
+use super::cuda::{device_sampler_program, finish_chains, gradient_cfg};
 use super::executor::chain_start;
 use super::host::{DrawCall, Emitter};
 use super::program::CHAIN_FUNCTION;
@@ -37,13 +37,7 @@ impl NativeExecutor {
     /// Generate and compile the sampler program and `job`'s gradient
     /// program (refused, naming the ops, when the generator lacks one).
     pub fn new(job: &ChainJob<'_>, threads: usize) -> Result<NativeExecutor, GradientDeviceError> {
-        let grad_cfg = language::batch::lower_gradient(job.grad).map_err(|d| {
-            let messages: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
-            GradientDeviceError::Setup(format!(
-                "the model cannot run batched: {}",
-                messages.join("; ")
-            ))
-        })?;
+        let grad_cfg = gradient_cfg(job)?;
         let gradient = NativeGradient::new(&grad_cfg, job.model.clone(), 1)?;
         let (cfg, params) = device_sampler_program(gradient.model().num_unconstrained())
             .map_err(GradientDeviceError::Setup)?;
@@ -187,20 +181,25 @@ impl RecordHost for Records<'_> {
         if self.pending.is_empty() || (!all && self.pending.len() < RECORDS_PER_FLUSH) {
             return Vec::new();
         }
-        let mut values = self.draw_values();
+        let mut values = self.draw_values().into_iter();
         let mut failed: Vec<(usize, RuntimeError)> = Vec::new();
         let mut batch = Vec::with_capacity(self.pending.len());
-        for (i, (lane, pending)) in std::mem::take(&mut self.pending).into_iter().enumerate() {
+        for (lane, pending) in std::mem::take(&mut self.pending) {
+            // Every kept draw takes its values, in order, even when dropped.
+            let event = match pending {
+                Pending::Event(event) => Ok(event),
+                Pending::Draw(call) => values
+                    .next()
+                    .expect("a kept draw's values")
+                    .map(|v| call.event(self.chains[lane], Some(v))),
+            };
             // A chain's records after its failed draw are dropped: it stops there.
             if failed.iter().any(|(l, _)| *l == lane) {
                 continue;
             }
-            match pending {
-                Pending::Event(event) => batch.push(event),
-                Pending::Draw(call) => match values.remove(&i).expect("a kept draw's values") {
-                    Ok(v) => batch.push(call.event(self.chains[lane], Some(v))),
-                    Err(e) => failed.push((lane, e)),
-                },
+            match event {
+                Ok(event) => batch.push(event),
+                Err(e) => failed.push((lane, e)),
             }
         }
         self.kept.clear();
@@ -214,10 +213,8 @@ impl RecordHost for Records<'_> {
 }
 
 impl Records<'_> {
-    /// The values of every kept draw pending, by its index in `pending`.
-    fn draw_values(
-        &self,
-    ) -> std::collections::HashMap<usize, Result<Vec<(String, Value)>, RuntimeError>> {
+    /// The values of every kept draw pending, in order.
+    fn draw_values(&self) -> Vec<Result<Vec<(String, Value)>, RuntimeError>> {
         let mut thetas = Vec::with_capacity(self.kept.len());
         let mut rngs: Vec<Rng> = Vec::with_capacity(self.kept.len());
         for &i in &self.kept {
@@ -227,7 +224,7 @@ impl Records<'_> {
             thetas.push(call.theta.clone());
             rngs.push(self.emitter.draw_rng(self.chains[*lane], call));
         }
-        let computed: Vec<Result<Vec<(String, Value)>, RuntimeError>> = match &self.draws {
+        match &self.draws {
             Some(model) if !thetas.is_empty() => match model.generated_quantities(&thetas, &rngs) {
                 Ok(draws) => draws.into_iter().map(|d| d.map(|d| d.values)).collect(),
                 Err(e) => {
@@ -247,7 +244,6 @@ impl Records<'_> {
                         .map(|d| d.values)
                 })
                 .collect(),
-        };
-        self.kept.iter().copied().zip(computed).collect()
+        }
     }
 }
