@@ -268,7 +268,9 @@ fn ir_emit_ast_prints_the_tree() {
 fn ir_emit_sampler_pc_prints_the_sampler_program_with_split_tuples() {
     // Hidden debug output: FILE is not read. NUTS's first sub-tree `init`
     // is split, and only its components read after the second recursive
-    // call are saved (not the last point, init.3 .. init.6).
+    // call are saved (not the last point, init.3 .. init.6); its components
+    // are read from the callee's result variable, with no whole copy of it
+    // (pass forward_results).
     let out = bat(&["ir", "unused.stan", "--emit", "sampler-pc"]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     let stdout = text(&out.stdout);
@@ -276,9 +278,19 @@ fn ir_emit_sampler_pc_prints_the_sampler_program_with_split_tuples() {
     assert!(stdout.contains("push init.7\n"), "{stdout}");
     assert!(!stdout.contains("push init.3\n"), "{stdout}");
     assert!(!stdout.contains("push init\n"), "{stdout}");
+    assert!(
+        stdout.contains("init.3 = build_tree_rng$result.3;"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout
+            .lines()
+            .any(|l| l.contains("let cfg__") && l.contains("$result;")),
+        "{stdout}"
+    );
     let cfg = bat(&["ir", "unused.stan", "--emit", "sampler-cfg"]);
     assert_eq!(cfg.status.code(), Some(0), "stderr: {}", text(&cfg.stderr));
-    assert!(text(&cfg.stdout).contains("init.18"));
+    assert!(text(&cfg.stdout).contains("init.15"));
 }
 
 #[test]

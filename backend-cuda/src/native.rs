@@ -1,6 +1,6 @@
 //! The native executor of gradient programs: the CUDA C that
 //! [`crate::codegen`] generates for a gradient program, compiled for the
-//! host CPU with g++ (`-O2`, against the CUDA-on-CPU shim header) and run
+//! host CPU with g++ (`-O3`, against the CUDA-on-CPU shim header) and run
 //! in this process, lane after lane ([`NativeGradient`]).
 //!
 //! Why it exists: backend-cpu interprets the batching IR one op at a time

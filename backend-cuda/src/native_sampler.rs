@@ -59,6 +59,8 @@ struct Compiled {
     start: LaunchFn,
     /// Per block: its launches, compiled.
     blocks: Vec<Vec<Step>>,
+    /// `program.record_width()`, read at every record.
+    record_width: usize,
 }
 
 // SAFETY: see `NativeProgram` (plain functions of a loaded library).
@@ -136,6 +138,7 @@ impl NativeSampler {
             blocks.push(steps);
         }
         let compiled = Compiled {
+            record_width: program.record_width(),
             advance,
             start: library.launcher(&program.helper(START_KERNEL))?,
             blocks,
@@ -332,10 +335,7 @@ impl NativeSampler {
                     let active = lane as i32;
                     let active_ptr: *const i32 = &active;
                     let (one, n_lanes) = (1i32, self.n_lanes as i32);
-                    let (width, cap) = (
-                        compiled.program.record_width() as i32,
-                        RECORD_CAPACITY as i32,
-                    );
+                    let (width, cap) = (compiled.record_width as i32, RECORD_CAPACITY as i32);
                     let mut argv = [
                         arg(&state),
                         arg(&data),
@@ -386,7 +386,7 @@ impl NativeSampler {
         let base = lane * self.n_slots;
         let count_slot = base + program.layout.reserved + RECORD_COUNT;
         let count = self.state[count_slot] as usize;
-        let width = program.record_width();
+        let width = compiled.record_width;
         for c in 0..count {
             if failed[lane].is_some() {
                 break;

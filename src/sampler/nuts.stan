@@ -75,12 +75,16 @@ functions {
   //  1 valid (no U-turn, no divergence), 2 divergent,
   //  3-6 the last point reached (q, p, lp, g),
   //  7-10 the multinomial proposal of the sub-tree (q, p, lp, g),
-  //  11 p_sharp at the sub-tree's first step, 12 at its last step,
-  //  13 p at its first step, 14 at its last step,
-  //  15 rho (sum of the momenta), 16 log sum of the weights exp(H0 - H),
-  //  17 leapfrog steps taken, 18 sum of the Metropolis acceptance probabilities.
+  //  11 p at its first step, 12 rho (sum of the momenta),
+  //  13 log sum of the weights exp(H0 - H), 14 leapfrog steps taken,
+  //  15 sum of the Metropolis acceptance probabilities.
+  // Stan's tree also carries p_sharp = M^-1 p at both ends and p at the last
+  // step; here p at the last step is 4, and p_sharp is recomputed as
+  // inv_metric .* p where a U-turn check needs it (the same product of the
+  // same numbers, so the same bits): a narrower tuple is less to copy at
+  // every return, save and restore.
   tuple(int, int, vector, vector, real, vector, vector, vector, real, vector,
-        vector, vector, vector, vector, vector, real, int, real)
+        vector, vector, real, int, real)
   build_tree_rng(int depth, vector q0, vector p0, real lp0, vector g0,
                  real H0, real eps, vector inv_metric, real max_delta_h) {
     int n = rows(q0);
@@ -95,12 +99,11 @@ functions {
       int divergent = (h - H0) > max_delta_h;
       real metro_prob = H0 - h > 0 ? 1.0 : exp(H0 - h);
       return (!divergent, divergent, z.1, z.2, z.3, z.4, z.1, z.2, z.3, z.4,
-              p_sharp, p_sharp, z.2, z.2, z.2, H0 - h, 1, metro_prob);
+              z.2, z.2, H0 - h, 1, metro_prob);
     }
     // The initial sub-tree.
     tuple(int, int, vector[n], vector[n], real, vector[n], vector[n],
-          vector[n], real, vector[n], vector[n], vector[n], vector[n],
-          vector[n], vector[n], real, int, real) init
+          vector[n], real, vector[n], vector[n], vector[n], real, int, real) init
         = build_tree_rng(depth - 1, q0, p0, lp0, g0, H0, eps, inv_metric,
                          max_delta_h);
     if (!init.1) {
@@ -108,39 +111,42 @@ functions {
     }
     // The final sub-tree, continuing from where the initial one ended.
     tuple(int, int, vector[n], vector[n], real, vector[n], vector[n],
-          vector[n], real, vector[n], vector[n], vector[n], vector[n],
-          vector[n], vector[n], real, int, real) final
+          vector[n], real, vector[n], vector[n], vector[n], real, int, real) final
         = build_tree_rng(depth - 1, init.3, init.4, init.5, init.6, H0, eps,
                          inv_metric, max_delta_h);
-    int n_leapfrog = init.17 + final.17;
-    real metro_prob = init.18 + final.18;
+    int n_leapfrog = init.14 + final.14;
+    real metro_prob = init.15 + final.15;
     if (!final.1) {
       return (0, final.2, final.3, final.4, final.5, final.6, init.7, init.8,
-              init.9, init.10, init.11, final.12, init.13, final.14, init.15,
-              init.16, n_leapfrog, metro_prob);
+              init.9, init.10, init.11, init.12, init.13, n_leapfrog,
+              metro_prob);
     }
     // Multinomial sample from the final sub-tree (a uniform is drawn only
     // when its weight is below the merged one).
-    real log_sum_weight = log_sum_exp(init.16, final.16);
-    int take_final = final.16 > log_sum_weight
+    real log_sum_weight = log_sum_exp(init.13, final.13);
+    int take_final = final.13 > log_sum_weight
                      ? 1
-                     : uniform_rng(0, 1) < exp(final.16 - log_sum_weight);
-    vector[n] rho = init.15 + final.15;
+                     : uniform_rng(0, 1) < exp(final.13 - log_sum_weight);
+    vector[n] rho = init.12 + final.12;
     // Generalized no-U-turn criterion across the merged sub-tree, then
-    // between the two sub-trees.
-    int persist = dot_product(final.12, rho) > 0
-                  && dot_product(init.11, rho) > 0;
-    vector[n] rho_left = init.15 + final.13;
-    persist = persist && dot_product(final.11, rho_left) > 0
-              && dot_product(init.11, rho_left) > 0;
-    vector[n] rho_right = final.15 + init.14;
-    persist = persist && dot_product(final.12, rho_right) > 0
-              && dot_product(init.12, rho_right) > 0;
+    // between the two sub-trees (p_sharp at the first and last steps of
+    // the initial and final sub-trees).
+    vector[n] p_sharp_init_first = inv_metric .* init.11;
+    vector[n] p_sharp_init_last = inv_metric .* init.4;
+    vector[n] p_sharp_final_first = inv_metric .* final.11;
+    vector[n] p_sharp_final_last = inv_metric .* final.4;
+    int persist = dot_product(p_sharp_final_last, rho) > 0
+                  && dot_product(p_sharp_init_first, rho) > 0;
+    vector[n] rho_left = init.12 + final.11;
+    persist = persist && dot_product(p_sharp_final_first, rho_left) > 0
+              && dot_product(p_sharp_init_first, rho_left) > 0;
+    vector[n] rho_right = final.12 + init.4;
+    persist = persist && dot_product(p_sharp_final_last, rho_right) > 0
+              && dot_product(p_sharp_init_last, rho_right) > 0;
     return (persist, 0, final.3, final.4, final.5, final.6,
             take_final ? final.7 : init.7, take_final ? final.8 : init.8,
             take_final ? final.9 : init.9, take_final ? final.10 : init.10,
-            init.11, final.12, init.13, final.14, rho, log_sum_weight,
-            n_leapfrog, metro_prob);
+            init.11, rho, log_sum_weight, n_leapfrog, metro_prob);
   }
 
   // One NUTS transition from (q0, lp0, g0). Returns the new point
@@ -153,7 +159,6 @@ functions {
     real max_delta_h = 1000;
     vector[n] p0 = sample_momentum_rng(inv_metric);
     real H0 = hamiltonian(lp0, p0, inv_metric);
-    vector[n] p_sharp0 = inv_metric .* p0;
 
     // The two ends of the trajectory.
     vector[n] q_fwd = q0;
@@ -164,15 +169,11 @@ functions {
     vector[n] p_bck = p0;
     real lp_bck = lp0;
     vector[n] g_bck = g0;
-    // Momenta at the ends of the forward and backward sub-trees.
-    vector[n] p_sharp_fwd_bck = p_sharp0;
-    vector[n] p_sharp_fwd_fwd = p_sharp0;
-    vector[n] p_sharp_bck_fwd = p_sharp0;
-    vector[n] p_sharp_bck_bck = p_sharp0;
+    // Momenta at the inner ends of the forward and backward sub-trees (at
+    // the outer ends they are p_fwd and p_bck); p_sharp = M^-1 p is
+    // computed where the U-turn checks need it.
     vector[n] p_fwd_bck = p0;
-    vector[n] p_fwd_fwd = p0;
     vector[n] p_bck_fwd = p0;
-    vector[n] p_bck_bck = p0;
     vector[n] rho = p0;
 
     vector[n] q_sample = q0;
@@ -200,19 +201,17 @@ functions {
       if (uniform_rng(0, 1) > 0.5) {
         rho_bck = rho;
         p_bck_fwd = p_fwd_bck;
-        p_sharp_bck_fwd = p_sharp_fwd_bck;
         (valid, divergent, q_fwd, p_fwd, lp_fwd, g_fwd, q_prop, p_prop, lp_prop,
-         g_prop, p_sharp_fwd_bck, p_sharp_fwd_fwd, p_fwd_bck, p_fwd_fwd, rho_fwd,
-         log_sum_weight_subtree, n_subtree, metro_subtree)
+         g_prop, p_fwd_bck, rho_fwd, log_sum_weight_subtree, n_subtree,
+         metro_subtree)
             = build_tree_rng(depth, q_fwd, p_fwd, lp_fwd, g_fwd, H0, eps,
                              inv_metric, max_delta_h);
       } else {
         rho_fwd = rho;
         p_fwd_bck = p_bck_fwd;
-        p_sharp_fwd_bck = p_sharp_bck_fwd;
         (valid, divergent, q_bck, p_bck, lp_bck, g_bck, q_prop, p_prop, lp_prop,
-         g_prop, p_sharp_bck_fwd, p_sharp_bck_bck, p_bck_fwd, p_bck_bck, rho_bck,
-         log_sum_weight_subtree, n_subtree, metro_subtree)
+         g_prop, p_bck_fwd, rho_bck, log_sum_weight_subtree, n_subtree,
+         metro_subtree)
             = build_tree_rng(depth, q_bck, p_bck, lp_bck, g_bck, H0, -eps,
                              inv_metric, max_delta_h);
       }
@@ -240,6 +239,10 @@ functions {
       log_sum_weight = log_sum_exp(log_sum_weight, log_sum_weight_subtree);
       rho = rho_bck + rho_fwd;
       // Across the whole trajectory, then between its two sub-trees.
+      vector[n] p_sharp_fwd_fwd = inv_metric .* p_fwd;
+      vector[n] p_sharp_fwd_bck = inv_metric .* p_fwd_bck;
+      vector[n] p_sharp_bck_fwd = inv_metric .* p_bck_fwd;
+      vector[n] p_sharp_bck_bck = inv_metric .* p_bck;
       int persist = dot_product(p_sharp_fwd_fwd, rho) > 0
                     && dot_product(p_sharp_bck_bck, rho) > 0;
       vector[n] rho_left = rho_bck + p_fwd_bck;

@@ -31,8 +31,9 @@
 //!   sequence was bound to a temporary `callee$argJ` first, as was every
 //!   argument before it, so arguments are evaluated left to right). The return block `ret` starts
 //!   with the restores (`Pop`, in the reverse order of the saves) followed
-//!   by `Let x = callee_result` (if the call has a result). Pass
-//!   [`fuse`] may turn a restore and a later save into a `Peek` or remove
+//!   by `Let x = callee_result` (if the call has a result; pass
+//!   [`forward_results`] may remove it, the block's reads of `x` then
+//!   reading `callee_result`). Pass [`fuse`] may turn a restore and a later save into a `Peek` or remove
 //!   both.
 //! - Variables never share a stack; each stack holds only saved values of
 //!   its own variable. The program-counter stack holds return blocks.
@@ -42,11 +43,13 @@
 //!
 //! Pipeline ([`build`]): [`lower::lower`] (naive: every call saves the
 //! caller's whole frame, every variable has a stack) → (a)
-//! [`prune_saves`] → (e) [`fuse`] → (b) [`temps`] → (c) [`registers`] → (d)
+//! [`prune_saves`] → [`forward_results`] (a call's value read from the
+//! callee's result variable, not a copy) → (e) [`fuse`] → (b) [`temps`] → (c) [`registers`] → (d)
 //! [`cached_tops`] → [`sharing::analyse`].
 
 pub mod cached_tops;
 pub mod effects;
+pub mod forward_results;
 pub mod fuse;
 pub mod liveness;
 pub mod lower;
@@ -267,11 +270,13 @@ impl std::fmt::Display for PcError {
     }
 }
 
-/// The optimized PC IR of a CFG program: the naive lowering then the five
-/// passes of Radul et al. §3.2, then the batched-vs-shared analysis.
+/// The optimized PC IR of a CFG program: the naive lowering, result
+/// forwarding, the five passes of Radul et al. §3.2, then the
+/// batched-vs-shared analysis.
 pub fn build(cfg: &crate::batch::cfg::Program) -> Result<Program, PcError> {
     let mut p = lower::lower(cfg)?;
     prune_saves::run(&mut p);
+    forward_results::run(&mut p);
     fuse::run(&mut p);
     temps::run(&mut p);
     registers::run(&mut p);

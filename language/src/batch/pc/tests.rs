@@ -343,6 +343,79 @@ fn registers_replace_stacks_except_across_recursion_and_tops_are_cached() {
     assert_runs_like_structured(&model, &pc);
 }
 
+/// `Let`s of `function`'s blocks that copy some function's result variable.
+fn result_copies(p: &Program, function: &str) -> Vec<String> {
+    let results: Vec<VarId> = p.functions.iter().filter_map(|f| f.result).collect();
+    fun_blocks(p, function)
+        .flat_map(|b| p.blocks[b].ops.iter())
+        .filter_map(|op| match op {
+            Op::Stmt(crate::mir::Stmt {
+                kind: crate::mir::StmtKind::Let { var, value },
+                ..
+            }) if matches!(value.kind, crate::mir::ExprKind::Var(r) if results.contains(&r)) => {
+                Some(p.var_name(*var).to_string())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn forward_results_reads_tuple_results_in_place() {
+    // `a` and `b` are split by SRA from call temporaries read only in the
+    // return blocks, and `total_rng` projects its call's value there:
+    // those temporaries go.
+    let (model, cfg) = gq_program(
+        "functions {
+           tuple(real, int) pair_rng(int d) {
+             if (d == 0) return (normal_rng(0, 1), 1);
+             tuple(real, int) a = pair_rng(d - 1);
+             tuple(real, int) b = pair_rng(d - (a.2 > 0 ? 1 : 2));
+             return (a.1 * b.1 + a.1, a.2 + b.2);
+           }
+           real total_rng(int d) {
+             real s = pair_rng(d).1;
+             if (s > 0) return s;
+             return -s;
+           }
+           // Its return reads the call's value while writing its own
+           // result variable: that read keeps its copy.
+           real sum_rng(real x, int d) {
+             if (d == 0) return x;
+             return sum_rng(x + normal_rng(0, 1), d - 1) + x;
+           }
+         }
+         parameters { real mu; } model { mu ~ normal(0, 1); }
+         generated quantities { real t = total_rng(4) + mu + sum_rng(mu, 3); }",
+    );
+    let mut pc = super::lower::lower(&cfg).unwrap();
+    // The naive lowering saves the temporaries too (pass (a) drops that).
+    super::prune_saves::run(&mut pc);
+    assert_runs_like_structured(&model, &pc);
+    let before = result_copies(&pc, "pair_rng");
+    assert_eq!(before.len(), 2, "{before:?}");
+    let forwarded = super::forward_results::run(&mut pc);
+    assert!(forwarded >= 2, "{forwarded}");
+    assert_eq!(result_copies(&pc, "pair_rng"), Vec::<String>::new());
+    assert_eq!(result_copies(&pc, "total_rng"), Vec::<String>::new());
+    assert_eq!(result_copies(&pc, "sum_rng").len(), 1);
+    for name in &before {
+        let v = var(&pc, name);
+        assert!(
+            !pc.blocks
+                .iter()
+                .flat_map(|b| b.ops.iter().map(super::effects::of_op))
+                .any(|e| e.reads.contains(&v) || e.writes.contains(&v)),
+            "{name} still occurs"
+        );
+    }
+    assert_runs_like_structured(&model, &pc);
+    // The whole pipeline with the pass, and the recursive corpus.
+    assert_runs_like_structured(&model, &super::build(&cfg).unwrap());
+    let (model, cfg) = gq_program(RECURSIVE);
+    assert_runs_like_structured(&model, &super::build(&cfg).unwrap());
+}
+
 #[test]
 fn non_recursive_programs_have_no_variable_stacks() {
     let (model, cfg) = gq_program(
