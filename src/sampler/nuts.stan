@@ -57,7 +57,8 @@ functions {
     return to_vector(normal_rng(rep_vector(0, n), 1)) ./ sqrt(inv_metric);
   }
 
-  // One leapfrog step of size eps: returns (q, p, lp, grad lp).
+  // One leapfrog step of size eps: returns (q, p, lp, grad lp). (The leaf
+  // of build_tree_rng repeats these statements inline.)
   tuple(vector, vector, real, vector) leapfrog(vector q, vector p, vector g,
                                                real eps, vector inv_metric) {
     int n = rows(q);
@@ -89,17 +90,21 @@ functions {
                  real H0, real eps, vector inv_metric, real max_delta_h) {
     int n = rows(q0);
     if (depth == 0) {
-      // One leapfrog step, its energy H = -lp + p' M^-1 p / 2 (NaN counts
-      // as +inf), divergence and Metropolis acceptance probability.
-      tuple(vector[n], vector[n], real, vector[n]) z
-          = leapfrog(q0, p0, g0, eps, inv_metric);
-      vector[n] p_sharp = inv_metric .* z.2;
-      real h_raw = -z.3 + 0.5 * dot_product(z.2, p_sharp);
+      // One leapfrog step (`leapfrog`'s statements, inline: no call, no
+      // copies of its arguments and result), its energy
+      // H = -lp + p' M^-1 p / 2 (NaN counts as +inf), divergence and
+      // Metropolis acceptance probability.
+      vector[n] p_half = p0 + (0.5 * eps) * g0;
+      vector[n] q = q0 + eps * (inv_metric .* p_half);
+      tuple(real, vector[n]) lp_grad = model_log_density_gradient(q);
+      vector[n] p = p_half + (0.5 * eps) * lp_grad.2;
+      vector[n] p_sharp = inv_metric .* p;
+      real h_raw = -lp_grad.1 + 0.5 * dot_product(p, p_sharp);
       real h = is_nan(h_raw) ? positive_infinity() : h_raw;
       int divergent = (h - H0) > max_delta_h;
       real metro_prob = H0 - h > 0 ? 1.0 : exp(H0 - h);
-      return (!divergent, divergent, z.1, z.2, z.3, z.4, z.1, z.2, z.3, z.4,
-              z.2, z.2, H0 - h, 1, metro_prob);
+      return (!divergent, divergent, q, p, lp_grad.1, lp_grad.2, q, p,
+              lp_grad.1, lp_grad.2, p, p, H0 - h, 1, metro_prob);
     }
     // The initial sub-tree.
     tuple(int, int, vector[n], vector[n], real, vector[n], vector[n],

@@ -29,7 +29,8 @@
 //!   with the saves (`Push`) then the argument writes (`Arg`, in parameter
 //!   order; an argument that reads a parameter written earlier in the same
 //!   sequence was bound to a temporary `callee$argJ` first, as was every
-//!   argument before it, so arguments are evaluated left to right). The return block `ret` starts
+//!   argument before it, so arguments are evaluated left to right; pass
+//!   [`identity_args`] drops an argument that is the parameter itself). The return block `ret` starts
 //!   with the restores (`Pop`, in the reverse order of the saves) followed
 //!   by `Let x = callee_result` (if the call has a result; pass
 //!   [`forward_results`] may remove it, the block's reads of `x` then
@@ -43,14 +44,17 @@
 //!
 //! Pipeline ([`build`]): [`lower::lower`] (naive: every call saves the
 //! caller's whole frame, every variable has a stack) → (a)
-//! [`prune_saves`] → [`forward_results`] (a call's value read from the
+//! [`prune_saves`] → [`identity_args`] (no copy of a parameter passed on
+//! unchanged) → [`forward_results`] (a call's value read from the
 //! callee's result variable, not a copy) → (e) [`fuse`] → (b) [`temps`] → (c) [`registers`] → (d)
-//! [`cached_tops`] → [`sharing::analyse`].
+//! [`cached_tops`] → [`thread_jumps`] (no steps through empty jump
+//! blocks) → [`sharing::analyse`].
 
 pub mod cached_tops;
 pub mod effects;
 pub mod forward_results;
 pub mod fuse;
+pub mod identity_args;
 pub mod liveness;
 pub mod lower;
 pub mod print;
@@ -58,6 +62,7 @@ pub mod prune_saves;
 pub mod registers;
 pub mod sharing;
 pub mod temps;
+pub mod thread_jumps;
 
 #[cfg(test)]
 mod tests;
@@ -270,17 +275,19 @@ impl std::fmt::Display for PcError {
     }
 }
 
-/// The optimized PC IR of a CFG program: the naive lowering, result
-/// forwarding, the five passes of Radul et al. §3.2, then the
-/// batched-vs-shared analysis.
+/// The optimized PC IR of a CFG program: the naive lowering, identity
+/// arguments and result forwarding, the five passes of Radul et al. §3.2, jump threading, then
+/// the batched-vs-shared analysis.
 pub fn build(cfg: &crate::batch::cfg::Program) -> Result<Program, PcError> {
     let mut p = lower::lower(cfg)?;
     prune_saves::run(&mut p);
+    identity_args::run(&mut p);
     forward_results::run(&mut p);
     fuse::run(&mut p);
     temps::run(&mut p);
     registers::run(&mut p);
     cached_tops::run(&mut p);
+    thread_jumps::run(&mut p);
     sharing::analyse(&mut p);
     p.validate().map_err(PcError)?;
     Ok(p)

@@ -210,6 +210,21 @@ fn parameters_passed_on_unchanged_need_no_save() {
     let tree = saves(&pc, "tree");
     assert_eq!(tree, vec![vec!["n"], vec!["a"]], "{tree:?}");
     assert_runs_like_structured(&model, &pc);
+    // Then the copies of `scale` onto itself go (one per recursive call).
+    let args = |p: &Program| -> Vec<String> {
+        fun_blocks(p, "tree")
+            .flat_map(|b| p.blocks[b].ops.iter())
+            .filter_map(|op| match op {
+                Op::Arg { param, .. } => Some(p.var_name(*param).to_string()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(args(&pc), ["n", "scale", "x", "n", "scale", "x"]);
+    assert_eq!(super::identity_args::run(&mut pc), 2);
+    assert_eq!(args(&pc), ["n", "x", "n", "x"]);
+    assert_runs_like_structured(&model, &pc);
+    assert_runs_like_structured(&model, &super::build(&cfg).unwrap());
 }
 
 #[test]
@@ -414,6 +429,80 @@ fn forward_results_reads_tuple_results_in_place() {
     assert_runs_like_structured(&model, &super::build(&cfg).unwrap());
     let (model, cfg) = gq_program(RECURSIVE);
     assert_runs_like_structured(&model, &super::build(&cfg).unwrap());
+}
+
+/// Blocks without ops that only jump, reachable from an entry by jumps,
+/// branches, calls and returns.
+fn reachable_empty_jumps(p: &Program) -> Vec<usize> {
+    let mut seen = vec![false; p.blocks.len()];
+    let mut todo: Vec<usize> = p
+        .functions
+        .iter()
+        .filter(|f| f.kind == super::FunctionKind::Entry)
+        .map(|f| f.first_block.0 as usize)
+        .collect();
+    while let Some(b) = todo.pop() {
+        if std::mem::replace(&mut seen[b], true) {
+            continue;
+        }
+        match &p.blocks[b].term {
+            Terminator::Jump(t) => todo.push(t.0 as usize),
+            Terminator::Branch {
+                then, otherwise, ..
+            } => todo.extend([then.0 as usize, otherwise.0 as usize]),
+            Terminator::PushJump { ret, target, .. } => {
+                todo.extend([ret.0 as usize, target.0 as usize])
+            }
+            Terminator::Return => {}
+        }
+    }
+    (0..p.blocks.len())
+        .filter(|&b| {
+            seen[b] && p.blocks[b].ops.is_empty() && matches!(p.blocks[b].term, Terminator::Jump(_))
+        })
+        .collect()
+}
+
+#[test]
+fn thread_jumps_skips_empty_jump_blocks() {
+    let (model, cfg) = gq_program(RECURSIVE);
+    let mut pc = super::lower::lower(&cfg).unwrap();
+    super::prune_saves::run(&mut pc);
+    super::fuse::run(&mut pc);
+    super::temps::run(&mut pc);
+    super::registers::run(&mut pc);
+    super::cached_tops::run(&mut pc);
+    let before = reachable_empty_jumps(&pc);
+    assert!(!before.is_empty());
+    let blocks = pc.blocks.len();
+    let changed = super::thread_jumps::run(&mut pc);
+    assert!(changed >= before.len(), "{changed} < {before:?}");
+    assert_eq!(pc.blocks.len(), blocks);
+    // Left reachable: only function entries (call targets stay).
+    let entries: Vec<usize> = pc
+        .functions
+        .iter()
+        .map(|f| f.first_block.0 as usize)
+        .collect();
+    for b in reachable_empty_jumps(&pc) {
+        assert!(entries.contains(&b), "b{b} still reached");
+    }
+    assert_runs_like_structured(&model, &pc);
+    // A chain of empty jumps that loops on itself is left as it is: make
+    // one of the empty blocks jump to itself before threading.
+    let mut pc = super::lower::lower(&cfg).unwrap();
+    let e = reachable_empty_jumps(&pc)[0];
+    pc.blocks[e].term = Terminator::Jump(super::BlockId(e as u32));
+    let into_e = |p: &Program| {
+        p.blocks
+            .iter()
+            .filter(|b| matches!(b.term, Terminator::Jump(t) | Terminator::Branch { then: t, .. } if t.0 as usize == e))
+            .count()
+    };
+    let before = into_e(&pc);
+    super::thread_jumps::run(&mut pc);
+    assert_eq!(into_e(&pc), before);
+    pc.validate().unwrap();
 }
 
 #[test]
