@@ -311,14 +311,20 @@ fn temps_are_block_local_and_everything_else_keeps_storage() {
     assert_runs_like_structured(&model, &pc);
 }
 
-#[test]
-fn registers_replace_stacks_except_across_recursion_and_tops_are_cached() {
-    let (model, cfg) = gq_program(RECURSIVE);
-    let mut pc = super::lower::lower(&cfg).unwrap();
+/// The lowering and passes (a), (e), (b) and (c), in `build`'s order.
+fn through_registers(cfg: &crate::batch::cfg::Program) -> Program {
+    let mut pc = super::lower::lower(cfg).unwrap();
     super::prune_saves::run(&mut pc);
     super::fuse::run(&mut pc);
     super::temps::run(&mut pc);
     super::registers::run(&mut pc);
+    pc
+}
+
+#[test]
+fn registers_replace_stacks_except_across_recursion_and_tops_are_cached() {
+    let (model, cfg) = gq_program(RECURSIVE);
+    let mut pc = through_registers(&cfg);
     let stacked: Vec<&str> = (0..pc.storage.len())
         .filter(|&i| matches!(pc.storage[i], Storage::Stack { .. }))
         .map(|i| pc.mir.vars[i].name.as_str())
@@ -466,11 +472,7 @@ fn reachable_empty_jumps(p: &Program) -> Vec<usize> {
 #[test]
 fn thread_jumps_skips_empty_jump_blocks() {
     let (model, cfg) = gq_program(RECURSIVE);
-    let mut pc = super::lower::lower(&cfg).unwrap();
-    super::prune_saves::run(&mut pc);
-    super::fuse::run(&mut pc);
-    super::temps::run(&mut pc);
-    super::registers::run(&mut pc);
+    let mut pc = through_registers(&cfg);
     super::cached_tops::run(&mut pc);
     let before = reachable_empty_jumps(&pc);
     assert!(!before.is_empty());
