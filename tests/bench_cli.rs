@@ -21,6 +21,22 @@ fn bench(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// The JSON list's rows as (chains, the string field `key`, the row),
+/// each checked to have a positive finite rate and no failed lanes.
+fn sound_rows(stdout: &str, key: &str) -> Vec<(u64, String, serde_json::Value)> {
+    let rows: serde_json::Value = serde_json::from_str(stdout).expect(stdout);
+    let rows = rows.as_array().expect("a JSON list");
+    rows.iter()
+        .map(|r| {
+            let rate = r["grad_evals_per_s"].as_f64().expect("a number");
+            assert!(rate > 0.0 && rate.is_finite(), "{r}");
+            assert_eq!(r["failed_lanes"], 0, "{r}");
+            let name = r[key].as_str().unwrap_or_else(|| panic!("{key}: {r}"));
+            (r["chains"].as_u64().unwrap(), name.to_string(), r.clone())
+        })
+        .collect()
+}
+
 #[test]
 fn json_lists_one_measurement_per_batching_and_chain_count() {
     let (ok, stdout, stderr) = bench(&[
@@ -36,22 +52,10 @@ fn json_lists_one_measurement_per_batching_and_chain_count() {
         "json",
     ]);
     assert!(ok, "{stderr}");
-    let rows: serde_json::Value = serde_json::from_str(&stdout).expect(&stdout);
-    let rows = rows.as_array().expect("a JSON list");
-    let seen: Vec<(u64, &str)> = rows
-        .iter()
-        .map(|r| {
-            (
-                r["chains"].as_u64().unwrap(),
-                r["batching"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let rows = sound_rows(&stdout, "batching");
+    let seen: Vec<(u64, &str)> = rows.iter().map(|(c, b, _)| (*c, b.as_str())).collect();
     assert_eq!(seen, [(1, "local"), (3, "local"), (1, "pc"), (3, "pc")]);
-    for r in rows {
-        let rate = r["grad_evals_per_s"].as_f64().expect("a number");
-        assert!(rate > 0.0 && rate.is_finite(), "{r}");
-        assert_eq!(r["failed_lanes"], 0, "{r}");
+    for (_, _, r) in &rows {
         assert!(r["batches"].as_u64().unwrap() >= 1, "{r}");
     }
 }
@@ -108,21 +112,7 @@ fn native_backend_lists_its_measurements() {
         "json",
     ]);
     assert!(ok, "{stderr}");
-    let rows: serde_json::Value = serde_json::from_str(&stdout).expect(&stdout);
-    let rows = rows.as_array().expect("a JSON list");
-    let seen: Vec<(u64, &str)> = rows
-        .iter()
-        .map(|r| {
-            (
-                r["chains"].as_u64().unwrap(),
-                r["backend"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let rows = sound_rows(&stdout, "backend");
+    let seen: Vec<(u64, &str)> = rows.iter().map(|(c, b, _)| (*c, b.as_str())).collect();
     assert_eq!(seen, [(1, "native"), (5, "native")]);
-    for r in rows {
-        let rate = r["grad_evals_per_s"].as_f64().expect("a number");
-        assert!(rate > 0.0 && rate.is_finite(), "{r}");
-        assert_eq!(r["failed_lanes"], 0, "{r}");
-    }
 }

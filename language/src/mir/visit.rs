@@ -156,7 +156,8 @@ fn indexes(idx: &mut [Index], f: &mut dyn FnMut(&mut Expr)) {
     }
 }
 
-fn expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+/// Visit `e` and every subexpression of it (outermost first).
+pub fn expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
     f(e);
     children_mut(e, &mut |c| expr(c, f));
 }

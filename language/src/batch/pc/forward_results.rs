@@ -126,14 +126,7 @@ fn blocks_mentioning(p: &Program) -> HashMap<VarId, HashSet<usize>> {
 fn for_each_op_expr(op: &mut Op, f: &mut dyn FnMut(&mut Expr)) {
     match op {
         Op::Stmt(s) => visit::for_each_expr(std::slice::from_mut(s), f),
-        Op::Arg { value, .. } | Op::SetResult { value, .. } => {
-            visit_expr(value, f);
-        }
+        Op::Arg { value, .. } | Op::SetResult { value, .. } => visit::expr(value, f),
         Op::Push(_) | Op::Pop(_) | Op::Peek(_) => {}
     }
-}
-
-fn visit_expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
-    f(e);
-    visit::children_mut(e, &mut |c| visit_expr(c, f));
 }

@@ -27,6 +27,8 @@ pub fn run(p: &mut Program) -> usize {
     removed
 }
 
-fn is_identity(op: &Op) -> bool {
+/// `Arg { param: v, value: v }`: an argument that is the parameter itself
+/// (also what pass (a) treats as passing the parameter on unchanged).
+pub(super) fn is_identity(op: &Op) -> bool {
     matches!(op, Op::Arg { param, value } if matches!(value.kind, ExprKind::Var(v) if v == *param))
 }

@@ -45,13 +45,7 @@ pub fn modified_vars(p: &Program) -> Vec<VarSet> {
 /// only writes of a variable, every invocation sees the value its caller
 /// had, and returns it unchanged.)
 fn passed_on_unchanged(op: &Op) -> bool {
-    match op {
-        Op::Arg { param, value } => {
-            matches!(value.kind, crate::mir::ExprKind::Var(v) if v == *param)
-        }
-        Op::Pop(_) | Op::Peek(_) => true,
-        _ => false,
-    }
+    matches!(op, Op::Pop(_) | Op::Peek(_)) || super::identity_args::is_identity(op)
 }
 
 pub fn run(p: &mut Program) {
