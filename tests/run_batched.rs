@@ -379,6 +379,66 @@ fn native_chains_equal_the_interpreter_chains() {
     }
 }
 
+/// A model rejected where x > `limit`: with 0.8 every leapfrog step past
+/// it fails the gradient; with −10 every initial point does.
+fn rejecting(limit: &str) -> (Model, GradProgram) {
+    let source = format!(
+        "parameters {{ real x; }}\n\
+         model {{\n  if (x > {limit}) reject(\"x too large: \", x);\n  x ~ normal(0, 1);\n}}\n"
+    );
+    let (program, diagnostics) = language::compile_model(&source, "rejecting");
+    let program = program.unwrap_or_else(|| panic!("{diagnostics:?}"));
+    let grad = language::ad::gradient(&program).unwrap();
+    let data = DataFile::parse("{}").unwrap();
+    (Model::new(&program, &data).unwrap(), grad)
+}
+
+/// The compiled sampler's dispatcher evaluates a lane's gradient itself
+/// and hands a failed evaluation to the host, which evaluates it again
+/// for the lane's error: chains whose proposals are rejected get the
+/// interpreter's events too, and chains that cannot start fail with the
+/// interpreter's error (the rejection's message).
+#[test]
+fn native_chains_with_rejections_equal_the_interpreter_chains() {
+    let (model, grad) = rejecting("-10");
+    let s = settings(10, 10);
+    let chains = [0, 1];
+    let truth = events(
+        &InterpreterExecutor { threads: 1 },
+        &model,
+        &grad,
+        &s,
+        &chains,
+    );
+    let failed = truth
+        .values()
+        .flatten()
+        .filter(|e| e.contains("x too large"))
+        .count();
+    assert_eq!(failed, 2, "both chains fail with the rejection: {truth:?}");
+    let ours = events(&native(&model, &grad, &s, 1), &model, &grad, &s, &chains);
+    assert_eq!(ours, truth);
+
+    let (model, grad) = rejecting("0.8");
+    let s = settings(40, 30);
+    let chains: Vec<usize> = (0..5).collect();
+    let truth = events(
+        &InterpreterExecutor { threads: 1 },
+        &model,
+        &grad,
+        &s,
+        &chains,
+    );
+    let divergent: usize = truth
+        .values()
+        .flatten()
+        .filter(|e| e.contains("divergent: true"))
+        .count();
+    assert!(divergent > 10, "rejections make divergences: {divergent}");
+    let ours = events(&native(&model, &grad, &s, 1), &model, &grad, &s, &chains);
+    assert_eq!(ours, truth);
+}
+
 /// Linear regression: the gradient multiplies a data matrix by every
 /// lane's vector in one lane-parallel product (backend-cpu's GEMM path).
 fn regression() -> (Model, GradProgram) {

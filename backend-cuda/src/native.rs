@@ -59,6 +59,82 @@ pub struct NativeProgram {
     gather: LaunchFn,
     /// Per block: its kernels with their grid rows (1 for a lane kernel).
     blocks: Vec<Vec<(LaunchFn, u32)>>,
+    /// One lane's whole evaluation ([`lane_gradient_source`]).
+    lane_gradient: LaneGradientFn,
+}
+
+/// The name and signature of [`lane_gradient_source`]'s function:
+/// `(state, data, theta, jacobian, gathered, blocks)` → 0 when the lane
+/// finished (else its status, with the gather kernel's row in `gathered`
+/// either way); `*blocks` counts the blocks it ran.
+pub(crate) const LANE_GRADIENT: &str = "bat_native_lane_gradient";
+pub(crate) type LaneGradientFn =
+    unsafe extern "C" fn(*mut f64, *const f64, *const f64, f64, *mut f64, *mut i64) -> i32;
+
+/// The C++ of one lane's evaluation of the gradient program, in a
+/// lane-major state of one lane: the start kernel, the lane's blocks in
+/// program-counter order (the host loop's schedule for a single lane:
+/// the lowest-numbered waiting block is the lane's own), the gather
+/// kernel. The native sampler's dispatcher calls it directly for a lane
+/// that asks for a gradient (`crate::native_sampler`), where the host
+/// loop would return to Rust, pack the waiting lanes and launch each
+/// kernel through the shim for them.
+fn lane_gradient_source(program: &DeviceProgram) -> String {
+    let mut cases = String::new();
+    for (b, launches) in program.blocks.iter().enumerate() {
+        if launches.is_empty() {
+            continue;
+        }
+        cases += &format!("        case {b}:\n");
+        for launch in launches {
+            match launch {
+                Launch::Lanes { kernel } => {
+                    cases += &format!("            {kernel}(state, data, active, 1, 1);\n");
+                }
+                Launch::Gemm { kernel, rows } => {
+                    let grid = rows.div_ceil(GEMM_ROWS_PER_THREAD).max(1);
+                    cases += &format!(
+                        "            for (unsigned y = 0; y < {grid}u; ++y) {{ ::bat_shim::block_idx.y = y; {kernel}(state, data, active, 1, 1); }} ::bat_shim::block_idx.y = 0;\n"
+                    );
+                }
+                // Refused by `NativeProgram::compile`.
+                Launch::External(_) => {}
+            }
+            cases += "            if (S(0) != 0.0) break;\n";
+        }
+        cases += "            continue;\n";
+    }
+    let start = program.helper(START_KERNEL);
+    let gather = program.helper(GATHER_KERNEL);
+    let entry = program.entry;
+    format!(
+        r#"
+// ---- one lane's gradient (backend-cuda/src/native.rs)
+extern "C" int {LANE_GRADIENT}(double* __restrict__ state, const double* __restrict__ data,
+    const double* __restrict__ theta, double jacobian, double* __restrict__ gathered,
+    long long* __restrict__ blocks) {{
+    ::bat_shim::thread_idx = dim3(0, 0, 0);
+    ::bat_shim::block_idx = dim3(0, 0, 0);
+    ::bat_shim::block_dim = dim3(1, 1, 1);
+    ::bat_shim::grid_dim = dim3(1, 1, 1);
+    const int active[1] = {{0}};
+    const int lane = 0;
+    (void)lane;
+    {start}(state, theta, active, 1, 1, jacobian, {entry});
+    while (S(0) == 0.0 && S(3) >= 0.0) {{
+        *blocks += 1;
+        switch ((long long)S(3)) {{
+{cases}        default:
+            S(0) = 3.0;
+            break;
+        }}
+        break;
+    }}
+    {gather}(state, gathered, active, 1, 1);
+    return gathered[0] == 0.0 ? 0 : 1;
+}}
+"#
+    )
 }
 
 // SAFETY: the launchers are plain functions of a loaded library (kept
@@ -111,11 +187,12 @@ impl NativeLibrary {
 impl NativeProgram {
     /// Compile `program` (from the cache when it was compiled before).
     fn compile(program: DeviceProgram) -> Result<NativeProgram, GradientDeviceError> {
-        let library = NativeLibrary::compile(
-            &program.source,
-            program.layout.n_slots(),
-            &program.kernel_names(),
-        )?;
+        let source = format!("{}{}", program.source, lane_gradient_source(&program));
+        let library =
+            NativeLibrary::compile(&source, program.layout.n_slots(), &program.kernel_names())?;
+        // SAFETY: `lane_gradient_source` defines it with this signature.
+        let lane_gradient: LaneGradientFn =
+            unsafe { std::mem::transmute(library.function(LANE_GRADIENT)?) };
         let launcher = |name: &str| library.launcher(name);
         let mut blocks = Vec::with_capacity(program.blocks.len());
         for launches in &program.blocks {
@@ -136,6 +213,7 @@ impl NativeProgram {
             blocks.push(steps);
         }
         Ok(NativeProgram {
+            lane_gradient,
             start: launcher(&program.helper(START_KERNEL))?,
             gather: launcher(&program.helper(GATHER_KERNEL))?,
             blocks,
@@ -162,6 +240,20 @@ fn cache_dir() -> Option<PathBuf> {
     Some(base.join("bat").join("native"))
 }
 
+/// This machine's CPU model and instruction-set flags (`/proc/cpuinfo`'s
+/// first processor; empty where there is none): libraries are built with
+/// `-march=native`, so a cache shared between machines (a home directory
+/// on a cluster) must not hand one CPU's library to another.
+fn host_cpu() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let first = info.split("\n\n").next().unwrap_or_default();
+    first
+        .lines()
+        .filter(|l| l.starts_with("model name") || l.starts_with("flags"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The library for `source`: from the cache, or compiled into it (built
 /// in a temporary directory and renamed, so concurrent processes never
 /// load a half-written file). Without a cache directory, compiled into a
@@ -173,6 +265,7 @@ fn cached_library(source: &str, defines: &str, kernels: &[String]) -> Result<Pat
         env!("CARGO_PKG_VERSION"),
         shim::SHIM_HEADER,
         flags,
+        host_cpu(),
         defines,
         source,
         kernels,
@@ -390,6 +483,24 @@ impl NativeGradient {
             lanes[i] = Err(e);
         }
         Ok(lanes)
+    }
+
+    /// What a caller needs to evaluate one lane directly, in this
+    /// executor's lane 0 ([`LANE_GRADIENT`]): the function, the state and
+    /// the data. Valid until the next evaluation through `self` (which
+    /// may regrow the stacks: a new library and state).
+    pub(crate) fn lane_call(&mut self) -> (LaneGradientFn, *mut f64, *const f64) {
+        (
+            self.compiled.lane_gradient,
+            self.state.as_mut_ptr(),
+            self.data.as_ptr(),
+        )
+    }
+
+    /// Count `blocks` more blocks run for one lane each (by
+    /// [`NativeGradient::lane_call`]'s function).
+    pub(crate) fn add_lane_blocks(&mut self, blocks: u64) {
+        self.block_lanes += blocks;
     }
 
     /// Twice the AD stack capacity, recompiled.

@@ -9,12 +9,18 @@
 //! block for all lanes waiting at it (launches are costly, lanes many);
 //! here a call costs nanoseconds and a lane's state is contiguous, so each
 //! lane runs its blocks one after another (in a compiled dispatcher,
-//! [`advance_source`]) until it asks for a gradient (or ends), and then
-//! the gradients of all waiting lanes of its group ([`LANES_PER_GROUP`])
-//! are evaluated in one batch (by the compiled gradient program,
-//! [`NativeGradient`]). Chains thus still meet at every gradient
-//! evaluation, as with program-counter autobatching, but nothing runs for
-//! lanes that are not at a block.
+//! [`advance_source`]), its gradients evaluated where it asks for them:
+//! the dispatcher calls the compiled gradient program's one-lane function
+//! ([`crate::native::LANE_GRADIENT`]) in place of returning to the host,
+//! packing the waiting lanes and launching every kernel through the shim
+//! for them (an eighth of the sampler's instructions on eight schools went
+//! to that round trip, more than to the gradient itself). Lanes of one CPU
+//! thread gain nothing from meeting at a gradient — the compiled code runs
+//! them one by one either way. An evaluation that fails (a rejection,
+//! a domain error, an AD stack to regrow) goes back to the host, which
+//! evaluates it again for the lanes of its group ([`LANES_PER_GROUP`])
+//! waiting so (keeping the lane's error, regrowing the stacks).
+//! Bit for bit the same answers: the same kernels run for the lane.
 //! A lane's results do not depend on the order lanes run in (each has its
 //! own state and random stream), so every chain gets the draws the other
 //! backends give it.
@@ -27,11 +33,13 @@ use language::interp::RuntimeError;
 use language::value::Value;
 
 use crate::codegen::entry::EntryProgram;
-use crate::codegen::program::{Launch, RECORD_COUNT, START_KERNEL};
+use crate::codegen::program::{External, GATHERED_HEADER, Launch, RECORD_COUNT, START_KERNEL};
 use crate::codegen::shape::Shape;
 use crate::codegen::{FATAL_STATUS, STATUS_SLOT};
 use crate::gradient::GradientDeviceError;
-use crate::native::{NativeGradient, NativeLibrary, arg, call, data_values, lane_major_state};
+use crate::native::{
+    LaneGradientFn, NativeGradient, NativeLibrary, arg, call, data_values, lane_major_state,
+};
 use crate::sampler::{
     LaneOutcome, RecordHost, lane_outcomes, pack_entry_args, runnable_program, values,
 };
@@ -41,13 +49,13 @@ use std::sync::Arc;
 /// Records a lane's buffer holds (each is handed over at once).
 const RECORD_CAPACITY: usize = 2;
 
-/// Lanes run together, their gradients evaluated in one batch. Each lane's
-/// state is tens of kB (stacks sized for 100 nested calls): a group this
-/// small stays in cache while it runs, where running all of a thread's
-/// lanes round-robin goes to memory for every lane's every block (eight
-/// schools, 1,000 chains × (300 + 300), 2 threads: 4.9 s with 16 lanes, 5.3
-/// with 8, 6.2 with 64, 10.4 with all 500). Lanes are independent, so the
-/// grouping changes no lane's draws.
+/// Lanes run together: their failed gradient evaluations are evaluated
+/// again in one batch, and their records handed over together. Each
+/// lane's state is tens of kB (stacks sized for 100 nested calls): a group
+/// this small stays in cache while it runs (when every gradient went to
+/// the host, 1,000 eight-schools chains × (300 + 300) on 2 threads took
+/// 4.9 s with 16 lanes, 5.3 with 8, 6.2 with 64, 10.4 with all 500).
+/// Lanes are independent, so the grouping changes no lane's draws.
 pub const LANES_PER_GROUP: usize = 16;
 
 /// The sampler program compiled for the host (shared by siblings).
@@ -91,6 +99,10 @@ pub struct NativeSampler {
     data: Vec<f64>,
     records: Vec<f64>,
     packed: Vec<f64>,
+    /// One lane's point and gathered answer for gradients the dispatcher
+    /// evaluates itself ([`DirectGradient`]).
+    direct_theta: Vec<f64>,
+    direct_gathered: Vec<f64>,
     /// The error of each lane's last failed gradient evaluation.
     last_errors: Vec<Option<RuntimeError>>,
     /// Gradient evaluations of the last run: batches, lanes over all
@@ -169,6 +181,8 @@ impl NativeSampler {
         NativeSampler {
             records: vec![0.0; (n_lanes * RECORD_CAPACITY * program.record_width()).max(1)],
             packed: vec![0.0; (packed_width * n_lanes).max(1)],
+            direct_theta: vec![0.0; packed_width.max(1)],
+            direct_gathered: vec![0.0; GATHERED_HEADER + gradient.program().n_params],
             last_errors: vec![None; n_lanes],
             gradient_calls: 0,
             gradient_lanes: 0,
@@ -313,8 +327,22 @@ impl NativeSampler {
             } else {
                 ((at.0 as i64) << 16) | at.1 as i64
             };
+            let (evaluate, gradient_state, gradient_data) = self.gradient.lane_call();
+            let mut direct = DirectGradient {
+                evaluate,
+                state: gradient_state,
+                data: gradient_data,
+                theta: self.direct_theta.as_mut_ptr(),
+                gathered: self.direct_gathered.as_mut_ptr(),
+                evaluations: 0,
+                blocks: 0,
+            };
             // SAFETY: the dispatcher's ABI (`advance_source`): `state` holds
-            // n_slots × n_lanes and `lane` < n_lanes.
+            // n_slots × n_lanes and `lane` < n_lanes; `direct` the gradient
+            // program's function, one lane's state and its data (no other
+            // evaluation runs until this call returns), buffers for the
+            // widest gradient call's point and for the gather kernel's row
+            // of one lane.
             let reached = unsafe {
                 (compiled.advance)(
                     self.state.as_mut_ptr(),
@@ -322,8 +350,14 @@ impl NativeSampler {
                     lane as i32,
                     self.n_lanes as i32,
                     from,
+                    &mut direct,
                 )
             };
+            self.gradient.add_lane_blocks(direct.blocks as u64);
+            let direct = direct.evaluations as u64;
+            self.gradient_calls += direct;
+            self.gradient_lanes += direct;
+            self.gradient_slots += direct;
             if reached < 0 {
                 return None;
             }
@@ -484,10 +518,26 @@ impl NativeSampler {
 }
 
 /// The dispatcher's name and signature: `(state, data, lane, n_lanes,
-/// from)` → the place `(block << 16) | launch` of the external call the
-/// lane reached, or −1 when it ended (finished or failed).
+/// from, grad)` → the place `(block << 16) | launch` of the external call
+/// the lane reached, or −1 when it ended (finished or failed).
 const ADVANCE: &str = "bat_native_advance";
-type AdvanceFn = unsafe extern "C" fn(*mut f64, *const f64, i32, i32, i64) -> i64;
+type AdvanceFn =
+    unsafe extern "C" fn(*mut f64, *const f64, i32, i32, i64, *mut DirectGradient) -> i64;
+
+/// The dispatcher's `BatDirectGradient`: the gradient program's
+/// [`crate::native::LANE_GRADIENT`] with its state and data, buffers for
+/// one lane's point and gathered answer, and the evaluations it made.
+#[repr(C)]
+struct DirectGradient {
+    evaluate: LaneGradientFn,
+    state: *mut f64,
+    data: *const f64,
+    theta: *mut f64,
+    gathered: *mut f64,
+    evaluations: i64,
+    /// Blocks the gradient program ran for those evaluations.
+    blocks: i64,
+}
 
 /// The C++ of the dispatcher: runs one lane's blocks from `from` (a place
 /// `(block << 16) | launch` to resume at, or −1: at the block its program
@@ -517,6 +567,26 @@ fn advance_source(program: &EntryProgram) -> String {
                         "            if (j <= {j}) {{ for (unsigned y = 0; y < {grid}u; ++y) {{ ::bat_shim::block_idx.y = y; {kernel}(state, data, active, 1, n_lanes); }} ::bat_shim::block_idx.y = 0; if (S(0) != 0.0) return -1; }}\n"
                     );
                 }
+                // A gradient: evaluated here, directly, when the host
+                // offers it (`grad`) and the lane's evaluation finishes;
+                // else (a failure: its error, or a stack to regrow) the
+                // host evaluates it.
+                Launch::External(External {
+                    pack,
+                    answer: Some(answer),
+                    ..
+                }) => {
+                    cases += &format!(
+                        "            if (j <= {j}) {{\n\
+                         \x20               if (!grad) return ({b}LL << 16) | {j};\n\
+                         \x20               {pack}(state, data, active, 1, n_lanes, grad->theta, 0, 0);\n\
+                         \x20               if (grad->evaluate(grad->state, grad->data, grad->theta, 1.0, grad->gathered, &grad->blocks) != 0) return ({b}LL << 16) | {j};\n\
+                         \x20               grad->evaluations += 1;\n\
+                         \x20               {answer}(state, data, active, 1, n_lanes, grad->gathered);\n\
+                         \x20               if (S(0) != 0.0) return -1;\n\
+                         \x20           }}\n"
+                    );
+                }
                 Launch::External(_) => {
                     cases += &format!("            if (j <= {j}) return ({b}LL << 16) | {j};\n");
                 }
@@ -527,8 +597,17 @@ fn advance_source(program: &EntryProgram) -> String {
     format!(
         r#"
 // ---- native dispatcher (backend-cuda/src/native_sampler.rs)
+struct BatDirectGradient {{
+    int (*evaluate)(double*, const double*, const double*, double, double*, long long*);
+    double* state;
+    const double* data;
+    double* theta;
+    double* gathered;
+    long long evaluations;
+    long long blocks;
+}};
 extern "C" long long {ADVANCE}(double* __restrict__ state, const double* __restrict__ data,
-    int lane, int n_lanes, long long from) {{
+    int lane, int n_lanes, long long from, BatDirectGradient* grad) {{
     ::bat_shim::thread_idx = dim3(0, 0, 0);
     ::bat_shim::block_idx = dim3(0, 0, 0);
     ::bat_shim::block_dim = dim3(1, 1, 1);

@@ -121,7 +121,13 @@ pub fn build_module_optimized(
 /// dispatcher may be inlined): 13% fewer instructions than `-O2` on eight
 /// schools' native run (callgrind), with the same values — neither lets
 /// the compiler reassociate or contract floating-point operations.
-pub const OPTIMIZED_FLAGS: &str = "-O3 -ftls-model=initial-exec -fno-semantic-interposition";
+/// `-march=native`: this CPU's vector instructions (AVX2 where there is
+/// one) for the element loops: 10% fewer instructions in the sampler's
+/// blocks, the same values (IEEE operations give the same result at any
+/// vector width; no contraction, no reassociation). The native library
+/// cache key includes the CPU (`native::host_cpu`).
+pub const OPTIMIZED_FLAGS: &str =
+    "-O3 -march=native -ftls-model=initial-exec -fno-semantic-interposition";
 
 fn build(
     source: &str,

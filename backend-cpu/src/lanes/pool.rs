@@ -59,12 +59,16 @@ impl Pooled for i64 {
 pub fn buffer<T: Pooled>(n: usize) -> Vec<T> {
     let found = if n >= MIN_LARGE {
         T::with_kept(|k| {
-            // The smallest kept buffer that is large enough.
+            // The smallest kept buffer that is large enough — but not
+            // one many times larger: a small request taking a block of a
+            // different size class left the next request of that class to
+            // fault in fresh pages (a logistic regression's 1,024-lane
+            // β-sized temporaries took its 80 MB N × Z blocks).
             let best = k
                 .large
                 .iter()
                 .enumerate()
-                .filter(|(_, b)| b.capacity() >= n)
+                .filter(|(_, b)| b.capacity() >= n && b.capacity() <= 4 * n)
                 .min_by_key(|(_, b)| b.capacity())
                 .map(|(i, _)| i);
             best.map(|i| k.large.swap_remove(i))
@@ -130,5 +134,28 @@ pub fn recycle<T: Pooled>(b: Vec<T>) {
             }
             k.small.push(b);
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_buffer_serves_requests_of_its_size_class_only() {
+        // Each test runs on its own thread: this pool starts empty.
+        let big = 40 * MIN_LARGE;
+        recycle(Vec::<f64>::with_capacity(big));
+        // A small large request may not take the block 40 times its size
+        // (the next request of that size would fault in fresh pages)…
+        let small = buffer::<f64>(MIN_LARGE);
+        assert!(small.capacity() < big);
+        // …a request of nearly its size takes it, emptied.
+        let again = buffer::<f64>(big - 8);
+        assert_eq!(again.capacity(), big);
+        assert!(again.is_empty());
+        // Buffers come back through `recycle`: the pool is empty now.
+        assert!(buffer::<f64>(big).capacity() >= big);
+        assert_eq!(REALS.with(|k| k.borrow().large.len()), 0);
     }
 }

@@ -106,6 +106,10 @@ pub struct Layout {
     pub params: Option<ParamSlots>,
     stacks: HashMap<StackId, StackSlots>,
     var_stacks: HashMap<VarId, StackSlots>,
+    /// One stack of doubles for every saved variable, in place of
+    /// `var_stacks`, when the program's saves nest as call frames
+    /// ([`super::save_stack`]).
+    pub save_stack: Option<StackSlots>,
     /// The program-counter stack: depth slot and the return blocks.
     pub call_stack: Option<StackSlots>,
     /// The lane's random stream ([`super::rng::RNG_SLOTS`] slots), when
@@ -137,6 +141,8 @@ pub struct LayoutBuilder {
     params: Option<Vec<ParamLayout>>,
     stacks: HashMap<StackId, (Shape, usize)>,
     saved: Vec<VarId>,
+    /// Saves nest as call frames: one save stack.
+    frames: bool,
     calls: bool,
     rng: bool,
     reserved: usize,
@@ -176,6 +182,7 @@ impl LayoutBuilder {
             params: None,
             stacks: HashMap::new(),
             saved: Vec::new(),
+            frames: false,
             calls: false,
             rng: false,
             reserved: 0,
@@ -208,6 +215,12 @@ impl LayoutBuilder {
         if !self.saved.contains(&var) {
             self.saved.push(var);
         }
+    }
+
+    /// The saves nest as call frames ([`super::save_stack`]): keep them
+    /// on one save stack.
+    pub fn save_in_frames(&mut self) {
+        self.frames = true;
     }
 
     /// The program calls user functions (it needs a program-counter stack).
@@ -330,6 +343,25 @@ impl LayoutBuilder {
         let mut saved = self.saved;
         saved.sort();
         let mut var_stacks = HashMap::new();
+        let mut save_stack = None;
+        if self.frames && !saved.is_empty() {
+            // Room for every saved variable DEVICE_MAX_CALL_DEPTH times,
+            // as its own stacks would have.
+            let capacity: usize = saved
+                .iter()
+                .filter_map(|v| vars.get(v))
+                .map(|(_, elem)| DEVICE_MAX_CALL_DEPTH * elem.len())
+                .sum();
+            let depth = n_slots;
+            n_slots = depth + 1 + capacity;
+            save_stack = Some(StackSlots {
+                depth,
+                base: depth + 1,
+                elem: Shape::REAL,
+                capacity,
+            });
+            saved.clear();
+        }
         for var in saved {
             let Some((_, elem)) = vars.get(&var).cloned() else {
                 continue;
@@ -365,6 +397,7 @@ impl LayoutBuilder {
             params,
             stacks,
             var_stacks,
+            save_stack,
             call_stack,
             rng,
             reserved,
@@ -464,6 +497,7 @@ impl Layout {
             .stacks
             .values()
             .chain(self.var_stacks.values())
+            .chain(self.save_stack.iter())
             .chain(self.call_stack.iter())
             .collect();
         all.sort_by_key(|s| s.depth);

@@ -30,6 +30,7 @@ mod ode_bdf;
 mod ode_integrators;
 pub mod program;
 pub mod rng;
+pub mod save_stack;
 mod scalar;
 pub mod shape;
 pub mod specialise;

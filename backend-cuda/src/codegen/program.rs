@@ -428,6 +428,9 @@ fn finish_layout(
             builder.calls();
         }
     }
+    if super::save_stack::saves_nest_as_frames(p) {
+        builder.save_in_frames();
+    }
     for (s, &depth) in stack_depths.iter().enumerate() {
         builder.stack_capacity(language::mir::StackId(s as u32), depth);
     }
@@ -623,9 +626,20 @@ impl BlockCode<'_> {
                 Op::SetResult { var, value } => {
                     emitter.write_var(*var, value, &format!("result {}", name(var)))
                 }
-                Op::Push(v) => emitter.push_var(*v),
-                Op::Pop(v) => emitter.restore_var(*v, Restore::Pop),
-                Op::Peek(v) => emitter.restore_var(*v, Restore::Peek),
+                // A run of saves (or of restores) is emitted at its first
+                // op, as one frame when the layout has a save stack.
+                Op::Push(_) => match save_run(&block.ops, i) {
+                    Some(vars) => emitter.push_vars(&vars),
+                    None => Ok(()),
+                },
+                Op::Pop(_) => match save_run(&block.ops, i) {
+                    Some(vars) => emitter.restore_vars(&vars, Restore::Pop),
+                    None => Ok(()),
+                },
+                Op::Peek(_) => match save_run(&block.ops, i) {
+                    Some(vars) => emitter.restore_vars(&vars, Restore::Peek),
+                    None => Ok(()),
+                },
             };
             if let Err(reason) = outcome {
                 self.not_generated(
@@ -946,6 +960,23 @@ impl Gemm {
             out_base = self.out_base,
         )
     }
+}
+
+/// At the first op of a run of `Push` ops (or of `Pop`, or of `Peek`
+/// ops) of `ops`, the run's variables in order; `None` at a later op of
+/// the run.
+fn save_run(ops: &[Op], i: usize) -> Option<Vec<VarId>> {
+    let var = |op: &Op, like: &Op| match (op, like) {
+        (Op::Push(v), Op::Push(_)) | (Op::Pop(v), Op::Pop(_)) | (Op::Peek(v), Op::Peek(_)) => {
+            Some(*v)
+        }
+        _ => None,
+    };
+    let like = &ops[i];
+    if i > 0 && var(&ops[i - 1], like).is_some() {
+        return None;
+    }
+    Some(ops[i..].iter().map_while(|op| var(op, like)).collect())
 }
 
 /// The start, schedule and gather kernels of the host loop.

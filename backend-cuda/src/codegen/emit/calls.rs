@@ -6,7 +6,7 @@
 use language::batch::pc::BlockId;
 use language::mir::{Expr, VarId};
 
-use super::super::layout::{DEVICE_MAX_CALL_DEPTH, PC_SLOT};
+use super::super::layout::{DEVICE_MAX_CALL_DEPTH, PC_SLOT, StackSlots};
 use super::super::typing::Unsupported;
 use super::{Emitter, FailKind, for_each};
 
@@ -79,8 +79,104 @@ impl Emitter<'_> {
         Ok(())
     }
 
+    /// Save `vars` (a run of `Push` ops), in order: on the save stack as
+    /// one frame when the layout has one, else each on its own stack.
+    pub fn push_vars(&mut self, vars: &[VarId]) -> Result<(), Unsupported> {
+        let Some(stack) = self.layout.save_stack.clone() else {
+            return vars.iter().try_for_each(|&v| self.push_var(v));
+        };
+        let names: Vec<String> = vars.iter().map(|&v| self.var_name(v)).collect();
+        let text = format!("push {}", names.join(", "));
+        self.begin(&text, language::span::Span { start: 0, end: 0 });
+        let outcome = self.push_frame_code(vars, &stack);
+        self.end(outcome)
+    }
+
+    /// `vars` copied to the top of the save stack, the first lowest.
+    fn push_frame_code(&mut self, vars: &[VarId], stack: &StackSlots) -> Result<(), Unsupported> {
+        let places = vars
+            .iter()
+            .map(|&v| self.state_place(v).map(|(base, shape)| (base, shape.len())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let total: usize = places.iter().map(|(_, n)| n).sum();
+        let d = self.fresh("depth");
+        let fail = self.fail(
+            FailKind::Fatal,
+            format!("more than {DEVICE_MAX_CALL_DEPTH} saved values"),
+        );
+        self.lines.push(format!(
+            "const int {d} = (int)S({}); if ({d} > {} - {total}) {fail}",
+            stack.depth, stack.capacity
+        ));
+        let mut offset = 0;
+        for (base, n) in places {
+            let e = self.fresh("e");
+            self.lines.push(for_each(
+                &e,
+                n,
+                &format!(
+                    "S({} + {d} + {offset} + {e}) = S({base} + {e});",
+                    stack.base
+                ),
+            ));
+            offset += n;
+        }
+        self.lines
+            .push(format!("S({}) = {d} + {total};", stack.depth));
+        Ok(())
+    }
+
+    /// Restore `vars` (a run of `Pop` or `Peek` ops), in order: from the
+    /// top of the save stack when the layout has one (the reverse of the
+    /// run of pushes that saved them), else each from its own stack.
+    pub fn restore_vars(&mut self, vars: &[VarId], how: Restore) -> Result<(), Unsupported> {
+        let Some(stack) = self.layout.save_stack.clone() else {
+            return vars.iter().try_for_each(|&v| self.restore_var(v, how));
+        };
+        let names: Vec<String> = vars.iter().map(|&v| self.var_name(v)).collect();
+        let text = format!("restore {}", names.join(", "));
+        self.begin(&text, language::span::Span { start: 0, end: 0 });
+        let outcome = if how == Restore::Pop {
+            self.pop_frame_code(vars, &stack)
+        } else {
+            // `saves_nest_as_frames` refuses programs that peek.
+            Err("a peek at the save stack".to_string())
+        };
+        self.end(outcome)
+    }
+
+    /// `vars` taken off the top of the save stack: the first is the top.
+    fn pop_frame_code(&mut self, vars: &[VarId], stack: &StackSlots) -> Result<(), Unsupported> {
+        let places = vars
+            .iter()
+            .map(|&v| self.state_place(v).map(|(base, shape)| (base, shape.len())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let total: usize = places.iter().map(|(_, n)| n).sum();
+        let d = self.fresh("depth");
+        let fail = self.fail(
+            FailKind::Fatal,
+            format!("the save stack holds fewer than {total} values"),
+        );
+        self.lines.push(format!(
+            "const int {d} = (int)S({}) - {total}; if ({d} < 0) {fail}",
+            stack.depth
+        ));
+        let mut above = total;
+        for (base, n) in places {
+            above -= n;
+            let e = self.fresh("e");
+            self.lines.push(for_each(
+                &e,
+                n,
+                &format!("S({base} + {e}) = S({} + {d} + {above} + {e});", stack.base),
+            ));
+        }
+        self.lines.push(format!("S({}) = {d};", stack.depth));
+        Ok(())
+    }
+
     /// Save `var` on its stack.
-    pub fn push_var(&mut self, var: VarId) -> Result<(), Unsupported> {
+    fn push_var(&mut self, var: VarId) -> Result<(), Unsupported> {
         let text = format!("push {}", self.var_name(var));
         self.begin(&text, language::span::Span { start: 0, end: 0 });
         let outcome = self.push_var_code(var);
@@ -115,7 +211,7 @@ impl Emitter<'_> {
     }
 
     /// Restore `var` from the top of its stack.
-    pub fn restore_var(&mut self, var: VarId, how: Restore) -> Result<(), Unsupported> {
+    fn restore_var(&mut self, var: VarId, how: Restore) -> Result<(), Unsupported> {
         let text = format!("restore {}", self.var_name(var));
         self.begin(&text, language::span::Span { start: 0, end: 0 });
         let outcome = self.restore_var_code(var, how);
