@@ -92,13 +92,19 @@ impl Emitter<'_> {
         self.end(outcome)
     }
 
-    /// `vars` copied to the top of the save stack, the first lowest.
-    fn push_frame_code(&mut self, vars: &[VarId], stack: &StackSlots) -> Result<(), Unsupported> {
+    /// Each of `vars`' first slot and length, and their total length.
+    fn frame_places(&self, vars: &[VarId]) -> Result<(Vec<(usize, usize)>, usize), Unsupported> {
         let places = vars
             .iter()
             .map(|&v| self.state_place(v).map(|(base, shape)| (base, shape.len())))
             .collect::<Result<Vec<_>, _>>()?;
-        let total: usize = places.iter().map(|(_, n)| n).sum();
+        let total = places.iter().map(|(_, n)| n).sum();
+        Ok((places, total))
+    }
+
+    /// `vars` copied to the top of the save stack, the first lowest.
+    fn push_frame_code(&mut self, vars: &[VarId], stack: &StackSlots) -> Result<(), Unsupported> {
+        let (places, total) = self.frame_places(vars)?;
         let d = self.fresh("depth");
         let fail = self.fail(
             FailKind::Fatal,
@@ -147,11 +153,7 @@ impl Emitter<'_> {
 
     /// `vars` taken off the top of the save stack: the first is the top.
     fn pop_frame_code(&mut self, vars: &[VarId], stack: &StackSlots) -> Result<(), Unsupported> {
-        let places = vars
-            .iter()
-            .map(|&v| self.state_place(v).map(|(base, shape)| (base, shape.len())))
-            .collect::<Result<Vec<_>, _>>()?;
-        let total: usize = places.iter().map(|(_, n)| n).sum();
+        let (places, total) = self.frame_places(vars)?;
         let d = self.fresh("depth");
         let fail = self.fail(
             FailKind::Fatal,
