@@ -179,14 +179,59 @@ __device__ inline double bat_log1m_exp(double a) {
     if (a > -BAT_LN_2) return log(-expm1(a));
     return bat_log1m(exp(a));
 }
-__device__ inline double bat_inv_logit(double a) {
-    if (a < 0.0) {
-        double exp_a = exp(a);
-        return a < BAT_LOG_EPSILON ? exp_a : exp_a / (1.0 + exp_a);
-    }
-    return 1.0 / (1.0 + exp(-a));
+// bat-math's branch-free exp and log1p (scalar/branchless.rs), operation
+// for operation (fma where it has mul_add), so that inv_logit and
+// log_inv_logit give its bits: the C library's exp differs from them in
+// the last bit for some arguments.
+__device__ inline double bat_pow2(int k) { return __longlong_as_double((long long)(k + 1023) << 52); }
+__device__ inline double bat_exp_nonpos(double x) {
+    x = x < -746.0 ? -746.0 : x;
+    const double shift = 6755399441055744.0;
+    const double shifted = x * __longlong_as_double(0x3ff71547652b82feLL) + shift;
+    const double kf = shifted - shift;
+    const int k = (int)(unsigned int)((unsigned long long)__double_as_longlong(shifted) & 0xffffffffULL);
+    const double hi = x - kf * __longlong_as_double(0x3fe62e42fee00000LL);
+    const double lo = kf * __longlong_as_double(0x3dea39ef35793c76LL);
+    const double r = hi - lo;
+    const double r2 = r * r;
+    const double r4 = r2 * r2;
+    const double e = fma(r4,
+        fma(r4, fma(r, __longlong_as_double(0x3e5af793aa928e77LL), __longlong_as_double(0x3e928a0204b22411LL)),
+            fma(r2, fma(r, __longlong_as_double(0x3ec71dde87c6b792LL), __longlong_as_double(0x3efa019aa9410fe9LL)),
+                fma(r, __longlong_as_double(0x3f2a01a01b674a68LL), __longlong_as_double(0x3f56c16c17cf4a9aLL)))),
+        fma(r2, fma(r, __longlong_as_double(0x3f8111111110e57aLL), __longlong_as_double(0x3fa5555555553169LL)),
+            fma(r, __longlong_as_double(0x3fc555555555555cLL), 0.5)));
+    const double y = 1.0 - ((lo - r2 * e) - hi);
+    const int k1 = k >> 1;
+    return y * bat_pow2(k1) * bat_pow2(k - k1);
 }
-__device__ inline double bat_log_inv_logit(double u) { return u < 0.0 ? u - log1p(exp(u)) : -log1p(exp(-u)); }
+__device__ inline double bat_log1p_unit(double t) {
+    const double u = 1.0 + t;
+    const bool big = t > 1.4142135623730951 - 1.0;
+    const double k = big ? 1.0 : 0.0;
+    const double f = big ? u * 0.5 - 1.0 : t;
+    const double c = big ? (t - (u - 1.0)) / u : 0.0;
+    const double hfsq = 0.5 * f * f;
+    const double s = f / (2.0 + f);
+    const double z = s * s;
+    const double z2 = z * z;
+    const double z4 = z2 * z2;
+    const double r = z * fma(z4,
+        fma(z2, __longlong_as_double(0x3fc2f112df3e5244LL), fma(z, __longlong_as_double(0x3fc39a09d078c69fLL), __longlong_as_double(0x3fc7466496cb03deLL))),
+        fma(z2, fma(z, __longlong_as_double(0x3fcc71c51d8e78afLL), __longlong_as_double(0x3fd2492494229359LL)),
+            fma(z, __longlong_as_double(0x3fd999999997fa04LL), __longlong_as_double(0x3fe5555555555593LL))));
+    return k * __longlong_as_double(0x3fe62e42fee00000LL)
+        - ((hfsq - (s * (hfsq + r) + (k * __longlong_as_double(0x3dea39ef35793c76LL) + c))) - f);
+}
+__device__ inline double bat_inv_logit(double a) {
+    const double e = bat_exp_nonpos(-fabs(a));
+    const double q = (a < 0.0 ? e : 1.0) / (1.0 + e);
+    return a < BAT_LOG_EPSILON ? e : q;
+}
+__device__ inline double bat_log_inv_logit(double u) {
+    const double l = bat_log1p_unit(bat_exp_nonpos(-fabs(u)));
+    return u < 0.0 ? u - l : -l;
+}
 __device__ inline double bat_log1m_inv_logit(double u) { return u > 0.0 ? -u - log1p(exp(-u)) : -log1p(exp(u)); }
 __device__ inline double bat_log_sum_exp2(double a, double b) {
     if (a == -BAT_INF) return b;
