@@ -130,6 +130,51 @@ fn native_gradients_equal_backend_cpu_lane_by_lane() {
     }
 }
 
+/// The special functions whose implementations the two sides must share
+/// (the C library's `lgamma`, `erf`, `erfc`, `tgamma`; bat-math's branch-free
+/// `exp` under `inv_logit`; the constant √(2π)): each differed in the last
+/// bit at some of these points before they were made the same.
+#[test]
+fn special_functions_give_backend_cpus_bits() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = [
+        (
+            "unit_interval",
+            "parameters { real<lower=0, upper=1> r; } model { r ~ beta(2, 2); }",
+        ),
+        (
+            "student_t",
+            "parameters { real mu; real<lower=0> nu; } model { 1.5 ~ student_t(nu, mu, 2); }",
+        ),
+        (
+            "phi",
+            "parameters { real x; } model { target += log(Phi(x)); }",
+        ),
+        (
+            "neg_binomial",
+            "parameters { real<lower=0> mu; real<lower=0> phi; } model { 4 ~ neg_binomial_2(mu, phi); }",
+        ),
+        (
+            "beta",
+            "parameters { real<lower=0> a; real<lower=0> b; } model { 0.3 ~ beta(a, b); }",
+        ),
+        (
+            "tgamma",
+            "parameters { real<lower=0> x; } model { target += log(tgamma(x + 0.5)); }",
+        ),
+    ];
+    const LANES: usize = 300;
+    for (name, source) in models {
+        let case = case_from(dir.path(), name, source, "{}");
+        let mut native = NativeGradient::new(&case.cfg, case.model.clone(), LANES)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let n = case.model.num_unconstrained();
+        let lanes: Vec<usize> = (0..LANES).collect();
+        let (points, _) = columns(n, &lanes, 5);
+        compare(name, &case, &mut native, &points, true);
+    }
+}
+
 /// A lane's result is the same bits whether it is evaluated alone or among
 /// 7 or 64 lanes (with other lanes at other points around it), on one
 /// executor or a sibling sharing its compiled program.

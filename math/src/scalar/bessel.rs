@@ -1,5 +1,5 @@
 //! Bessel functions: `log I_v` (Stan's `log_modified_bessel_first_kind`,
-//! used by `von_mises`), `I_v`, `K_v`, and `J_v`/`Y_v` (from `libm`).
+//! used by `von_mises`), `I_v`, `K_v`, and `J_v`/`Y_v` (from the C library, [`super::clib`]).
 
 use super::{HALF_LOG_TWO_PI, lgamma};
 
@@ -100,21 +100,21 @@ pub fn modified_bessel_first_kind_d(v: i32, z: f64) -> f64 {
 /// Bessel function of the first kind `J_v(x)` for integer order (Stan's
 /// `bessel_first_kind`).
 pub fn bessel_first_kind(v: i32, x: f64) -> f64 {
-    libm::jn(v, x)
+    super::clib::jn(v, x)
 }
 /// d/dx J_v(x) = (J_{v-1}(x) - J_{v+1}(x)) / 2.
 pub fn bessel_first_kind_d(v: i32, x: f64) -> f64 {
-    0.5 * (libm::jn(v - 1, x) - libm::jn(v + 1, x))
+    0.5 * (super::clib::jn(v - 1, x) - super::clib::jn(v + 1, x))
 }
 
 /// Bessel function of the second kind `Y_v(x)`, x > 0, integer order (Stan's
 /// `bessel_second_kind`).
 pub fn bessel_second_kind(v: i32, x: f64) -> f64 {
-    libm::yn(v, x)
+    super::clib::yn(v, x)
 }
 /// d/dx Y_v(x) = (Y_{v-1}(x) - Y_{v+1}(x)) / 2.
 pub fn bessel_second_kind_d(v: i32, x: f64) -> f64 {
-    0.5 * (libm::yn(v - 1, x) - libm::yn(v + 1, x))
+    0.5 * (super::clib::yn(v - 1, x) - super::clib::yn(v + 1, x))
 }
 
 /// Modified Bessel function of the second kind `K_v(z)`, z > 0 (Stan's

@@ -11,7 +11,7 @@ const STIRLING_DIFF_USEFUL: f64 = 10.0;
 
 /// `log |Γ(x)|` (`+inf` at the poles).
 pub fn lgamma(x: f64) -> f64 {
-    libm::lgamma(x)
+    super::clib::lgamma(x)
 }
 pub fn lgamma_d(x: f64) -> f64 {
     digamma(x)
@@ -19,7 +19,7 @@ pub fn lgamma_d(x: f64) -> f64 {
 
 /// `Γ(x)`.
 pub fn tgamma(x: f64) -> f64 {
-    libm::tgamma(x)
+    super::clib::tgamma(x)
 }
 pub fn tgamma_d(x: f64) -> f64 {
     tgamma(x) * digamma(x)

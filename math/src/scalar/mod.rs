@@ -6,6 +6,7 @@
 
 mod bessel;
 pub mod branchless;
+mod clib;
 mod exp_log;
 mod gamma;
 mod incomplete;

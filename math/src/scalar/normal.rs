@@ -6,13 +6,13 @@ use super::{HALF_LOG_TWO_PI, SQRT_TWO_PI, inv_logit, inv_logit_d};
 use std::f64::consts::{FRAC_1_SQRT_2, PI};
 
 pub fn erf(x: f64) -> f64 {
-    libm::erf(x)
+    super::clib::erf(x)
 }
 pub fn erf_d(x: f64) -> f64 {
     2.0 / PI.sqrt() * (-x * x).exp()
 }
 pub fn erfc(x: f64) -> f64 {
-    libm::erfc(x)
+    super::clib::erfc(x)
 }
 pub fn erfc_d(x: f64) -> f64 {
     -erf_d(x)
