@@ -71,6 +71,29 @@ pub(crate) const LANE_GRADIENT: &str = "bat_native_lane_gradient";
 pub(crate) type LaneGradientFn =
     unsafe extern "C" fn(*mut f64, *const f64, *const f64, f64, *mut f64, *mut i64) -> i32;
 
+/// The shim's launch indices of a kernel called directly for one lane
+/// (thread 0 of a one-thread block), set once before the calls.
+pub(crate) const ONE_LANE_LAUNCH: &str = "    ::bat_shim::thread_idx = dim3(0, 0, 0);
+    ::bat_shim::block_idx = dim3(0, 0, 0);
+    ::bat_shim::block_dim = dim3(1, 1, 1);
+    ::bat_shim::grid_dim = dim3(1, 1, 1);";
+
+/// The C++ statement calling `launch`'s kernel directly for the one lane
+/// in `active` of `n_lanes` (a GEMM kernel once per row block of its
+/// grid); `None` for an external call, which is not a kernel.
+pub(crate) fn one_lane_call(launch: &Launch, n_lanes: &str) -> Option<String> {
+    match launch {
+        Launch::Lanes { kernel } => Some(format!("{kernel}(state, data, active, 1, {n_lanes});")),
+        Launch::Gemm { kernel, rows } => {
+            let grid = rows.div_ceil(GEMM_ROWS_PER_THREAD).max(1);
+            Some(format!(
+                "for (unsigned y = 0; y < {grid}u; ++y) {{ ::bat_shim::block_idx.y = y; {kernel}(state, data, active, 1, {n_lanes}); }} ::bat_shim::block_idx.y = 0;"
+            ))
+        }
+        Launch::External(_) => None,
+    }
+}
+
 /// The C++ of one lane's evaluation of the gradient program, in a
 /// lane-major state of one lane: the start kernel, the lane's blocks in
 /// program-counter order (the host loop's schedule for a single lane:
@@ -86,21 +109,9 @@ fn lane_gradient_source(program: &DeviceProgram) -> String {
             continue;
         }
         cases += &format!("        case {b}:\n");
-        for launch in launches {
-            match launch {
-                Launch::Lanes { kernel } => {
-                    cases += &format!("            {kernel}(state, data, active, 1, 1);\n");
-                }
-                Launch::Gemm { kernel, rows } => {
-                    let grid = rows.div_ceil(GEMM_ROWS_PER_THREAD).max(1);
-                    cases += &format!(
-                        "            for (unsigned y = 0; y < {grid}u; ++y) {{ ::bat_shim::block_idx.y = y; {kernel}(state, data, active, 1, 1); }} ::bat_shim::block_idx.y = 0;\n"
-                    );
-                }
-                // Refused by `NativeProgram::compile`.
-                Launch::External(_) => {}
-            }
-            cases += "            if (S(0) != 0.0) break;\n";
+        // Externals are refused by `NativeProgram::compile`.
+        for call in launches.iter().filter_map(|l| one_lane_call(l, "1")) {
+            cases += &format!("            {call}\n            if (S(0) != 0.0) break;\n");
         }
         cases += "            continue;\n";
     }
@@ -113,10 +124,7 @@ fn lane_gradient_source(program: &DeviceProgram) -> String {
 extern "C" int {LANE_GRADIENT}(double* __restrict__ state, const double* __restrict__ data,
     const double* __restrict__ theta, double jacobian, double* __restrict__ gathered,
     long long* __restrict__ blocks) {{
-    ::bat_shim::thread_idx = dim3(0, 0, 0);
-    ::bat_shim::block_idx = dim3(0, 0, 0);
-    ::bat_shim::block_dim = dim3(1, 1, 1);
-    ::bat_shim::grid_dim = dim3(1, 1, 1);
+{ONE_LANE_LAUNCH}
     const int active[1] = {{0}};
     const int lane = 0;
     (void)lane;

@@ -38,7 +38,8 @@ use crate::codegen::shape::Shape;
 use crate::codegen::{FATAL_STATUS, STATUS_SLOT};
 use crate::gradient::GradientDeviceError;
 use crate::native::{
-    LaneGradientFn, NativeGradient, NativeLibrary, arg, call, data_values, lane_major_state,
+    LaneGradientFn, NativeGradient, NativeLibrary, ONE_LANE_LAUNCH, arg, call, data_values,
+    lane_major_state, one_lane_call,
 };
 use crate::sampler::{
     LaneOutcome, RecordHost, lane_outcomes, pack_entry_args, runnable_program, values,
@@ -553,24 +554,16 @@ fn advance_source(program: &EntryProgram) -> String {
         }
         cases += &format!("        case {b}:\n");
         for (j, launch) in launches.iter().enumerate() {
+            if let Some(call) = one_lane_call(launch, "n_lanes") {
+                cases += &format!(
+                    "            if (j <= {j}) {{ {call} if (S(0) != 0.0) return -1; }}\n"
+                );
+                continue;
+            }
             match launch {
-                Launch::Lanes { kernel } => {
-                    cases += &format!(
-                        "            if (j <= {j}) {{ {kernel}(state, data, active, 1, n_lanes); if (S(0) != 0.0) return -1; }}\n"
-                    );
-                }
-                Launch::Gemm { kernel, rows } => {
-                    let grid = rows
-                        .div_ceil(crate::codegen::program::GEMM_ROWS_PER_THREAD)
-                        .max(1);
-                    cases += &format!(
-                        "            if (j <= {j}) {{ for (unsigned y = 0; y < {grid}u; ++y) {{ ::bat_shim::block_idx.y = y; {kernel}(state, data, active, 1, n_lanes); }} ::bat_shim::block_idx.y = 0; if (S(0) != 0.0) return -1; }}\n"
-                    );
-                }
-                // A gradient: evaluated here, directly, when the host
-                // offers it (`grad`) and the lane's evaluation finishes;
-                // else (a failure: its error, or a stack to regrow) the
-                // host evaluates it.
+                // A gradient: evaluated here, directly, when the lane's
+                // evaluation finishes; else (a failure: its error, or a
+                // stack to regrow) the host evaluates it.
                 Launch::External(External {
                     pack,
                     answer: Some(answer),
@@ -578,7 +571,6 @@ fn advance_source(program: &EntryProgram) -> String {
                 }) => {
                     cases += &format!(
                         "            if (j <= {j}) {{\n\
-                         \x20               if (!grad) return ({b}LL << 16) | {j};\n\
                          \x20               {pack}(state, data, active, 1, n_lanes, grad->theta, 0, 0);\n\
                          \x20               if (grad->evaluate(grad->state, grad->data, grad->theta, 1.0, grad->gathered, &grad->blocks) != 0) return ({b}LL << 16) | {j};\n\
                          \x20               grad->evaluations += 1;\n\
@@ -587,7 +579,7 @@ fn advance_source(program: &EntryProgram) -> String {
                          \x20           }}\n"
                     );
                 }
-                Launch::External(_) => {
+                _ => {
                     cases += &format!("            if (j <= {j}) return ({b}LL << 16) | {j};\n");
                 }
             }
@@ -608,10 +600,7 @@ struct BatDirectGradient {{
 }};
 extern "C" long long {ADVANCE}(double* __restrict__ state, const double* __restrict__ data,
     int lane, int n_lanes, long long from, BatDirectGradient* grad) {{
-    ::bat_shim::thread_idx = dim3(0, 0, 0);
-    ::bat_shim::block_idx = dim3(0, 0, 0);
-    ::bat_shim::block_dim = dim3(1, 1, 1);
-    ::bat_shim::grid_dim = dim3(1, 1, 1);
+{ONE_LANE_LAUNCH}
     const int active[1] = {{lane}};
     long long b = from < 0 ? -1 : (from >> 16);
     long long j = from < 0 ? -1 : (from & 0xffff);
