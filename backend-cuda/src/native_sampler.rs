@@ -37,6 +37,7 @@ use crate::codegen::program::{External, GATHERED_HEADER, Launch, RECORD_COUNT, S
 use crate::codegen::shape::Shape;
 use crate::codegen::{FATAL_STATUS, STATUS_SLOT};
 use crate::gradient::GradientDeviceError;
+use crate::lane_state::LaneState;
 use crate::native::{
     LaneGradientFn, NativeGradient, NativeLibrary, ONE_LANE_LAUNCH, arg, call, data_values,
     lane_major_state, one_lane_call,
@@ -96,7 +97,7 @@ pub struct NativeSampler {
     gradient: NativeGradient,
     n_lanes: usize,
     n_slots: usize,
-    state: Vec<f64>,
+    state: LaneState,
     data: Vec<f64>,
     records: Vec<f64>,
     packed: Vec<f64>,

@@ -560,7 +560,7 @@ pub(crate) fn lane_outcomes(
 
 /// The values of arguments of `shapes` packed in `flat`.
 pub(crate) fn values(shapes: &[Shape], flat: &[f64]) -> Vec<Value> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(shapes.len());
     let mut at = 0;
     for shape in shapes {
         let n = shape.len();

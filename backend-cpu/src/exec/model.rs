@@ -332,11 +332,39 @@ impl BatchedModel {
         if rngs.len() != thetas.len() {
             return Err(ExecError::Setup("one random stream per lane needed".into()));
         }
+        let constrain = self
+            .program
+            .entry(language::batch::CONSTRAIN_PARAMETERS_ENTRY);
+        let n = self.model.num_unconstrained();
         self.split(thetas.len(), |range| {
             let z = range.len();
             let mut st = self.state(z);
             st.jacobian = false;
             st.set_rngs(rngs[range.clone()].iter().cloned());
+            if let Some(constrain) = constrain {
+                // The parameters constrained for all lanes at once (the
+                // same transforms as the interpreter's, batched): θ as
+                // `[coordinate][lane]` columns.
+                let chunk = &thetas[range];
+                let mut columns = vec![0.0; n * z];
+                for (l, t) in chunk.iter().enumerate() {
+                    if t.len() != n {
+                        let msg =
+                            format!("expected {n} unconstrained parameters, found {}", t.len());
+                        st.fail(l, RuntimeError::fatal(msg));
+                        continue;
+                    }
+                    for (k, &x) in t.iter().enumerate() {
+                        columns[k * z + l] = x;
+                    }
+                }
+                st.set_gradient_columns(self.model.params(), 0, columns);
+                for entry in [constrain, tp, gq] {
+                    let running = st.running(&Lanes::all(z));
+                    self.invoke(entry, &mut st, &running, &mut NoHost)?;
+                }
+                return Ok((0..z).map(|l| self.draw(&st, l)).collect());
+            }
             let mut constrained: Vec<Option<Vec<(String, Value)>>> = Vec::with_capacity(z);
             for (l, theta) in thetas[range].iter().enumerate() {
                 match self.model.constrain(theta) {

@@ -4,7 +4,15 @@ use language::value::Value;
 fn values() -> Vec<Value> {
     vec![
         Value::Real(1.5),
+        Value::Int(7),
         Value::Vector(vec![1.0, 2.0, 3.0]),
+        Value::RowVector(vec![-1.0, 0.5]),
+        Value::Array(vec![Value::Real(0.5), Value::Real(-2.0), Value::Real(4.0)]),
+        Value::Matrix {
+            rows: 2,
+            cols: 3,
+            data: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        },
         Value::Matrix {
             rows: 2,
             cols: 2,

@@ -256,7 +256,9 @@ impl Transformer {
                 var,
                 transform: atom_transform.clone(),
             },
-            span: Span::default(),
+            // A failed transform points at the parameter's declaration, as
+            // the interpreter's constrain does.
+            span: self.program.vars[var.0 as usize].span,
         });
         let mut rev = Vec::new();
         for anf in &anf_lists {

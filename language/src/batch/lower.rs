@@ -94,24 +94,46 @@ pub fn lower_gradient(g: &crate::ad::GradProgram) -> Result<Program, Vec<Diagnos
     )
 }
 
-/// The CFG of what runs per draw after sampling: transformed parameters
+/// The CFG of what runs per draw after sampling: the parameters
+/// constrained from the unconstrained point (entry `constrain_parameters`:
+/// one `ReadParam` per parameter, in declaration order — left out when a
+/// bound calls a function, which a CFG does not lower; the caller then
+/// constrains each draw with the interpreter), transformed parameters
 /// (entry `transformed_parameters`, without the Jacobian) then generated
 /// quantities (entry `generated_quantities`), with the user functions.
 pub fn lower_generated_quantities(program: &mir::Program) -> Result<Program, Vec<Diagnostic>> {
-    lower(
-        program,
-        &[
-            (
-                super::TRANSFORMED_PARAMETERS_ENTRY,
-                &program.transformed_parameters,
-            ),
-            (
-                super::GENERATED_QUANTITIES_ENTRY,
-                &program.generated_quantities,
-            ),
-        ],
-        0,
-    )
+    let constrain: Vec<Stmt> = program
+        .parameters
+        .iter()
+        .enumerate()
+        .map(|(param, decl)| Stmt {
+            kind: StmtKind::ReadParam {
+                param,
+                var: decl.var,
+                transform: decl.transform.clone(),
+            },
+            // A failed transform points at the parameter, as the
+            // interpreter's constrain does.
+            span: program.vars[decl.var.0 as usize].span,
+        })
+        .collect();
+    let mut entries: Vec<(&str, &[Stmt])> = Vec::with_capacity(3);
+    if !program
+        .parameters
+        .iter()
+        .any(|decl| transform_has_call(&decl.transform))
+    {
+        entries.push((super::CONSTRAIN_PARAMETERS_ENTRY, &constrain));
+    }
+    entries.push((
+        super::TRANSFORMED_PARAMETERS_ENTRY,
+        &program.transformed_parameters,
+    ));
+    entries.push((
+        super::GENERATED_QUANTITIES_ENTRY,
+        &program.generated_quantities,
+    ));
+    lower(program, &entries, 0)
 }
 
 struct Loop {

@@ -18,6 +18,7 @@ pub use print::print_cfg;
 /// Name of the entry function of a lowered gradient program.
 pub const GRADIENT_ENTRY: &str = "log_density_gradient";
 /// Entry names of [`lower_generated_quantities`].
+pub const CONSTRAIN_PARAMETERS_ENTRY: &str = "constrain_parameters";
 pub const TRANSFORMED_PARAMETERS_ENTRY: &str = "transformed_parameters";
 pub const GENERATED_QUANTITIES_ENTRY: &str = "generated_quantities";
 

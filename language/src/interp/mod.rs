@@ -322,10 +322,11 @@ impl Model {
         let mut logj = 0.0;
         for (p, decl) in self.params.iter().zip(&self.program.parameters) {
             let n = p.shape.num_reals();
-            let ev = constrain::evaluate(m, &decl.transform, n)
-                .map_err(|e| e.at(self.program.vars[p.var.0 as usize].span))?;
+            // Errors point at the parameter's declaration (its bounds).
+            let span = self.program.vars[p.var.0 as usize].span;
+            let ev = constrain::evaluate(m, &decl.transform, n).map_err(|e| e.at(span))?;
             let x = &theta[p.offset..p.offset + p.unconstrained_len];
-            let (value, lj) = constrain::constrain(&ev, &p.shape, x)?;
+            let (value, lj) = constrain::constrain(&ev, &p.shape, x).map_err(|e| e.at(span))?;
             logj += lj;
             m.set(p.var, value);
         }
