@@ -150,12 +150,16 @@ fn paired_logistic_maps_match_the_interpreter_lane_by_lane() {
     // (the simplifier shares it), no pair.
     let names: Vec<&str> = paired
         .iter()
-        .map(|v| c.cfg.mir.vars[v.0 as usize].name.as_str())
+        .map(|p| c.cfg.mir.vars[p.var.0 as usize].name.as_str())
         .collect();
     assert!(
         names.len() == 2 && names[0] == "s" && names[1].starts_with("t__"),
         "paired variables: {names:?}"
     );
+    // `bernoulli_logit`'s derivative is multiplied by the signs 2y − 1 (at
+    // 64 lanes the pair keeps that product); `s`'s is not.
+    let factors: Vec<bool> = paired.iter().map(|p| p.factor.is_some()).collect();
+    assert_eq!(factors, [false, true], "factors of {names:?}");
     for z in [1, 9, 64] {
         assert_lanes_equal_the_interpreter(&c, z, 77);
     }

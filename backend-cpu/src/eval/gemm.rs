@@ -76,8 +76,14 @@ fn product(
     shape: Shape,
 ) -> Dense<f64> {
     let z = v.z;
-    let mut out = crate::lanes::pool::buffer(m * z);
-    out.resize(m * z, 0.0);
+    // Every kernel writes each output number without reading it first
+    // (the packed ones reread only what their first block of terms wrote),
+    // so a kept buffer is not zeroed first; with no terms the sums are 0.
+    let mut out = if k > 0 {
+        crate::lanes::pool::overwritable(m * z, 0.0)
+    } else {
+        crate::lanes::pool::filled(m * z, 0.0)
+    };
     if m > 0 && k > 0 {
         lane_product(
             Strided {
@@ -480,5 +486,34 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         const _: () = assert!(avx2::MC == 192 && avx2::KC == 256);
         check_every_lane(256 + 13, 2 * 256 + 37, &[1, 3, 16, 17, 20, 31, 47]);
+    }
+
+    /// A product's output comes from the pool unzeroed: a kept buffer of
+    /// NaNs still gives the interpreter's sums (every kernel writes each
+    /// number), and zeros when there are no terms.
+    #[test]
+    fn a_product_into_a_kept_buffer_overwrites_it() {
+        let (m, k, z) = (300, 7, 128);
+        let data: Vec<f64> = (0..m * k).map(|i| (i % 11) as f64 - 5.5).collect();
+        let v: Vec<f64> = (0..k * z).map(|i| (i % 13) as f64 * 0.25).collect();
+        let lanes = Dense::new(Shape::Vector(k), z, v.clone());
+        let a = Strided {
+            data: &data,
+            m,
+            k,
+            rsa: 1,
+            csa: m,
+        };
+        crate::lanes::pool::recycle(vec![f64::NAN; m * z]);
+        let out = product(&data, m, k, 1, m, &lanes, Shape::Vector(m));
+        for l in 0..z {
+            let got: Vec<u64> = (0..m).map(|i| out.data[i * z + l].to_bits()).collect();
+            let want: Vec<u64> = reference(a, &v, z, l).iter().map(|x| x.to_bits()).collect();
+            assert_eq!(got, want, "lane {l}");
+        }
+        let none = Dense::new(Shape::Vector(0), z, Vec::new());
+        crate::lanes::pool::recycle(vec![f64::NAN; m * z]);
+        let out = product(&[], m, 0, 1, m, &none, Shape::Vector(m));
+        assert!(out.data.len() == m * z && out.data.iter().all(|x| x.to_bits() == 0));
     }
 }

@@ -355,6 +355,7 @@ pub(crate) fn log_inv_logit_pair(x: &Slot) -> Option<(Slot, Slot)> {
         d.z,
         PairValue::Store(&mut value),
         &mut neg_inv_logit,
+        None,
     );
     Some((
         Slot::Real(Dense::new(d.shape.clone(), d.z, value)),
@@ -365,11 +366,17 @@ pub(crate) fn log_inv_logit_pair(x: &Slot) -> Option<(Slot, Slot)> {
 /// As [`log_inv_logit_pair`] with the first of the pair summed per lane:
 /// `sum(log_inv_logit(x))` (bit for bit [`reduce`]'s sum of it, in
 /// element order from −0.0) without the N × Z block of terms written and
-/// read back. `None` when `x` is not dense reals or the batch too narrow
-/// for the runs of lanes the kernel works in.
-pub(crate) fn sum_log_inv_logit_pair(x: &Slot) -> Option<(Slot, Slot)> {
+/// read back; with `factor` ([`element_factors`] of `h`), the second is
+/// `elt_multiply(inv_logit(-x), h)` (each `inv_logit(−x)·h`, the binary
+/// kernel's multiplication, so its bits). `None` when `x` is not dense
+/// reals or the batch too narrow for the runs of lanes the kernel works
+/// in.
+pub(crate) fn sum_log_inv_logit_pair(
+    x: &Slot,
+    factor: Option<ElementFactors>,
+) -> Option<(Slot, Slot)> {
     let Slot::Real(d) = x else { return None };
-    if d.z < MIN_SUM_LANES {
+    if d.z < MIN_SUM_LANES || factor.as_ref().is_some_and(|f| f.of.len() != d.elements()) {
         return None;
     }
     let mut sums = crate::lanes::pool::filled(d.z, -0.0);
@@ -379,11 +386,40 @@ pub(crate) fn sum_log_inv_logit_pair(x: &Slot) -> Option<(Slot, Slot)> {
         d.z,
         PairValue::SumLanes(&mut sums),
         &mut neg_inv_logit,
+        factor.as_ref().map(|f| &*f.of),
     );
+    let shape = factor.map_or_else(|| d.shape.clone(), |f| f.shape);
     Some((
         Slot::Real(Dense::new(Shape::Real, d.z, sums)),
-        Slot::Real(Dense::new(d.shape.clone(), d.z, neg_inv_logit)),
+        Slot::Real(Dense::new(shape, d.z, neg_inv_logit)),
     ))
+}
+
+/// The numbers `h` of `elt_multiply(p, h)` scales each element of a
+/// dense `p` by, and the product's shape.
+pub(crate) struct ElementFactors<'a> {
+    of: Cow<'a, [f64]>,
+    shape: Shape,
+}
+
+/// [`ElementFactors`] of `h` for `elt_multiply(p, h)` with `p` dense
+/// reals shaped as `x`: when `h` is a shared container with one number
+/// per element of `p` (as the binary kernel reads it: [`operand`]'s
+/// numbers, ints as reals, and [`zip_shape`]'s shape), else `None`.
+pub(crate) fn element_factors<'a>(x: &Slot, h: &'a Slot) -> Option<ElementFactors<'a>> {
+    let (Slot::Real(d), Slot::Shared(_)) = (x, h) else {
+        return None;
+    };
+    let h = operand(h)?;
+    let p = Operand {
+        src: Src::Scalar(0.0),
+        shape: (d.shape != Shape::Real).then(|| d.shape.clone()),
+    };
+    let (shape, n) = zip_shape(&[p, shape_only(&h)])?;
+    match h.src {
+        Src::Elems(of) if of.len() == n && n == d.elements() => Some(ElementFactors { of, shape }),
+        _ => None,
+    }
 }
 
 /// Below this many lanes the per-lane sums' runs are too short to pay.
@@ -399,35 +435,55 @@ enum PairValue<'a> {
 
 /// Elements per stage of [`pair_wide`]: a run's exponentials are computed
 /// first, then the rest — the same operations per element (the same bits),
-/// but two shorter chains of dependent operations each, so the core
-/// overlaps more elements (one chain of ~100 instructions with three
-/// divisions left it waiting: 5.5–6 → 4.5–5 ns per element at 1,024 lanes).
+/// but shorter chains of dependent operations each, so the core overlaps
+/// more elements (one chain of ~100 instructions with three divisions left
+/// it waiting: 5.5–6 → 4.5–5 ns per element at 1,024 lanes). The
+/// exponentials themselves in two steps (range reductions, then the
+/// polynomials and scaling) for the same reason: 3.9–4.1 → 3.7–3.8 ns.
 const STAGE: usize = 256;
 
 /// [`m::log_inv_logit_and_neg_inv_logit`] of each of `xs` (`[element][lane]`
 /// of `z` lanes): the first as `value` says, the second appended to
 /// `neg_inv_logit`; compiled for AVX2 / AVX-512 with FMA as [`map_wide`]
 /// (and bit for bit the scalar function, for its reasons).
-fn pair_wide(xs: &[f64], z: usize, value: PairValue, neg_inv_logit: &mut Vec<f64>) {
+fn pair_wide(
+    xs: &[f64],
+    z: usize,
+    value: PairValue,
+    neg_inv_logit: &mut Vec<f64>,
+    factors: Option<&[f64]>,
+) {
     use std::mem::MaybeUninit;
-    /// One run of at most STAGE elements: the exponentials first, then
-    /// each element's pair — the first to `put` (the run's slice of the
-    /// values or of the lanes' sums), the second into `neg`.
+    /// A run's reduced arguments (`hi`, `lo`) and exponentials.
+    type Scratch = ([f64; STAGE], [f64; STAGE], [f64; STAGE]);
+    /// One run of at most STAGE elements: the exponentials' range
+    /// reductions first, then the exponentials, then each element's pair —
+    /// the first to `put` (the run's slice of the values or of the lanes'
+    /// sums), the second into `neg`.
     #[inline(always)]
     fn stage<P>(
         xs: &[f64],
-        e: &mut [f64; STAGE],
-        neg: &mut [MaybeUninit<f64>],
+        (hi, lo, e): &mut Scratch,
+        (neg, scale): (&mut [MaybeUninit<f64>], impl Fn(f64) -> f64),
         put: &mut [P],
         to: impl Fn(&mut P, f64),
     ) {
-        for (e, &x) in e.iter_mut().zip(xs) {
-            *e = m::branchless::exp_nonpos(-x.abs());
+        use m::branchless::{ExpReduced, exp_nonpos_finish, exp_nonpos_reduce};
+        // The reductions' parts in three arrays (`e` holds `shifted` until
+        // it is replaced by the exponential): an array of the structs
+        // vectorized with shuffles, 20% slower.
+        for (((h, l), s), &x) in hi.iter_mut().zip(lo.iter_mut()).zip(e.iter_mut()).zip(xs) {
+            let r = exp_nonpos_reduce(-x.abs());
+            (*h, *l, *s) = (r.hi, r.lo, r.shifted);
+        }
+        for ((e, &hi), &lo) in e.iter_mut().zip(hi.iter()).zip(lo.iter()) {
+            let shifted = *e;
+            *e = exp_nonpos_finish(ExpReduced { hi, lo, shifted });
         }
         for (((&x, &e), p), n) in xs.iter().zip(e.iter()).zip(put).zip(neg) {
             let (a, b) = m::log_inv_logit_and_neg_inv_logit_given(x, e);
             to(p, a);
-            n.write(b);
+            n.write(scale(b));
         }
     }
     /// Runs of at most STAGE elements: `xs` whole, or each row of `z`
@@ -437,30 +493,45 @@ fn pair_wide(xs: &[f64], z: usize, value: PairValue, neg_inv_logit: &mut Vec<f64
         xs: &[f64],
         z: usize,
         value: &mut [MaybeUninit<f64>],
-        sums: &mut [f64],
+        (sums, factors): (&mut [f64], Option<&[f64]>),
         neg: &mut [MaybeUninit<f64>],
     ) {
-        let mut e = [0.0f64; STAGE];
+        let mut e: Scratch = ([0.0; STAGE], [0.0; STAGE], [0.0; STAGE]);
         if sums.is_empty() {
             let runs = xs.chunks(STAGE).zip(neg.chunks_mut(STAGE));
             for ((xs, neg), value) in runs.zip(value.chunks_mut(STAGE)) {
-                stage(xs, &mut e, neg, value, |v, a| {
+                stage(xs, &mut e, (neg, |b| b), value, |v, a| {
                     v.write(a);
                 });
             }
             return;
         }
-        for (row, neg) in xs.chunks_exact(z).zip(neg.chunks_exact_mut(z)) {
+        let rows = xs.chunks_exact(z).zip(neg.chunks_exact_mut(z));
+        for (k, (row, neg)) in rows.enumerate() {
+            // Element k's factor for its lanes; the product as
+            // `elt_multiply(inv_logit(-x), h)` computes it.
+            let factor = factors.map(|h| h[k]);
             let runs = row.chunks(STAGE).zip(neg.chunks_mut(STAGE));
             for ((xs, neg), sums) in runs.zip(sums.chunks_mut(STAGE)) {
-                stage(xs, &mut e, neg, sums, |s, a| *s += a);
+                match factor {
+                    Some(f) => stage(xs, &mut e, (neg, |b| b * f), sums, |s, a| *s += a),
+                    None => stage(xs, &mut e, (neg, |b| b), sums, |s, a| *s += a),
+                }
             }
         }
     }
     let (value, sums): (Option<&mut Vec<f64>>, &mut [f64]) = match value {
-        PairValue::Store(v) => (Some(v), &mut []),
+        PairValue::Store(v) => {
+            assert!(factors.is_none(), "factors only with per-lane sums");
+            (Some(v), &mut [])
+        }
         PairValue::SumLanes(s) => {
             assert_eq!(s.len(), z, "one sum per lane");
+            let rows = xs.len() / z.max(1);
+            assert!(
+                factors.is_none_or(|h| h.len() == rows),
+                "one factor per element"
+            );
             (None, s)
         }
     };
@@ -478,7 +549,7 @@ fn pair_wide(xs: &[f64], z: usize, value: PairValue, neg_inv_logit: &mut Vec<f64
     {
         type Slices<'a> = (
             &'a mut [MaybeUninit<f64>],
-            &'a mut [f64],
+            (&'a mut [f64], Option<&'a [f64]>),
             &'a mut [MaybeUninit<f64>],
         );
         #[target_feature(enable = "avx512f,fma")]
@@ -492,16 +563,16 @@ fn pair_wide(xs: &[f64], z: usize, value: PairValue, neg_inv_logit: &mut Vec<f64
         let fma = std::arch::is_x86_feature_detected!("fma");
         if fma && std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512F and FMA (checked above).
-            unsafe { avx512(xs, z, (&mut *v, &mut *sums, &mut *n)) };
+            unsafe { avx512(xs, z, (&mut *v, (&mut *sums, factors), &mut *n)) };
             done = true;
         } else if fma && std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 and FMA (checked above).
-            unsafe { avx2(xs, z, (&mut *v, &mut *sums, &mut *n)) };
+            unsafe { avx2(xs, z, (&mut *v, (&mut *sums, factors), &mut *n)) };
             done = true;
         }
     }
     if !done {
-        run(xs, z, v, sums, n);
+        run(xs, z, v, (sums, factors), n);
     }
     // SAFETY: the first `stored` and xs.len() spare elements of the two
     // (reserved above) were written just now.
@@ -1289,7 +1360,7 @@ mod tests {
         }
         let shared = Slot::shared(Value::Vector(vec![1.0]));
         assert!(log_inv_logit_pair(&shared).is_none());
-        assert!(sum_log_inv_logit_pair(&shared).is_none());
+        assert!(sum_log_inv_logit_pair(&shared, None).is_none());
         assert!(!map_wide(Prim::Exp, false, Wide::InPlace(&mut xs)));
         assert!(!map_wide(Prim::Exp, true, Wide::InPlace(&mut xs)));
     }
@@ -1338,7 +1409,7 @@ mod tests {
         for (n, z) in [(1, MIN_SUM_LANES), (3, 300), (5, 4 * STAGE + 7)] {
             let data = logistic_inputs(n * z);
             let x = Slot::Real(Dense::new(Shape::Vector(n), z, data.clone()));
-            let Some((Slot::Real(sums), Slot::Real(neg))) = sum_log_inv_logit_pair(&x) else {
+            let Some((Slot::Real(sums), Slot::Real(neg))) = sum_log_inv_logit_pair(&x, None) else {
                 panic!("not summed")
             };
             assert_eq!((sums.data.len(), neg.data.len()), (z, n * z));
@@ -1352,6 +1423,56 @@ mod tests {
         }
         // Too few lanes for runs: not summed here (`sum` of the pair's terms).
         let x = Slot::Real(Dense::new(Shape::Vector(2), 3, logistic_inputs(6)));
-        assert!(sum_log_inv_logit_pair(&x).is_none());
+        assert!(sum_log_inv_logit_pair(&x, None).is_none());
+    }
+
+    /// With factors, the second of the pair is `elt_multiply(inv_logit(-x),
+    /// h)`: each element's `inv_logit(−x)·h` bit for bit (signs, zeros,
+    /// infinities and NaN among the factors), shaped as the product; the
+    /// sums are unchanged.
+    #[test]
+    fn log_inv_logit_pair_scaled_per_element() {
+        let special = [1.0, -1.0, 0.5, -0.0, 0.0, 3e300, f64::INFINITY, f64::NAN];
+        for (n, z) in [(1, MIN_SUM_LANES), (11, 300), (3, 2 * STAGE + 5)] {
+            let data = logistic_inputs(n * z);
+            let h: Vec<f64> = (0..n).map(|e| special[e % special.len()]).collect();
+            let x = Slot::Real(Dense::new(Shape::Vector(n), z, data.clone()));
+            let hs = Slot::shared(Value::Vector(h.clone()));
+            let factors = element_factors(&x, &hs).expect("a vector of n");
+            let Some((Slot::Real(sums), Slot::Real(neg))) =
+                sum_log_inv_logit_pair(&x, Some(factors))
+            else {
+                panic!("not summed")
+            };
+            assert_eq!(neg.shape, Shape::Vector(n));
+            for l in 0..z {
+                let want = (0..n).fold(-0.0, |s, e| s + m::log_inv_logit(data[e * z + l]));
+                assert_eq!(sums.data[l].to_bits(), want.to_bits(), "lane {l} of {z}");
+            }
+            for (i, (x, b)) in data.iter().zip(&neg.data).enumerate() {
+                let want = m::inv_logit(-*x) * h[i / z];
+                assert_eq!(
+                    b.to_bits(),
+                    want.to_bits(),
+                    "inv_logit(-{x}) * {}",
+                    h[i / z]
+                );
+            }
+        }
+        // One number per element of a shared real container only.
+        let x = Slot::Real(Dense::new(Shape::Vector(3), 2, vec![0.0; 6]));
+        let ints = Slot::shared(Value::Array(vec![Value::Int(1); 3]));
+        let factors = element_factors(&x, &ints).expect("ints as reals");
+        assert_eq!(
+            (&*factors.of, &factors.shape),
+            (&[1.0; 3][..], &Shape::Vector(3))
+        );
+        for h in [
+            Slot::shared(Value::Vector(vec![1.0; 4])),
+            Slot::shared(Value::Real(2.0)),
+            Slot::Real(Dense::new(Shape::Vector(3), 2, vec![1.0; 6])),
+        ] {
+            assert!(element_factors(&x, &h).is_none(), "{h:?}");
+        }
     }
 }

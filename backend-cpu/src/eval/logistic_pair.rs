@@ -10,16 +10,36 @@
 //! two functions) and keeps the second ([`LogisticPairs`]) until the
 //! program asks for it — if the variable still holds the same value for
 //! the same lanes; otherwise it is computed afresh as without the pair.
+//!
+//! The reverse sweep multiplies the derivative by the outcomes' signs at
+//! once (`elt_multiply(inv_logit(-v), h)`, `h` a variable, for a logistic
+//! regression `2y − 1`): when the program does ([`Paired::factor`]) and
+//! `h` holds a data vector with one number per element of `v`, the pass
+//! keeps the product instead — each element `inv_logit(−v)·h`, the same
+//! multiplication as the interpreter's, so the same bits — and the
+//! product is taken only for that expression with `h` still holding the
+//! same value (otherwise computed afresh): one pass over N × Z numbers
+//! fewer.
 
 use crate::lanes::{Lanes, Slot};
 use language::mir::{Expr, ExprKind, Prim, Stmt, VarId, visit};
 use std::sync::Arc;
 
+/// A variable whose `log_inv_logit` and `inv_logit(-v)` a program both
+/// computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Paired {
+    pub var: VarId,
+    /// `h` of `elt_multiply(inv_logit(-var), h)`, if the program computes
+    /// that product, with one `h` only.
+    pub factor: Option<VarId>,
+}
+
 /// The variables `v` of `stmts` with both `log_inv_logit(v)` and
 /// `inv_logit(-v)` somewhere in them.
-pub fn paired_vars<'a>(stmts: impl IntoIterator<Item = &'a Stmt>) -> Vec<VarId> {
+pub fn paired_vars<'a>(stmts: impl IntoIterator<Item = &'a Stmt>) -> Vec<Paired> {
     let mut stmts: Vec<Stmt> = stmts.into_iter().cloned().collect();
-    let (mut logs, mut negs) = (Vec::new(), Vec::new());
+    let (mut logs, mut negs, mut products) = (Vec::new(), Vec::new(), Vec::new());
     visit::for_each_expr(&mut stmts, &mut |e| {
         if let Some(v) = log_inv_logit_of_var(e) {
             logs.push(v);
@@ -27,11 +47,40 @@ pub fn paired_vars<'a>(stmts: impl IntoIterator<Item = &'a Stmt>) -> Vec<VarId> 
         if let Some(v) = inv_logit_of_negated_var(e) {
             negs.push(v);
         }
+        if let Some(product) = scaled_inv_logit_of_negated_var(e) {
+            products.push(product);
+        }
     });
     logs.retain(|v| negs.contains(v));
     logs.sort_unstable();
     logs.dedup();
-    logs
+    logs.into_iter()
+        .map(|var| {
+            let mut hs = products.iter().filter(|(v, _)| *v == var).map(|(_, h)| *h);
+            let first = hs.next();
+            Paired {
+                var,
+                factor: first.filter(|&h| hs.all(|other| other == h)),
+            }
+        })
+        .collect()
+}
+
+/// `(v, h)` of `elt_multiply(inv_logit(-v), h)` with `h` a variable.
+pub(super) fn scaled_inv_logit_of_negated_var(e: &Expr) -> Option<(VarId, VarId)> {
+    match &e.kind {
+        ExprKind::Prim(Prim::EltMul, args) => match args.as_slice() {
+            [
+                product,
+                Expr {
+                    kind: ExprKind::Var(h),
+                    ..
+                },
+            ] => Some((inv_logit_of_negated_var(product)?, *h)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// `v` of `log_inv_logit(v)`.
@@ -78,7 +127,7 @@ fn inv_logit_of_negated_var(e: &Expr) -> Option<VarId> {
 /// with the last `log_inv_logit(x)` of one of them.
 #[derive(Clone, Debug, Default)]
 pub struct LogisticPairs {
-    paired: Arc<[VarId]>,
+    paired: Arc<[Paired]>,
     /// Most recent last; at most [`MAX_KEPT`].
     kept: Vec<Kept>,
 }
@@ -94,13 +143,16 @@ struct Kept {
     /// change in place).
     x: Arc<Slot>,
     lanes: Lanes,
+    /// The value of the factor `h` it was multiplied by, if it was
+    /// ([`Paired::factor`]): then it is `inv_logit(-x) .* h`.
+    factor: Option<Arc<Slot>>,
     neg_inv_logit: Slot,
 }
 
 impl LogisticPairs {
     /// For a program whose paired variables are `paired`
     /// ([`paired_vars`]).
-    pub fn new(paired: Arc<[VarId]>) -> LogisticPairs {
+    pub fn new(paired: Arc<[Paired]>) -> LogisticPairs {
         LogisticPairs {
             paired,
             kept: Vec::new(),
@@ -116,13 +168,26 @@ impl LogisticPairs {
     /// computes the pair).
     pub(super) fn paired_var(&self, arg: &Expr) -> Option<VarId> {
         match arg.kind {
-            ExprKind::Var(v) if self.paired.contains(&v) => Some(v),
+            ExprKind::Var(v) if self.paired.iter().any(|p| p.var == v) => Some(v),
             _ => None,
         }
     }
 
-    /// Keep `inv_logit(-x)` of variable `var`'s value `x` on `lanes`.
-    pub(super) fn keep(&mut self, var: VarId, x: Arc<Slot>, lanes: Lanes, neg_inv_logit: Slot) {
+    /// The factor of paired variable `var` ([`Paired::factor`]).
+    pub(super) fn factor(&self, var: VarId) -> Option<VarId> {
+        self.paired.iter().find(|p| p.var == var)?.factor
+    }
+
+    /// Keep `inv_logit(-x)` of variable `var`'s value `x` on `lanes` (times
+    /// `factor`'s value, if given).
+    pub(super) fn keep(
+        &mut self,
+        var: VarId,
+        x: Arc<Slot>,
+        lanes: Lanes,
+        factor: Option<Arc<Slot>>,
+        neg_inv_logit: Slot,
+    ) {
         self.kept.retain(|k| k.var != var);
         if self.kept.len() == MAX_KEPT {
             self.kept.remove(0);
@@ -131,13 +196,22 @@ impl LogisticPairs {
             var,
             x,
             lanes,
+            factor,
             neg_inv_logit,
         });
     }
 
     /// `inv_logit(-x)` for `arg` (a variable whose value is `x` now) on
-    /// `lanes`, if it was kept for exactly that value and those lanes.
-    pub(super) fn take(&mut self, arg: &Expr, x: &Arc<Slot>, lanes: &Lanes) -> Option<Slot> {
+    /// `lanes`, times `factor` (the value of the product's `h` now) when
+    /// asked for `elt_multiply(inv_logit(-arg), h)`, if it was kept for
+    /// exactly that value, those lanes and that factor.
+    pub(super) fn take(
+        &mut self,
+        arg: &Expr,
+        x: &Arc<Slot>,
+        lanes: &Lanes,
+        factor: Option<&Arc<Slot>>,
+    ) -> Option<Slot> {
         let ExprKind::Var(v) = arg.kind else {
             return None;
         };
@@ -146,6 +220,16 @@ impl LogisticPairs {
         if !Arc::ptr_eq(&kept.x, x) || kept.lanes != *lanes {
             // Stale: the variable changed since.
             self.kept.remove(i);
+            return None;
+        }
+        let same_factor = match (&kept.factor, factor) {
+            (None, None) => true,
+            (Some(kept), Some(now)) => Arc::ptr_eq(kept, now),
+            _ => false,
+        };
+        if !same_factor {
+            // Another product (or none): computed afresh, as without the
+            // pair. Kept for a later request that matches.
             return None;
         }
         Some(self.kept.remove(i).neg_inv_logit)
@@ -165,6 +249,7 @@ mod tests {
     use language::data::Shape;
     use language::span::Span;
     use language::types::{AdLevel, Type};
+    use language::value::Value;
 
     fn expr(kind: ExprKind) -> Expr {
         Expr {
@@ -200,7 +285,10 @@ mod tests {
         let v = VarId(mir.vars.iter().position(|x| x.name == "v").unwrap() as u32);
         let z = 2;
         let mut st = State::new(&mir, &[], z);
-        st.logistic = LogisticPairs::new(Arc::from(vec![v]));
+        st.logistic = LogisticPairs::new(Arc::from(vec![Paired {
+            var: v,
+            factor: None,
+        }]));
         let all = crate::lanes::Lanes::all(z);
         let var = || expr(ExprKind::Var(v));
         let log_inv_logit = expr(ExprKind::Prim(Prim::LogInvLogit, vec![var()]));
@@ -239,6 +327,99 @@ mod tests {
         assert_eq!(st.logistic.kept(), 0);
     }
 
+    /// `sum(log_inv_logit(v))` keeps `elt_multiply(inv_logit(-v), h)` for
+    /// the program's factor `h`; the product takes it while `v` and `h`
+    /// hold the same values, and computes afresh (the bits of the values
+    /// it has now) otherwise, as does a plain `inv_logit(-v)`.
+    #[test]
+    fn a_scaled_pair_is_used_only_for_the_same_factor() {
+        let source = "data { vector[3] h; } parameters { vector[3] v; }";
+        let (mir, diags) = language::compile_model(source, "scaled");
+        let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
+        let id = |name: &str| VarId(mir.vars.iter().position(|x| x.name == name).unwrap() as u32);
+        let (v, h) = (id("v"), id("h"));
+        let z = 64;
+        let mut st = State::new(&mir, &[], z);
+        st.logistic = LogisticPairs::new(Arc::from(vec![Paired {
+            var: v,
+            factor: Some(h),
+        }]));
+        let all = crate::lanes::Lanes::all(z);
+        let var = |v| expr(ExprKind::Var(v));
+        let sum = expr(ExprKind::Prim(
+            Prim::Sum,
+            vec![expr(ExprKind::Prim(Prim::LogInvLogit, vec![var(v)]))],
+        ));
+        let neg = expr(ExprKind::Prim(Prim::Neg, vec![var(v)]));
+        let inv_logit_neg = expr(ExprKind::Prim(Prim::InvLogit, vec![neg]));
+        let product = expr(ExprKind::Prim(
+            Prim::EltMul,
+            vec![inv_logit_neg.clone(), var(h)],
+        ));
+        let xs: Vec<f64> = (0..3 * z).map(|i| (i as f64 * 0.37).sin() * 9.0).collect();
+        let signs = [1.0, -1.0, -1.0];
+        let expect = |hs: &[f64]| -> Vec<u64> {
+            let at = |i: usize| bat_math::scalar::inv_logit(-xs[i]) * hs[i / z];
+            (0..3 * z).map(|i| at(i).to_bits()).collect()
+        };
+        let set_h = |st: &mut State, hs: &[f64]| {
+            st.vars[h.0 as usize] = Some(Arc::new(Slot::shared(Value::Vector(hs.to_vec()))));
+        };
+        st.vars[v.0 as usize] = Some(dense(&xs, z));
+        set_h(&mut st, &signs);
+
+        eval(&sum, &mut st, &all).unwrap();
+        assert_eq!(st.logistic.kept(), 1);
+        assert_eq!(
+            bits(&eval(&product, &mut st, &all).unwrap()),
+            expect(&signs)
+        );
+        assert_eq!(st.logistic.kept(), 0, "taken");
+
+        // A plain `inv_logit(-v)` does not take the product.
+        eval(&sum, &mut st, &all).unwrap();
+        assert_eq!(
+            bits(&eval(&inv_logit_neg, &mut st, &all).unwrap()),
+            expect(&[1.0; 3])
+        );
+        assert_eq!(st.logistic.kept(), 1, "kept for the product");
+
+        // Nor a product with another value of h.
+        let halves = [0.5, -0.0, 2.0];
+        set_h(&mut st, &halves);
+        assert_eq!(
+            bits(&eval(&product, &mut st, &all).unwrap()),
+            expect(&halves)
+        );
+    }
+
+    /// The factor of a pair is the one `h` of its `elt_multiply(inv_logit(-v),
+    /// h)`; with two different, none.
+    #[test]
+    fn a_pair_has_a_factor_when_its_products_share_it() {
+        let source = "data { vector[3] h; vector[3] g; }
+            parameters { vector[3] a; vector[3] b; }
+            model {
+              target += sum(log_inv_logit(a)) + sum(elt_multiply(inv_logit(-a), h));
+              target += sum(log_inv_logit(b)) + sum(elt_multiply(inv_logit(-b), h));
+              target += sum(elt_multiply(inv_logit(-b), g));
+            }";
+        let (mir, diags) = language::compile_model(source, "factors");
+        let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
+        let name = |v: VarId| mir.vars[v.0 as usize].name.clone();
+        let found: Vec<(String, Option<String>)> = paired_vars(&mir.model)
+            .iter()
+            .map(|p| (name(p.var), p.factor.map(name)))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("a".to_string(), Some("h".to_string())),
+                ("b".to_string(), None)
+            ]
+        );
+    }
+
     /// Both functions of one variable are found; either alone, or of an
     /// expression rather than a variable, is not a pair.
     #[test]
@@ -252,7 +433,10 @@ mod tests {
         let (mir, diags) = language::compile_model(source, "pairs");
         let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
         let name = |v: &VarId| mir.vars[v.0 as usize].name.clone();
-        let found: Vec<String> = paired_vars(&mir.model).iter().map(name).collect();
+        let found: Vec<String> = paired_vars(&mir.model)
+            .iter()
+            .map(|p| name(&p.var))
+            .collect();
         assert_eq!(found, ["a"]);
     }
 }

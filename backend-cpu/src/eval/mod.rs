@@ -200,12 +200,46 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
         && let Some(var) = st.logistic.paired_var(inner)
     {
         let x = eval(inner, st, active)?;
-        if let Some((sums, neg_inv_logit)) = kernels::sum_log_inv_logit_pair(&x) {
-            st.logistic.keep(var, x, active.clone(), neg_inv_logit);
+        // Kept as `elt_multiply(inv_logit(-x), h)` when the program asks
+        // for that product and h's value allows it ([`logistic_pair`]).
+        let factor = st
+            .logistic
+            .factor(var)
+            .and_then(|h| st.vars[h.0 as usize].clone());
+        let factors = factor
+            .as_deref()
+            .and_then(|h| kernels::element_factors(&x, h));
+        let scaled = factors.is_some();
+        if let Some((sums, neg_inv_logit)) = kernels::sum_log_inv_logit_pair(&x, factors) {
+            let factor = factor.filter(|_| scaled);
+            st.logistic
+                .keep(var, x, active.clone(), factor, neg_inv_logit);
             return Ok(Arc::new(sums));
         }
         let terms = log_inv_logit_paired(var, x, st, active, arg);
         return Ok(Arc::new(apply(p, &[&terms], st, active, e)));
+    }
+    // `elt_multiply(inv_logit(-x), h)` of a paired variable: the product
+    // kept by `sum(log_inv_logit(x))`, if it was kept for this h.
+    if p == Prim::EltMul
+        && active.is_full()
+        && let Some((v, h)) = logistic_pair::scaled_inv_logit_of_negated_var(e)
+        && st.logistic.factor(v) == Some(h)
+        && let [product, h_arg] = args
+        && let ExprKind::Prim(Prim::InvLogit, neg) = &product.kind
+        && let [neg] = neg.as_slice()
+        && let ExprKind::Prim(Prim::Neg, inner) = &neg.kind
+        && let [inner] = inner.as_slice()
+    {
+        // Left to right, as the interpreter (reading a variable has no
+        // other effect).
+        let x = eval(inner, st, active)?;
+        let h = eval(h_arg, st, active)?;
+        if let Some(slot) = st.logistic.take(inner, &x, active, Some(&h)) {
+            return Ok(Arc::new(slot));
+        }
+        let first = neg_inv_logit(x, inner, st, active, product, neg)?;
+        return finish(p, vec![first, h], st, active, e);
     }
     // `log_inv_logit(x)` of a variable whose `inv_logit(-x)` comes later:
     // both in one pass, the second kept ([`logistic_pair`]).
@@ -213,7 +247,7 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
         [arg] if p == Prim::LogInvLogit && active.is_full() => st.logistic.paired_var(arg),
         _ => None,
     };
-    let mut args = match (args, paired) {
+    let args = match (args, paired) {
         ([arg], Some(var)) => {
             let x = eval(arg, st, active)?;
             return Ok(log_inv_logit_paired(var, x, st, active, e));
@@ -223,7 +257,7 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
             ExprKind::Prim(Prim::Neg, inner) if inner.len() == 1 => {
                 let mut x = eval(&inner[0], st, active)?;
                 if p == Prim::InvLogit
-                    && let Some(slot) = st.logistic.take(&inner[0], &x, active)
+                    && let Some(slot) = st.logistic.take(&inner[0], &x, active, None)
                 {
                     return Ok(Arc::new(slot));
                 }
@@ -236,6 +270,17 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
         },
         _ => eval_all(args, st, active)?,
     };
+    finish(p, args, st, active, e)
+}
+
+/// Primitive `p` (the expression `e`) on its evaluated operands.
+fn finish(
+    p: Prim,
+    mut args: Vec<Arc<Slot>>,
+    st: &mut State,
+    active: &Lanes,
+    e: &Expr,
+) -> Result<Arc<Slot>> {
     if let Some(slot) = shape_query(p, &args, st, active, e) {
         return Ok(slot);
     }
@@ -252,6 +297,27 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
     Ok(Arc::new(apply(p, &refs, st, active, e)))
 }
 
+/// `inv_logit(-x)` (the expression `e`, its argument `neg`) of the value
+/// `x` of variable `var`, as [`prim`] computes it: kept by the pair, else
+/// in one pass, else negated then mapped.
+fn neg_inv_logit(
+    mut x: Arc<Slot>,
+    var: &Expr,
+    st: &mut State,
+    active: &Lanes,
+    e: &Expr,
+    neg: &Expr,
+) -> Result<Arc<Slot>> {
+    if let Some(slot) = st.logistic.take(var, &x, active, None) {
+        return Ok(Arc::new(slot));
+    }
+    if let Some(slot) = kernels::map_negated(Prim::InvLogit, &mut x) {
+        return Ok(Arc::new(slot));
+    }
+    let negated = Arc::new(apply(Prim::Neg, &[&x], st, active, neg));
+    finish(Prim::InvLogit, vec![negated], st, active, e)
+}
+
 /// `log_inv_logit(x)` (the expression `e`) of the value `x` of paired
 /// variable `var`, its `inv_logit(-x)` kept from the same pass.
 fn log_inv_logit_paired(
@@ -262,7 +328,8 @@ fn log_inv_logit_paired(
     e: &Expr,
 ) -> Arc<Slot> {
     if let Some((value, neg_inv_logit)) = kernels::log_inv_logit_pair(&x) {
-        st.logistic.keep(var, x, active.clone(), neg_inv_logit);
+        st.logistic
+            .keep(var, x, active.clone(), None, neg_inv_logit);
         return Arc::new(value);
     }
     // Not dense reals: as any other `log_inv_logit`.

@@ -49,7 +49,7 @@ pub struct BatchedModel {
     loops: Plans,
     /// Variables whose `log_inv_logit` and `inv_logit` of the negation
     /// run as one pass ([`crate::eval::logistic_pair`]).
-    logistic_pairs: Arc<[language::mir::VarId]>,
+    logistic_pairs: Arc<[crate::eval::logistic_pair::Paired]>,
     /// Reads that move a block-local variable's value
     /// ([`super::last_reads`]), for the program the executor runs.
     last_reads: Arc<super::last_reads::LastReads>,

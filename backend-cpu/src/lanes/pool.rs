@@ -58,21 +58,7 @@ impl Pooled for i64 {
 /// An empty buffer with room for `n` elements.
 pub fn buffer<T: Pooled>(n: usize) -> Vec<T> {
     let found = if n >= MIN_LARGE {
-        T::with_kept(|k| {
-            // The smallest kept buffer that is large enough — but not
-            // one many times larger: a small request taking a block of a
-            // different size class left the next request of that class to
-            // fault in fresh pages (a logistic regression's 1,024-lane
-            // β-sized temporaries took its 80 MB N × Z blocks).
-            let best = k
-                .large
-                .iter()
-                .enumerate()
-                .filter(|(_, b)| b.capacity() >= n && b.capacity() <= 4 * n)
-                .min_by_key(|(_, b)| b.capacity())
-                .map(|(i, _)| i);
-            best.map(|i| k.large.swap_remove(i))
-        })
+        take_large(n)
     } else if n >= MIN_SMALL {
         T::with_kept(|k| {
             // The most recently kept buffer that fits without much waste.
@@ -92,6 +78,37 @@ pub fn buffer<T: Pooled>(n: usize) -> Vec<T> {
         }
         None => Vec::with_capacity(n),
     }
+}
+
+/// The smallest kept large buffer with room for `n` elements — but not
+/// one many times larger: a small request taking a block of a different
+/// size class left the next request of that class to fault in fresh pages
+/// (a logistic regression's 1,024-lane β-sized temporaries took its 80 MB
+/// N × Z blocks). As kept: its length is the numbers it held.
+fn take_large<T: Pooled>(n: usize) -> Option<Vec<T>> {
+    T::with_kept(|k| {
+        let best = k
+            .large
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.capacity() >= n && b.capacity() <= 4 * n)
+            .min_by_key(|(_, b)| b.capacity())
+            .map(|(i, _)| i);
+        best.map(|i| k.large.swap_remove(i))
+    })
+}
+
+/// A pooled buffer of `n` numbers of no particular value, for a kernel
+/// that writes every one before reading it: a kept buffer keeps the
+/// numbers it held (only those past them are set, to `fill`), so the
+/// kernel's output is not first written over with zeros (for a 1,024-lane
+/// N × Z product, 82 MB per call).
+pub fn overwritable<T: Pooled>(n: usize, fill: T) -> Vec<T> {
+    let kept = if n >= MIN_LARGE { take_large(n) } else { None };
+    let mut b = kept.unwrap_or_else(|| buffer(n));
+    b.truncate(n);
+    b.resize(n, fill);
+    b
 }
 
 /// A pooled buffer of `n` copies of `x`.
@@ -157,5 +174,26 @@ mod tests {
         // Buffers come back through `recycle`: the pool is empty now.
         assert!(buffer::<f64>(big).capacity() >= big);
         assert_eq!(REALS.with(|k| k.borrow().large.len()), 0);
+    }
+
+    #[test]
+    fn an_overwritable_buffer_keeps_what_it_held_and_fills_the_rest() {
+        let n = 2 * MIN_LARGE;
+        let mut held = Vec::<f64>::with_capacity(n + 8);
+        held.resize(n - 3, 7.0);
+        recycle(held);
+        // Every number is initialized: the kept ones as they were, the
+        // three past them the fill.
+        let b = overwritable::<f64>(n, -1.0);
+        assert_eq!(b.len(), n);
+        assert!(b[..n - 3].iter().all(|&x| x == 7.0));
+        assert_eq!(b[n - 3..], [-1.0; 3]);
+        // Shorter: the first n / 2 of them.
+        recycle(b);
+        let b = overwritable::<f64>(n / 2, -1.0);
+        assert!(b.len() == n / 2 && b.iter().all(|&x| x == 7.0));
+        // Nothing kept (or small): all the fill.
+        assert_eq!(overwritable::<f64>(n, 0.5), vec![0.5; n]);
+        assert_eq!(overwritable::<f64>(100, 0.5), vec![0.5; 100]);
     }
 }

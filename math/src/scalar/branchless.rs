@@ -57,16 +57,43 @@ fn pow2(k: i32) -> f64 {
 /// `eˣ` for `x ≤ 0` (and NaN → NaN); for `x > 0` the result is wrong.
 #[inline(always)]
 pub fn exp_nonpos(x: f64) -> f64 {
+    exp_nonpos_finish(exp_nonpos_reduce(x))
+}
+
+/// The first of [`exp_nonpos`]'s two steps: the range reduction of `x`.
+/// A map can reduce a run of elements first and finish them after
+/// ([`exp_nonpos_finish`]): the same operations per element (so the same
+/// bits), in two shorter chains of dependent operations, which the
+/// out-of-order core overlaps better than one long one.
+#[inline(always)]
+pub fn exp_nonpos_reduce(x: f64) -> ExpReduced {
     // Below −746, eˣ rounds to 0 (and k stays in range); NaN passes.
     let x = if x < -746.0 { -746.0 } else { x };
     // k = round(x / ln 2), read from the low bits of x/ln 2 + 1.5·2⁵².
     const SHIFT: f64 = 6_755_399_441_055_744.0;
     let shifted = x * INV_LN2 + SHIFT;
     let kf = shifted - SHIFT;
-    let k = shifted.to_bits() as i32;
     // x = k ln 2 + r, |r| ≤ ln 2 / 2, as hi − lo.
-    let hi = x - kf * LN2_HI;
-    let lo = kf * LN2_LO;
+    ExpReduced {
+        hi: x - kf * LN2_HI,
+        lo: kf * LN2_LO,
+        shifted,
+    }
+}
+
+/// `x = k ln 2 + (hi − lo)` ([`exp_nonpos_reduce`]), k in `shifted`'s low
+/// bits.
+#[derive(Clone, Copy, Debug)]
+pub struct ExpReduced {
+    pub hi: f64,
+    pub lo: f64,
+    pub shifted: f64,
+}
+
+/// The second of [`exp_nonpos`]'s two steps: `eˣ` from its reduction.
+#[inline(always)]
+pub fn exp_nonpos_finish(ExpReduced { hi, lo, shifted }: ExpReduced) -> f64 {
+    let k = shifted.to_bits() as i32;
     let r = hi - lo;
     // eʳ − 1 − r as r²·E(r), a polynomial: no division, whose latency
     // (fdlibm's `r·c/(2 − c)`) lay on the chain of every lane. Estrin's
