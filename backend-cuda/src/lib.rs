@@ -53,7 +53,6 @@ pub mod codegen;
 pub mod device;
 pub mod device_mode;
 pub mod gradient;
-pub mod lane_state;
 pub mod native;
 pub mod native_sampler;
 pub mod nvrtc;

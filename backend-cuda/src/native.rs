@@ -47,7 +47,6 @@ use crate::codegen::program::{
 };
 use crate::codegen::{FailKind, Layout, PC_SLOT, STATUS_SLOT};
 use crate::gradient::{GradientDeviceError, LaneGradient, device_program, regenerate, site_error};
-use crate::lane_state::LaneState;
 use crate::shim::{self, LaunchFn, ShimModule};
 
 /// A gradient program compiled for the host, shared by every
@@ -328,7 +327,7 @@ pub struct NativeGradient {
     n_lanes: usize,
     stack_capacities: Vec<usize>,
     compiled: Arc<NativeProgram>,
-    state: LaneState,
+    state: Vec<f64>,
     data: Vec<f64>,
     counts: Vec<i32>,
     lists: Vec<i32>,
@@ -675,9 +674,9 @@ impl Evaluated<'_> {
 
 /// The state of `n_lanes` lanes of `layout`, lane-major, every lane
 /// finished (program counter −1, status 0).
-pub(crate) fn lane_major_state(layout: &Layout, n_lanes: usize) -> LaneState {
+pub(crate) fn lane_major_state(layout: &Layout, n_lanes: usize) -> Vec<f64> {
     let n_slots = layout.n_slots();
-    let mut state = LaneState::zeroed(n_slots * n_lanes);
+    let mut state = vec![0.0; n_slots * n_lanes];
     for lane in 0..n_lanes {
         state[lane * n_slots + PC_SLOT] = -1.0;
     }

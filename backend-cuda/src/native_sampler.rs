@@ -37,7 +37,6 @@ use crate::codegen::program::{External, GATHERED_HEADER, Launch, RECORD_COUNT, S
 use crate::codegen::shape::Shape;
 use crate::codegen::{FATAL_STATUS, STATUS_SLOT};
 use crate::gradient::GradientDeviceError;
-use crate::lane_state::LaneState;
 use crate::native::{
     LaneGradientFn, NativeGradient, NativeLibrary, ONE_LANE_LAUNCH, arg, call, data_values,
     lane_major_state, one_lane_call,
@@ -97,7 +96,7 @@ pub struct NativeSampler {
     gradient: NativeGradient,
     n_lanes: usize,
     n_slots: usize,
-    state: LaneState,
+    state: Vec<f64>,
     data: Vec<f64>,
     records: Vec<f64>,
     packed: Vec<f64>,
