@@ -191,3 +191,24 @@ fn corpus_gaps(dir: &std::path::Path) -> usize {
     );
     lowered
 }
+
+/// A parameter whose tuple has constrained components is refused when the
+/// model is lowered (no transform rule for tuples yet), pointing at its
+/// type; a tuple parameter without constraints lowers.
+#[test]
+fn constrained_tuple_parameters_are_refused_at_their_type() {
+    let source = "parameters { real a; tuple(real<lower=0>, simplex[3]) t; }\n\
+                  model { a ~ normal(0, 1); }";
+    let diags = lower_source(source, "tuple").expect_err("refused");
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    let d = &diags[0];
+    assert_eq!(d.code, mir::NOT_YET_SUPPORTED);
+    assert!(d.message.contains("tuple parameter `t`"), "{}", d.message);
+    let span = d.primary.span;
+    assert_eq!(
+        &source[span.start as usize..span.end as usize],
+        "tuple(real<lower=0>, simplex[3])"
+    );
+    let plain = "parameters { tuple(real, vector[2]) t; } model { t.1 ~ normal(0, 1); }";
+    assert!(lower_source(plain, "plain").is_ok());
+}

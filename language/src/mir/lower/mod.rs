@@ -258,6 +258,19 @@ impl<'c> Lowerer<'c> {
             if let ast::StmtKind::Decl(decl) = &stmt.kind {
                 let var = self.declare(&decl.name, Origin::Parameter);
                 let (ty, transform) = self.sized_type(&decl.ty);
+                if matches!(transform, Transform::Tuple(_)) {
+                    // The transforms (constrain, free, log |J| and its
+                    // adjoint) have no rule for tuples yet; refused here
+                    // rather than failing at the first draw.
+                    self.unsupported(
+                        format_args!(
+                            "constraints on the components of tuple parameter `{}` \
+                             (declare the constrained components as separate parameters)",
+                            decl.name.name
+                        ),
+                        decl.ty.span,
+                    );
+                }
                 self.out.parameters.push(ParamDecl { var, ty, transform });
             }
         }
