@@ -212,6 +212,64 @@ fn a_model_without_parameters_simulates_its_generated_quantities() {
     assert_eq!(y_local.values[..per_chain], y.values[..per_chain]);
 }
 
+/// Tuple-valued transformed parameters and generated quantities (and an
+/// array of tuples) are stored one dataset per component, named as Stan
+/// names them (`t.1`, `a.2`), with the components' own shapes.
+#[test]
+fn tuple_outputs_are_stored_one_dataset_per_component() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(
+        dir.path(),
+        "tuples.bat",
+        "parameters { real x; }\n\
+         transformed parameters { tuple(real<lower=0>, real<upper=0>) t = (exp(x), -exp(x)); }\n\
+         model { x ~ normal(0, 1); }\n\
+         generated quantities {\n\
+           array[3] tuple(int, vector[2]) a;\n\
+           for (i in 1:3) a[i] = (i, [x, i * x]');\n\
+         }\n",
+    );
+    let output = dir.path().join("tuples.h5");
+    let out = bat(&[
+        "run",
+        s(&model),
+        "--chains",
+        "2",
+        "--warmup",
+        "50",
+        "--samples",
+        "20",
+        "--seed",
+        "5",
+        "-o",
+        s(&output),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let file = read_draws(&output).unwrap();
+    let var = |name: &str| {
+        file.posterior
+            .iter()
+            .find(|v| v.name == name)
+            .unwrap_or_else(|| panic!("no `{name}` in the file"))
+            .clone()
+    };
+    let names: Vec<&str> = file.posterior.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["x", "t.1", "t.2", "a.1", "a.2"]);
+    let (x, t1, t2, a1, a2) = (var("x"), var("t.1"), var("t.2"), var("a.1"), var("a.2"));
+    assert_eq!(
+        (t1.dims.clone(), a1.dims.clone(), a2.dims.clone()),
+        (vec![], vec![3], vec![3, 2])
+    );
+    for (k, &xk) in x.values.iter().enumerate() {
+        assert_eq!(t1.values[k], xk.exp());
+        assert_eq!(t2.values[k], -xk.exp());
+        assert_eq!(&a1.values[3 * k..3 * k + 3], &[1.0, 2.0, 3.0]);
+        // a[i].2 = [x, i x], row-major over (i, element).
+        let row: Vec<f64> = (1..=3).flat_map(|i| [xk, i as f64 * xk]).collect();
+        assert_eq!(&a2.values[6 * k..6 * k + 6], &row[..]);
+    }
+}
+
 /// An init file may leave parameters out (as Stan's): those start
 /// uniform(−2, 2) on the unconstrained scale, the given ones where the
 /// file puts them, and a note says which were left out.

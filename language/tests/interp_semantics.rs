@@ -280,6 +280,40 @@ fn unconstrained_layout_names_follow_stan_order() {
 }
 
 #[test]
+fn tuple_components_are_checked_against_their_constraints() {
+    let m = model(
+        "parameters { real x; }
+         transformed parameters {
+           tuple(real<lower=0>, real<lower=1>) t = (x, 2.0);
+           array[2] tuple(real, real<upper=0>) a = {(x, -1.0), (1.0, -x * x)};
+         }
+         model { }",
+        "{}",
+    )
+    .unwrap();
+    assert!(m.log_density(&[1.5], true).is_ok());
+    let err = m.log_density(&[-1.0], true).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Constraint);
+    assert!(
+        err.message.contains("t.1") && err.message.contains("greater than or equal to 0"),
+        "{}",
+        err.message
+    );
+    // x = 0: `t.1` holds, `a[2].2` = -0.0 <= 0 holds too.
+    assert!(m.log_density(&[0.0], true).is_ok());
+    let m = model(
+        "parameters { real x; }
+         transformed parameters { array[2] tuple(real, real<upper=0>) a = {(x, -1.0), (1.0, x)}; }
+         model { }",
+        "{}",
+    )
+    .unwrap();
+    let err = m.log_density(&[0.5], true).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Constraint);
+    assert!(err.message.contains("a[2].2"), "{}", err.message);
+}
+
+#[test]
 fn transformed_parameter_constraint_is_checked() {
     let m = model(
         "parameters { real x; } transformed parameters { real<lower=0> y = x; } model { }",

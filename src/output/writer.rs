@@ -390,7 +390,9 @@ impl GroupWriter {
 fn check_names(variables: &[VarSpec]) -> Result<(), OutputError> {
     let mut taken: HashSet<String> = ["chain", "draw"].map(String::from).into();
     for spec in variables {
-        if spec.name.is_empty() || spec.name.contains(['/', '.']) {
+        // `.` is allowed: a tuple's components are stored as `t.1`, `t.2`
+        // (Stan's names for them; netCDF and HDF5 accept the dot).
+        if spec.name.is_empty() || spec.name.contains('/') || spec.name == "." {
             return Err(OutputError::InvalidWrite(format!(
                 "invalid variable name `{}`",
                 spec.name

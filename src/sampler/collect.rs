@@ -223,7 +223,7 @@ fn create_writer(
     output: &OutputSpec<'_>,
     values: &[(String, Value)],
 ) -> Result<DrawWriter, CollectError> {
-    let specs = values
+    let specs = without_tuples(values)
         .iter()
         .map(|(name, value)| var_spec(name, value))
         .collect::<Result<Vec<_>, _>>()?;
@@ -307,7 +307,8 @@ struct ChainBuffer {
 
 impl ChainBuffer {
     fn push(&mut self, record: &DrawRecord) -> Result<(), CollectError> {
-        let values = record.values.as_deref().unwrap_or_default();
+        let values = without_tuples(record.values.as_deref().unwrap_or_default());
+        let values = values.as_ref();
         if self.values.is_empty() {
             self.values = vec![Vec::new(); values.len()];
             self.is_int = values
@@ -400,6 +401,47 @@ impl ChainBuffer {
         self.values.iter_mut().for_each(Vec::clear);
         self.stats.clear();
         Ok(if warmup { 0 } else { written })
+    }
+}
+
+/// `values` with every tuple-valued variable replaced by one variable per
+/// component, named as Stan names them (`t.1`, `t.2`; nested `t.2.1`); an
+/// array of tuples gives arrays of the components (`a.1` holds every
+/// element's first component). Borrowed unchanged when there is no tuple.
+fn without_tuples(values: &[(String, Value)]) -> std::borrow::Cow<'_, [(String, Value)]> {
+    if !values.iter().any(|(_, v)| has_tuple(v)) {
+        return std::borrow::Cow::Borrowed(values);
+    }
+    let mut out = Vec::new();
+    for (name, value) in values {
+        split_tuple(name.clone(), value.clone(), &mut out);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn has_tuple(value: &Value) -> bool {
+    matches!(innermost(value), Value::Tuple(_))
+}
+
+fn split_tuple(name: String, value: Value, out: &mut Vec<(String, Value)>) {
+    let n_components = match innermost(&value) {
+        Value::Tuple(items) => items.len(),
+        _ => {
+            out.push((name, value));
+            return;
+        }
+    };
+    for k in 0..n_components {
+        split_tuple(format!("{name}.{}", k + 1), component(&value, k), out);
+    }
+}
+
+/// Component `k` of a tuple, or of every tuple of an array of tuples.
+fn component(value: &Value, k: usize) -> Value {
+    match value {
+        Value::Tuple(items) => items.get(k).cloned().unwrap_or(Value::Real(f64::NAN)),
+        Value::Array(elems) => Value::Array(elems.iter().map(|e| component(e, k)).collect()),
+        other => other.clone(),
     }
 }
 

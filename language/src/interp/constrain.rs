@@ -322,6 +322,26 @@ pub(crate) fn check_constraint_with(
     value: &Value,
     transform: &Transform,
 ) -> Result<()> {
+    if let Transform::Tuple(components) = transform {
+        // Each component against its own constraint (an array of tuples
+        // element by element), named as Stan names them: `x[2].1`.
+        return match value {
+            Value::Tuple(items) if items.len() == components.len() => items
+                .iter()
+                .zip(components)
+                .enumerate()
+                .try_for_each(|(k, (item, t))| {
+                    check_constraint_with(eval, &format!("{name}.{}", k + 1), item, t)
+                }),
+            Value::Array(elems) => elems.iter().enumerate().try_for_each(|(i, elem)| {
+                check_constraint_with(eval, &format!("{name}[{}]", i + 1), elem, transform)
+            }),
+            other => Err(RuntimeError::fatal(format!(
+                "{name}: a tuple constraint on a value of type {}",
+                shape_of(other)
+            ))),
+        };
+    }
     let ys = flat(value);
     let ev = evaluate_with(eval, transform, ys.len())?;
     let fail = |detail: String| RuntimeError::new(ErrorKind::Constraint, format!("{name}{detail}"));

@@ -22,6 +22,7 @@ fn scalarwise(t: &Transform) -> Result<(&'static str, Vec<&Expr>), Unsupported> 
         Transform::Offset(o) => ("offset", vec![o]),
         Transform::Multiplier(m) => ("multiplier", vec![m]),
         Transform::OffsetMultiplier(o, m) => ("affine", vec![o, m]),
+        Transform::Tuple(_) => return Err("constraints on a tuple's components".to_string()),
         other => return Err(format!("the {other:?} parameter transform")),
     })
 }
