@@ -261,10 +261,11 @@ fn var_spec(name: &str, value: &Value) -> Result<VarSpec, CollectError> {
         Value::Matrix { rows, cols, .. } => dims.extend([*rows, *cols]),
         Value::ComplexVector(v) | Value::ComplexRowVector(v) => dims.extend([v.len(), 2]),
         Value::ComplexMatrix { rows, cols, .. } => dims.extend([*rows, *cols, 2]),
+        // `without_tuples` split every tuple into its components first.
         Value::Tuple(_) | Value::Array(_) => {
             return Err(CollectError::Value(
                 name.to_string(),
-                "tuple-valued outputs are not supported yet".into(),
+                "internal error: a tuple left unsplit".into(),
             ));
         }
     }

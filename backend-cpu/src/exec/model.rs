@@ -207,23 +207,8 @@ impl BatchedModel {
         self.split(thetas.len(), |range| {
             let chunk = &thetas[range];
             let z = chunk.len();
-            // Straight to `[coordinate][lane]`, a short θ padded with zeros
-            // (its lane fails), without a padded copy per lane.
-            let mut columns = vec![0.0; n * z];
-            for (l, t) in chunk.iter().enumerate() {
-                for (k, &x) in t.iter().take(n).enumerate() {
-                    columns[k * z + l] = x;
-                }
-            }
-            let short = chunk
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.len() != n)
-                .map(|(l, t)| {
-                    let msg = format!("expected {n} unconstrained parameters, found {}", t.len());
-                    (l, RuntimeError::fatal(msg))
-                });
-            let st = self.run_gradient(entry, columns, z, jacobian, short)?;
+            let (columns, short) = theta_columns(chunk, n);
+            let st = self.run_gradient(entry, columns, z, jacobian, short.into_iter())?;
             Ok((0..z)
                 .map(|l| match &st.status[l] {
                     LaneStatus::Failed(e) => Err((**e).clone()),
@@ -345,20 +330,11 @@ impl BatchedModel {
                 // The parameters constrained for all lanes at once (the
                 // same transforms as the interpreter's, batched): θ as
                 // `[coordinate][lane]` columns.
-                let chunk = &thetas[range];
-                let mut columns = vec![0.0; n * z];
-                for (l, t) in chunk.iter().enumerate() {
-                    if t.len() != n {
-                        let msg =
-                            format!("expected {n} unconstrained parameters, found {}", t.len());
-                        st.fail(l, RuntimeError::fatal(msg));
-                        continue;
-                    }
-                    for (k, &x) in t.iter().enumerate() {
-                        columns[k * z + l] = x;
-                    }
-                }
+                let (columns, short) = theta_columns(&thetas[range], n);
                 st.set_gradient_columns(self.model.params(), 0, columns);
+                for (l, e) in short {
+                    st.fail(l, e);
+                }
                 for entry in [constrain, tp, gq] {
                     let running = st.running(&Lanes::all(z));
                     self.invoke(entry, &mut st, &running, &mut NoHost)?;
@@ -674,4 +650,23 @@ impl BatchedModel {
         }
         Ok(out)
     }
+}
+
+/// The points `thetas` (one per lane) as `[coordinate][lane]` columns of
+/// `n` coordinates, straight (no padded copy per lane): a point of another
+/// length is padded with zeros or cut, and its lane's error returned.
+fn theta_columns(thetas: &[Vec<f64>], n: usize) -> (Vec<f64>, Vec<(usize, RuntimeError)>) {
+    let z = thetas.len();
+    let mut columns = vec![0.0; n * z];
+    let mut short = Vec::new();
+    for (l, t) in thetas.iter().enumerate() {
+        for (k, &x) in t.iter().take(n).enumerate() {
+            columns[k * z + l] = x;
+        }
+        if t.len() != n {
+            let msg = format!("expected {n} unconstrained parameters, found {}", t.len());
+            short.push((l, RuntimeError::fatal(msg)));
+        }
+    }
+    (columns, short)
 }

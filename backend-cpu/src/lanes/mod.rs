@@ -186,31 +186,8 @@ impl Slot {
     pub fn lane_value(&self, l: usize) -> Value {
         match self {
             Slot::Shared(v) => (**v).clone(),
-            // Scalars, vectors and matrices read their column straight
-            // (a kept draw reads every variable of every lane: through the
-            // shape-generic builder's dynamic iterator that cost ~400
-            // instructions a variable).
-            Slot::Real(d) => match d.shape {
-                Shape::Real => Value::Real(d.data[l]),
-                Shape::Vector(_) => Value::Vector(d.lane(l).collect()),
-                Shape::RowVector(_) => Value::RowVector(d.lane(l).collect()),
-                Shape::Matrix(rows, cols) => Value::Matrix {
-                    rows,
-                    cols,
-                    data: d.lane(l).collect(),
-                },
-                Shape::Array(_, ref elem) if **elem == Shape::Real => {
-                    Value::Array(d.lane(l).map(Value::Real).collect())
-                }
-                _ => build_real(&d.shape, &mut d.lane(l)),
-            },
-            Slot::Int(d) => match d.shape {
-                Shape::Int => Value::Int(d.data[l]),
-                Shape::Array(_, ref elem) if **elem == Shape::Int => {
-                    Value::Array(d.lane(l).map(Value::Int).collect())
-                }
-                _ => build_int(&d.shape, &mut d.lane(l)),
-            },
+            Slot::Real(d) => build_real(&d.shape, &mut d.lane(l)),
+            Slot::Int(d) => build_int(&d.shape, &mut d.lane(l)),
             Slot::Tuple(items) => Value::Tuple(items.iter().map(|i| i.lane_value(l)).collect()),
             Slot::PerLane(vs) => vs[l].clone(),
         }
@@ -536,8 +513,12 @@ fn for_each_int(v: &Value, f: &mut dyn FnMut(i64)) {
 }
 
 /// A real-leaved value of `shape` from its elements in order.
-pub fn build_real(shape: &Shape, xs: &mut dyn Iterator<Item = f64>) -> Value {
-    let mut take = |n: usize| -> Vec<f64> { xs.take(n).collect() };
+///
+/// Generic over the iterator, not `dyn`: a kept draw builds every variable
+/// of every lane, and a virtual call per number (and per closure) cost
+/// ~400 instructions a variable.
+pub fn build_real<I: Iterator<Item = f64>>(shape: &Shape, xs: &mut I) -> Value {
+    let mut take = |n: usize| -> Vec<f64> { xs.by_ref().take(n).collect() };
     match shape {
         Shape::Vector(n) => Value::Vector(take(*n)),
         Shape::RowVector(n) => Value::RowVector(take(*n)),
@@ -546,14 +527,25 @@ pub fn build_real(shape: &Shape, xs: &mut dyn Iterator<Item = f64>) -> Value {
             cols: *c,
             data: take(r * c),
         },
+        // An array of reals in one pass (no call per element).
+        Shape::Array(n, elem) if **elem == Shape::Real => {
+            let mut items: Vec<Value> = xs.by_ref().take(*n).map(Value::Real).collect();
+            items.resize(*n, Value::Real(f64::NAN));
+            Value::Array(items)
+        }
         Shape::Array(n, elem) => Value::Array((0..*n).map(|_| build_real(elem, xs)).collect()),
         _ => Value::Real(xs.next().unwrap_or(f64::NAN)),
     }
 }
 
 /// An int or int array of `shape` from its ints in order.
-pub fn build_int(shape: &Shape, xs: &mut dyn Iterator<Item = i64>) -> Value {
+pub fn build_int<I: Iterator<Item = i64>>(shape: &Shape, xs: &mut I) -> Value {
     match shape {
+        Shape::Array(n, elem) if **elem == Shape::Int => {
+            let mut items: Vec<Value> = xs.by_ref().take(*n).map(Value::Int).collect();
+            items.resize(*n, Value::Int(0));
+            Value::Array(items)
+        }
         Shape::Array(n, elem) => Value::Array((0..*n).map(|_| build_int(elem, xs)).collect()),
         _ => Value::Int(xs.next().unwrap_or(0)),
     }
