@@ -313,7 +313,7 @@ fn run_on_the_cuda_backend_draws_what_the_cpu_backend_draws() {
         }
     }
     // The chains moved (the comparison is not of constants).
-    let mu = cpu.posterior.iter().find(|v| v.name == "mu").unwrap();
+    let mu = cpu.posterior_variable("mu").unwrap();
     assert!(mu.values.windows(2).any(|w| w[0] != w[1]));
 }
 

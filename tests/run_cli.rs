@@ -181,12 +181,7 @@ fn a_model_without_parameters_simulates_its_generated_quantities() {
         ]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         let file = read_draws(&output).unwrap();
-        let y = file
-            .posterior
-            .iter()
-            .find(|v| v.name == "y")
-            .unwrap()
-            .clone();
+        let y = file.posterior_variable("y").unwrap().clone();
         (y, file)
     };
     let (y, file) = run("pc", "4");
@@ -230,26 +225,22 @@ fn tuple_outputs_are_stored_one_dataset_per_component() {
          }\n",
     );
     let output = dir.path().join("tuples.h5");
-    let out = bat(&[
-        "run",
-        s(&model),
-        "--chains",
-        "2",
-        "--warmup",
-        "50",
-        "--samples",
-        "20",
-        "--seed",
-        "5",
-        "-o",
-        s(&output),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let file = read_draws(&output).unwrap();
+    let (file, _) = run_ok(
+        &model,
+        &[
+            "--chains",
+            "2",
+            "--warmup",
+            "50",
+            "--samples",
+            "20",
+            "--seed",
+            "5",
+        ],
+        &output,
+    );
     let var = |name: &str| {
-        file.posterior
-            .iter()
-            .find(|v| v.name == name)
+        file.posterior_variable(name)
             .unwrap_or_else(|| panic!("no `{name}` in the file"))
             .clone()
     };
@@ -352,7 +343,7 @@ fn a_chain_stopped_early_is_summarized_over_the_common_draws() {
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let file = read_draws(&output).unwrap();
-    let mu = file.posterior.iter().find(|v| v.name == "mu").unwrap();
+    let mu = file.posterior_variable("mu").unwrap();
     let kept: Vec<usize> = (0..2)
         .map(|c| {
             let row = &mu.values[c * mu.n_draws..(c + 1) * mu.n_draws];
@@ -496,10 +487,7 @@ fn initialization_failure_names_the_failing_statement() {
 fn run_chains(dir: &Path, name: &str, chains: &str, threads: &str) -> bat::output::DrawFile {
     let model = write(dir, "m.bat", NORMAL_MEAN);
     write(dir, "m.data.json", NORMAL_DATA);
-    let output = dir.join(name);
-    let out = bat(&[
-        "run",
-        s(&model),
+    let settings = [
         "--chains",
         chains,
         "--threads",
@@ -510,12 +498,22 @@ fn run_chains(dir: &Path, name: &str, chains: &str, threads: &str) -> bat::outpu
         "40",
         "--seed",
         "11",
-        "-o",
-        s(&output),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_batch_report(&text(&out.stderr), 2);
-    read_draws(&output).unwrap()
+    ];
+    let (file, stderr) = run_ok(&model, &settings, &dir.join(name));
+    assert_batch_report(&stderr, 2);
+    file
+}
+
+/// `bat run model settings -o output`, which must succeed: the draws file
+/// and stderr.
+fn run_ok(model: &Path, settings: &[&str], output: &Path) -> (bat::output::DrawFile, String) {
+    let mut args = vec!["run", s(model)];
+    args.extend(settings);
+    args.extend(["-o", s(output)]);
+    let out = bat(&args);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    (read_draws(output).unwrap(), stderr)
 }
 
 /// The line `N gradient evaluations in M batched calls (U% of the lanes of
@@ -611,7 +609,7 @@ fn sigkill_mid_run_leaves_a_readable_file() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("mu"));
     let file = read_draws(&output).unwrap();
-    let mu = file.posterior.iter().find(|v| v.name == "mu").unwrap();
+    let mu = file.posterior_variable("mu").unwrap();
     let first_block = &mu.values[..100];
     assert!(first_block.iter().all(|x| x.is_finite()));
     if let Some(python) = venv_python() {
@@ -705,7 +703,7 @@ fn ctrl_c_stops_cleanly_with_the_draws_so_far() {
     // same number of draws, none of them padding.
     assert!(out.1.contains("mu"), "{}", out.1);
     let file = read_draws(&output).unwrap();
-    let mu = file.posterior.iter().find(|v| v.name == "mu").unwrap();
+    let mu = file.posterior_variable("mu").unwrap();
     // (Chains run on their own threads and may be far apart.)
     assert!(mu.n_draws >= 1);
     assert!(mu.values.iter().all(|x| x.is_finite()));

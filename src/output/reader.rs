@@ -203,6 +203,13 @@ pub struct DrawFile {
     pub sample_stats: Option<Vec<StoredVariable>>,
 }
 
+impl DrawFile {
+    /// The posterior variable `name`.
+    pub fn posterior_variable(&self, name: &str) -> Option<&StoredVariable> {
+        self.posterior.iter().find(|v| v.name == name)
+    }
+}
+
 /// Reads every variable of `posterior` and (when present) `sample_stats`.
 pub fn read_draws(path: impl AsRef<Path>) -> Result<DrawFile, OutputError> {
     let reader = DrawReader::open(path)?;
