@@ -1,7 +1,8 @@
 //! The native executor ([`NativeGradient`]: the generated code compiled
 //! with g++ for the host and run in-process) against backend-cpu's
 //! batched executor, lane by lane, bit for bit (IEEE arithmetic without
-//! contracted multiply-adds, and the same function implementations on
+//! contracted multiply-adds — a matrix product's explicit `fma` per term
+//! is the interpreter's `mul_add` —, and the same function implementations on
 //! both sides: the C library's, or bat-math's branch-free `exp`/`log1p`
 //! that the generated prelude reproduces operation for operation): a
 //! representative set of examples and posteriordb models, failing lanes,

@@ -700,3 +700,27 @@ fn truncated_mass_functions_renormalise_over_the_integers() {
     };
     assert!((c.exp() - (pmf(0.0) + pmf(1.0) + pmf(2.0))).abs() < 1e-12);
 }
+
+/// A matrix product sums its terms in order from 0 with one rounding per
+/// term (`s = a.mul_add(b, s)`), as every backend's product kernel does:
+/// `-1 + (1 + 2⁻³⁰)(1 − 2⁻³⁰)` is `-2⁻⁶⁰` fused, `0` with the product
+/// rounded first (to 1) — for a row vector times a vector, a matrix times a
+/// vector, a row vector times a matrix and a matrix times a matrix.
+#[test]
+fn matrix_products_round_once_per_term() {
+    let vals = gq("generated quantities {
+          real e = 2.0 ^ -30;
+          row_vector[2] x = [-1, 1 + e];
+          vector[2] y = [1, 1 - e]';
+          real rv = x * y;
+          vector[1] mv = to_matrix(x) * y;
+          row_vector[1] rm = x * to_matrix(y);
+          matrix[1, 1] mm = to_matrix(x) * to_matrix(y);
+        }")
+    .unwrap();
+    let fused = -(2f64.powi(-60));
+    assert_eq!(real(&value(&vals, "rv")), fused);
+    for name in ["mv", "rm", "mm"] {
+        assert_eq!(reals(&value(&vals, name)), vec![fused], "{name}");
+    }
+}

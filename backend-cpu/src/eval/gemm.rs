@@ -115,8 +115,10 @@ struct Strided<'a> {
 /// row-major `[row][lane]`).
 ///
 /// Every output element is summed over p = 0, 1, ..., k−1 in that order,
-/// from 0.0, with a separate multiply and add: exactly the scalar
-/// interpreter's loop. So each lane's result is bit-identical to the
+/// from 0.0, one fused multiply-add per term: exactly the scalar
+/// interpreter's loop (`linalg::matmul`). The AVX2 paths need FMA as well
+/// (every AVX2 CPU of Intel and AMD has it); without it the portable loop's
+/// `mul_add` is the C library's `fma`, the same numbers, slower. So each lane's result is bit-identical to the
 /// interpreter's and never depends on how many lanes share the batch or
 /// where the lane sits in it — a chain's draws are the same whatever
 /// `--chains`, `--threads` or `--batching` (a BLAS GEMM blocks the sum
@@ -141,8 +143,9 @@ fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
             // SAFETY: the CPU has AVX-512F (checked above).
             return unsafe { avx512::lane_product(a, v, z, out) };
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked above).
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has AVX2 and FMA (checked above).
             return unsafe {
                 if z >= 16 {
                     avx2::lane_product(a, v, z, out)
@@ -156,7 +159,7 @@ fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 fn lane_product_avx2(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
     lane_product_any(a, v, z, out)
 }
@@ -217,8 +220,9 @@ fn one_lane_down_columns(
             unsafe { avx512::one_lane_down_columns(a, v, z, out, rows.clone(), l) };
             return rows.end;
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked above).
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has AVX2 and FMA (checked above).
             return unsafe { avx2::one_lane_down_columns(a, v, z, out, rows, l) };
         }
     }
@@ -249,7 +253,7 @@ fn lane_block<const L: usize, const R: usize>(
             for (r, acc) in acc.iter_mut().enumerate() {
                 let x = at(i0 + r, p);
                 for (o, &y) in acc.iter_mut().zip(vp) {
-                    *o += x * y;
+                    *o = x.mul_add(y, *o);
                 }
             }
         }
@@ -263,7 +267,7 @@ fn lane_block<const L: usize, const R: usize>(
         for p in 0..a.k {
             let x = at(i, p);
             for (o, &y) in acc.iter_mut().zip(&v[p * z + l0..p * z + l0 + L]) {
-                *o += x * y;
+                *o = x.mul_add(y, *o);
             }
         }
         out[i * z + l0..i * z + l0 + L].copy_from_slice(&acc);
@@ -376,13 +380,14 @@ mod avx512;
 mod tests {
     use super::*;
 
-    /// The interpreter's loop for one lane: Σ_p in ascending order from 0.
+    /// The interpreter's loop for one lane: Σ_p in ascending order from 0,
+    /// one fused multiply-add per term.
     fn reference(a: Strided, v: &[f64], z: usize, l: usize) -> Vec<f64> {
         (0..a.m)
             .map(|i| {
                 let mut s = 0.0;
                 for p in 0..a.k {
-                    s += a.data[i * a.rsa + p * a.csa] * v[p * z + l];
+                    s = a.data[i * a.rsa + p * a.csa].mul_add(v[p * z + l], s);
                 }
                 s
             })

@@ -923,7 +923,8 @@ impl Gemm {
     /// Each thread: one lane, [`GEMM_ROWS_PER_THREAD`] consecutive rows;
     /// consecutive threads read consecutive lanes' `x` (coalesced) and the
     /// same row of `A` (broadcast). Each output sums over k in order from
-    /// 0, as the interpreter's matrix product.
+    /// 0, one fused multiply-add per term, as the interpreter's matrix
+    /// product.
     fn kernel(&self, name: &str) -> String {
         let rb = GEMM_ROWS_PER_THREAD;
         let op = if self.accumulate { "+=" } else { "=" };
@@ -942,7 +943,7 @@ impl Gemm {
         const double x = S({x_base} + k);
         for (int r = 0; r < {rb}; ++r) {{
             const int i = i0 + r;
-            if (i < {rows}) acc[r] += D({a_base} + (long long)i * {rs} + (long long)k * {cs}) * x;
+            if (i < {rows}) acc[r] = fma(D({a_base} + (long long)i * {rs} + (long long)k * {cs}), x, acc[r]);
         }}
     }}
     for (int r = 0; r < {rb}; ++r) {{

@@ -8,14 +8,39 @@ fn at(rows: usize, i: usize, j: usize) -> usize {
     j * rows + i
 }
 
-/// `a (m×k) * b (k×n)`.
+/// `a (m×k) * b (k×n)`: each element summed over p = 0..k in order from
+/// 0.0, one fused multiply-add per term (`s = a.mul_add(b, s)`: one
+/// rounding, as the batched executors' product kernels compute it with
+/// their FMA instructions — the GEMM kernels run at the core's FMA rate
+/// only so; a separate multiply and add were two instructions per term).
+/// Every backend computes `multiply` this way, so a lane's result is the
+/// same bits everywhere.
 pub(crate) fn matmul(a: &[f64], m: usize, k: usize, b: &[f64], n: usize) -> Vec<f64> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has FMA (checked above).
+        return unsafe { matmul_fma(a, m, k, b, n) };
+    }
+    matmul_any(a, m, k, b, n)
+}
+
+/// [`matmul`] where `mul_add` is an instruction (without the target
+/// feature it is a call to the C library's `fma`, the same numbers).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+fn matmul_fma(a: &[f64], m: usize, k: usize, b: &[f64], n: usize) -> Vec<f64> {
+    matmul_any(a, m, k, b, n)
+}
+
+#[inline(always)]
+fn matmul_any(a: &[f64], m: usize, k: usize, b: &[f64], n: usize) -> Vec<f64> {
     let mut out = vec![0.0; m * n];
     for j in 0..n {
         for p in 0..k {
             let bpj = b[at(k, p, j)];
             for i in 0..m {
-                out[at(m, i, j)] += a[at(m, i, p)] * bpj;
+                let o = &mut out[at(m, i, j)];
+                *o = a[at(m, i, p)].mul_add(bpj, *o);
             }
         }
     }

@@ -16,7 +16,7 @@ pub(crate) fn multiply(a: &Value, b: &Value) -> Result<Value> {
         (x, y) if is_scalar(x) || is_scalar(y) => zip_real("multiply", x, y, |x, y| x * y)?,
         (RowVector(x), Vector(y)) => {
             same_len("multiply", x.len(), y.len())?;
-            Real(x.iter().zip(y).map(|(x, y)| x * y).sum())
+            Real(linalg::matmul(x, 1, x.len(), y, 1)[0])
         }
         (Vector(x), RowVector(y)) => {
             mat(x.len(), y.len(), linalg::matmul(x, x.len(), 1, y, y.len()))

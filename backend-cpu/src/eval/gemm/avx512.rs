@@ -77,8 +77,8 @@ pub(super) unsafe fn one_lane_down_columns(
                 let col = a.data.as_ptr().add(i0 + p * a.csa);
                 for (j, acc) in acc.iter_mut().enumerate() {
                     let y = _mm512_maskz_loadu_pd(masks[j], col.add(8 * j));
-                    // `s += a * b` as the interpreter: no FMA.
-                    *acc = _mm512_add_pd(*acc, _mm512_mul_pd(y, x));
+                    // `s = a.mul_add(b, s)` as the interpreter.
+                    *acc = _mm512_fmadd_pd(y, x, *acc);
                 }
             }
             for (j, acc) in acc.iter().enumerate() {
@@ -144,9 +144,9 @@ unsafe fn tiles<const NV: usize>(
                 for (r, acc) in acc.iter_mut().enumerate() {
                     let x = _mm512_set1_pd(*ap.add(p * MR + r));
                     for (acc, &y) in acc.iter_mut().zip(&y) {
-                        // A separate rounding of the product, then of the
-                        // sum: the interpreter's `s += a * b` (no FMA).
-                        *acc = _mm512_add_pd(*acc, _mm512_mul_pd(x, y));
+                        // One rounding per term: the interpreter's
+                        // `s = a.mul_add(b, s)`.
+                        *acc = _mm512_fmadd_pd(x, y, *acc);
                     }
                 }
             }

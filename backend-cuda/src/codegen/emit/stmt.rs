@@ -310,10 +310,11 @@ impl Emitter<'_> {
                 let av = self.elem(a, &format!("({p} * {m} + {i})"))?;
                 let bv = self.elem(b, &format!("({j} * {k} + {p})"))?;
                 let to = self.dest_elem(dest, &format!("({j} * {m} + {i})"))?;
-                // The interpreter's matmul sums over p in order from 0.
+                // The interpreter's matmul sums over p in order from 0,
+                // one fused multiply-add per term.
                 self.lines.push(format!(
                     "#pragma unroll 1\nfor (int {j} = 0; {j} < {n}; ++{j})\n#pragma unroll 1\nfor (int {i} = 0; {i} < {m}; ++{i}) {{ double acc = 0.0;\n{}\n{to} {op} acc; }}",
-                    for_each(&p, k, &format!("acc += ({av}) * ({bv});"))
+                    for_each(&p, k, &format!("acc = fma({av}, {bv}, acc);"))
                 ));
                 Ok(true)
             }
