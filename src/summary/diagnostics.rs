@@ -10,6 +10,7 @@
 use super::autocov::MeanAutocovariance;
 use super::draws::{ChainDraws, Matrix, split_chains};
 use super::normal::probit;
+use super::order::sort;
 use super::quantile::{quantile_sorted, quantile_type7};
 
 const MIN_DRAWS: usize = 4;
@@ -189,12 +190,24 @@ fn z_scale(matrix: &Matrix) -> Matrix {
     z_scale_with_order(matrix).0
 }
 
-/// [`z_scale`] and the sorting permutation of the input values.
+/// [`z_scale`] and the sorting permutation of the input values. Each run
+/// of equal values gets the score of its average rank, written straight to
+/// its draws (no array of ranks in between).
 fn z_scale_with_order(matrix: &Matrix) -> (Matrix, Vec<usize>) {
-    let (ranks, order) = average_ranks(&matrix.values);
-    let scores = NormalScores::of(ranks.len());
+    let scores = NormalScores::of(matrix.values.len());
+    let mut z = vec![0.0; matrix.values.len()];
+    let order = for_each_tie(&matrix.values, |positions, draws| {
+        let score = if positions.len() == 1 {
+            scores.whole[positions.start]
+        } else {
+            scores.of_rank(average_rank(&positions))
+        };
+        for &i in draws {
+            z[i] = score;
+        }
+    });
     let z = Matrix {
-        values: ranks.into_iter().map(|r| scores.of_rank(r)).collect(),
+        values: z,
         n_chains: matrix.n_chains,
         n_draws: matrix.n_draws,
     };
@@ -245,44 +258,38 @@ impl NormalScores {
     }
 }
 
-/// 1-based ranks with ties given their average rank (scipy's `rankdata("average")`),
-/// and the permutation that sorts `values`.
-fn average_ranks(values: &[f64]) -> (Vec<f64>, Vec<usize>) {
-    // Sorting (key, index) pairs is several times faster than sorting indices
-    // through an indirect comparison; the keys order like `f64::total_cmp`.
-    let mut keyed: Vec<(u64, usize)> = values
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| (total_order_key(v), i))
-        .collect();
-    keyed.sort_unstable();
-    let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
-    let mut ranks = vec![0.0; values.len()];
+/// Runs `f(positions, draws)` for each run of equal values of `values`
+/// in sorted order (0-based sorted positions; the draws' indices), and
+/// returns the permutation that sorts `values`.
+fn for_each_tie(values: &[f64], mut f: impl FnMut(std::ops::Range<usize>, &[usize])) -> Vec<usize> {
+    let s = sort(values);
     let mut start = 0;
-    while start < order.len() {
+    while start < s.order.len() {
         let mut end = start + 1;
-        while end < order.len() && values[order[end]] == values[order[start]] {
+        while end < s.order.len() && s.sorted[end] == s.sorted[start] {
             end += 1;
         }
-        // Positions start..end (0-based) share ranks start+1..=end.
-        let average = (start + 1 + end) as f64 / 2.0;
-        for &index in &order[start..end] {
-            ranks[index] = average;
-        }
+        f(start..end, &s.order[start..end]);
         start = end;
     }
-    (ranks, order)
+    s.order
 }
 
-/// An unsigned key whose order is `f64::total_cmp`'s: flip all bits of negatives,
-/// only the sign bit of positives.
-fn total_order_key(value: f64) -> u64 {
-    let bits = value.to_bits();
-    if bits >> 63 == 1 {
-        !bits
-    } else {
-        bits | 1 << 63
-    }
+/// The average of the 1-based ranks of sorted positions `positions`.
+fn average_rank(positions: &std::ops::Range<usize>) -> f64 {
+    (positions.start + 1 + positions.end) as f64 / 2.0
+}
+
+/// 1-based ranks with ties given their average rank (scipy's `rankdata("average")`).
+#[cfg(test)]
+fn average_ranks(values: &[f64]) -> Vec<f64> {
+    let mut ranks = vec![0.0; values.len()];
+    for_each_tie(values, |positions, draws| {
+        for &i in draws {
+            ranks[i] = average_rank(&positions);
+        }
+    });
+    ranks
 }
 
 /// Effective sample size of chains as they are, with Geyer's initial positive and
@@ -411,7 +418,7 @@ mod tests {
     #[test]
     fn ranks_average_ties() {
         assert_eq!(
-            average_ranks(&[3.0, 1.0, 3.0, 2.0, 3.0]).0,
+            average_ranks(&[3.0, 1.0, 3.0, 2.0, 3.0]),
             vec![4.0, 1.0, 4.0, 2.0, 4.0]
         );
     }
@@ -455,28 +462,6 @@ mod tests {
                 "{chains} chains: {all:?} vs {expected:?}"
             );
         }
-    }
-
-    #[test]
-    fn keys_order_like_total_cmp() {
-        let mut values = vec![
-            3.5,
-            -0.0,
-            0.0,
-            -2.0,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            1e-300,
-            -1e-300,
-            2.0,
-        ];
-        let mut by_key = values.clone();
-        by_key.sort_by_key(|&v| total_order_key(v));
-        values.sort_by(f64::total_cmp);
-        assert_eq!(
-            by_key.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-            values.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod draws;
 mod file;
 mod format;
 pub mod normal;
+mod order;
 pub mod quantile;
 mod warnings;
 
@@ -58,8 +59,7 @@ impl QuantitySummary {
         };
         let has_nan = values.iter().any(|v| v.is_nan());
         let sorted_half = || {
-            let mut sorted = values.to_vec();
-            sorted.sort_unstable_by(f64::total_cmp);
+            let sorted = order::sorted(values);
             let quantile = |p: f64| {
                 if has_nan {
                     f64::NAN
