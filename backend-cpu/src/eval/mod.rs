@@ -19,7 +19,8 @@
 //!   reductions, indexing, shared-matrix × per-lane-vector products as one
 //!   GEMM, derivative rules, argument checks): a batched kernel
 //!   ([`kernels`], [`gemm`]) using the same scalar functions as the
-//!   interpreter, so results are bit-identical (GEMM: rounding only);
+//!   interpreter, so results are bit-identical (the GEMM too: each
+//!   lane summed in the interpreter's order, one FMA per term);
 //! - `_rng` draws at dense or shared scalar/container arguments: each
 //!   lane's stream drawn in the interpreter's order straight into a dense
 //!   slot ([`draws`]);
