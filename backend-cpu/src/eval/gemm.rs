@@ -1,7 +1,7 @@
 //! Shared matrix × per-lane vectors as one matrix-matrix product: a dense
 //! vector slot `[D][Z]` is a row-major D×Z matrix, so `X v` for all lanes
 //! is X (N×D, column-major) · V (D×Z) → `[N][Z]`, computed by bat's own
-//! lane-parallel kernel ([`lane_product`]) so that every lane's result is
+//! lane-parallel kernel ([`lane_product_then`]) so that every lane's result is
 //! the interpreter's, bit for bit.
 
 use crate::lanes::{Dense, Slot};
@@ -38,6 +38,7 @@ pub(crate) fn multiply(a: &Slot, b: &Slot, transposed: bool) -> Option<Slot> {
                 csa,
                 v,
                 Shape::Vector(out_rows),
+                &mut |_, _, _| {},
             )))
         }
         (Slot::Real(v), Slot::Shared(m)) if !transposed => {
@@ -59,13 +60,73 @@ pub(crate) fn multiply(a: &Slot, b: &Slot, transposed: bool) -> Option<Slot> {
                 1,
                 v,
                 Shape::RowVector(*cols),
+                &mut |_, _, _| {},
             )))
         }
         _ => None,
     }
 }
 
-/// A (m×k, strides rsa/csa) · V (k×Z) into a fresh `[m][Z]` block.
+/// `s + A v` for every lane: `a` a shared matrix, `v` a dense vector,
+/// `addend` a real per lane or shared — the product of [`multiply`] with
+/// the sum taken on each panel of sums as soon as they are final (still in
+/// cache) instead of in a pass of its own over the N × Z result (for a
+/// logistic regression's `α + X β`, 41 MB read and written per 512 lanes).
+/// The interpreter's `add` of the two, element by element: the same bits
+/// (IEEE addition is commutative; which NaN payload a sum of two NaNs
+/// keeps Rust leaves unspecified either way). `None` when the operands are
+/// not of that form.
+pub(crate) fn multiply_then_add(a: &Slot, v: &Slot, addend: &Slot) -> Option<Slot> {
+    let (Slot::Shared(m), Slot::Real(v)) = (a, v) else {
+        return None;
+    };
+    let Value::Matrix { rows, cols, data } = &**m else {
+        return None;
+    };
+    if v.shape != Shape::Vector(*cols) {
+        return None;
+    }
+    let z = v.z;
+    let shared;
+    let addend: &[f64] = match addend {
+        Slot::Real(s) if s.shape == Shape::Real && s.z == z => &s.data,
+        Slot::Shared(x) => match **x {
+            Value::Real(x) => {
+                shared = vec![x; z];
+                &shared
+            }
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let mut add = |rows: std::ops::Range<usize>, lanes: std::ops::Range<usize>, out: &mut [f64]| {
+        let addend = &addend[lanes.clone()];
+        for i in rows {
+            let row = &mut out[i * z + lanes.start..i * z + lanes.end];
+            row.iter_mut().zip(addend).for_each(|(o, &s)| *o += s);
+        }
+    };
+    let mut sums = product(
+        data,
+        *rows,
+        *cols,
+        1,
+        *rows,
+        v,
+        Shape::Vector(*rows),
+        &mut add,
+    );
+    if *cols == 0 {
+        // No terms: no kernel ran; the sums are 0.
+        add(0..*rows, 0..z, &mut sums.data);
+    }
+    Some(Slot::Real(sums))
+}
+
+/// A (m×k, strides rsa/csa) · V (k×Z) into a fresh `[m][Z]` block,
+/// `finish` called on its rows and lanes as they become final (not when k
+/// is 0).
+#[allow(clippy::too_many_arguments)]
 fn product(
     a: &[f64],
     m: usize,
@@ -74,6 +135,7 @@ fn product(
     csa: usize,
     v: &Dense<f64>,
     shape: Shape,
+    finish: Finish<'_>,
 ) -> Dense<f64> {
     let z = v.z;
     // Every kernel writes each output number without reading it first
@@ -85,7 +147,7 @@ fn product(
         crate::lanes::pool::filled(m * z, 0.0)
     };
     if m > 0 && k > 0 {
-        lane_product(
+        lane_product_then(
             Strided {
                 data: a,
                 m,
@@ -96,10 +158,17 @@ fn product(
             &v.data,
             z,
             &mut out,
+            finish,
         );
     }
     Dense::new(shape, z, out)
 }
+
+/// Called with rows and lanes whose sums are final (and `out`), each
+/// element once: an elementwise step fused into the product while its
+/// numbers are still in cache (a packed kernel's panel of rows × lanes,
+/// just written), such as [`multiply_then_add`]'s addend.
+type Finish<'f> = &'f mut dyn FnMut(std::ops::Range<usize>, std::ops::Range<usize>, &mut [f64]);
 
 /// A shared matrix A (m×k): element (i, p) is `data[i * rsa + p * csa]`.
 #[derive(Clone, Copy)]
@@ -118,8 +187,8 @@ struct Strided<'a> {
 /// from 0.0, one fused multiply-add per term: exactly the scalar
 /// interpreter's loop (`linalg::matmul`). The AVX2 paths need FMA as well
 /// (every AVX2 CPU of Intel and AMD has it); without it the portable loop's
-/// `mul_add` is the C library's `fma`, the same numbers, slower. So each lane's result is bit-identical to the
-/// interpreter's and never depends on how many lanes share the batch or
+/// `mul_add` is the C library's `fma`, the same numbers, slower. So each
+/// lane's result is bit-identical to the interpreter's and never depends on how many lanes share the batch or
 /// where the lane sits in it — a chain's draws are the same whatever
 /// `--chains`, `--threads` or `--batching` (a BLAS GEMM blocks the sum
 /// differently by position and would break that). Speed comes from
@@ -132,8 +201,10 @@ struct Strided<'a> {
 /// down A's columns ([`one_lane_down_columns`]); from 16 lanes on, the
 /// cache-blocked register-tiled kernels of [`packed_product`]
 /// ([`avx512`], else [`avx2`]; below that, packing A costs more than it
-/// saves: at one lane A is used once).
-fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
+/// saves: at one lane A is used once). `finish` is called on the sums as
+/// they become final: each packed panel of rows × lanes as soon as its last
+/// block of terms is added, else all of them at the end.
+fn lane_product_then(a: Strided, v: &[f64], z: usize, out: &mut [f64], finish: Finish<'_>) {
     assert!(a.m == 0 || a.k == 0 || (a.m - 1) * a.rsa + (a.k - 1) * a.csa < a.data.len());
     assert!(v.len() >= a.k * z && out.len() >= a.m * z);
     #[cfg(target_arch = "x86_64")]
@@ -141,21 +212,23 @@ fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
         // Packing pays off once it serves at least 16 lanes.
         if z >= 16 && std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512F (checked above).
-            return unsafe { avx512::lane_product(a, v, z, out) };
+            return unsafe { avx512::lane_product(a, v, z, out, finish) };
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
             // SAFETY: the CPU has AVX2 and FMA (checked above).
             return unsafe {
                 if z >= 16 {
-                    avx2::lane_product(a, v, z, out)
+                    avx2::lane_product(a, v, z, out, finish)
                 } else {
-                    lane_product_avx2(a, v, z, out)
+                    lane_product_avx2(a, v, z, out);
+                    finish(0..a.m, 0..z, out)
                 }
             };
         }
     }
-    lane_product_any(a, v, z, out)
+    lane_product_any(a, v, z, out);
+    finish(0..a.m, 0..z, out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -309,7 +382,13 @@ struct Block {
     lanes: usize,
 }
 
-/// [`lane_product`] by `packing`: `tiles(pack_a, panel, out, block)` adds
+/// [`lane_product_then`] with no finishing step (the kernels' tests).
+#[cfg(test)]
+fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
+    lane_product_then(a, v, z, out, &mut |_, _, _| {})
+}
+
+/// [`lane_product_then`] by `packing`: `tiles(pack_a, panel, out, block)` adds
 /// the block's terms to every row tile of the packed rows for the lanes of
 /// one packed panel (tile t holds rows `i0 + t·mr + r` as
 /// `pack_a[(t·kc + p)·mr + r]`; the panel holds lane `l0 + l` of term
@@ -321,6 +400,7 @@ fn packed_product(
     out: &mut [f64],
     packing: Packing,
     mut tiles: impl FnMut(&[f64], &[f64], &mut [f64], Block),
+    finish: Finish<'_>,
 ) {
     let Packing { kc, mc, mr, nr } = packing;
     let kc_max = kc.min(a.k);
@@ -364,6 +444,10 @@ fn packed_product(
                     lanes: (z - l0).min(nr),
                 };
                 tiles(&pack_a, &pack_v[j * kc * nr..(j + 1) * kc * nr], out, block);
+                // The last block of terms: this panel's sums are done.
+                if p0 + kc == a.k {
+                    finish(i0..i0 + rows, l0..l0 + block.lanes, out);
+                }
             }
         }
     }
@@ -409,13 +493,13 @@ mod tests {
                 }));
                 // SAFETY: the CPU has AVX2.
                 ks.push(("avx2 packed", |a, v, z, out| unsafe {
-                    avx2::lane_product(a, v, z, out)
+                    avx2::lane_product(a, v, z, out, &mut |_, _, _| {})
                 }));
             }
             if std::arch::is_x86_feature_detected!("avx512f") {
                 // SAFETY: the CPU has AVX-512F.
                 ks.push(("avx512", |a, v, z, out| unsafe {
-                    avx512::lane_product(a, v, z, out)
+                    avx512::lane_product(a, v, z, out, &mut |_, _, _| {})
                 }));
             }
         }
@@ -493,6 +577,56 @@ mod tests {
         check_every_lane(256 + 13, 2 * 256 + 37, &[1, 3, 16, 17, 20, 31, 47]);
     }
 
+    /// `s + A v` with the sum taken as the sums become final: every lane is
+    /// the interpreter's product then `add`, bit for bit — with terms in
+    /// two blocks (the sum must wait for the last) and rows in three, the
+    /// addend per lane or shared, each kernel path (1 and 7 lanes unpacked,
+    /// 16 and 33 packed, the last panel partial).
+    #[test]
+    fn a_product_then_an_addend_is_the_product_then_the_add() {
+        let (m, k) = (2 * 192 + 17, 256 + 44);
+        let data: Vec<f64> = (0..m * k)
+            .map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.3)
+            .collect();
+        let a = Strided {
+            data: &data,
+            m,
+            k,
+            rsa: 1,
+            csa: m,
+        };
+        let matrix = Slot::shared(Value::Matrix {
+            rows: m,
+            cols: k,
+            data: data.clone(),
+        });
+        for z in [1, 7, 16, 33] {
+            let v: Vec<f64> = (0..k * z)
+                .map(|i| ((i * 13) % 29) as f64 / 3.1 - 4.0)
+                .collect();
+            let lanes = Slot::Real(Dense::new(Shape::Vector(k), z, v.clone()));
+            let per_lane: Vec<f64> = (0..z).map(|l| 0.1 + l as f64 / 3.0).collect();
+            let addends = [
+                Slot::Real(Dense::new(Shape::Real, z, per_lane.clone())),
+                Slot::shared(Value::Real(-2.7)),
+            ];
+            for (addend, s) in addends.iter().zip([per_lane.clone(), vec![-2.7; z]]) {
+                let Some(Slot::Real(got)) = multiply_then_add(&matrix, &lanes, addend) else {
+                    panic!("not fused");
+                };
+                for (l, s) in s.iter().enumerate() {
+                    for (i, sum) in reference(a, &v, z, l).into_iter().enumerate() {
+                        assert_eq!(
+                            got.data[i * z + l].to_bits(),
+                            (s + sum).to_bits(),
+                            "z {z}, lane {l}, row {i}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     /// A product's output comes from the pool unzeroed: a kept buffer of
     /// NaNs still gives the interpreter's sums (every kernel writes each
     /// number), and zeros when there are no terms.
@@ -510,7 +644,16 @@ mod tests {
             csa: m,
         };
         crate::lanes::pool::recycle(vec![f64::NAN; m * z]);
-        let out = product(&data, m, k, 1, m, &lanes, Shape::Vector(m));
+        let out = product(
+            &data,
+            m,
+            k,
+            1,
+            m,
+            &lanes,
+            Shape::Vector(m),
+            &mut |_, _, _| {},
+        );
         for l in 0..z {
             let got: Vec<u64> = (0..m).map(|i| out.data[i * z + l].to_bits()).collect();
             let want: Vec<u64> = reference(a, &v, z, l).iter().map(|x| x.to_bits()).collect();
@@ -518,7 +661,7 @@ mod tests {
         }
         let none = Dense::new(Shape::Vector(0), z, Vec::new());
         crate::lanes::pool::recycle(vec![f64::NAN; m * z]);
-        let out = product(&[], m, 0, 1, m, &none, Shape::Vector(m));
+        let out = product(&[], m, 0, 1, m, &none, Shape::Vector(m), &mut |_, _, _| {});
         assert!(out.data.len() == m * z && out.data.iter().all(|x| x.to_bits() == 0));
     }
 }

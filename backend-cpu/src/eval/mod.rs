@@ -28,7 +28,7 @@
 //!   ([`per_lane`]).
 
 mod draws;
-mod gemm;
+pub(crate) mod gemm;
 pub(crate) mod index;
 #[macro_use]
 mod scalar_fns;

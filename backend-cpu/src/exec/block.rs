@@ -106,14 +106,23 @@ fn run_each(
     active: &Lanes,
     last_reads: Option<&super::last_reads::LastReads>,
 ) -> Result<()> {
-    for op in ops.iter() {
+    let moves = |op: &Stmt| last_reads.and_then(|m| m.at(op)).map(|m| &m[..]);
+    let mut ops = ops.iter().peekable();
+    while let Some(op) = ops.next() {
         let timed = super::profile::start();
-        if let Some(moves) = last_reads.and_then(|m| m.at(op)) {
-            st.moving.extend_from_slice(moves);
+        // `let a = multiply(X, v); let b = add(s, a);` as one product.
+        if let Some(&next) = ops.peek()
+            && crate::ops::product_then_add::run(op, next, st, active, moves(op), moves(next))?
+        {
+            ops.next();
+        } else {
+            if let Some(moves) = moves(op) {
+                st.moving.extend_from_slice(moves);
+            }
+            let done = exec_op(op, st, active);
+            st.moving.clear();
+            done?;
         }
-        let done = exec_op(op, st, active);
-        st.moving.clear();
-        done?;
         super::profile::record(
             timed,
             std::ptr::from_ref(op).cast(),

@@ -18,6 +18,7 @@
 
 mod assign;
 mod params;
+pub mod product_then_add;
 
 use crate::eval::{BatchError, Result, eval, per_lane};
 use crate::lanes::{Lanes, Slot, State};

@@ -1,4 +1,4 @@
-//! [`super::lane_product`] with AVX2 and FMA (no AVX-512):
+//! [`super::lane_product_then`] with AVX2 and FMA (no AVX-512):
 //! [`super::packed_product`]'s blocking with 6-row × 8-lane register tiles,
 //! the shape of BLIS's Haswell kernel. The 12 sums live in 12 of the 16
 //! vector registers (2 more hold the panel's row, 1 the broadcast of A:
@@ -8,7 +8,7 @@
 //! other from L1 (see [`super::packed_product`]). Also the last single
 //! lane down A's columns ([`one_lane_down_columns`]).
 
-use super::{Block, Packing, Strided, packed_product};
+use super::{Block, Finish, Packing, Strided, packed_product};
 use std::arch::x86_64::*;
 
 /// Terms of each sum per pass (a `KC × 8` panel of V is 16 KiB of the
@@ -35,13 +35,27 @@ const PACKING: Packing = Packing {
 };
 
 /// # Safety
-/// The CPU has AVX2; sizes as [`super::lane_product`] asserts.
+/// The CPU has AVX2; sizes as [`super::lane_product_then`] asserts.
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
-    packed_product(a, v, z, out, PACKING, |pack_a, panel, out, block| {
-        // SAFETY: AVX2; the bounds are checked in `tiles`.
-        unsafe { tiles(pack_a, panel, z, out, block) }
-    });
+pub(super) unsafe fn lane_product(
+    a: Strided,
+    v: &[f64],
+    z: usize,
+    out: &mut [f64],
+    finish: Finish<'_>,
+) {
+    packed_product(
+        a,
+        v,
+        z,
+        out,
+        PACKING,
+        |pack_a, panel, out, block| {
+            // SAFETY: AVX2; the bounds are checked in `tiles`.
+            unsafe { tiles(pack_a, panel, z, out, block) }
+        },
+        finish,
+    );
 }
 
 /// Lanes `l0..l0 + lanes` of every row tile of rows `i0..i0 + rows`, terms
@@ -128,7 +142,7 @@ unsafe fn tiles(pack_a: &[f64], panel: &[f64], z: usize, out: &mut [f64], block:
 /// Gaussian's 8 µs gradient, two products).
 ///
 /// # Safety
-/// The CPU has AVX2; `a.rsa` is 1; sizes as [`super::lane_product`]
+/// The CPU has AVX2; `a.rsa` is 1; sizes as [`super::lane_product_then`]
 /// asserts.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn one_lane_down_columns(

@@ -1,4 +1,4 @@
-//! [`super::lane_product`] with AVX-512: [`super::packed_product`]'s
+//! [`super::lane_product_then`] with AVX-512: [`super::packed_product`]'s
 //! blocking with 8-row × 24-lane register tiles. Each tile of sums lives in
 //! 24 of the 32 vector registers (3 more hold the panel's row, 1 the
 //! broadcast of A: 11 loads per 48 multiplies and 48 adds; 16 lanes
@@ -7,7 +7,7 @@
 //! into gathers and scatters. Also the last single lane down A's columns
 //! ([`one_lane_down_columns`]).
 
-use super::{Block, Packing, Strided, packed_product};
+use super::{Block, Finish, Packing, Strided, packed_product};
 use std::arch::x86_64::*;
 
 /// Terms of each sum per pass (a `KC × 24` panel of V is 24 KiB of
@@ -28,20 +28,34 @@ const PACKING: Packing = Packing {
 };
 
 /// # Safety
-/// The CPU has AVX-512F; sizes as [`super::lane_product`] asserts.
+/// The CPU has AVX-512F; sizes as [`super::lane_product_then`] asserts.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f64]) {
-    packed_product(a, v, z, out, PACKING, |pack_a, panel, out, block| {
-        let lanes = block.lanes;
-        // SAFETY: AVX-512F; the bounds are checked in `tiles`.
-        unsafe {
-            match lanes.div_ceil(8) {
-                3 => tiles::<3>(pack_a, panel, z, out, block, mask(lanes - 16)),
-                2 => tiles::<2>(pack_a, panel, z, out, block, mask(lanes - 8)),
-                _ => tiles::<1>(pack_a, panel, z, out, block, mask(lanes)),
+pub(super) unsafe fn lane_product(
+    a: Strided,
+    v: &[f64],
+    z: usize,
+    out: &mut [f64],
+    finish: Finish<'_>,
+) {
+    packed_product(
+        a,
+        v,
+        z,
+        out,
+        PACKING,
+        |pack_a, panel, out, block| {
+            let lanes = block.lanes;
+            // SAFETY: AVX-512F; the bounds are checked in `tiles`.
+            unsafe {
+                match lanes.div_ceil(8) {
+                    3 => tiles::<3>(pack_a, panel, z, out, block, mask(lanes - 16)),
+                    2 => tiles::<2>(pack_a, panel, z, out, block, mask(lanes - 8)),
+                    _ => tiles::<1>(pack_a, panel, z, out, block, mask(lanes)),
+                }
             }
-        }
-    });
+        },
+        finish,
+    );
 }
 
 /// [`super::one_lane_down_columns`]: rows `rows` of lane `l`, 32 at a
@@ -50,7 +64,7 @@ pub(super) unsafe fn lane_product(a: Strided, v: &[f64], z: usize, out: &mut [f6
 ///
 /// # Safety
 /// The CPU has AVX-512F; `a.rsa` is 1; sizes as
-/// [`super::lane_product`] asserts.
+/// [`super::lane_product_then`] asserts.
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn one_lane_down_columns(
     a: Strided,
