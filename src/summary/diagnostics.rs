@@ -115,11 +115,10 @@ pub fn rank_diagnostics(draws: ChainDraws<'_>) -> (f64, f64) {
         return (f64::NAN, f64::NAN);
     }
     let split = split_chains(draws);
-    let (z_bulk, order) = z_scale_with_order(&split);
+    let (z_bulk, sorted_split) = z_scale_and_sort(&split);
     let r_hat = if draws.n_chains() < 2 {
         f64::NAN
     } else {
-        let sorted_split: Vec<f64> = order.iter().map(|&i| split.values[i]).collect();
         let median = quantile_sorted(&sorted_split, 0.5);
         let folded = split.map(|v| (v - median).abs());
         python_max(rhat(z_bulk.view()), rhat(z_scale(&folded).view()))
@@ -187,16 +186,16 @@ fn rhat(draws: ChainDraws<'_>) -> f64 {
 
 /// Normal scores of the pooled average ranks (Blom's offset c = 3/8).
 fn z_scale(matrix: &Matrix) -> Matrix {
-    z_scale_with_order(matrix).0
+    z_scale_and_sort(matrix).0
 }
 
-/// [`z_scale`] and the sorting permutation of the input values. Each run
-/// of equal values gets the score of its average rank, written straight to
-/// its draws (no array of ranks in between).
-fn z_scale_with_order(matrix: &Matrix) -> (Matrix, Vec<usize>) {
+/// [`z_scale`] and the input values sorted. Each run of equal values gets
+/// the score of its average rank, written straight to its draws (no array
+/// of ranks in between).
+fn z_scale_and_sort(matrix: &Matrix) -> (Matrix, Vec<f64>) {
     let scores = NormalScores::of(matrix.values.len());
     let mut z = vec![0.0; matrix.values.len()];
-    let order = for_each_tie(&matrix.values, |positions, draws| {
+    let sorted = for_each_tie(&matrix.values, |positions, draws| {
         let score = if positions.len() == 1 {
             scores.whole[positions.start]
         } else {
@@ -211,7 +210,7 @@ fn z_scale_with_order(matrix: &Matrix) -> (Matrix, Vec<usize>) {
         n_chains: matrix.n_chains,
         n_draws: matrix.n_draws,
     };
-    (z, order)
+    (z, sorted)
 }
 
 /// Blom's normal score of rank `r` among `size`: Φ⁻¹((r − 3/8)/(size + 1/4)).
@@ -260,8 +259,8 @@ impl NormalScores {
 
 /// Runs `f(positions, draws)` for each run of equal values of `values`
 /// in sorted order (0-based sorted positions; the draws' indices), and
-/// returns the permutation that sorts `values`.
-fn for_each_tie(values: &[f64], mut f: impl FnMut(std::ops::Range<usize>, &[usize])) -> Vec<usize> {
+/// returns `values` sorted.
+fn for_each_tie(values: &[f64], mut f: impl FnMut(std::ops::Range<usize>, &[usize])) -> Vec<f64> {
     let s = sort(values);
     let mut start = 0;
     while start < s.order.len() {
@@ -272,7 +271,7 @@ fn for_each_tie(values: &[f64], mut f: impl FnMut(std::ops::Range<usize>, &[usiz
         f(start..end, &s.order[start..end]);
         start = end;
     }
-    s.order
+    s.sorted
 }
 
 /// The average of the 1-based ranks of sorted positions `positions`.

@@ -13,58 +13,7 @@ use language::value::Value;
 /// `None` when the operands are not of that form or sizes do not match
 /// (the caller then reports the interpreter's error).
 pub(crate) fn multiply(a: &Slot, b: &Slot, transposed: bool) -> Option<Slot> {
-    match (a, b) {
-        (Slot::Shared(m), Slot::Real(v)) => {
-            let Value::Matrix { rows, cols, data } = &**m else {
-                return None;
-            };
-            let Shape::Vector(n) = v.shape else {
-                return None;
-            };
-            // op(M) is out_rows × n.
-            let (out_rows, inner, rsa, csa) = if transposed {
-                (*cols, *rows, *rows, 1)
-            } else {
-                (*rows, *cols, 1, *rows)
-            };
-            if inner != n {
-                return None;
-            }
-            Some(Slot::Real(product(
-                data,
-                out_rows,
-                inner,
-                rsa,
-                csa,
-                v,
-                Shape::Vector(out_rows),
-                &mut |_, _, _| {},
-            )))
-        }
-        (Slot::Real(v), Slot::Shared(m)) if !transposed => {
-            let Value::Matrix { rows, cols, data } = &**m else {
-                return None;
-            };
-            let Shape::RowVector(n) = v.shape else {
-                return None;
-            };
-            if *rows != n {
-                return None;
-            }
-            // x M for every lane is Mᵀ (cols × rows) · X (rows × Z).
-            Some(Slot::Real(product(
-                data,
-                *cols,
-                *rows,
-                *rows,
-                1,
-                v,
-                Shape::RowVector(*cols),
-                &mut |_, _, _| {},
-            )))
-        }
-        _ => None,
-    }
+    multiply_then(a, b, transposed, &mut |_, _, _| {})
 }
 
 /// `s + A v` for every lane: `a` a shared matrix, `v` a dense vector,
@@ -77,16 +26,10 @@ pub(crate) fn multiply(a: &Slot, b: &Slot, transposed: bool) -> Option<Slot> {
 /// keeps Rust leaves unspecified either way). `None` when the operands are
 /// not of that form.
 pub(crate) fn multiply_then_add(a: &Slot, v: &Slot, addend: &Slot) -> Option<Slot> {
-    let (Slot::Shared(m), Slot::Real(v)) = (a, v) else {
+    let (Slot::Shared(_), Slot::Real(lanes)) = (a, v) else {
         return None;
     };
-    let Value::Matrix { rows, cols, data } = &**m else {
-        return None;
-    };
-    if v.shape != Shape::Vector(*cols) {
-        return None;
-    }
-    let z = v.z;
+    let z = lanes.z;
     let shared;
     let addend: &[f64] = match addend {
         Slot::Real(s) if s.shape == Shape::Real && s.z == z => &s.data,
@@ -99,45 +42,61 @@ pub(crate) fn multiply_then_add(a: &Slot, v: &Slot, addend: &Slot) -> Option<Slo
         },
         _ => return None,
     };
-    let mut add = |rows: std::ops::Range<usize>, lanes: std::ops::Range<usize>, out: &mut [f64]| {
+    multiply_then(a, v, false, &mut |rows, lanes, out| {
         let addend = &addend[lanes.clone()];
         for i in rows {
             let row = &mut out[i * z + lanes.start..i * z + lanes.end];
             row.iter_mut().zip(addend).for_each(|(o, &s)| *o += s);
         }
-    };
-    let mut sums = product(
-        data,
-        *rows,
-        *cols,
-        1,
-        *rows,
-        v,
-        Shape::Vector(*rows),
-        &mut add,
-    );
-    if *cols == 0 {
-        // No terms: no kernel ran; the sums are 0.
-        add(0..*rows, 0..z, &mut sums.data);
-    }
-    Some(Slot::Real(sums))
+    })
 }
 
-/// A (m×k, strides rsa/csa) · V (k×Z) into a fresh `[m][Z]` block,
-/// `finish` called on its rows and lanes as they become final (not when k
-/// is 0).
-#[allow(clippy::too_many_arguments)]
-fn product(
-    a: &[f64],
-    m: usize,
-    k: usize,
-    rsa: usize,
-    csa: usize,
-    v: &Dense<f64>,
-    shape: Shape,
-    finish: Finish<'_>,
-) -> Dense<f64> {
-    let z = v.z;
+/// [`multiply`], `finish` called on the sums as they become final.
+fn multiply_then(a: &Slot, b: &Slot, transposed: bool, finish: Finish<'_>) -> Option<Slot> {
+    let (m, v) = match (a, b) {
+        (Slot::Shared(m), Slot::Real(v)) | (Slot::Real(v), Slot::Shared(m)) => (m, v),
+        _ => return None,
+    };
+    let Value::Matrix { rows, cols, data } = &**m else {
+        return None;
+    };
+    let (rows, cols) = (*rows, *cols);
+    // M as stored, and Mᵀ (read across).
+    let plain = Strided {
+        data,
+        m: rows,
+        k: cols,
+        rsa: 1,
+        csa: rows,
+    };
+    let across = Strided {
+        data,
+        m: cols,
+        k: rows,
+        rsa: rows,
+        csa: 1,
+    };
+    let (a, shape) = match (a, &v.shape) {
+        (Slot::Shared(_), &Shape::Vector(n)) => {
+            let a = if transposed { across } else { plain };
+            if a.k != n {
+                return None;
+            }
+            (a, Shape::Vector(a.m))
+        }
+        // x M for every lane is Mᵀ (cols × rows) · X (rows × Z).
+        (Slot::Real(_), &Shape::RowVector(n)) if !transposed && rows == n => {
+            (across, Shape::RowVector(cols))
+        }
+        _ => return None,
+    };
+    Some(Slot::Real(product(a, v, shape, finish)))
+}
+
+/// A · V (k×Z) into a fresh `[m][Z]` block, `finish` called on every sum
+/// once as it becomes final.
+fn product(a: Strided, v: &Dense<f64>, shape: Shape, finish: Finish<'_>) -> Dense<f64> {
+    let (m, k, z) = (a.m, a.k, v.z);
     // Every kernel writes each output number without reading it first
     // (the packed ones reread only what their first block of terms wrote),
     // so a kept buffer is not zeroed first; with no terms the sums are 0.
@@ -147,19 +106,9 @@ fn product(
         crate::lanes::pool::filled(m * z, 0.0)
     };
     if m > 0 && k > 0 {
-        lane_product_then(
-            Strided {
-                data: a,
-                m,
-                k,
-                rsa,
-                csa,
-            },
-            &v.data,
-            z,
-            &mut out,
-            finish,
-        );
+        lane_product_then(a, &v.data, z, &mut out, finish);
+    } else {
+        finish(0..m, 0..z, &mut out);
     }
     Dense::new(shape, z, out)
 }
@@ -644,16 +593,7 @@ mod tests {
             csa: m,
         };
         crate::lanes::pool::recycle(vec![f64::NAN; m * z]);
-        let out = product(
-            &data,
-            m,
-            k,
-            1,
-            m,
-            &lanes,
-            Shape::Vector(m),
-            &mut |_, _, _| {},
-        );
+        let out = product(a, &lanes, Shape::Vector(m), &mut |_, _, _| {});
         for l in 0..z {
             let got: Vec<u64> = (0..m).map(|i| out.data[i * z + l].to_bits()).collect();
             let want: Vec<u64> = reference(a, &v, z, l).iter().map(|x| x.to_bits()).collect();
@@ -661,7 +601,14 @@ mod tests {
         }
         let none = Dense::new(Shape::Vector(0), z, Vec::new());
         crate::lanes::pool::recycle(vec![f64::NAN; m * z]);
-        let out = product(&[], m, 0, 1, m, &none, Shape::Vector(m), &mut |_, _, _| {});
+        let no_terms = Strided {
+            data: &[],
+            m,
+            k: 0,
+            rsa: 1,
+            csa: m,
+        };
+        let out = product(no_terms, &none, Shape::Vector(m), &mut |_, _, _| {});
         assert!(out.data.len() == m * z && out.data.iter().all(|x| x.to_bits() == 0));
     }
 }

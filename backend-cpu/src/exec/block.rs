@@ -106,17 +106,16 @@ fn run_each(
     active: &Lanes,
     last_reads: Option<&super::last_reads::LastReads>,
 ) -> Result<()> {
-    let moves = |op: &Stmt| last_reads.and_then(|m| m.at(op)).map(|m| &m[..]);
     let mut ops = ops.iter().peekable();
     while let Some(op) = ops.next() {
         let timed = super::profile::start();
         // `let a = multiply(X, v); let b = add(s, a);` as one product.
         if let Some(&next) = ops.peek()
-            && crate::ops::product_then_add::run(op, next, st, active, moves(op), moves(next))?
+            && crate::ops::product_then_add::run(op, next, st, active, last_reads)?
         {
             ops.next();
         } else {
-            if let Some(moves) = moves(op) {
+            if let Some(moves) = last_reads.and_then(|m| m.at(op)) {
                 st.moving.extend_from_slice(moves);
             }
             let done = exec_op(op, st, active);

@@ -17,7 +17,8 @@
 //! product changes nothing; each lane's `b` is the interpreter's
 //! `s + a[i]` (or `a[i] + s`: the same sum), the same bits.
 
-use crate::eval::{Result, eval, gemm};
+use crate::eval::{Result, gemm};
+use crate::exec::last_reads::LastReads;
 use crate::lanes::{Lanes, Slot, State};
 use language::mir::{Expr, ExprKind, Prim, Stmt, StmtKind, VarId};
 use language::value::Value;
@@ -33,15 +34,15 @@ struct Pattern<'a> {
 }
 
 /// Run `first` and `second` fused, if they have the form above and their
-/// values allow it (`moves_*`: the variables each statement's last read
-/// moves); `false` when they were not run.
+/// values allow it; `false` (nothing run, nothing changed) otherwise. The
+/// form is looked at before the last-read table, which every statement of a
+/// block passes through.
 pub fn run(
     first: &Stmt,
     second: &Stmt,
     st: &mut State,
     active: &Lanes,
-    moves_first: Option<&[VarId]>,
-    moves_second: Option<&[VarId]>,
+    last_reads: Option<&LastReads>,
 ) -> Result<bool> {
     if !st.gemm {
         return Ok(false);
@@ -49,22 +50,36 @@ pub fn run(
     let Some(p) = pattern(first, second) else {
         return Ok(false);
     };
-    if !moves_second.is_some_and(|m| m.contains(&p.a)) || !values_fit(&p, st) {
+    let moves = |s: &Stmt| last_reads.and_then(|m| m.at(s)).map_or(&[][..], |m| &m[..]);
+    if !moves(second).contains(&p.a) {
         return Ok(false);
     }
     let active = &st.running(active);
     if active.is_empty() {
         return Ok(true);
     }
-    st.moving.extend_from_slice(moves_first.unwrap_or_default());
-    let operands = eval(p.matrix, st, active).and_then(|m| Ok((m, eval(p.vector, st, active)?)));
-    st.moving.clear();
-    let (matrix, vector) = operands?;
-    let addend = eval(p.addend, st, active)?;
-    let sum = gemm::multiply_then_add(&matrix, &vector, &addend)
-        .expect("the operands' forms were checked");
+    // The operands' values as they are (reading a variable has no effect):
+    // when they are not the kernel's forms, the statements run as usual.
+    let value = |e: &Expr| match e.kind {
+        ExprKind::Var(v) => st.vars[v.0 as usize].clone(),
+        ExprKind::Real(x) => Some(Arc::new(Slot::shared(Value::Real(x)))),
+        _ => None,
+    };
+    let (Some(matrix), Some(vector), Some(addend)) =
+        (value(p.matrix), value(p.vector), value(p.addend))
+    else {
+        return Ok(false);
+    };
+    let Some(sum) = gemm::multiply_then_add(&matrix, &vector, &addend) else {
+        return Ok(false);
+    };
+    drop((matrix, vector, addend));
+    // What the two statements' last reads would have taken (`a` among
+    // them) is let go as they would have let it go.
+    for v in moves(first).iter().chain(moves(second)) {
+        st.vars[v.0 as usize] = None;
+    }
     super::set_var(st, p.b, Arc::new(sum), active);
-    st.vars[p.a.0 as usize] = None;
     Ok(true)
 }
 
@@ -108,34 +123,4 @@ fn pattern<'a>(first: &'a Stmt, second: &'a Stmt) -> Option<Pattern<'a>> {
         b: *b,
         addend,
     })
-}
-
-/// The variables hold what [`gemm::multiply_then_add`] takes (looked at,
-/// not taken).
-fn values_fit(p: &Pattern<'_>, st: &State) -> bool {
-    let slot = |e: &Expr| match e.kind {
-        ExprKind::Var(v) => st.vars[v.0 as usize].clone(),
-        _ => None,
-    };
-    let (Some(m), Some(v)) = (slot(p.matrix), slot(p.vector)) else {
-        return false;
-    };
-    let cols = match &*m {
-        Slot::Shared(m) => match &**m {
-            Value::Matrix { cols, .. } => *cols,
-            _ => return false,
-        },
-        _ => return false,
-    };
-    let vector_fits = matches!(&*v, Slot::Real(d)
-        if d.shape == language::data::Shape::Vector(cols) && d.z == st.z);
-    let addend_fits = match p.addend.kind {
-        ExprKind::Real(_) => true,
-        _ => match slot(p.addend).as_deref() {
-            Some(Slot::Real(d)) => d.shape == language::data::Shape::Real && d.z == st.z,
-            Some(Slot::Shared(x)) => matches!(**x, Value::Real(_)),
-            _ => false,
-        },
-    };
-    vector_fits && addend_fits
 }
