@@ -1,22 +1,19 @@
 //! The driver's side of a run: receives [`Event`]s from any executor,
 //! buffers each chain's draws and writes them to the draws file in
-//! per-chain blocks, flushed as [`super::flushes`] says (a killed run
-//! leaves a readable file with every block but at most two per chain: the
-//! one being filled and one written in the last [`super::flushes::FLUSH_EVERY`]).
+//! per-chain blocks ([`super::blocks`]: chains whose blocks are complete
+//! together in one write), written and flushed as [`super::flushes`] says
+//! (a killed run leaves a readable file with every draw but each chain's
+//! incomplete block and the blocks completed in the last
+//! [`super::flushes::FLUSH_EVERY`]).
 
+use super::blocks::{self, BLOCK_DRAWS, ChainBuffer};
 use super::flushes::Flushes;
-use super::{ChainError, DrawRecord, Event, SampleStats, Settings};
-use crate::output::{
-    Column, DrawWriter, GroupKind, OutputError, RunMetadata, SampleStatsBlock, VarSpec,
-    WriterOptions,
-};
+use super::{ChainError, Event, Settings};
+use crate::output::{DrawWriter, GroupKind, OutputError, RunMetadata, VarSpec, WriterOptions};
 use language::value::Value;
 use std::path::Path;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Instant;
-
-/// Draws per chain buffered before a block is written.
-const BLOCK_DRAWS: usize = 100;
 
 /// Where and how to write the draws.
 pub struct OutputSpec<'a> {
@@ -80,7 +77,10 @@ pub fn collect(
     let settings = output.settings;
     let n_chains = output.n_chains;
     let mut writer: Option<DrawWriter> = None;
-    let mut buffers: Vec<[ChainBuffer; 2]> = (0..n_chains).map(|_| Default::default()).collect();
+    // Per phase (warmup, sampling), per chain.
+    let mut buffers: [Vec<ChainBuffer>; 2] =
+        std::array::from_fn(|_| (0..n_chains).map(|_| ChainBuffer::default()).collect());
+    let mut finished = vec![false; n_chains];
     let mut step_sizes = vec![f64::NAN; n_chains];
     let mut inv_metrics = vec![f64::NAN; n_chains * output.dim];
     let mut state = ProgressState {
@@ -92,19 +92,20 @@ pub fn collect(
     let mut accept_sum = 0.0;
     let mut accept_count = 0usize;
     let mut report = RunReport::default();
-    let mut flushes = Flushes::new(n_chains);
+    let mut flushes = Flushes::default();
     // The events of the last `Event::Many` not handled yet.
     let mut pending = Vec::new().into_iter();
     loop {
         let event = match pending.next() {
             Some(event) => event,
             None if state.chains_finished < n_chains => {
-                // Every event received so far is handled: the blocks
-                // written go to disk once due, waiting for more events at
-                // most until then.
+                // Every event received so far is handled: the complete
+                // blocks are written and flushed once due, waiting for
+                // more events at most until then.
                 let wait = match (writer.as_mut(), flushes.due_in(Instant::now())) {
                     (Some(w), Some(left)) if left.is_zero() => {
-                        flushes.flush(w)?;
+                        report.draws_written += write_ready(w, &mut buffers, &finished)?;
+                        flushes.done();
                         None
                     }
                     (Some(_), left) => left,
@@ -116,7 +117,7 @@ pub fn collect(
                 };
                 match received {
                     Ok(event) => event,
-                    // Due now: flushed above on the next turn.
+                    // Due now: written above on the next turn.
                     Err(RecvTimeoutError::Timeout) => continue,
                     Err(RecvTimeoutError::Disconnected) => break,
                 }
@@ -143,12 +144,10 @@ pub fn collect(
                         w.defer_flushes();
                         writer = Some(w);
                     }
-                    let buffer = &mut buffers[chain][usize::from(!record.warmup)];
-                    buffer.push(&record)?;
-                    if buffer.len >= BLOCK_DRAWS {
-                        let w = writer.as_mut().expect("created above");
-                        report.draws_written +=
-                            buffer.write_block(w, &mut flushes, chain, record.warmup)?;
+                    let buffer = &mut buffers[blocks::phase(&record)][chain];
+                    buffer.push(&without_tuples(values), record.stats);
+                    if buffer.len().is_multiple_of(BLOCK_DRAWS) {
+                        flushes.block_ready(Instant::now());
                     }
                 }
                 progress.update(&state);
@@ -171,11 +170,9 @@ pub fn collect(
                     Ok(totals) => report.gradient_evaluations += totals.gradient_evaluations,
                     Err(error) => report.chain_errors.push(error),
                 }
-                if let Some(w) = writer.as_mut() {
-                    for (phase, buffer) in buffers[chain].iter_mut().enumerate() {
-                        report.draws_written +=
-                            buffer.write_block(w, &mut flushes, chain, phase == 0)?;
-                    }
+                finished[chain] = true;
+                if buffers.iter().any(|phase| phase[chain].len() > 0) {
+                    flushes.block_ready(Instant::now());
                 }
                 progress.update(&state);
             }
@@ -183,12 +180,8 @@ pub fn collect(
     }
     report.divergences = state.divergences;
     if let Some(mut w) = writer {
-        for (chain, pair) in buffers.iter_mut().enumerate() {
-            for (phase, buffer) in pair.iter_mut().enumerate() {
-                report.draws_written +=
-                    buffer.write_block(&mut w, &mut flushes, chain, phase == 0)?;
-            }
-        }
+        // Every chain's last draws, also of chains that never finished.
+        report.draws_written += write_ready(&mut w, &mut buffers, &vec![true; n_chains])?;
         if report.chain_errors.iter().any(|e| e.interrupted) {
             // Keep the draws every chain has, so that no chain is padded.
             for (phase, groups) in [
@@ -198,18 +191,14 @@ pub fn collect(
             .into_iter()
             .enumerate()
             {
-                let common = buffers
-                    .iter()
-                    .map(|pair| pair[phase].start)
-                    .min()
-                    .unwrap_or(0);
+                let common = buffers[phase].iter().map(|b| b.start).min().unwrap_or(0);
                 for group in groups {
                     if w.n_draws(group).is_some() {
                         w.truncate_draws(group, common)?;
                     }
                 }
             }
-            report.draws_written = n_chains * buffers.iter().map(|p| p[1].start).min().unwrap_or(0);
+            report.draws_written = n_chains * buffers[1].iter().map(|b| b.start).min().unwrap_or(0);
         }
         w.write_adaptation(&step_sizes, &inv_metrics)?;
         w.finish()?;
@@ -217,6 +206,21 @@ pub fn collect(
     }
     report.chain_errors.sort_by_key(|e| e.chain);
     Ok(report)
+}
+
+/// Writes the complete blocks of both phases (warmup first), then flushes
+/// the file; returns the post-warmup draws written.
+fn write_ready(
+    writer: &mut DrawWriter,
+    buffers: &mut [Vec<ChainBuffer>; 2],
+    finished: &[bool],
+) -> Result<usize, CollectError> {
+    let mut written = 0;
+    for (phase, buffers) in buffers.iter_mut().enumerate() {
+        written += blocks::write_ready(writer, buffers, finished, phase == 0)?;
+    }
+    writer.flush()?;
+    Ok(written)
 }
 
 fn create_writer(
@@ -278,7 +282,7 @@ fn var_spec(name: &str, value: &Value) -> Result<VarSpec, CollectError> {
 
 /// Elements of `value` in C (row-major) order, as the file stores them;
 /// matrices are column-major in memory.
-fn flatten_row_major(value: &Value, out: &mut Vec<f64>) {
+pub(super) fn flatten_row_major(value: &Value, out: &mut Vec<f64>) {
     match value {
         Value::Array(items) => items.iter().for_each(|v| flatten_row_major(v, out)),
         Value::Matrix { rows, cols, data } => {
@@ -291,117 +295,6 @@ fn flatten_row_major(value: &Value, out: &mut Vec<f64>) {
             }
         }
         other => other.flatten_reals(out),
-    }
-}
-
-/// Draws of one chain in one phase not yet written.
-#[derive(Default)]
-struct ChainBuffer {
-    /// Draw index (in its group) of the first buffered draw.
-    start: usize,
-    len: usize,
-    /// One flat buffer per variable, draws one after another.
-    values: Vec<Vec<f64>>,
-    is_int: Vec<bool>,
-    stats: Vec<SampleStats>,
-}
-
-impl ChainBuffer {
-    fn push(&mut self, record: &DrawRecord) -> Result<(), CollectError> {
-        let values = without_tuples(record.values.as_deref().unwrap_or_default());
-        let values = values.as_ref();
-        if self.values.is_empty() {
-            self.values = vec![Vec::new(); values.len()];
-            self.is_int = values
-                .iter()
-                .map(|(_, v)| matches!(innermost(v), Value::Int(_)))
-                .collect();
-        }
-        for (buffer, (_, value)) in self.values.iter_mut().zip(values) {
-            flatten_row_major(value, buffer);
-        }
-        self.stats.push(record.stats);
-        self.len += 1;
-        Ok(())
-    }
-
-    /// Writes the buffered draws of `chain` as a block, the file flushed
-    /// first when the chain's previous block is not flushed yet; returns
-    /// how many post-warmup draws.
-    fn write_block(
-        &mut self,
-        writer: &mut DrawWriter,
-        flushes: &mut Flushes,
-        chain: usize,
-        warmup: bool,
-    ) -> Result<usize, CollectError> {
-        if self.len == 0 {
-            return Ok(0);
-        }
-        if flushes.needed_before_block(chain) {
-            flushes.flush(writer)?;
-        }
-        let draws = self.start..self.start + self.len;
-        let ints: Vec<Vec<i64>> = self
-            .values
-            .iter()
-            .zip(&self.is_int)
-            .map(|(v, &is_int)| {
-                if is_int {
-                    v.iter().map(|&x| x as i64).collect()
-                } else {
-                    Vec::new()
-                }
-            })
-            .collect();
-        let columns: Vec<Column<'_>> = self
-            .values
-            .iter()
-            .zip(&self.is_int)
-            .zip(&ints)
-            .map(|((v, &is_int), i)| {
-                if is_int {
-                    Column::I64(i)
-                } else {
-                    Column::F64(v)
-                }
-            })
-            .collect();
-        let group = if warmup {
-            GroupKind::WarmupPosterior
-        } else {
-            GroupKind::Posterior
-        };
-        writer.write_block(group, chain..chain + 1, draws.clone(), &columns)?;
-        let s = &self.stats;
-        let lp: Vec<f64> = s.iter().map(|x| x.lp).collect();
-        let accept: Vec<f64> = s.iter().map(|x| x.accept_stat).collect();
-        let step: Vec<f64> = s.iter().map(|x| x.step_size).collect();
-        let depth: Vec<i64> = s.iter().map(|x| x.tree_depth).collect();
-        let steps: Vec<i64> = s.iter().map(|x| x.n_leapfrog).collect();
-        let divergent: Vec<bool> = s.iter().map(|x| x.divergent).collect();
-        let energy: Vec<f64> = s.iter().map(|x| x.energy).collect();
-        writer.write_sample_stats(
-            warmup,
-            chain..chain + 1,
-            draws,
-            &SampleStatsBlock {
-                lp: &lp,
-                acceptance_rate: &accept,
-                step_size: &step,
-                tree_depth: &depth,
-                n_steps: &steps,
-                diverging: &divergent,
-                energy: &energy,
-            },
-        )?;
-        flushes.wrote_block(chain, Instant::now());
-        let written = self.len;
-        self.start += self.len;
-        self.len = 0;
-        self.values.iter_mut().for_each(Vec::clear);
-        self.stats.clear();
-        Ok(if warmup { 0 } else { written })
     }
 }
 
@@ -446,7 +339,7 @@ fn component(value: &Value, k: usize) -> Value {
     }
 }
 
-fn innermost(value: &Value) -> &Value {
+pub(super) fn innermost(value: &Value) -> &Value {
     match value {
         Value::Array(items) => items.first().map_or(value, innermost),
         other => other,

@@ -25,6 +25,7 @@
 //! on the number of chains, threads or the executor.
 
 mod batched;
+mod blocks;
 pub mod collect;
 pub mod cuda;
 mod executor;
