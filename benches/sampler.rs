@@ -67,6 +67,11 @@ const PROBLEMS: &[Problem] = &[
     },
 ];
 
+/// The allocator `bat run` uses (src/main.rs), so that the figures are
+/// those of `bat run`.
+#[global_allocator]
+static ALLOCATOR: bat::allocator::MiMalloc = bat::allocator::MiMalloc;
+
 fn env_or(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_string())
 }
@@ -87,6 +92,7 @@ fn number(name: &str, default: usize) -> usize {
 }
 
 fn main() {
+    bat::allocator::keep_freed_memory();
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     let warmup = number("BAT_BENCH_WARMUP", 200);
     let samples = number("BAT_BENCH_SAMPLES", 200);

@@ -2,6 +2,7 @@
 //! InferenceData output, the CUDA device benchmark and the measured
 //! sampling runs the benchmarks share.
 
+pub mod allocator;
 pub mod cuda_bench;
 pub mod measure;
 pub mod output;

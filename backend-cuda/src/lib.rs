@@ -53,6 +53,7 @@ pub mod codegen;
 pub mod device;
 pub mod device_mode;
 pub mod gradient;
+mod lane_state;
 pub mod native;
 pub mod native_sampler;
 pub mod nvrtc;

@@ -34,6 +34,7 @@
 //! `$BAT_NATIVE_CACHE` (default `$XDG_CACHE_HOME/bat/native` or
 //! `~/.cache/bat/native`), so a model compiles once per data set.
 
+use crate::lane_state::LaneState;
 use std::ffi::c_void;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
@@ -327,7 +328,7 @@ pub struct NativeGradient {
     n_lanes: usize,
     stack_capacities: Vec<usize>,
     compiled: Arc<NativeProgram>,
-    state: Vec<f64>,
+    state: LaneState,
     data: Vec<f64>,
     counts: Vec<i32>,
     lists: Vec<i32>,
@@ -674,9 +675,9 @@ impl Evaluated<'_> {
 
 /// The state of `n_lanes` lanes of `layout`, lane-major, every lane
 /// finished (program counter −1, status 0).
-pub(crate) fn lane_major_state(layout: &Layout, n_lanes: usize) -> Vec<f64> {
+pub(crate) fn lane_major_state(layout: &Layout, n_lanes: usize) -> LaneState {
     let n_slots = layout.n_slots();
-    let mut state = vec![0.0; n_slots * n_lanes];
+    let mut state = LaneState::zeroed(n_slots * n_lanes);
     for lane in 0..n_lanes {
         state[lane * n_slots + PC_SLOT] = -1.0;
     }

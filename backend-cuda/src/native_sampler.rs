@@ -96,7 +96,7 @@ pub struct NativeSampler {
     gradient: NativeGradient,
     n_lanes: usize,
     n_slots: usize,
-    state: Vec<f64>,
+    state: crate::lane_state::LaneState,
     data: Vec<f64>,
     records: Vec<f64>,
     packed: Vec<f64>,
