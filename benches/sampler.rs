@@ -92,7 +92,7 @@ fn number(name: &str, default: usize) -> usize {
 }
 
 fn main() {
-    bat::allocator::keep_freed_memory();
+    bat::allocator::configure();
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     let warmup = number("BAT_BENCH_WARMUP", 200);
     let samples = number("BAT_BENCH_SAMPLES", 200);

@@ -12,6 +12,6 @@ use std::process::ExitCode;
 static ALLOCATOR: bat::allocator::MiMalloc = bat::allocator::MiMalloc;
 
 fn main() -> ExitCode {
-    bat::allocator::keep_freed_memory();
+    bat::allocator::configure();
     cli::run()
 }

@@ -5,7 +5,8 @@
 //! first: it generates that data set) and a 100-dimensional correlated
 //! Gaussian, over Z ∈ {1, 16, 256, 1024} lanes at random inits. Also:
 //! this machine's float64 GEMM rate and the logistic regression's achieved
-//! GFLOP/s (4·N·D flops per gradient: Xβ and Xᵀȳ), and hand-written Rust
+//! GFLOP/s (4·N·D flops per gradient: Xβ and Xᵀȳ) — at Z = 1024 also as a
+//! share of the GEMM rate measured right before and after that row —, and hand-written Rust
 //! gradients of the same models (checked against bat's) as the Z = 1
 //! baseline, and the same gradient compiled to machine code
 //! (`backend_cuda::native`: the generated code built with g++, one thread,
@@ -280,10 +281,21 @@ fn main() {
                 let batched = BatchedModel::new(cfg, m, config).unwrap();
                 for &z in SIZES {
                     let th = thetas(n, z);
+                    // At Z = 1024 the GEMM rate is measured again right
+                    // before and after the gradients (the machine is shared:
+                    // a rate measured minutes earlier, under other load,
+                    // moved the ratio by ±10 points).
+                    let near = |gemm: &Option<(usize, usize, Vec<f64>)>| {
+                        gemm.as_ref()
+                            .filter(|_| z == 1024)
+                            .map(|(rows, cols, _)| gemm_gflops(*rows, *cols, 1024, threads))
+                    };
+                    let before = near(&gemm);
                     let per_s = z as f64
                         * rate(|| {
                             std::hint::black_box(batched.log_density_gradient(&th, true).unwrap());
                         });
+                    let after = near(&gemm);
                     let mut line = format!(
                         "  {:>8} {:>8} {:>7} {:>14.0} {:>12.3}",
                         batching.name(),
@@ -299,6 +311,13 @@ fn main() {
                             "   {gflops:.2} GFLOP/s = {:.0}% of GEMM on {threads} thread(s)",
                             100.0 * gflops / gemm_rate
                         );
+                        if let (Some(b), Some(a)) = (before, after) {
+                            let adjacent = (a + b) / 2.0;
+                            line += &format!(
+                                "; {:.0}% of the GEMM rate measured just before and after ({b:.1}, {a:.1})",
+                                100.0 * gflops / adjacent
+                            );
+                        }
                     }
                     println!("{line}");
                 }

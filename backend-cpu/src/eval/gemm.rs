@@ -23,9 +23,12 @@ pub(crate) fn multiply(a: &Slot, b: &Slot, transposed: bool) -> Option<Slot> {
 /// logistic regression's `α + X β`, 41 MB read and written per 512 lanes).
 /// The interpreter's `add` of the two, element by element: the same bits
 /// (IEEE addition is commutative; which NaN payload a sum of two NaNs
-/// keeps Rust leaves unspecified either way). `None` when the operands are
-/// not of that form.
-pub(crate) fn multiply_then_add(a: &Slot, v: &Slot, addend: &Slot) -> Option<Slot> {
+/// keeps Rust leaves unspecified either way). Also returns how many of the
+/// sums are not finite (counted on the same panels: an argument check of
+/// the sums that follows — a linear predictor's `check_not_nan` — needs no
+/// pass of its own when there are none). `None` when the operands are not
+/// of that form.
+pub(crate) fn multiply_then_add(a: &Slot, v: &Slot, addend: &Slot) -> Option<(Slot, usize)> {
     let (Slot::Shared(_), Slot::Real(lanes)) = (a, v) else {
         return None;
     };
@@ -42,13 +45,19 @@ pub(crate) fn multiply_then_add(a: &Slot, v: &Slot, addend: &Slot) -> Option<Slo
         },
         _ => return None,
     };
-    multiply_then(a, v, false, &mut |rows, lanes, out| {
+    let mut not_finite = 0;
+    let sum = multiply_then(a, v, false, &mut |rows, lanes, out| {
         let addend = &addend[lanes.clone()];
         for i in rows {
             let row = &mut out[i * z + lanes.start..i * z + lanes.end];
             row.iter_mut().zip(addend).for_each(|(o, &s)| *o += s);
+            not_finite += row
+                .iter()
+                .map(|o| usize::from(!o.is_finite()))
+                .sum::<usize>();
         }
-    })
+    })?;
+    Some((sum, not_finite))
 }
 
 /// [`multiply`], `finish` called on the sums as they become final.
@@ -549,10 +558,15 @@ mod tests {
             cols: k,
             data: data.clone(),
         });
-        for z in [1, 7, 16, 33] {
-            let v: Vec<f64> = (0..k * z)
+        for (z, infinite) in [(1, false), (7, false), (16, true), (33, false), (33, true)] {
+            let mut v: Vec<f64> = (0..k * z)
                 .map(|i| ((i * 13) % 29) as f64 / 3.1 - 4.0)
                 .collect();
+            if infinite {
+                // Lane 2's term 5 infinite: its sums ±inf (NaN where the
+                // matrix's entry is 0), which the count must see.
+                v[5 * z + 2] = f64::INFINITY;
+            }
             let lanes = Slot::Real(Dense::new(Shape::Vector(k), z, v.clone()));
             let per_lane: Vec<f64> = (0..z).map(|l| 0.1 + l as f64 / 3.0).collect();
             let addends = [
@@ -560,18 +574,31 @@ mod tests {
                 Slot::shared(Value::Real(-2.7)),
             ];
             for (addend, s) in addends.iter().zip([per_lane.clone(), vec![-2.7; z]]) {
-                let Some(Slot::Real(got)) = multiply_then_add(&matrix, &lanes, addend) else {
+                let Some((Slot::Real(got), not_finite)) =
+                    multiply_then_add(&matrix, &lanes, addend)
+                else {
                     panic!("not fused");
                 };
+                let mut expected_not_finite = 0;
                 for (l, s) in s.iter().enumerate() {
                     for (i, sum) in reference(a, &v, z, l).into_iter().enumerate() {
-                        assert_eq!(
-                            got.data[i * z + l].to_bits(),
-                            (s + sum).to_bits(),
-                            "z {z}, lane {l}, row {i}"
-                        );
+                        let (got, expected) = (got.data[i * z + l], s + sum);
+                        // Which NaN an invalid operation gives is not
+                        // specified: any NaN for a NaN.
+                        if expected.is_nan() {
+                            assert!(got.is_nan(), "z {z}, lane {l}, row {i}: {got}");
+                        } else {
+                            assert_eq!(
+                                got.to_bits(),
+                                expected.to_bits(),
+                                "z {z}, lane {l}, row {i}"
+                            );
+                        }
+                        expected_not_finite += usize::from(!(s + sum).is_finite());
                     }
                 }
+                assert_eq!(not_finite, expected_not_finite, "z {z}: sums not finite");
+                assert_eq!(expected_not_finite > 0, infinite, "z {z}: the case tested");
             }
         }
     }

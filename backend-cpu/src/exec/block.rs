@@ -106,14 +106,22 @@ fn run_each(
     active: &Lanes,
     last_reads: Option<&super::last_reads::LastReads>,
 ) -> Result<()> {
-    let mut ops = ops.iter().peekable();
+    let mut ops = ops.iter();
     while let Some(op) = ops.next() {
         let timed = super::profile::start();
-        // `let a = multiply(X, v); let b = add(s, a);` as one product.
-        if let Some(&next) = ops.peek()
-            && crate::ops::product_then_add::run(op, next, st, active, last_reads)?
-        {
-            ops.next();
+        // `let a = multiply(X, v); let b = add(s, a);` as one product (and
+        // a check of `b` that follows).
+        let mut ahead = ops.clone();
+        let fused = match ahead.next() {
+            Some(next) => {
+                crate::ops::product_then_add::run(op, next, ahead.next(), st, active, last_reads)?
+            }
+            None => 0,
+        };
+        if fused > 0 {
+            for _ in 1..fused {
+                ops.next();
+            }
         } else {
             if let Some(moves) = last_reads.and_then(|m| m.at(op)) {
                 st.moving.extend_from_slice(moves);
@@ -157,7 +165,7 @@ impl<'a> StmtOps<'a> {
         }
     }
 
-    fn iter(self) -> impl Iterator<Item = &'a Stmt> {
+    fn iter(self) -> impl Iterator<Item = &'a Stmt> + Clone {
         let (cfg, pc) = match self {
             StmtOps::Cfg(s) => (s, &[][..]),
             StmtOps::Pc(s) => (&[][..], s),
