@@ -356,6 +356,7 @@ pub(crate) fn log_inv_logit_pair(x: &Slot) -> Option<(Slot, Slot)> {
         PairValue::Store(&mut value),
         &mut neg_inv_logit,
         None,
+        &mut [],
     );
     Some((
         Slot::Real(Dense::new(d.shape.clone(), d.z, value)),
@@ -374,24 +375,36 @@ pub(crate) fn log_inv_logit_pair(x: &Slot) -> Option<(Slot, Slot)> {
 pub(crate) fn sum_log_inv_logit_pair(
     x: &Slot,
     factor: Option<ElementFactors>,
-) -> Option<(Slot, Slot)> {
+) -> Option<(Slot, Slot, Option<Slot>)> {
     let Slot::Real(d) = x else { return None };
     if d.z < MIN_SUM_LANES || factor.as_ref().is_some_and(|f| f.of.len() != d.elements()) {
         return None;
     }
     let mut sums = crate::lanes::pool::filled(d.z, -0.0);
     let mut neg_inv_logit = crate::lanes::pool::buffer(d.data.len());
+    // The scaled product's own sums per lane (α's gradient in a logistic
+    // regression is `sum` of it): the same adds in the same order as
+    // [`reduce`]'s, while each product is in a register.
+    let mut neg_sums = if factor.is_some() {
+        crate::lanes::pool::filled(d.z, -0.0)
+    } else {
+        Vec::new()
+    };
     pair_wide(
         &d.data,
         d.z,
         PairValue::SumLanes(&mut sums),
         &mut neg_inv_logit,
         factor.as_ref().map(|f| &*f.of),
+        &mut neg_sums,
     );
     let shape = factor.map_or_else(|| d.shape.clone(), |f| f.shape);
+    let neg_sums =
+        (!neg_sums.is_empty()).then(|| Slot::Real(Dense::new(Shape::Real, d.z, neg_sums)));
     Some((
         Slot::Real(Dense::new(Shape::Real, d.z, sums)),
         Slot::Real(Dense::new(shape, d.z, neg_inv_logit)),
+        neg_sums,
     ))
 }
 
@@ -452,6 +465,7 @@ fn pair_wide(
     value: PairValue,
     neg_inv_logit: &mut Vec<f64>,
     factors: Option<&[f64]>,
+    neg_sums: &mut [f64],
 ) {
     use std::mem::MaybeUninit;
     /// A run's reduced arguments (`hi`, `lo`) and exponentials.
@@ -460,13 +474,16 @@ fn pair_wide(
     /// reductions first, then the exponentials, then each element's pair —
     /// the first to `put` (the run's slice of the values or of the lanes'
     /// sums), the second into `neg`.
+    /// With `SUM_NEG`, each second value is also added to its lane's sum
+    /// in `neg_sums` (the run's slice of them).
     #[inline(always)]
-    fn stage<P>(
+    fn stage<P, const SUM_NEG: bool>(
         xs: &[f64],
         (hi, lo, e): &mut Scratch,
         (neg, scale): (&mut [MaybeUninit<f64>], impl Fn(f64) -> f64),
         put: &mut [P],
         to: impl Fn(&mut P, f64),
+        neg_sums: &mut [f64],
     ) {
         use m::branchless::{ExpReduced, exp_nonpos_finish, exp_nonpos_reduce};
         // The reductions' parts in three arrays (`e` holds `shifted` until
@@ -480,10 +497,15 @@ fn pair_wide(
             let shifted = *e;
             *e = exp_nonpos_finish(ExpReduced { hi, lo, shifted });
         }
-        for (((&x, &e), p), n) in xs.iter().zip(e.iter()).zip(put).zip(neg) {
+        let neg_sums = &mut neg_sums[..if SUM_NEG { xs.len() } else { 0 }];
+        for (i, (((&x, &e), p), n)) in xs.iter().zip(e.iter()).zip(put).zip(neg).enumerate() {
             let (a, b) = m::log_inv_logit_and_neg_inv_logit_given(x, e);
             to(p, a);
-            n.write(scale(b));
+            let b = scale(b);
+            n.write(b);
+            if SUM_NEG {
+                neg_sums[i] += b;
+            }
         }
     }
     /// Runs of at most STAGE elements: `xs` whole, or each row of `z`
@@ -493,16 +515,23 @@ fn pair_wide(
         xs: &[f64],
         z: usize,
         value: &mut [MaybeUninit<f64>],
-        (sums, factors): (&mut [f64], Option<&[f64]>),
+        (sums, factors, neg_sums): (&mut [f64], Option<&[f64]>, &mut [f64]),
         neg: &mut [MaybeUninit<f64>],
     ) {
         let mut e: Scratch = ([0.0; STAGE], [0.0; STAGE], [0.0; STAGE]);
         if sums.is_empty() {
             let runs = xs.chunks(STAGE).zip(neg.chunks_mut(STAGE));
             for ((xs, neg), value) in runs.zip(value.chunks_mut(STAGE)) {
-                stage(xs, &mut e, (neg, |b| b), value, |v, a| {
-                    v.write(a);
-                });
+                stage::<_, false>(
+                    xs,
+                    &mut e,
+                    (neg, |b| b),
+                    value,
+                    |v, a| {
+                        v.write(a);
+                    },
+                    &mut [],
+                );
             }
             return;
         }
@@ -512,17 +541,39 @@ fn pair_wide(
             // `elt_multiply(inv_logit(-x), h)` computes it.
             let factor = factors.map(|h| h[k]);
             let runs = row.chunks(STAGE).zip(neg.chunks_mut(STAGE));
+            if !neg_sums.is_empty() {
+                let f = factor.expect("the product's sums only with its factors");
+                let runs = runs
+                    .zip(sums.chunks_mut(STAGE))
+                    .zip(neg_sums.chunks_mut(STAGE));
+                for (((xs, neg), sums), neg_sums) in runs {
+                    stage::<_, true>(xs, &mut e, (neg, |b| b * f), sums, |s, a| *s += a, neg_sums);
+                }
+                continue;
+            }
             for ((xs, neg), sums) in runs.zip(sums.chunks_mut(STAGE)) {
                 match factor {
-                    Some(f) => stage(xs, &mut e, (neg, |b| b * f), sums, |s, a| *s += a),
-                    None => stage(xs, &mut e, (neg, |b| b), sums, |s, a| *s += a),
+                    Some(f) => stage::<_, false>(
+                        xs,
+                        &mut e,
+                        (neg, |b| b * f),
+                        sums,
+                        |s, a| *s += a,
+                        &mut [],
+                    ),
+                    None => {
+                        stage::<_, false>(xs, &mut e, (neg, |b| b), sums, |s, a| *s += a, &mut [])
+                    }
                 }
             }
         }
     }
     let (value, sums): (Option<&mut Vec<f64>>, &mut [f64]) = match value {
         PairValue::Store(v) => {
-            assert!(factors.is_none(), "factors only with per-lane sums");
+            assert!(
+                factors.is_none() && neg_sums.is_empty(),
+                "factors only with per-lane sums"
+            );
             (Some(v), &mut [])
         }
         PairValue::SumLanes(s) => {
@@ -531,6 +582,10 @@ fn pair_wide(
             assert!(
                 factors.is_none_or(|h| h.len() == rows),
                 "one factor per element"
+            );
+            assert!(
+                neg_sums.is_empty() || (neg_sums.len() == z && factors.is_some()),
+                "the product's sums: one per lane, with factors"
             );
             (None, s)
         }
@@ -549,7 +604,7 @@ fn pair_wide(
     {
         type Slices<'a> = (
             &'a mut [MaybeUninit<f64>],
-            (&'a mut [f64], Option<&'a [f64]>),
+            (&'a mut [f64], Option<&'a [f64]>, &'a mut [f64]),
             &'a mut [MaybeUninit<f64>],
         );
         #[target_feature(enable = "avx512f,fma")]
@@ -563,16 +618,28 @@ fn pair_wide(
         let fma = std::arch::is_x86_feature_detected!("fma");
         if fma && std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512F and FMA (checked above).
-            unsafe { avx512(xs, z, (&mut *v, (&mut *sums, factors), &mut *n)) };
+            unsafe {
+                avx512(
+                    xs,
+                    z,
+                    (&mut *v, (&mut *sums, factors, &mut *neg_sums), &mut *n),
+                )
+            };
             done = true;
         } else if fma && std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 and FMA (checked above).
-            unsafe { avx2(xs, z, (&mut *v, (&mut *sums, factors), &mut *n)) };
+            unsafe {
+                avx2(
+                    xs,
+                    z,
+                    (&mut *v, (&mut *sums, factors, &mut *neg_sums), &mut *n),
+                )
+            };
             done = true;
         }
     }
     if !done {
-        run(xs, z, v, (sums, factors), n);
+        run(xs, z, v, (sums, factors, neg_sums), n);
     }
     // SAFETY: the first `stored` and xs.len() spare elements of the two
     // (reserved above) were written just now.
@@ -1409,7 +1476,8 @@ mod tests {
         for (n, z) in [(1, MIN_SUM_LANES), (3, 300), (5, 4 * STAGE + 7)] {
             let data = logistic_inputs(n * z);
             let x = Slot::Real(Dense::new(Shape::Vector(n), z, data.clone()));
-            let Some((Slot::Real(sums), Slot::Real(neg))) = sum_log_inv_logit_pair(&x, None) else {
+            let Some((Slot::Real(sums), Slot::Real(neg), None)) = sum_log_inv_logit_pair(&x, None)
+            else {
                 panic!("not summed")
             };
             assert_eq!((sums.data.len(), neg.data.len()), (z, n * z));
@@ -1439,11 +1507,21 @@ mod tests {
             let x = Slot::Real(Dense::new(Shape::Vector(n), z, data.clone()));
             let hs = Slot::shared(Value::Vector(h.clone()));
             let factors = element_factors(&x, &hs).expect("a vector of n");
-            let Some((Slot::Real(sums), Slot::Real(neg))) =
+            let Some((Slot::Real(sums), Slot::Real(neg), Some(Slot::Real(neg_sums)))) =
                 sum_log_inv_logit_pair(&x, Some(factors))
             else {
                 panic!("not summed")
             };
+            // The product's per-lane sums are `sum`'s ([`reduce`]: from
+            // −0.0, element by element) of the product, bit for bit.
+            for l in 0..z {
+                let want = (0..n).fold(-0.0, |s, e| s + m::inv_logit(-data[e * z + l]) * h[e]);
+                let got = neg_sums.data[l];
+                assert!(
+                    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                    "product sum, lane {l} of {z}: {got} vs {want}"
+                );
+            }
             assert_eq!(neg.shape, Shape::Vector(n));
             for l in 0..z {
                 let want = (0..n).fold(-0.0, |s, e| s + m::log_inv_logit(data[e * z + l]));

@@ -130,6 +130,7 @@ pub struct LogisticPairs {
     paired: Arc<[Paired]>,
     /// Most recent last; at most [`MAX_KEPT`].
     kept: Vec<Kept>,
+    handed: Option<HandedSums>,
 }
 
 /// Pairs kept at once (a model with several `bernoulli_logit`s computes
@@ -147,6 +148,18 @@ struct Kept {
     /// ([`Paired::factor`]): then it is `inv_logit(-x) .* h`.
     factor: Option<Arc<Slot>>,
     neg_inv_logit: Slot,
+    /// Its per-lane `sum`, when computed in the same pass.
+    sums: Option<Slot>,
+}
+
+/// The per-lane sums of a product handed out by [`LogisticPairs::take`],
+/// for the `sum` of the variable that then holds it.
+#[derive(Clone, Debug)]
+struct HandedSums {
+    /// The product as handed out (held: it cannot change in place).
+    product: Arc<Slot>,
+    lanes: Lanes,
+    sums: Slot,
 }
 
 impl LogisticPairs {
@@ -156,6 +169,7 @@ impl LogisticPairs {
         LogisticPairs {
             paired,
             kept: Vec::new(),
+            handed: None,
         }
     }
 
@@ -179,7 +193,7 @@ impl LogisticPairs {
     }
 
     /// Keep `inv_logit(-x)` of variable `var`'s value `x` on `lanes` (times
-    /// `factor`'s value, if given).
+    /// `factor`'s value, if given; with its per-lane sums, if computed).
     pub(super) fn keep(
         &mut self,
         var: VarId,
@@ -187,8 +201,10 @@ impl LogisticPairs {
         lanes: Lanes,
         factor: Option<Arc<Slot>>,
         neg_inv_logit: Slot,
+        sums: Option<Slot>,
     ) {
         self.kept.retain(|k| k.var != var);
+        self.handed = None;
         if self.kept.len() == MAX_KEPT {
             self.kept.remove(0);
         }
@@ -198,6 +214,7 @@ impl LogisticPairs {
             lanes,
             factor,
             neg_inv_logit,
+            sums,
         });
     }
 
@@ -211,7 +228,7 @@ impl LogisticPairs {
         x: &Arc<Slot>,
         lanes: &Lanes,
         factor: Option<&Arc<Slot>>,
-    ) -> Option<Slot> {
+    ) -> Option<Arc<Slot>> {
         let ExprKind::Var(v) = arg.kind else {
             return None;
         };
@@ -232,7 +249,24 @@ impl LogisticPairs {
             // pair. Kept for a later request that matches.
             return None;
         }
-        Some(self.kept.remove(i).neg_inv_logit)
+        let kept = self.kept.remove(i);
+        let product = Arc::new(kept.neg_inv_logit);
+        self.handed = kept.sums.map(|sums| HandedSums {
+            product: product.clone(),
+            lanes: kept.lanes,
+            sums,
+        });
+        Some(product)
+    }
+
+    /// The per-lane `sum` of `x` on `lanes`, if `x` is a product just
+    /// handed out by [`LogisticPairs::take`] with its sums (the same
+    /// additions in the same order as `sum`'s). Taken once.
+    pub(super) fn take_sums(&mut self, x: &Arc<Slot>, lanes: &Lanes) -> Option<Slot> {
+        let handed = self
+            .handed
+            .take_if(|h| Arc::ptr_eq(&h.product, x) && h.lanes == *lanes)?;
+        Some(handed.sums)
     }
 
     /// How many values are kept (for tests).

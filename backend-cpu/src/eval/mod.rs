@@ -211,14 +211,28 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
             .as_deref()
             .and_then(|h| kernels::element_factors(&x, h));
         let scaled = factors.is_some();
-        if let Some((sums, neg_inv_logit)) = kernels::sum_log_inv_logit_pair(&x, factors) {
+        if let Some((sums, neg_inv_logit, neg_sums)) = kernels::sum_log_inv_logit_pair(&x, factors)
+        {
             let factor = factor.filter(|_| scaled);
             st.logistic
-                .keep(var, x, active.clone(), factor, neg_inv_logit);
+                .keep(var, x, active.clone(), factor, neg_inv_logit, neg_sums);
             return Ok(Arc::new(sums));
         }
         let terms = log_inv_logit_paired(var, x, st, active, arg);
         return Ok(Arc::new(apply(p, &[&terms], st, active, e)));
+    }
+    // `sum(v)` of a product the pair just handed out (below) with its
+    // per-lane sums: taken, not summed again (for a logistic regression,
+    // α's gradient).
+    if p == Prim::Sum
+        && let [arg] = args
+        && let ExprKind::Var(_) = arg.kind
+    {
+        let x = eval(arg, st, active)?;
+        if let Some(sums) = st.logistic.take_sums(&x, active) {
+            return Ok(Arc::new(sums));
+        }
+        return finish(p, vec![x], st, active, e);
     }
     // `elt_multiply(inv_logit(-x), h)` of a paired variable: the product
     // kept by `sum(log_inv_logit(x))`, if it was kept for this h.
@@ -237,7 +251,7 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
         let x = eval(inner, st, active)?;
         let h = eval(h_arg, st, active)?;
         if let Some(slot) = st.logistic.take(inner, &x, active, Some(&h)) {
-            return Ok(Arc::new(slot));
+            return Ok(slot);
         }
         let first = neg_inv_logit(x, inner, st, active, product, neg)?;
         return finish(p, vec![first, h], st, active, e);
@@ -260,7 +274,7 @@ fn prim(p: Prim, args: &[Expr], e: &Expr, st: &mut State, active: &Lanes) -> Res
                 if p == Prim::InvLogit
                     && let Some(slot) = st.logistic.take(&inner[0], &x, active, None)
                 {
-                    return Ok(Arc::new(slot));
+                    return Ok(slot);
                 }
                 if let Some(slot) = kernels::map_negated(p, &mut x) {
                     return Ok(Arc::new(slot));
@@ -310,7 +324,7 @@ fn neg_inv_logit(
     neg: &Expr,
 ) -> Result<Arc<Slot>> {
     if let Some(slot) = st.logistic.take(var, &x, active, None) {
-        return Ok(Arc::new(slot));
+        return Ok(slot);
     }
     if let Some(slot) = kernels::map_negated(Prim::InvLogit, &mut x) {
         return Ok(Arc::new(slot));
@@ -330,7 +344,7 @@ fn log_inv_logit_paired(
 ) -> Arc<Slot> {
     if let Some((value, neg_inv_logit)) = kernels::log_inv_logit_pair(&x) {
         st.logistic
-            .keep(var, x, active.clone(), None, neg_inv_logit);
+            .keep(var, x, active.clone(), None, neg_inv_logit, None);
         return Arc::new(value);
     }
     // Not dense reals: as any other `log_inv_logit`.
