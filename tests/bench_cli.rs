@@ -66,6 +66,9 @@ fn the_table_names_the_columns_and_bad_models_fail() {
     assert!(ok, "{stderr}");
     assert!(stdout.contains("grad evals/s"), "{stdout}");
     assert_eq!(stdout.lines().count(), 3, "{stdout}");
+    // Program-counter batching by default, as `bat run`.
+    let row: Vec<&str> = stdout.lines().last().unwrap().split_whitespace().collect();
+    assert_eq!(row[..3], ["2", "cpu", "pc"], "{stdout}");
     let out = Command::new(env!("CARGO_BIN_EXE_bat"))
         .args(["bench", "/nonexistent/model.bat"])
         .output()

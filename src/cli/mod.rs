@@ -161,8 +161,9 @@ enum Command {
         /// Chain counts (lanes per batch) to measure.
         #[arg(long, value_delimiter = ',', default_values_t = [1, 16, 256, 1024], value_parser = parse_chain_count)]
         chains: Vec<usize>,
-        /// How control flow is batched (several: comma-separated).
-        #[arg(long, value_enum, value_delimiter = ',', default_values_t = [BatchingChoice::Local])]
+        /// How control flow is batched (several: comma-separated); `pc`,
+        /// as `bat run`, by default.
+        #[arg(long, value_enum, value_delimiter = ',', default_values_t = [BatchingChoice::Pc])]
         batching: Vec<BatchingChoice>,
         /// Threads the batch is split over (0: one per core).
         #[arg(long, default_value_t = 0)]
