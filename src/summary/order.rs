@@ -33,7 +33,8 @@ pub fn sort(values: &[f64]) -> Sorted {
         keyed.sort_unstable();
         keyed.into_iter().unzip()
     } else {
-        radix_order(keys)
+        let (keys, index) = radix(keys, true);
+        (keys, index.into_iter().map(|i| i as usize).collect())
     };
     Sorted {
         sorted: keys.into_iter().map(from_total_order_key).collect(),
@@ -42,9 +43,16 @@ pub fn sort(values: &[f64]) -> Sorted {
 }
 
 /// `values` in the order of `f64::total_cmp` (the same bits as
-/// `sort_unstable_by(f64::total_cmp)`: equal keys are equal bits).
+/// `sort_unstable_by(f64::total_cmp)`: equal keys are equal bits); the
+/// keys alone are moved, no permutation kept (the quantiles need none).
 pub fn sorted(values: &[f64]) -> Vec<f64> {
-    sort(values).sorted
+    let mut keys: Vec<u64> = values.iter().map(|&v| total_order_key(v)).collect();
+    if keys.len() < RADIX_FROM || u32::try_from(keys.len()).is_err() {
+        keys.sort_unstable();
+    } else {
+        keys = radix(keys, false).0;
+    }
+    keys.into_iter().map(from_total_order_key).collect()
 }
 
 /// An unsigned key whose order is `f64::total_cmp`'s: flip all bits of
@@ -68,7 +76,15 @@ fn from_total_order_key(key: u64) -> f64 {
 }
 
 /// `keys` sorted and their stable sorting permutation (fewer than 2³² keys).
-fn radix_order(mut keys: Vec<u64>) -> (Vec<u64>, Vec<usize>) {
+#[cfg(test)]
+fn radix_order(keys: Vec<u64>) -> (Vec<u64>, Vec<usize>) {
+    let (keys, index) = radix(keys, true);
+    (keys, index.into_iter().map(|i| i as usize).collect())
+}
+
+/// `keys` sorted and, `with_order`, their stable sorting permutation
+/// (else an empty one); fewer than 2³² keys.
+fn radix(mut keys: Vec<u64>, with_order: bool) -> (Vec<u64>, Vec<u32>) {
     let n = keys.len();
     let digit = |k: u64, pass: usize| ((k >> (pass as u32 * DIGIT_BITS)) as usize) & (BUCKETS - 1);
     let mut counts = vec![[0u32; BUCKETS]; PASSES];
@@ -77,9 +93,13 @@ fn radix_order(mut keys: Vec<u64>) -> (Vec<u64>, Vec<usize>) {
             count[digit(k, pass)] += 1;
         }
     }
-    let mut index: Vec<u32> = (0..n as u32).collect();
+    let mut index: Vec<u32> = if with_order {
+        (0..n as u32).collect()
+    } else {
+        Vec::new()
+    };
     let mut keys_to = vec![0u64; n];
-    let mut index_to = vec![0u32; n];
+    let mut index_to = vec![0u32; index.len()];
     for (pass, count) in counts.iter().enumerate() {
         // Every key has the same digit here: the pass would move nothing.
         if count.iter().any(|&c| c as usize == n) {
@@ -91,16 +111,24 @@ fn radix_order(mut keys: Vec<u64>) -> (Vec<u64>, Vec<usize>) {
             *next = start;
             start += c;
         }
-        for (&k, &i) in keys.iter().zip(&index) {
-            let at = &mut next[digit(k, pass)];
-            keys_to[*at as usize] = k;
-            index_to[*at as usize] = i;
-            *at += 1;
+        if with_order {
+            for (&k, &i) in keys.iter().zip(&index) {
+                let at = &mut next[digit(k, pass)];
+                keys_to[*at as usize] = k;
+                index_to[*at as usize] = i;
+                *at += 1;
+            }
+            std::mem::swap(&mut index, &mut index_to);
+        } else {
+            for &k in &keys {
+                let at = &mut next[digit(k, pass)];
+                keys_to[*at as usize] = k;
+                *at += 1;
+            }
         }
         std::mem::swap(&mut keys, &mut keys_to);
-        std::mem::swap(&mut index, &mut index_to);
     }
-    (keys, index.into_iter().map(|i| i as usize).collect())
+    (keys, index)
 }
 
 #[cfg(test)]
@@ -152,6 +180,8 @@ mod tests {
             want.sort_unstable_by(f64::total_cmp);
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             prop_assert_eq!(bits(&got.sorted), bits(&want));
+            // The keys-only sort: the same numbers.
+            prop_assert_eq!(bits(&sorted(&values)), bits(&want));
         }
     }
 
