@@ -129,8 +129,22 @@ pub fn write_ready(
     } else {
         GroupKind::Posterior
     };
-    let mut written = 0;
+    // A run's chains must also store as many numbers per draw (a model's
+    // sizes are fixed, but a chain whose are not must fail the writer's
+    // check on its own, not shift its neighbours' numbers).
+    let mut same_widths = Vec::new();
     for (chains, start, count) in runs(&pending) {
+        let mut from = chains.start;
+        for c in chains.start + 1..chains.end {
+            if buffers[c].widths() != buffers[from].widths() {
+                same_widths.push((from..c, start, count));
+                from = c;
+            }
+        }
+        same_widths.push((from..chains.end, start, count));
+    }
+    let mut written = 0;
+    for (chains, start, count) in same_widths {
         let run = &buffers[chains.clone()];
         let widths = run[0].widths();
         // Each column laid out [chain][draw][element], as write_block wants.
@@ -348,5 +362,33 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A chain whose draws store fewer numbers than its neighbours' (a
+    /// size that changed) is written on its own and fails the writer's
+    /// check with an error, not a panic or its neighbours' numbers shifted.
+    #[test]
+    fn a_chain_with_other_sizes_is_not_merged_into_a_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sizes.h5");
+        let meta = crate::output::RunMetadata {
+            model_name: "m".into(),
+            model_source: String::new(),
+            data_path: None,
+            seed: 1,
+            settings_json: "{}".into(),
+        };
+        let specs = [crate::output::VarSpec::real("v", &[3])];
+        let mut writer = DrawWriter::create(&path, &meta, &specs, 2, 100).unwrap();
+        let mut buffers: Vec<ChainBuffer> = (0..2).map(|_| ChainBuffer::default()).collect();
+        for d in 0..BLOCK_DRAWS {
+            let v = |n: usize| vec![("v".to_string(), Value::Vector(vec![d as f64; n]))];
+            buffers[0].push(&v(3), stats(0.0));
+            buffers[1].push(&v(2), stats(0.0));
+        }
+        let error = write_ready(&mut writer, &mut buffers, &[false, false], false).unwrap_err();
+        assert!(error.to_string().contains("values"), "{error}");
+        assert_eq!(buffers[0].start, BLOCK_DRAWS, "chain 0 written");
+        assert_eq!(buffers[1].start, 0, "chain 1 not");
     }
 }
