@@ -5,9 +5,9 @@
 //! fallback) — must give each lane exactly the interpreter's log density
 //! and gradient, through both executors.
 
-use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
-use language::data::DataFile;
-use language::interp::{Model, Rng};
+mod common;
+
+use common::{Compiled, assert_lanes_succeed_as_the_interpreter, compile, thetas};
 
 const SOURCE: &str = r#"
 data {
@@ -38,66 +38,16 @@ model {
 
 const DATA: &str = r#"{"N": 5, "xd": [0.5, -1.0, 2.0, 0.25, -40.0], "k": [1, 0, -3, 2, 800]}"#;
 
-/// A compiled model's gradient program and its pieces.
-struct Compiled {
-    program: language::mir::Program,
-    data: DataFile,
-    g: language::ad::GradProgram,
-    cfg: language::batch::cfg::Program,
-}
-
-fn compile(source: &str, data: &str) -> Compiled {
-    let program = match language::compile_model(source, "fused") {
-        (Some(p), _) => p,
-        (None, ds) => panic!("does not compile: {}", ds[0].message),
-    };
-    let data = DataFile::parse(data).unwrap();
-    let g = language::ad::gradient(&program).unwrap();
-    let cfg = language::batch::lower_gradient(&g).unwrap();
-    Compiled {
-        program,
-        data,
-        g,
-        cfg,
-    }
-}
-
 /// Each of `z` lanes (random points from `seed`, wide enough to reach
 /// both tails of the logistic) gets exactly the interpreter's log density
 /// and gradient through both executors.
-fn assert_lanes_equal_the_interpreter(c: &Compiled, z: usize, seed: u64) {
-    let th: Vec<Vec<f64>> = (0..z)
-        .map(|l| {
-            let mut rng = Rng::new(seed, l as u32, 0);
-            (0..6).map(|_| 60.0 * rng.uniform() - 30.0).collect()
-        })
-        .collect();
-    for batching in [Batching::Local, Batching::ProgramCounter] {
-        let config = ExecConfig {
-            batching,
-            ..ExecConfig::default()
-        };
-        let model = Model::new(&c.program, &c.data).unwrap();
-        let batched = BatchedModel::new(c.cfg.clone(), model, config).unwrap();
-        let ours = batched.log_density_gradient(&th, true).unwrap();
-        for (l, got) in ours.iter().enumerate() {
-            let (lp, grad) = got.as_ref().unwrap();
-            let (lp0, grad0) = batched
-                .model()
-                .log_density_gradient(&c.g, &th[l], true)
-                .unwrap();
-            let at = format!("{batching:?} Z={z} lane {l}");
-            assert_eq!(lp.to_bits(), lp0.to_bits(), "{at}: lp");
-            for (k, (a, b)) in grad.iter().zip(&grad0).enumerate() {
-                assert_eq!(a.to_bits(), b.to_bits(), "{at}: grad[{k}]");
-            }
-        }
-    }
+fn assert_lanes_equal(c: &Compiled, z: usize, seed: u64) {
+    assert_lanes_succeed_as_the_interpreter(c, &thetas(z, seed, 30.0), "fused maps");
 }
 
 #[test]
 fn negated_logistic_maps_match_the_interpreter_lane_by_lane() {
-    assert_lanes_equal_the_interpreter(&compile(SOURCE, DATA), 9, 4242);
+    assert_lanes_equal(&compile(SOURCE, "fused", DATA), 9, 4242);
 }
 
 /// `log_inv_logit(x)` of a variable whose `inv_logit(-x)` comes later
@@ -135,7 +85,7 @@ const PAIRED_DATA: &str = r#"{"N": 5, "xd": [0.5, -1.0, 2.0, 0.25, -40.0], "y": 
 
 #[test]
 fn paired_logistic_maps_match_the_interpreter_lane_by_lane() {
-    let c = compile(PAIRED_SOURCE, PAIRED_DATA);
+    let c = compile(PAIRED_SOURCE, "fused", PAIRED_DATA);
     // The program has pairs to fuse (else this test would test nothing).
     let stmts: Vec<_> = c
         .cfg
@@ -161,6 +111,6 @@ fn paired_logistic_maps_match_the_interpreter_lane_by_lane() {
     let factors: Vec<bool> = paired.iter().map(|p| p.factor.is_some()).collect();
     assert_eq!(factors, [false, true], "factors of {names:?}");
     for z in [1, 9, 64] {
-        assert_lanes_equal_the_interpreter(&c, z, 77);
+        assert_lanes_equal(&c, z, 77);
     }
 }

@@ -90,20 +90,16 @@ impl ChainBuffer {
     }
 }
 
-/// Consecutive chains with the same pending range: `(chains, first draw,
-/// count)`, in chain order. `pending[c]` is chain `c`'s `(first draw,
-/// count)`; chains with nothing pending (count 0) split runs.
-pub fn runs(pending: &[(usize, usize)]) -> Vec<(Range<usize>, usize, usize)> {
-    let mut out: Vec<(Range<usize>, usize, usize)> = Vec::new();
-    for (chain, &(start, count)) in pending.iter().enumerate() {
-        if count == 0 {
-            continue;
-        }
+/// Consecutive chains with the same key: `(chains, key)`, in chain order.
+/// `keys[c]` is chain `c`'s (its pending draws and how they are stored),
+/// `None` when it has nothing pending, which splits runs.
+pub fn runs<K: PartialEq>(keys: Vec<Option<K>>) -> Vec<(Range<usize>, K)> {
+    let mut out: Vec<(Range<usize>, K)> = Vec::new();
+    for (chain, key) in keys.into_iter().enumerate() {
+        let Some(key) = key else { continue };
         match out.last_mut() {
-            Some((chains, s, n)) if chains.end == chain && *s == start && *n == count => {
-                chains.end += 1
-            }
-            _ => out.push((chain..chain + 1, start, count)),
+            Some((chains, k)) if chains.end == chain && *k == key => chains.end += 1,
+            _ => out.push((chain..chain + 1, key)),
         }
     }
     out
@@ -119,34 +115,25 @@ pub fn write_ready(
     finished: &[bool],
     warmup: bool,
 ) -> Result<usize, OutputError> {
-    let pending: Vec<(usize, usize)> = buffers
+    // A run's chains have the same pending draws and store as many numbers
+    // per draw (a model's sizes are fixed, but a chain whose are not must
+    // fail the writer's check on its own, not shift its neighbours').
+    let keys = buffers
         .iter()
         .zip(finished)
-        .map(|(b, &done)| (b.start, b.ready(done)))
+        .map(|(b, &done)| {
+            let count = b.ready(done);
+            (count > 0).then(|| (b.start, count, b.widths()))
+        })
         .collect();
     let group = if warmup {
         GroupKind::WarmupPosterior
     } else {
         GroupKind::Posterior
     };
-    // A run's chains must also store as many numbers per draw (a model's
-    // sizes are fixed, but a chain whose are not must fail the writer's
-    // check on its own, not shift its neighbours' numbers).
-    let mut same_widths = Vec::new();
-    for (chains, start, count) in runs(&pending) {
-        let mut from = chains.start;
-        for c in chains.start + 1..chains.end {
-            if buffers[c].widths() != buffers[from].widths() {
-                same_widths.push((from..c, start, count));
-                from = c;
-            }
-        }
-        same_widths.push((from..chains.end, start, count));
-    }
     let mut written = 0;
-    for (chains, start, count) in same_widths {
+    for (chains, (start, count, widths)) in runs(keys) {
         let run = &buffers[chains.clone()];
-        let widths = run[0].widths();
         // Each column laid out [chain][draw][element], as write_block wants.
         let mut floats: Vec<Vec<f64>> = widths
             .iter()
@@ -224,27 +211,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn equal_ranges_of_consecutive_chains_make_one_run() {
-        let pending = [
-            (0, 100),
-            (0, 100),
-            (0, 100),
-            (100, 100),
-            (0, 0),
-            (0, 100),
-            (0, 37),
+    fn equal_keys_of_consecutive_chains_make_one_run() {
+        let keys = vec![
+            Some((0, 100)),
+            Some((0, 100)),
+            Some((0, 100)),
+            Some((100, 100)),
+            None,
+            Some((0, 100)),
+            Some((0, 37)),
         ];
         assert_eq!(
-            runs(&pending),
+            runs(keys),
             vec![
-                (0..3, 0, 100),
-                (3..4, 100, 100),
-                (5..6, 0, 100),
-                (6..7, 0, 37)
+                (0..3, (0, 100)),
+                (3..4, (100, 100)),
+                (5..6, (0, 100)),
+                (6..7, (0, 37))
             ]
         );
-        assert_eq!(runs(&[]), vec![]);
-        assert_eq!(runs(&[(0, 0), (5, 0)]), vec![]);
+        assert_eq!(runs::<(usize, usize)>(vec![]), vec![]);
+        assert_eq!(runs::<(usize, usize)>(vec![None, None]), vec![]);
+    }
+
+    /// A draws file of `n_chains` with `specs` in `posterior`.
+    fn writer(
+        dir: &tempfile::TempDir,
+        specs: &[crate::output::VarSpec],
+        n_chains: usize,
+        planned: usize,
+    ) -> (std::path::PathBuf, DrawWriter) {
+        let path = dir.path().join("blocks.h5");
+        let meta = crate::output::RunMetadata {
+            model_name: "m".into(),
+            model_source: String::new(),
+            data_path: None,
+            seed: 1,
+            settings_json: "{}".into(),
+        };
+        let mut writer = DrawWriter::create(&path, &meta, specs, n_chains, planned).unwrap();
+        writer.defer_flushes();
+        (path, writer)
     }
 
     fn stats(lp: f64) -> SampleStats {
@@ -295,21 +302,12 @@ mod tests {
     #[test]
     fn rectangles_put_every_chains_draws_where_they_belong() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("blocks.h5");
-        let meta = crate::output::RunMetadata {
-            model_name: "m".into(),
-            model_source: String::new(),
-            data_path: None,
-            seed: 1,
-            settings_json: "{}".into(),
-        };
         let specs = [
             crate::output::VarSpec::real("x", &[]),
             crate::output::VarSpec::real("v", &[3]),
             crate::output::VarSpec::int("k", &[]),
         ];
-        let mut writer = DrawWriter::create(&path, &meta, &specs, 4, 150).unwrap();
-        writer.defer_flushes();
+        let (path, mut writer) = writer(&dir, &specs, 4, 150);
         let mut buffers: Vec<ChainBuffer> = (0..4).map(|_| ChainBuffer::default()).collect();
         // Chains 0, 2 and 3 complete a block; chain 1 is part-way.
         push(&mut buffers, 0, 0..100);
@@ -370,16 +368,7 @@ mod tests {
     #[test]
     fn a_chain_with_other_sizes_is_not_merged_into_a_run() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sizes.h5");
-        let meta = crate::output::RunMetadata {
-            model_name: "m".into(),
-            model_source: String::new(),
-            data_path: None,
-            seed: 1,
-            settings_json: "{}".into(),
-        };
-        let specs = [crate::output::VarSpec::real("v", &[3])];
-        let mut writer = DrawWriter::create(&path, &meta, &specs, 2, 100).unwrap();
+        let (_, mut writer) = writer(&dir, &[crate::output::VarSpec::real("v", &[3])], 2, 100);
         let mut buffers: Vec<ChainBuffer> = (0..2).map(|_| ChainBuffer::default()).collect();
         for d in 0..BLOCK_DRAWS {
             let v = |n: usize| vec![("v".to_string(), Value::Vector(vec![d as f64; n]))];

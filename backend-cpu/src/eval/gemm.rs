@@ -50,11 +50,10 @@ pub(crate) fn multiply_then_add(a: &Slot, v: &Slot, addend: &Slot) -> Option<(Sl
         let addend = &addend[lanes.clone()];
         for i in rows {
             let row = &mut out[i * z + lanes.start..i * z + lanes.end];
-            row.iter_mut().zip(addend).for_each(|(o, &s)| *o += s);
-            not_finite += row
-                .iter()
-                .map(|o| usize::from(!o.is_finite()))
-                .sum::<usize>();
+            for (o, &s) in row.iter_mut().zip(addend) {
+                *o += s;
+                not_finite += usize::from(!o.is_finite());
+            }
         }
     })?;
     Some((sum, not_finite))
