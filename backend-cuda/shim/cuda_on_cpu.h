@@ -131,8 +131,8 @@ void launch_serial(void (*kernel)(Args...), dim3 grid, dim3 block, void** args) 
 #define __global__
 #define __device__
 #define __host__
-#define __forceinline__ inline
-#define __noinline__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
 #define __shared__ static
 #define __constant__ static const
 

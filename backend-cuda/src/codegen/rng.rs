@@ -51,19 +51,25 @@ __device__ inline BatRng bat_rng_new(unsigned long long seed, unsigned int chain
     r.used = 4;
     return r;
 }
-__device__ inline unsigned int bat_rng_next_u32(BatRng* r) {
-    if (r->used == 4) {
-        unsigned int c[4] = {r->block, r->draw_lo, r->draw_hi, r->chain};
-        bat_philox4x32_10(c, r->key0, r->key1);
-        for (int i = 0; i < 4; ++i) r->buffer[i] = c[i];
-        r->block += 1u;
-        r->used = 0;
-    }
+// The stream's next block of four words. Out of line, and the word
+// reads inlined around it: three reads in four are a load and an
+// increment, which as calls of one function holding the ten rounds cost
+// more than the load (g++ kept both out of line: a fifth of a uniform
+// draw's instructions were calls, spills and branches).
+__device__ __noinline__ void bat_rng_refill(BatRng* r) {
+    unsigned int c[4] = {r->block, r->draw_lo, r->draw_hi, r->chain};
+    bat_philox4x32_10(c, r->key0, r->key1);
+    for (int i = 0; i < 4; ++i) r->buffer[i] = c[i];
+    r->block += 1u;
+    r->used = 0;
+}
+__device__ __forceinline__ unsigned int bat_rng_next_u32(BatRng* r) {
+    if (r->used == 4) bat_rng_refill(r);
     r->used += 1;
     return r->buffer[r->used - 1];
 }
 // Uniform on (0, 1) from 53 random bits.
-__device__ inline double bat_rng_uniform(BatRng* r) {
+__device__ __forceinline__ double bat_rng_uniform(BatRng* r) {
     const unsigned long long hi = (unsigned long long)(bat_rng_next_u32(r) >> 5);
     const unsigned long long lo = (unsigned long long)(bat_rng_next_u32(r) >> 6);
     return ((double)((hi << 26) | lo) + 0.5) / 9007199254740992.0;
