@@ -41,9 +41,7 @@ use crate::native::{
     LaneGradientFn, NativeGradient, NativeLibrary, ONE_LANE_LAUNCH, arg, call, data_values,
     lane_major_state, one_lane_call,
 };
-use crate::sampler::{
-    LaneOutcome, RecordHost, lane_outcomes, pack_entry_args, runnable_program, values,
-};
+use crate::sampler::{LaneOutcome, RecordHost, lane_outcomes, pack_entry_args, runnable_program};
 use crate::shim::LaunchFn;
 use std::sync::Arc;
 
@@ -432,7 +430,7 @@ impl NativeSampler {
                 .get(rec[0] as usize)
                 .filter(|e| e.id == id);
             let result = match call {
-                Some(call) => host.record(lane, &call.function, values(&call.args, &rec[1..])),
+                Some(call) => host.record_numbers(lane, &call.function, &call.args, &rec[1..]),
                 None => Err(RuntimeError::fatal(format!(
                     "the native sampler wrote a record of an unknown call {}",
                     rec[0]

@@ -48,6 +48,20 @@ pub trait RecordHost {
     fn record(&mut self, lane: usize, function: &str, args: Vec<Value>)
     -> Result<(), RuntimeError>;
 
+    /// [`RecordHost::record`] of a call whose arguments come as numbers
+    /// laid out by `shapes` (a compiled sampler's record buffer: each
+    /// argument's elements in turn, ints as reals). By default they become
+    /// values ([`values`]); a host can read the numbers directly instead.
+    fn record_numbers(
+        &mut self,
+        lane: usize,
+        function: &str,
+        shapes: &[Shape],
+        numbers: &[f64],
+    ) -> Result<(), RuntimeError> {
+        self.record(lane, function, values(shapes, numbers))
+    }
+
     /// Finish records the host kept for later (all of them when `all`,
     /// else as many as it likes): the lanes whose kept records failed,
     /// with their errors (they stop). The native executor calls it
@@ -392,8 +406,7 @@ impl SamplerDevice {
                     stopped.push(lane);
                     break;
                 };
-                let args = values(&call.args, &rec[1..]);
-                if let Err(e) = host.record(lane, &call.function, args) {
+                if let Err(e) = host.record_numbers(lane, &call.function, &call.args, &rec[1..]) {
                     failed[lane] = Some(e);
                     stopped.push(lane);
                 }
@@ -558,8 +571,9 @@ pub(crate) fn lane_outcomes(
         .collect()
 }
 
-/// The values of arguments of `shapes` packed in `flat`.
-pub(crate) fn values(shapes: &[Shape], flat: &[f64]) -> Vec<Value> {
+/// The values of arguments of `shapes` packed in `flat` (a record's: each
+/// shape's numbers in turn, ints as reals).
+pub fn values(shapes: &[Shape], flat: &[f64]) -> Vec<Value> {
     let mut out = Vec::with_capacity(shapes.len());
     let mut at = 0;
     for shape in shapes {

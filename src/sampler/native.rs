@@ -13,10 +13,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
+use backend_cuda::codegen::shape::{Inner, Shape};
 use backend_cuda::gradient::GradientDeviceError;
 use backend_cuda::native::NativeGradient;
 use backend_cuda::native_sampler::{LANES_PER_GROUP, NativeSampler};
-use backend_cuda::sampler::RecordHost;
+use backend_cuda::sampler::{RecordHost, values};
 use language::interp::{Rng, RuntimeError};
 use language::value::Value;
 
@@ -176,6 +177,27 @@ fn draws_model(job: &ChainJob<'_>) -> Option<BatchedModel> {
     BatchedModel::new(cfg, job.model.clone(), config).ok()
 }
 
+/// θ's length when `function` is `emit_draw` with the sampler program's
+/// arguments (int iteration, vector θ, reals and ints as
+/// [`super::host::Emitter::read_draw`] takes them), read from the numbers
+/// directly; None otherwise (the values path then decides).
+fn emit_draw_theta_len(function: &str, shapes: &[Shape]) -> Option<usize> {
+    const INT: [bool; 9] = [true, false, false, false, false, true, true, true, false];
+    if function != "emit_draw" || shapes.len() != INT.len() {
+        return None;
+    }
+    let plain = |s: &Shape, int: bool| s.arrays.is_empty() && s.tuple.is_empty() && s.int == int;
+    let scalars = shapes
+        .iter()
+        .zip(INT)
+        .enumerate()
+        .all(|(i, (s, int))| i == 1 || (plain(s, int) && s.inner == Inner::Scalar));
+    match shapes[1].inner {
+        Inner::Vector(n) if scalars && plain(&shapes[1], false) => Some(n),
+        _ => None,
+    }
+}
+
 /// Draws kept for a batch before their generated quantities are computed
 /// and their events sent (one message): per-draw work (a batched program
 /// run, a wake-up of the driver) was a third of a 1,000-chain run.
@@ -206,21 +228,31 @@ impl RecordHost for Records<'_> {
         function: &str,
         args: Vec<Value>,
     ) -> Result<(), RuntimeError> {
-        let chain = self.chains[lane];
         if function == "emit_draw" {
             let call = self.emitter.read_draw(args)?;
-            if call.kept {
-                self.kept.push(self.pending.len());
-                self.pending.push((lane, Pending::Draw(call)));
-            } else {
-                self.pending
-                    .push((lane, Pending::Event(call.event(chain, None))));
-            }
+            self.push_draw(lane, call);
         } else {
-            let event = self.emitter.event(function, chain, args)?;
+            let event = self.emitter.event(function, self.chains[lane], args)?;
             self.pending.push((lane, Pending::Event(event)));
         }
         Ok(())
+    }
+
+    fn record_numbers(
+        &mut self,
+        lane: usize,
+        function: &str,
+        shapes: &[Shape],
+        numbers: &[f64],
+    ) -> Result<(), RuntimeError> {
+        match emit_draw_theta_len(function, shapes) {
+            Some(n) => {
+                let call = self.emitter.read_draw_numbers(numbers, n)?;
+                self.push_draw(lane, call);
+                Ok(())
+            }
+            None => self.record(lane, function, values(shapes, numbers)),
+        }
     }
 
     fn flush(&mut self, all: bool) -> Vec<(usize, RuntimeError)> {
@@ -259,6 +291,18 @@ impl RecordHost for Records<'_> {
 }
 
 impl Records<'_> {
+    /// Lane `lane`'s `emit_draw`: its event now, or its draw kept for the
+    /// values of a batch.
+    fn push_draw(&mut self, lane: usize, call: DrawCall) {
+        if call.kept {
+            self.kept.push(self.pending.len());
+            self.pending.push((lane, Pending::Draw(call)));
+        } else {
+            let event = call.event(self.chains[lane], None);
+            self.pending.push((lane, Pending::Event(event)));
+        }
+    }
+
     /// The values of every kept draw pending, in order.
     fn draw_values(&self) -> Vec<Result<Vec<(String, Value)>, RuntimeError>> {
         let mut thetas = Vec::with_capacity(self.kept.len());
@@ -296,7 +340,77 @@ impl Records<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::GroupQueue;
+    use super::super::host::Emitter;
+    use super::{GroupQueue, emit_draw_theta_len};
+    use crate::sampler::cuda::device_sampler_program;
+    use crate::sampler::program::CHAIN_FUNCTION;
+    use backend_cuda::sampler::values;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// The compiled sampler's `emit_draw` records take the numbers path,
+    /// which reads each record as the values path does: the iteration's
+    /// warmup and kept flags (thinning), θ and the statistics; stopped,
+    /// both refuse it alike.
+    #[test]
+    fn emit_draw_records_read_as_their_values() {
+        let (cfg, params) = device_sampler_program(3).unwrap();
+        let program = backend_cuda::sampler::generate(&cfg, CHAIN_FUNCTION, &params).unwrap();
+        let shapes = &program
+            .externals
+            .iter()
+            .find(|e| e.function == "emit_draw")
+            .expect("the sampler records its draws")
+            .args;
+        assert_eq!(emit_draw_theta_len("emit_draw", shapes), Some(3));
+        assert_eq!(emit_draw_theta_len("emit_adaptation", shapes), None);
+        assert_eq!(emit_draw_theta_len("emit_draw", &shapes[..8]), None);
+
+        let (source, name) = ("parameters { real x; } model { x ~ normal(0, 1); }", "one");
+        let (mir, diagnostics) = language::compile_model(source, name);
+        let mir = mir.unwrap_or_else(|| panic!("{diagnostics:?}"));
+        let model = language::interp::Model::new(&mir, &language::data::DataFile::empty()).unwrap();
+        let stop = AtomicBool::new(false);
+        let emitter = Emitter {
+            model: &model,
+            seed: 1,
+            num_warmup: 4,
+            thin: 3,
+            save_warmup: true,
+            stop: &stop,
+        };
+        for iteration in 1..=12 {
+            let it = iteration as f64;
+            let record = [
+                it,
+                0.5 * it,
+                -1.25,
+                2.0,
+                -3.5,
+                0.7,
+                0.125,
+                3.0,
+                7.0,
+                f64::from(iteration % 2),
+                -it,
+            ];
+            let by_numbers = emitter.read_draw_numbers(&record, 3).unwrap();
+            let by_values = emitter.read_draw(values(shapes, &record)).unwrap();
+            assert_eq!(by_numbers.iteration, by_values.iteration);
+            assert_eq!(by_numbers.theta, by_values.theta);
+            assert_eq!(by_numbers.warmup, by_values.warmup, "iteration {iteration}");
+            assert_eq!(by_numbers.kept, by_values.kept, "iteration {iteration}");
+            assert_eq!(by_numbers.stats, by_values.stats);
+        }
+        assert!(
+            emitter.read_draw_numbers(&[1.0; 10], 3).is_err(),
+            "a number short"
+        );
+        stop.store(true, Ordering::Relaxed);
+        let record = [1.0; 11];
+        let by_numbers = emitter.read_draw_numbers(&record, 3).err().unwrap();
+        let by_values = emitter.read_draw(values(shapes, &record)).err().unwrap();
+        assert_eq!(by_numbers.message, by_values.message);
+    }
 
     /// Workers taking groups at once get every chain exactly once, in
     /// groups of the size asked for (the last one shorter), in order.
