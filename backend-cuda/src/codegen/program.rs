@@ -938,12 +938,22 @@ impl Gemm {
     const int i0 = blockIdx.y * {rb};
     double acc[{rb}];
     for (int r = 0; r < {rb}; ++r) acc[r] = 0.0;
-    #pragma unroll 1
-    for (int k = 0; k < {inner}; ++k) {{
-        const double x = S({x_base} + k);
-        for (int r = 0; r < {rb}; ++r) {{
-            const int i = i0 + r;
-            if (i < {rows}) acc[r] = fma(D({a_base} + (long long)i * {rs} + (long long)k * {cs}), x, acc[r]);
+    if (i0 + {rb} <= {rows}) {{
+        // A whole tile: no row tested, so the rows vectorize (g++).
+        #pragma unroll 1
+        for (int k = 0; k < {inner}; ++k) {{
+            const double x = S({x_base} + k);
+            for (int r = 0; r < {rb}; ++r)
+                acc[r] = fma(D({a_base} + (long long)(i0 + r) * {rs} + (long long)k * {cs}), x, acc[r]);
+        }}
+    }} else {{
+        #pragma unroll 1
+        for (int k = 0; k < {inner}; ++k) {{
+            const double x = S({x_base} + k);
+            for (int r = 0; r < {rb}; ++r) {{
+                const int i = i0 + r;
+                if (i < {rows}) acc[r] = fma(D({a_base} + (long long)i * {rs} + (long long)k * {cs}), x, acc[r]);
+            }}
         }}
     }}
     for (int r = 0; r < {rb}; ++r) {{

@@ -8,6 +8,11 @@ use super::super::shape::{Inner, Shape};
 use super::super::typing::{Unsupported, is_check, is_reduction};
 use super::{Dest, Emitter, FailKind, for_each};
 
+/// Rows of a matrix product computed together in the generated loops
+/// ([`Emitter::direct_into`]): independent sums the core (or a SIMD lane
+/// per row) overlaps.
+const MATMUL_ROWS: usize = 8;
+
 impl Emitter<'_> {
     pub(super) fn stmt(&mut self, stmt: &language::mir::Stmt) -> Result<(), Unsupported> {
         match &stmt.kind {
@@ -307,14 +312,41 @@ impl Emitter<'_> {
                 self.readable(a)?;
                 self.readable(b)?;
                 let (i, j, p) = (self.fresh("i"), self.fresh("j"), self.fresh("p"));
+                let (i0, r, x) = (self.fresh("i"), self.fresh("r"), self.fresh("x"));
                 let av = self.elem(a, &format!("({p} * {m} + {i})"))?;
                 let bv = self.elem(b, &format!("({j} * {k} + {p})"))?;
                 let to = self.dest_elem(dest, &format!("({j} * {m} + {i})"))?;
                 // The interpreter's matmul sums over p in order from 0,
-                // one fused multiply-add per term.
+                // one fused multiply-add per term — for MATMUL_ROWS rows at
+                // once (one row at a time, each sum a dependent chain of k
+                // additions, left the core waiting), b's element read once
+                // per block of rows: the same sums. Whole blocks of rows,
+                // then the last rows as one block of their own: the bounds
+                // are constants, so no row needs a test (a tested row kept
+                // g++ from vectorizing the block).
+                let block = |first: usize, end: usize, rows: usize| {
+                    let row = |body: &str| {
+                        format!(
+                            "for (int {r} = 0; {r} < {rows}; ++{r}) {{ const int {i} = {i0} + {r}; {body} }}"
+                        )
+                    };
+                    format!(
+                        "#pragma unroll 1\nfor (int {i0} = {first}; {i0} < {end}; {i0} += {rows}) {{\n    double acc[{rows}];\n    for (int {r} = 0; {r} < {rows}; ++{r}) acc[{r}] = 0.0;\n    #pragma unroll 1\n    for (int {p} = 0; {p} < {k}; ++{p}) {{\n        const double {x} = {bv};\n        {}\n    }}\n    {}\n}}",
+                        row(&format!("acc[{r}] = fma({av}, {x}, acc[{r}]);")),
+                        row(&format!("{to} {op} acc[{r}];")),
+                    )
+                };
+                let whole = m / MATMUL_ROWS * MATMUL_ROWS;
+                let mut blocks = Vec::new();
+                if whole > 0 {
+                    blocks.push(block(0, whole, MATMUL_ROWS));
+                }
+                if whole < m {
+                    blocks.push(block(whole, m, m - whole));
+                }
                 self.lines.push(format!(
-                    "#pragma unroll 1\nfor (int {j} = 0; {j} < {n}; ++{j})\n#pragma unroll 1\nfor (int {i} = 0; {i} < {m}; ++{i}) {{ double acc = 0.0;\n{}\n{to} {op} acc; }}",
-                    for_each(&p, k, &format!("acc = fma({av}, {bv}, acc);"))
+                    "#pragma unroll 1\nfor (int {j} = 0; {j} < {n}; ++{j}) {{\n{}\n}}",
+                    blocks.join("\n")
                 ));
                 Ok(true)
             }
