@@ -816,7 +816,8 @@ fn save_warmup_and_thin_shape_the_groups() {
 
 /// `--backend native` (sampler and gradient compiled with g++) writes the
 /// CPU backend's draws and statistics bit for bit, generated quantities
-/// included; its threads change nothing.
+/// included, and reports as many gradient evaluations; its threads change
+/// nothing.
 #[test]
 fn native_backend_writes_the_cpu_backends_draws() {
     let dir = tempfile::tempdir().unwrap();
@@ -843,15 +844,28 @@ fn native_backend_writes_the_cpu_backends_draws() {
         ]
         .concat();
         let out = bat(&args);
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out.stderr));
-        read_draws(&output).unwrap()
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{name}: {stderr}");
+        // The same trajectories: as many gradient evaluations.
+        let evaluations: u64 = stderr
+            .lines()
+            .find_map(|l| {
+                l.split_once(" gradient evaluations in ")?
+                    .0
+                    .trim()
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("{name}: no gradient evaluations reported: {stderr}"));
+        (read_draws(&output).unwrap(), evaluations)
     };
-    let cpu = run("cpu.h5", &[]);
+    let (cpu, cpu_evaluations) = run("cpu.h5", &[]);
     for threads in ["1", "2"] {
-        let native = run(
+        let (native, evaluations) = run(
             &format!("native{threads}.h5"),
             &["--backend", "native", "--threads", threads],
         );
+        assert_eq!(evaluations, cpu_evaluations, "{threads} threads");
         let stats = |f: &bat::output::DrawFile| f.sample_stats.clone().unwrap();
         for (a_group, b_group) in [
             (&cpu.posterior, &native.posterior),

@@ -115,8 +115,7 @@ impl<'a> GroupQueue<'a> {
     }
 }
 
-/// One worker: groups of chains, one lane each, until the queue is empty;
-/// then its gradient totals in one message.
+/// One worker: groups of chains, one lane each, until the queue is empty.
 fn run_groups<'a>(
     sampler: &mut NativeSampler,
     job: &ChainJob<'a>,
@@ -132,7 +131,6 @@ fn run_groups<'a>(
         pending: Vec::new(),
         kept: Vec::new(),
     };
-    let mut totals = BatchTotals::default();
     while let Some(chains) = groups.take() {
         if chains.len() != sampler.lanes() {
             *sampler = sampler.sibling(chains.len());
@@ -149,7 +147,9 @@ fn run_groups<'a>(
         // Each block of the compiled gradient runs exactly the lanes
         // waiting at it.
         let blocks = sampler.gradient().block_lanes - blocks_before;
-        totals.add(BatchTotals {
+        // Before the group's chains finish: the collector stops reading
+        // once every chain has finished.
+        let _ = events.send(Event::Batches(BatchTotals {
             calls: sampler.gradient_calls,
             lanes: sampler.gradient_lanes,
             slots: sampler.gradient_slots,
@@ -157,10 +157,9 @@ fn run_groups<'a>(
                 slots: blocks,
                 useful: blocks,
             },
-        });
+        }));
         finish_chains(&outcome, chains, events);
     }
-    let _ = events.send(Event::Batches(totals));
 }
 
 /// Transformed parameters and generated quantities as a batched program
