@@ -67,8 +67,8 @@ pub enum CollectError {
     Value(String, String),
 }
 
-/// Receives events until every chain has finished (or every executor
-/// thread is gone), writing kept draws to `output.path`.
+/// Receives events until the executor is done (every sender of `events`
+/// is gone), writing kept draws to `output.path`.
 pub fn collect(
     events: Receiver<Event>,
     output: &OutputSpec<'_>,
@@ -122,7 +122,13 @@ pub fn collect(
                     Err(RecvTimeoutError::Disconnected) => break,
                 }
             }
-            None => break,
+            // Every chain has finished: what the executor still sends (its
+            // gradient totals may come after its chains' ends) counts too,
+            // until it is done and its senders are gone.
+            None => match events.recv() {
+                Ok(event) => event,
+                Err(_) => break,
+            },
         };
         match event {
             Event::Many(many) => pending = many.into_iter(),
@@ -343,5 +349,57 @@ pub(super) fn innermost(value: &Value) -> &Value {
     match value {
         Value::Array(items) => items.first().map_or(value, innermost),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{BatchTotals, ChainTotals, Event, Settings};
+    use super::{OutputSpec, collect};
+    use crate::output::RunMetadata;
+
+    struct Quiet;
+    impl super::Progress for Quiet {
+        fn update(&mut self, _: &super::ProgressState) {}
+    }
+
+    /// An executor's totals sent after its last chain finished still count
+    /// (a native run once reported none of its gradient evaluations so).
+    #[test]
+    fn totals_after_the_last_chain_finished_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.h5");
+        let settings = Settings::stan_defaults(1, 1, 1);
+        let spec = OutputSpec {
+            path: &path,
+            meta: RunMetadata {
+                model_name: "m".into(),
+                model_source: String::new(),
+                data_path: None,
+                seed: 1,
+                settings_json: "{}".into(),
+            },
+            n_chains: 2,
+            dim: 1,
+            settings: &settings,
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        for chain in 0..2 {
+            let result = Ok(ChainTotals {
+                gradient_evaluations: 3,
+            });
+            tx.send(Event::Finished { chain, result }).unwrap();
+        }
+        let totals = BatchTotals {
+            calls: 6,
+            lanes: 6,
+            slots: 6,
+            ..BatchTotals::default()
+        };
+        tx.send(Event::Batches(totals)).unwrap();
+        drop(tx);
+        let report = collect(rx, &spec, &mut Quiet).unwrap();
+        assert_eq!(report.batches, totals);
+        assert_eq!(report.gradient_evaluations, 6);
     }
 }

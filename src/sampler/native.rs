@@ -147,8 +147,6 @@ fn run_groups<'a>(
         // Each block of the compiled gradient runs exactly the lanes
         // waiting at it.
         let blocks = sampler.gradient().block_lanes - blocks_before;
-        // Before the group's chains finish: the collector stops reading
-        // once every chain has finished.
         let _ = events.send(Event::Batches(BatchTotals {
             calls: sampler.gradient_calls,
             lanes: sampler.gradient_lanes,
