@@ -928,6 +928,46 @@ impl Gemm {
     fn kernel(&self, name: &str) -> String {
         let rb = GEMM_ROWS_PER_THREAD;
         let op = if self.accumulate { "+=" } else { "=" };
+        let Gemm {
+            inner,
+            rows,
+            x_base,
+            a_base,
+            a_row_stride: rs,
+            a_col_stride: cs,
+            out_base,
+            ..
+        } = *self;
+        // The tile's sums; with `tested`, only of the rows below `rows`.
+        // A whole tile runs untested, so g++ vectorizes its rows; a last
+        // tile that is not whole exists only when `rows` is no multiple of
+        // the tile's height.
+        let terms = |tested: bool| {
+            let guard = if tested {
+                format!("if (i < {rows}) ")
+            } else {
+                String::new()
+            };
+            format!(
+                "#pragma unroll 1
+        for (int k = 0; k < {inner}; ++k) {{
+            const double x = S({x_base} + k);
+            for (int r = 0; r < {rb}; ++r) {{
+                const int i = i0 + r;
+                {guard}acc[r] = fma(D({a_base} + (long long)i * {rs} + (long long)k * {cs}), x, acc[r]);
+            }}
+        }}"
+            )
+        };
+        let sums = if rows % rb == 0 {
+            format!("    {{\n        {}\n    }}", terms(false))
+        } else {
+            format!(
+                "    if (i0 + {rb} <= {rows}) {{\n        {}\n    }} else {{\n        {}\n    }}",
+                terms(false),
+                terms(true)
+            )
+        };
         format!(
             "extern \"C\" __global__ void {name}(double* __restrict__ state, const double* __restrict__ data,
     const int* __restrict__ active, int n_active, int n_lanes) {{
@@ -938,37 +978,13 @@ impl Gemm {
     const int i0 = blockIdx.y * {rb};
     double acc[{rb}];
     for (int r = 0; r < {rb}; ++r) acc[r] = 0.0;
-    if (i0 + {rb} <= {rows}) {{
-        // A whole tile: no row tested, so the rows vectorize (g++).
-        #pragma unroll 1
-        for (int k = 0; k < {inner}; ++k) {{
-            const double x = S({x_base} + k);
-            for (int r = 0; r < {rb}; ++r)
-                acc[r] = fma(D({a_base} + (long long)(i0 + r) * {rs} + (long long)k * {cs}), x, acc[r]);
-        }}
-    }} else {{
-        #pragma unroll 1
-        for (int k = 0; k < {inner}; ++k) {{
-            const double x = S({x_base} + k);
-            for (int r = 0; r < {rb}; ++r) {{
-                const int i = i0 + r;
-                if (i < {rows}) acc[r] = fma(D({a_base} + (long long)i * {rs} + (long long)k * {cs}), x, acc[r]);
-            }}
-        }}
-    }}
+{sums}
     for (int r = 0; r < {rb}; ++r) {{
         const int i = i0 + r;
         if (i < {rows}) S({out_base} + i) {op} acc[r];
     }}
 }}
-",
-            inner = self.inner,
-            rows = self.rows,
-            x_base = self.x_base,
-            a_base = self.a_base,
-            rs = self.a_row_stride,
-            cs = self.a_col_stride,
-            out_base = self.out_base,
+"
         )
     }
 }
