@@ -34,11 +34,17 @@ fn keep_freed_memory() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
         return;
     }
+    set_option(MI_OPTION_PURGE_DELAY, -1);
+}
+
+/// mimalloc 3's option `option` set to `value`; nothing with another
+/// major version (whose option enum may number them otherwise).
+fn set_option(option: std::ffi::c_int, value: std::ffi::c_long) {
     // SAFETY: plain mimalloc API calls with an option index checked
     // against the library's major version.
     unsafe {
         if (30000..40000).contains(&mi_version()) {
-            mi_option_set(MI_OPTION_PURGE_DELAY, -1);
+            mi_option_set(option, value);
         }
     }
 }
@@ -77,12 +83,7 @@ fn without_huge_pages() {
             prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
         }
     }
-    // SAFETY: as in `keep_freed_memory`.
-    unsafe {
-        if (30000..40000).contains(&mi_version()) {
-            mi_option_set(MI_OPTION_ALLOW_THP, 0);
-        }
-    }
+    set_option(MI_OPTION_ALLOW_THP, 0);
 }
 
 /// The allocator settings of a process that samples: freed memory kept,

@@ -33,8 +33,7 @@ pub fn sort(values: &[f64]) -> Sorted {
         keyed.sort_unstable();
         keyed.into_iter().unzip()
     } else {
-        let (keys, index) = radix(keys, true);
-        (keys, index.into_iter().map(|i| i as usize).collect())
+        radix_order(keys)
     };
     Sorted {
         sorted: keys.into_iter().map(from_total_order_key).collect(),
@@ -76,7 +75,6 @@ fn from_total_order_key(key: u64) -> f64 {
 }
 
 /// `keys` sorted and their stable sorting permutation (fewer than 2³² keys).
-#[cfg(test)]
 fn radix_order(keys: Vec<u64>) -> (Vec<u64>, Vec<usize>) {
     let (keys, index) = radix(keys, true);
     (keys, index.into_iter().map(|i| i as usize).collect())
