@@ -77,6 +77,21 @@ pub(super) fn chain_start<'a>(
     events: Sender<Event>,
     stop: &'a AtomicBool,
 ) -> (ChainHost<'a>, Vec<Value>, Rng) {
+    let host = ChainHost {
+        emitter: emitter(job, stop),
+        grad: job.grad,
+        chain,
+        events,
+        last_error: None,
+        gradient_evaluations: 0,
+    };
+    let rng = Rng::new(job.settings.seed, chain as u32, 0);
+    (host, chain_args(job), rng)
+}
+
+/// The arguments of the chain function, the same for every chain (each
+/// draws what it must from its own stream).
+pub(super) fn chain_args(job: &ChainJob<'_>) -> Vec<Value> {
     let settings = job.settings;
     let n = job.model.num_unconstrained();
     // The sampler program draws the NaN coordinates of `init` uniformly
@@ -89,15 +104,7 @@ pub(super) fn chain_start<'a>(
         }
         Init::Values(values) => (values.clone(), 0.0, 1),
     };
-    let host = ChainHost {
-        emitter: emitter(job, stop),
-        grad: job.grad,
-        chain,
-        events,
-        last_error: None,
-        gradient_evaluations: 0,
-    };
-    let args = vec![
+    vec![
         Value::Vector(init),
         Value::Real(radius),
         Value::Int(tries),
@@ -105,9 +112,7 @@ pub(super) fn chain_start<'a>(
         Value::Int(settings.num_samples as i64),
         Value::Int(settings.max_depth as i64),
         Value::Real(settings.adapt_delta),
-    ];
-    let rng = Rng::new(settings.seed, chain as u32, 0);
-    (host, args, rng)
+    ]
 }
 
 /// What answers every chain's `emit_draw` and `emit_adaptation` in `job`.

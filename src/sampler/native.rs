@@ -22,7 +22,7 @@ use language::interp::{Rng, RuntimeError};
 use language::value::Value;
 
 use super::cuda::{device_sampler_program, finish_chains, gradient_cfg};
-use super::executor::chain_start;
+use super::executor::chain_args;
 use super::host::{DrawCall, Emitter};
 use super::program::CHAIN_FUNCTION;
 use super::{BatchTotals, ChainJob, Event, SamplerExecutor};
@@ -123,6 +123,7 @@ fn run_groups<'a>(
     events: &'a Sender<Event>,
     stop: &'a AtomicBool,
 ) {
+    let args = chain_args(job);
     let mut hosts = Records {
         emitter: super::executor::emitter(job, stop),
         chains: &[],
@@ -135,15 +136,15 @@ fn run_groups<'a>(
         if chains.len() != sampler.lanes() {
             *sampler = sampler.sibling(chains.len());
         }
-        let mut args = Vec::with_capacity(chains.len());
-        for &chain in chains {
-            let (_, a, _) = chain_start(job, chain, events.clone(), stop);
-            args.push(a);
-        }
         hosts.chains = chains;
         let ids: Vec<u32> = chains.iter().map(|&c| c as u32).collect();
         let blocks_before = sampler.gradient().block_lanes;
-        let outcome = sampler.run(&args, &ids, job.settings.seed, &mut hosts);
+        let outcome = sampler.run(
+            &vec![args.clone(); chains.len()],
+            &ids,
+            job.settings.seed,
+            &mut hosts,
+        );
         // Each block of the compiled gradient runs exactly the lanes
         // waiting at it.
         let blocks = sampler.gradient().block_lanes - blocks_before;
