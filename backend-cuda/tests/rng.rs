@@ -1,6 +1,7 @@
 //! The device's Philox-4x32-10 streams (`codegen::rng`) against the CPU's
 //! (`language::interp::Rng`): through the CUDA-on-CPU shim every uniform
-//! and normal draw of every chain's stream equals the CPU's bit for bit,
+//! and normal draw (the ziggurat's fast path, wedges and tail) of every
+//! chain's stream equals the CPU's bit for bit,
 //! also after the stream is stored to lane state and loaded back; the same
 //! source compiles with NVRTC for every checked target.
 
@@ -43,10 +44,13 @@ fn device_streams_equal_the_cpu_streams_bit_for_bit() {
     // A seed and draw number with high bits set (both key words and both
     // counter halves), and a stream long enough to use many blocks; odd
     // draw counts leave words in the buffer at the store.
+    let mut tail_draws = 0;
     for (seed, draw, n_draws) in [
         (0xDEAD_BEEF_1234_5678u64, 0x1_0000_0003u64, 37usize),
         (20240601, 0, 8),
         (u64::MAX, u64::MAX, 5),
+        // 28,000 normals: ~420 wedge draws and ~7 from the tail
+        (7, 1, 400),
     ] {
         let n_chains = 70usize;
         let mut out = vec![f64::NAN; 2 * n_draws * n_chains];
@@ -70,6 +74,7 @@ fn device_streams_equal_the_cpu_streams_bit_for_bit() {
             let mut rng = Rng::new(seed, chain as u32, draw);
             for i in 0..n_draws {
                 let (u, z) = (rng.uniform(), rng.std_normal());
+                tail_draws += usize::from(z.abs() > language::interp::ziggurat::R);
                 let (du, dz) = (
                     out[2 * i * n_chains + chain],
                     out[(2 * i + 1) * n_chains + chain],
@@ -87,6 +92,8 @@ fn device_streams_equal_the_cpu_streams_bit_for_bit() {
             }
         }
     }
+    // the ziggurat's every path was compared, its tail (1 in 3,900) too
+    assert!(tail_draws > 0);
 }
 
 #[test]

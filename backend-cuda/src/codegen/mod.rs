@@ -64,7 +64,7 @@ pub fn prelude() -> String {
         "{}{}{}{}{}",
         scalar::prelude(),
         linalg::LINALG_SOURCE,
-        rng::RNG_SOURCE,
+        rng::rng_source(),
         ode::ODE_SOURCE,
         ode_bdf::BDF_SOURCE
     )

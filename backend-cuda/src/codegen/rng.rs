@@ -2,11 +2,13 @@
 //! CPU's stream layout (`language::interp::Rng`): a stream is keyed by the
 //! seed, its counter is (block, draw low, draw high, chain), each block
 //! gives four 32-bit words used in order; `uniform` takes 53 bits from two
-//! words, `std_normal` is Box–Muller from two uniforms. Uniform draws are
-//! the CPU's bit for bit (integer arithmetic and exact conversions);
-//! normal draws use the device's `log`, `sqrt` and `cos`, so they equal
-//! the CPU's where those do (through the CUDA-on-CPU shim: the same libm)
-//! and within a few ulps on a GPU.
+//! words, `std_normal` is the ziggurat over 64-bit words with the CPU's
+//! tables (`language::interp::ziggurat`). Uniform draws and the ziggurat's
+//! fast path (98.5% of normals) are the CPU's bit for bit (integer
+//! arithmetic, exact conversions, one product); its wedges and tail use the
+//! device's `exp` and `log`, so they equal the CPU's where those do
+//! (through the CUDA-on-CPU shim: the same libm) and within a few ulps on a
+//! GPU.
 //!
 //! A stream lives in [`RNG_SLOTS`] consecutive state slots of a lane
 //! (`bat_rng_load` / `bat_rng_store`), as doubles holding 32-bit words.
@@ -15,7 +17,15 @@
 pub const RNG_SLOTS: usize = 11;
 
 /// CUDA C of the streams (part of the prelude).
-pub const RNG_SOURCE: &str = r#"// ---- Philox-4x32-10 streams (language::interp::Rng)
+pub fn rng_source() -> String {
+    format!(
+        "{STREAM_SOURCE}{}{DRAW_SOURCE}",
+        language::interp::ziggurat::Ziggurat::get().c_source()
+    )
+}
+
+/// CUDA C of a stream's words and uniforms.
+const STREAM_SOURCE: &str = r#"// ---- Philox-4x32-10 streams (language::interp::Rng)
 struct BatRng {
     unsigned int key0, key1, chain, draw_lo, draw_hi, block;
     unsigned int buffer[4];
@@ -74,12 +84,11 @@ __device__ __forceinline__ double bat_rng_uniform(BatRng* r) {
     const unsigned long long lo = (unsigned long long)(bat_rng_next_u32(r) >> 6);
     return ((double)((hi << 26) | lo) + 0.5) / 9007199254740992.0;
 }
-__device__ inline double bat_rng_std_normal(BatRng* r) {
-    const double u1 = bat_rng_uniform(r);
-    const double u2 = bat_rng_uniform(r);
-    return sqrt(-2.0 * log(u1)) * cos(2.0 * 3.141592653589793 * u2);
-}
-// One draw from the stream kept at `base` of the lane state (loaded and
+"#;
+
+/// CUDA C of one draw from a stream kept in lane state (after the
+/// ziggurat's normals).
+const DRAW_SOURCE: &str = r#"// One draw from the stream kept at `base` of the lane state (loaded and
 // stored around it): uniform on (lo, hi) and normal(mu, sigma), as the
 // interpreter computes them from the stream's numbers.
 __device__ inline BatRng bat_rng_load(const double* state, long long base, int lane, int n_lanes);

@@ -33,6 +33,7 @@ pub use prims::passes_check;
 pub use print::value as print_value;
 mod rng;
 mod values;
+pub mod ziggurat;
 
 pub use error::{ErrorKind, RuntimeError};
 pub use exec::{IntHasher, MAX_CALL_DEPTH, nested_call};

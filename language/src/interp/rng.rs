@@ -6,6 +6,7 @@
 
 use super::error::{Result, RuntimeError};
 use super::values::{flat, is_scalar, real};
+use super::ziggurat::Ziggurat;
 use crate::mir::Prim;
 use crate::value::Value;
 use bat_math::scalar as m;
@@ -80,9 +81,15 @@ impl Rng {
         ((hi << 26 | lo) as f64 + 0.5) / (1u64 << 53) as f64
     }
 
+    /// 64 random bits: the next two words, the first the high half.
+    pub fn next_u64(&mut self) -> u64 {
+        let hi = u64::from(self.next_u32());
+        hi << 32 | u64::from(self.next_u32())
+    }
+
+    /// A standard normal draw by the ziggurat (`super::ziggurat`).
     pub fn std_normal(&mut self) -> f64 {
-        let (u1, u2) = (self.uniform(), self.uniform());
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        Ziggurat::get().draw(self)
     }
 
     /// Gamma(shape α, rate 1) by Marsaglia and Tsang.
