@@ -324,9 +324,17 @@ proptest! {
         let xs = (a + 1.0) / (a + b + 2.0);
         let (lo, hi) = (inc_beta_grad(a, b, xs - eps), inc_beta_grad(a, b, xs + eps));
         let tol = |v: f64| 1e-6 * v.abs().max(1e-8);
-        // The value moves by the density times the step, nothing more.
+        // The value moves by the density times the step, nothing more than
+        // each side's rounding: against scipy's betainc at 6,000 such switch
+        // points (a, b in (0.1, 500)) inc_beta's relative error was 2.6e-15
+        // at the median, 1.9e-14 at the 99th percentile and 9.1e-14 at most
+        // (a = 434, b = 0.27: the continued fraction's rounding over its many
+        // terms near the switch), so the two sides may differ by 2e-13 of the
+        // value; a switch between unequal methods jumps by far more. (The
+        // bound was 1e-13 and failed at a = 378.5, b = 2.70, an error of
+        // 9e-14 relative on one side; the case is in the regressions file.)
         let jump = inc_beta(a, b, xs + eps) - inc_beta(a, b, xs - eps);
-        prop_assert!((jump - 2.0 * eps * lo.2).abs() <= 1e-13 * inc_beta(a, b, xs).max(1e-3), "jump {}", jump);
+        prop_assert!((jump - 2.0 * eps * lo.2).abs() <= 2e-13 * inc_beta(a, b, xs).max(1e-3), "jump {}", jump);
         prop_assert!((lo.0 - hi.0).abs() <= tol(lo.0), "d/da {} vs {}", lo.0, hi.0);
         prop_assert!((lo.1 - hi.1).abs() <= tol(lo.1), "d/db {} vs {}", lo.1, hi.1);
         let xg = a + 1.0;
