@@ -9,7 +9,7 @@
 use backend_cpu::exec::Batching;
 use bat::sampler::native::NativeExecutor;
 use bat::sampler::{
-    BatchedExecutor, ChainJob, Event, InterpreterExecutor, SamplerExecutor, Settings,
+    BatchedExecutor, ChainJob, DrawValues, Event, InterpreterExecutor, SamplerExecutor, Settings,
 };
 use language::ad::GradProgram;
 use language::data::DataFile;
@@ -84,7 +84,9 @@ fn messages(
     rx.into_iter().collect()
 }
 
-/// Every event of every chain, in order, debug-printed (NaN-safe equality).
+/// Every event of every chain, in order, debug-printed (NaN-safe equality),
+/// draws as the file stores them (the native executor gives them so, the
+/// others by name).
 fn events(
     executor: &dyn SamplerExecutor,
     model: &Model,
@@ -104,6 +106,15 @@ fn events(
             // Executor statistics, not a chain's.
             Event::Batches(_) => continue,
             Event::Many(_) => unreachable!("flattened"),
+        };
+        let event = match event {
+            Event::Iteration { chain, mut record } => {
+                record.values = (record.values.map(DrawValues::into_stored))
+                    .transpose()
+                    .unwrap_or_else(|e| panic!("chain {chain}: {e}"));
+                Event::Iteration { chain, record }
+            }
+            other => other,
         };
         out.entry(chain).or_default().push(format!("{event:?}"));
     }
@@ -542,6 +553,9 @@ fn sixty_four_batched_chains_recover_the_reference_posterior() {
                 let Some(values) = record.values else {
                     assert!(record.warmup, "a sampling iteration without values");
                     continue;
+                };
+                let DrawValues::Named(values) = values else {
+                    panic!("the batched executors' draws by name")
                 };
                 for (name, value) in values {
                     let mut flat = Vec::new();

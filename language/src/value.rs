@@ -53,6 +53,53 @@ impl Value {
         }
     }
 
+    /// How a draws file stores this value: its dimensions (arrays' first,
+    /// then a vector's length or a matrix's rows and columns; complex
+    /// numbers add a trailing 2 for re, im) and whether its scalars are
+    /// ints. An empty array ends the dimensions (its elements' shape is
+    /// unknown) and counts as real. `None` for a tuple or an array of
+    /// tuples: a file stores their components.
+    pub fn stored_dims(&self) -> Option<(Vec<usize>, bool)> {
+        let mut dims = Vec::new();
+        let mut inner = self;
+        while let Value::Array(items) = inner {
+            dims.push(items.len());
+            match items.first() {
+                Some(first) => inner = first,
+                None => return Some((dims, false)),
+            }
+        }
+        match inner {
+            Value::Int(_) | Value::Real(_) => {}
+            Value::Complex(..) => dims.push(2),
+            Value::Vector(v) | Value::RowVector(v) => dims.push(v.len()),
+            Value::Matrix { rows, cols, .. } => dims.extend([*rows, *cols]),
+            Value::ComplexVector(v) | Value::ComplexRowVector(v) => dims.extend([v.len(), 2]),
+            Value::ComplexMatrix { rows, cols, .. } => dims.extend([*rows, *cols, 2]),
+            Value::Tuple(_) | Value::Array(_) => return None,
+        }
+        Some((dims, matches!(inner, Value::Int(_))))
+    }
+
+    /// The elements in the order a draws file stores them: C (row-major)
+    /// order, a matrix row by row although memory holds it column by
+    /// column.
+    pub fn flatten_row_major(&self, out: &mut Vec<f64>) {
+        match self {
+            Value::Array(items) => items.iter().for_each(|v| v.flatten_row_major(out)),
+            Value::Matrix { rows, cols, data } => {
+                out.extend((0..rows * cols).map(|k| data[(k % cols) * rows + k / cols]))
+            }
+            Value::ComplexMatrix { rows, cols, data } => {
+                for k in 0..rows * cols {
+                    let (re, im) = data[(k % cols) * rows + k / cols];
+                    out.extend([re, im]);
+                }
+            }
+            other => other.flatten_reals(out),
+        }
+    }
+
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Value::Int(i) => Some(*i),

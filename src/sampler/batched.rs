@@ -17,7 +17,7 @@ use super::executor::{chain_error, chain_start, emitter};
 use super::gradients::{CpuGradients, GradientBatch};
 use super::host::{ChainHost, DrawCall, Emitter, INTERRUPTED};
 use super::program::{CHAIN_FUNCTION, nuts_program};
-use super::{BatchTotals, ChainJob, ChainTotals, Event, SamplerExecutor};
+use super::{BatchTotals, ChainJob, ChainTotals, DrawValues, Event, SamplerExecutor};
 use backend_cpu::exec::{BatchAnswer, BatchHost, BatchedModel, Batching, ExecConfig, LaneResult};
 use backend_cpu::lanes::{Dense, Lanes, Slot};
 use language::data::DataFile;
@@ -29,7 +29,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
 /// A draw's values by name, in declaration order.
-type DrawValues = Vec<(String, Value)>;
+type NamedValues = Vec<(String, Value)>;
 
 /// Runs all chains as lanes of one batch.
 pub struct BatchedExecutor {
@@ -343,7 +343,7 @@ impl<'m> SamplerHost<'_, 'm> {
                 thetas.push(std::mem::take(&mut call.theta));
             }
         }
-        let mut values: Vec<Option<LaneResult<DrawValues>>> = vec![None; calls.len()];
+        let mut values: Vec<Option<LaneResult<NamedValues>>> = vec![None; calls.len()];
         match &self.emits.draws {
             Some(model) if !kept.is_empty() => match model.generated_quantities(&thetas, &rngs) {
                 Ok(draws) => {
@@ -372,7 +372,7 @@ impl<'m> SamplerHost<'_, 'm> {
             .zip(values)
             .map(|((chain, call), values)| {
                 let call = call?;
-                batch.push(call.event(chain, values.transpose()?));
+                batch.push(call.event(chain, values.transpose()?.map(DrawValues::Named)));
                 Ok(None)
             })
             .collect()

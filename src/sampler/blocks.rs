@@ -18,7 +18,7 @@
 //! (same first draw, same count) go in one write per dataset.
 
 use super::{DrawRecord, SampleStats};
-use crate::output::{Column, DrawWriter, GroupKind, OutputError, SampleStatsBlock};
+use crate::output::{Column, DrawWriter, Dtype, GroupKind, OutputError, SampleStatsBlock, VarSpec};
 use language::value::Value;
 use std::ops::Range;
 
@@ -45,11 +45,28 @@ impl ChainBuffer {
             self.values = vec![Vec::new(); values.len()];
             self.is_int = values
                 .iter()
-                .map(|(_, v)| matches!(super::collect::innermost(v), Value::Int(_)))
+                .map(|(_, v)| matches!(v.stored_dims(), Some((_, true))))
                 .collect();
         }
         for (buffer, (_, value)) in self.values.iter_mut().zip(values) {
-            super::collect::flatten_row_major(value, buffer);
+            value.flatten_row_major(buffer);
+        }
+        self.stats.push(stats);
+        self.len += 1;
+    }
+
+    /// Appends a draw given as stored numbers: the variables of `layout`,
+    /// one after another (`numbers` holds exactly their elements).
+    pub fn push_stored(&mut self, layout: &[VarSpec], numbers: &[f64], stats: SampleStats) {
+        if self.values.is_empty() {
+            self.values = vec![Vec::new(); layout.len()];
+            self.is_int = layout.iter().map(|v| v.dtype == Dtype::I64).collect();
+        }
+        let mut rest = numbers;
+        for (buffer, var) in self.values.iter_mut().zip(layout) {
+            let (these, after) = rest.split_at(var.elements_per_draw());
+            buffer.extend_from_slice(these);
+            rest = after;
         }
         self.stats.push(stats);
         self.len += 1;

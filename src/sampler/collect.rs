@@ -8,7 +8,7 @@
 
 use super::blocks::{self, BLOCK_DRAWS, ChainBuffer};
 use super::flushes::Flushes;
-use super::{ChainError, Event, Settings};
+use super::{ChainError, DrawValues, Event, Settings};
 use crate::output::{DrawWriter, GroupKind, OutputError, RunMetadata, VarSpec, WriterOptions};
 use language::value::Value;
 use std::path::Path;
@@ -146,12 +146,23 @@ pub fn collect(
                 }
                 if let Some(values) = &record.values {
                     if writer.is_none() {
-                        let mut w = create_writer(output, values)?;
+                        let specs = match values {
+                            DrawValues::Named(values) => specs_of(values)?,
+                            DrawValues::Stored { layout, .. } => layout.to_vec(),
+                        };
+                        let mut w = create_writer(output, &specs)?;
                         w.defer_flushes();
                         writer = Some(w);
                     }
                     let buffer = &mut buffers[blocks::phase(&record)][chain];
-                    buffer.push(&without_tuples(values), record.stats);
+                    match values {
+                        DrawValues::Named(values) => {
+                            buffer.push(&without_tuples(values), record.stats)
+                        }
+                        DrawValues::Stored { layout, numbers } => {
+                            buffer.push_stored(layout, numbers, record.stats)
+                        }
+                    }
                     if buffer.len().is_multiple_of(BLOCK_DRAWS) {
                         flushes.block_ready(Instant::now());
                     }
@@ -229,14 +240,33 @@ fn write_ready(
     Ok(written)
 }
 
-fn create_writer(
-    output: &OutputSpec<'_>,
-    values: &[(String, Value)],
-) -> Result<DrawWriter, CollectError> {
-    let specs = without_tuples(values)
+impl DrawValues {
+    /// These values as the draws file stores them: a draw by name taken
+    /// apart as the collector takes it apart.
+    pub fn into_stored(self) -> Result<DrawValues, CollectError> {
+        match self {
+            DrawValues::Named(values) => {
+                let layout: std::sync::Arc<[VarSpec]> = specs_of(&values)?.into();
+                let mut numbers = Vec::new();
+                for (_, value) in without_tuples(&values).iter() {
+                    value.flatten_row_major(&mut numbers);
+                }
+                Ok(DrawValues::Stored { layout, numbers })
+            }
+            stored => Ok(stored),
+        }
+    }
+}
+
+/// The stored variables of a draw given by name.
+fn specs_of(values: &[(String, Value)]) -> Result<Vec<VarSpec>, CollectError> {
+    without_tuples(values)
         .iter()
         .map(|(name, value)| var_spec(name, value))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect()
+}
+
+fn create_writer(output: &OutputSpec<'_>, specs: &[VarSpec]) -> Result<DrawWriter, CollectError> {
     let (warmup, sampling) = output.settings.kept_draws();
     let options = WriterOptions {
         n_chains: output.n_chains,
@@ -246,61 +276,21 @@ fn create_writer(
     Ok(DrawWriter::create_with(
         output.path,
         &output.meta,
-        &specs,
+        specs,
         &options,
     )?)
 }
 
-/// The stored shape of a value: arrays' dimensions first, then a vector's
-/// or matrix's; complex numbers get a trailing axis of 2 (re, im).
+/// The stored shape of a value ([`Value::stored_dims`]).
 fn var_spec(name: &str, value: &Value) -> Result<VarSpec, CollectError> {
-    let mut dims = Vec::new();
-    let mut inner = value;
-    while let Value::Array(items) = inner {
-        dims.push(items.len());
-        match items.first() {
-            Some(first) => inner = first,
-            None => return Ok(VarSpec::real(name, &dims)),
-        }
-    }
-    let is_int = matches!(inner, Value::Int(_));
-    match inner {
-        Value::Int(_) | Value::Real(_) => {}
-        Value::Complex(..) => dims.push(2),
-        Value::Vector(v) | Value::RowVector(v) => dims.push(v.len()),
-        Value::Matrix { rows, cols, .. } => dims.extend([*rows, *cols]),
-        Value::ComplexVector(v) | Value::ComplexRowVector(v) => dims.extend([v.len(), 2]),
-        Value::ComplexMatrix { rows, cols, .. } => dims.extend([*rows, *cols, 2]),
+    match value.stored_dims() {
+        Some((dims, true)) => Ok(VarSpec::int(name, &dims)),
+        Some((dims, false)) => Ok(VarSpec::real(name, &dims)),
         // `without_tuples` split every tuple into its components first.
-        Value::Tuple(_) | Value::Array(_) => {
-            return Err(CollectError::Value(
-                name.to_string(),
-                "internal error: a tuple left unsplit".into(),
-            ));
-        }
-    }
-    Ok(if is_int {
-        VarSpec::int(name, &dims)
-    } else {
-        VarSpec::real(name, &dims)
-    })
-}
-
-/// Elements of `value` in C (row-major) order, as the file stores them;
-/// matrices are column-major in memory.
-pub(super) fn flatten_row_major(value: &Value, out: &mut Vec<f64>) {
-    match value {
-        Value::Array(items) => items.iter().for_each(|v| flatten_row_major(v, out)),
-        Value::Matrix { rows, cols, data } => {
-            out.extend((0..rows * cols).map(|k| data[(k % cols) * rows + k / cols]))
-        }
-        Value::ComplexMatrix { rows, cols, data } => {
-            for k in 0..rows * cols {
-                let (re, im) = data[(k % cols) * rows + k / cols];
-                out.extend([re, im]);
-            }
-        }
-        other => other.flatten_reals(out),
+        None => Err(CollectError::Value(
+            name.to_string(),
+            "internal error: a tuple left unsplit".into(),
+        )),
     }
 }
 
@@ -345,7 +335,7 @@ fn component(value: &Value, k: usize) -> Value {
     }
 }
 
-pub(super) fn innermost(value: &Value) -> &Value {
+fn innermost(value: &Value) -> &Value {
     match value {
         Value::Array(items) => items.first().map_or(value, innermost),
         other => other,

@@ -2,7 +2,7 @@
 //! answered from the model (log density gradient, generated quantities)
 //! and turned into [`Event`]s for the driver.
 
-use super::{DrawRecord, Event, SampleStats};
+use super::{DrawRecord, DrawValues, Event, SampleStats};
 use language::ad::GradProgram;
 use language::interp::{ErrorKind, Host, Model, Rng, RuntimeError};
 use language::value::Value;
@@ -39,9 +39,9 @@ pub struct DrawCall {
 }
 
 impl DrawCall {
-    /// Chain `chain`'s event for this call, with the draw's `values` (by
-    /// name, in declaration order) if it is kept.
-    pub fn event(self, chain: usize, values: Option<Vec<(String, Value)>>) -> Event {
+    /// Chain `chain`'s event for this call, with the draw's `values` if
+    /// it is kept.
+    pub fn event(self, chain: usize, values: Option<DrawValues>) -> Event {
         Event::Iteration {
             chain,
             record: DrawRecord {
@@ -145,7 +145,7 @@ impl Emitter<'_> {
         } else {
             None
         };
-        Ok(call.event(chain, values))
+        Ok(call.event(chain, values.map(DrawValues::Named)))
     }
 
     /// The arguments of an `emit_draw` call (an error once the run is

@@ -39,9 +39,11 @@ pub use batched::BatchedExecutor;
 pub use collect::{CollectError, Progress, ProgressState, RunReport, collect};
 pub use executor::{InterpreterExecutor, SamplerExecutor, run_chain};
 
+use crate::output::VarSpec;
 use language::ad::GradProgram;
 use language::interp::{Model, RuntimeError};
 use language::value::Value;
+use std::sync::Arc;
 
 pub use backend_cpu::lanes::LaneWork;
 
@@ -128,9 +130,25 @@ pub struct DrawRecord {
     pub warmup: bool,
     pub stats: SampleStats,
     /// Parameters, transformed parameters and generated quantities
-    /// (constrained, by name, in declaration order); `None` when the
-    /// iteration is not kept (thinning, warmup not saved).
-    pub values: Option<Vec<(String, Value)>>,
+    /// (constrained, in declaration order); `None` when the iteration is
+    /// not kept (thinning, warmup not saved).
+    pub values: Option<DrawValues>,
+}
+
+/// A kept draw's values.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DrawValues {
+    /// By name, as the interpreter gives them.
+    Named(Vec<(String, Value)>),
+    /// As the draws file stores them: every variable's elements in stored
+    /// order ([`Value::flatten_row_major`]), concatenated in `layout`'s
+    /// order. What the batched generated quantities of `--backend native`
+    /// give: no value built per variable and draw, and nothing for the
+    /// collector to take apart.
+    Stored {
+        layout: Arc<[VarSpec]>,
+        numbers: Vec<f64>,
+    },
 }
 
 /// How a chain failed.

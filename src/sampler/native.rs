@@ -8,9 +8,9 @@
 //! backend's (the same IEEE arithmetic in the same order, the same
 //! counter-based streams).
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
 use backend_cuda::codegen::shape::{Inner, Shape};
@@ -25,7 +25,8 @@ use super::cuda::{device_sampler_program, finish_chains, gradient_cfg};
 use super::executor::chain_args;
 use super::host::{DrawCall, Emitter};
 use super::program::CHAIN_FUNCTION;
-use super::{BatchTotals, ChainJob, Event, SamplerExecutor};
+use super::{BatchTotals, ChainJob, DrawValues, Event, SamplerExecutor};
+use crate::output::VarSpec;
 
 /// The compiled sampler (one executor per worker thread).
 pub struct NativeExecutor {
@@ -301,8 +302,9 @@ impl Records<'_> {
         }
     }
 
-    /// The values of every kept draw pending, in order.
-    fn draw_values(&self) -> Vec<Result<Vec<(String, Value)>, RuntimeError>> {
+    /// The values of every kept draw pending, in order: as stored numbers
+    /// when the batched generated quantities give them, else by name.
+    fn draw_values(&self) -> Vec<Result<DrawValues, RuntimeError>> {
         let mut thetas = Vec::with_capacity(self.kept.len());
         let mut rngs: Vec<Rng> = Vec::with_capacity(self.kept.len());
         for &i in &self.kept {
@@ -312,15 +314,37 @@ impl Records<'_> {
             thetas.push(call.theta.clone());
             rngs.push(self.emitter.draw_rng(self.chains[*lane], call));
         }
+        let batched_failed = |e: backend_cpu::exec::ExecError| {
+            let error = RuntimeError::fatal(format!(
+                "internal error: the batched generated quantities: {e}"
+            ));
+            vec![Err(error); thetas.len()]
+        };
         match &self.draws {
-            Some(model) if !thetas.is_empty() => match model.generated_quantities(&thetas, &rngs) {
-                Ok(draws) => draws.into_iter().map(|d| d.map(|d| d.values)).collect(),
-                Err(e) => {
-                    let error = RuntimeError::fatal(format!(
-                        "internal error: the batched generated quantities: {e}"
-                    ));
-                    vec![Err(error); thetas.len()]
+            Some(model) if !thetas.is_empty() => match model.stored_draws(&thetas, &rngs) {
+                Ok(Some(stored)) => {
+                    let layout: Arc<[VarSpec]> = (stored.vars.iter())
+                        .map(|v| match v.is_int {
+                            true => VarSpec::int(&v.name, &v.dims),
+                            false => VarSpec::real(&v.name, &v.dims),
+                        })
+                        .collect();
+                    (stored.lanes.into_iter())
+                        .map(|numbers| {
+                            numbers.map(|numbers| DrawValues::Stored {
+                                layout: layout.clone(),
+                                numbers,
+                            })
+                        })
+                        .collect()
                 }
+                Ok(None) => match model.generated_quantities(&thetas, &rngs) {
+                    Ok(draws) => (draws.into_iter())
+                        .map(|d| d.map(|d| DrawValues::Named(d.values)))
+                        .collect(),
+                    Err(e) => batched_failed(e),
+                },
+                Err(e) => batched_failed(e),
             },
             _ => thetas
                 .iter()
@@ -329,7 +353,7 @@ impl Records<'_> {
                     self.emitter
                         .model
                         .generated_quantities(theta, rng)
-                        .map(|d| d.values)
+                        .map(|d| DrawValues::Named(d.values))
                 })
                 .collect(),
         }

@@ -239,7 +239,10 @@ pub(crate) fn run_one(
             && !record.warmup
         {
             let mut flat = Vec::new();
-            for (_, v) in record.values.unwrap() {
+            let Some(DrawValues::Named(values)) = record.values else {
+                panic!("the interpreter's draws by name")
+            };
+            for (_, v) in values {
                 v.flatten_reals(&mut flat);
             }
             draws.push(flat);

@@ -52,7 +52,9 @@ mod schedule;
 mod split;
 
 pub use host::{BatchAnswer, BatchHost, NoHost};
-pub use model::{BatchedModel, GradientColumns, LaneResult, LogDensityGradient};
+pub use model::{
+    BatchedModel, GradientColumns, LaneResult, LogDensityGradient, StoredDraws, StoredVar,
+};
 pub use schedule::{
     BlockChoice, EarliestFirst, FurthestFromBarrier, MostWaiting, UpstreamFirst, Waiting,
 };

@@ -10,13 +10,31 @@ use language::batch::cfg::{FunctionKind, Program};
 use language::batch::pc;
 use language::batch::pc::liveness::{self, CallEdges};
 use language::interp::{Draw, Model, Rng, RuntimeError};
-use language::mir::{FunId, Origin, StmtKind};
+use language::mir::{FunId, Origin, StmtKind, VarId};
 use language::value::Value;
 use std::sync::Arc;
 
 /// One lane's outcome: its value, or the runtime error that stopped it
 /// (exactly the scalar interpreter's).
 pub type LaneResult<T> = std::result::Result<T, RuntimeError>;
+
+/// One variable of a draw as a draws file stores it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredVar {
+    pub name: String,
+    /// [`Value::stored_dims`]'s dimensions.
+    pub dims: Vec<usize>,
+    pub is_int: bool,
+}
+
+/// Kept draws as a draws file stores them ([`BatchedModel::stored_draws`]).
+#[derive(Debug)]
+pub struct StoredDraws {
+    pub vars: Vec<StoredVar>,
+    /// Per lane: every variable's elements in stored order
+    /// ([`Value::flatten_row_major`]), one variable after another.
+    pub lanes: Vec<LaneResult<Vec<f64>>>,
+}
 
 /// A lane's log density and its gradient.
 pub type LogDensityGradient = (f64, Vec<f64>);
@@ -312,6 +330,40 @@ impl BatchedModel {
         thetas: &[Vec<f64>],
         rngs: &[Rng],
     ) -> Result<Vec<LaneResult<Draw>>> {
+        self.run_draws(thetas, rngs, |st, z| {
+            (0..z).map(|l| self.draw(st, l)).collect()
+        })
+    }
+
+    /// [`BatchedModel::generated_quantities`] as the numbers a draws file
+    /// stores, read straight from the lanes' columns (no value built per
+    /// variable and draw). `None` when some variable's stored layout does
+    /// not follow from its columns (a tuple, values held per lane, an empty
+    /// array): the caller then takes the draws by name.
+    pub fn stored_draws(&self, thetas: &[Vec<f64>], rngs: &[Rng]) -> Result<Option<StoredDraws>> {
+        // One item per sub-batch.
+        let parts = self.run_draws(thetas, rngs, |st, z| vec![self.stored(st, z)])?;
+        let mut all: Option<StoredDraws> = None;
+        for part in parts {
+            let Some(part) = part else { return Ok(None) };
+            match &mut all {
+                None => all = Some(part),
+                Some(all) if all.vars == part.vars => all.lanes.extend(part.lanes),
+                Some(_) => return Ok(None),
+            }
+        }
+        Ok(all)
+    }
+
+    /// Run the draws' entries (constraining, transformed parameters,
+    /// generated quantities) on sub-batches of lanes; `read(state, z)` takes
+    /// what a sub-batch of `z` lanes gives.
+    fn run_draws<T: Send>(
+        &self,
+        thetas: &[Vec<f64>],
+        rngs: &[Rng],
+        read: impl Fn(&State, usize) -> Vec<T> + Sync,
+    ) -> Result<Vec<T>> {
         let tp = self.entry(language::batch::TRANSFORMED_PARAMETERS_ENTRY)?;
         let gq = self.entry(language::batch::GENERATED_QUANTITIES_ENTRY)?;
         if rngs.len() != thetas.len() {
@@ -339,7 +391,7 @@ impl BatchedModel {
                     let running = st.running(&Lanes::all(z));
                     self.invoke(entry, &mut st, &running, &mut NoHost)?;
                 }
-                return Ok((0..z).map(|l| self.draw(&st, l)).collect());
+                return Ok(read(&st, z));
             }
             let mut constrained: Vec<Option<Vec<(String, Value)>>> = Vec::with_capacity(z);
             for (l, theta) in thetas[range].iter().enumerate() {
@@ -368,7 +420,7 @@ impl BatchedModel {
                 let running = st.running(&Lanes::all(z));
                 self.invoke(entry, &mut st, &running, &mut NoHost)?;
             }
-            Ok((0..z).map(|l| self.draw(&st, l)).collect())
+            Ok(read(&st, z))
         })
     }
 
@@ -572,19 +624,30 @@ impl BatchedModel {
         if let LaneStatus::Failed(e) = &st.status[l] {
             return Err((**e).clone());
         }
-        let get = |var: language::mir::VarId| -> LaneResult<Value> {
-            match &st.vars[var.0 as usize] {
-                Some(slot) => Ok(slot.lane_value(l)),
-                None => Err(RuntimeError::fatal(format!(
-                    "variable `{}` used before it has a value",
-                    st.name(var)
-                ))),
-            }
-        };
         let mut values = Vec::new();
-        for p in self.model.params() {
-            values.push((p.name.clone(), get(p.var)?));
+        for (name, var) in self.output_vars() {
+            match &st.vars[var.0 as usize] {
+                Some(slot) => values.push((name.to_string(), slot.lane_value(l))),
+                None => {
+                    return Err(RuntimeError::fatal(format!(
+                        "variable `{}` used before it has a value",
+                        st.name(var)
+                    )));
+                }
+            }
         }
+        Ok(Draw {
+            values,
+            output: st.lane_output(l).to_vec(),
+        })
+    }
+
+    /// The variables of a draw, in declaration order: parameters,
+    /// transformed parameters, generated quantities.
+    fn output_vars(&self) -> Vec<(&str, VarId)> {
+        let mut vars: Vec<(&str, VarId)> = (self.model.params().iter())
+            .map(|p| (p.name.as_str(), p.var))
+            .collect();
         let program = self.model.program();
         for stmts in [
             &program.transformed_parameters,
@@ -597,15 +660,61 @@ impl BatchedModel {
                         info.origin,
                         Origin::TransformedParameter | Origin::GeneratedQuantity
                     ) {
-                        values.push((info.name.clone(), get(*var)?));
+                        vars.push((info.name.as_str(), *var));
                     }
                 }
             }
         }
-        Ok(Draw {
-            values,
-            output: st.lane_output(l).to_vec(),
-        })
+        vars
+    }
+
+    /// The `z` lanes' draws as stored numbers, or `None` when some
+    /// variable's layout does not follow from its slot
+    /// ([`BatchedModel::stored_draws`]).
+    fn stored(&self, st: &State, z: usize) -> Option<StoredDraws> {
+        let mut vars = Vec::new();
+        let mut slots = Vec::new();
+        for (name, var) in self.output_vars() {
+            let slot = st.vars[var.0 as usize].as_deref()?;
+            let (dims, is_int) = match slot {
+                Slot::Real(d) => (d.shape.stored_dims()?, false),
+                Slot::Int(d) => (d.shape.stored_dims()?, true),
+                Slot::Shared(v) => v.stored_dims()?,
+                Slot::Tuple(_) | Slot::PerLane(_) => return None,
+            };
+            vars.push(StoredVar {
+                name: name.to_string(),
+                dims,
+                is_int,
+            });
+            slots.push(slot);
+        }
+        let total = vars.iter().map(|v| v.dims.iter().product::<usize>()).sum();
+        let mut memory = Vec::new();
+        let lanes = (0..z)
+            .map(|l| {
+                if let LaneStatus::Failed(e) = &st.status[l] {
+                    return Err((**e).clone());
+                }
+                let mut numbers = Vec::with_capacity(total);
+                for slot in &slots {
+                    match slot {
+                        Slot::Real(d) if d.shape.is_row_major() => numbers.extend(d.lane(l)),
+                        Slot::Real(d) => {
+                            memory.clear();
+                            memory.extend(d.lane(l));
+                            d.shape.push_row_major(&memory, &mut numbers);
+                        }
+                        // int slots hold ints and arrays of them: no matrix
+                        Slot::Int(d) => numbers.extend(d.lane(l).map(|i| i as f64)),
+                        Slot::Shared(v) => v.flatten_row_major(&mut numbers),
+                        Slot::Tuple(_) | Slot::PerLane(_) => unreachable!("refused above"),
+                    }
+                }
+                Ok(numbers)
+            })
+            .collect();
+        Some(StoredDraws { vars, lanes })
     }
 
     /// Run `job` on sub-batches of `z` lanes (ranges of lane indices), in

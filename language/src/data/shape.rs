@@ -33,6 +33,61 @@ impl Shape {
         }
     }
 
+    /// The dimensions a draws file stores a value of this shape with
+    /// ([`Value::stored_dims`]); `None` for tuples and empty arrays, whose
+    /// stored dimensions depend on more than the shape.
+    pub fn stored_dims(&self) -> Option<Vec<usize>> {
+        match self {
+            Shape::Int | Shape::Real => Some(Vec::new()),
+            Shape::Complex => Some(vec![2]),
+            Shape::Vector(n) | Shape::RowVector(n) => Some(vec![*n]),
+            Shape::Matrix(r, c) => Some(vec![*r, *c]),
+            Shape::ComplexVector(n) | Shape::ComplexRowVector(n) => Some(vec![*n, 2]),
+            Shape::ComplexMatrix(r, c) => Some(vec![*r, *c, 2]),
+            Shape::Array(0, _) | Shape::Tuple(_) => None,
+            Shape::Array(n, elem) => {
+                let mut dims = vec![*n];
+                dims.extend(elem.stored_dims()?);
+                Some(dims)
+            }
+        }
+    }
+
+    /// Whether memory order is the stored order (no matrix inside):
+    /// [`Shape::push_row_major`] would copy the elements unchanged.
+    pub fn is_row_major(&self) -> bool {
+        match self {
+            Shape::Matrix(..) | Shape::ComplexMatrix(..) => false,
+            Shape::Array(_, elem) => elem.is_row_major(),
+            Shape::Tuple(items) => items.iter().all(Shape::is_row_major),
+            _ => true,
+        }
+    }
+
+    /// `elements` of a value of this shape, in memory order
+    /// ([`Value::flatten_reals`]'s), pushed onto `out` in the order a draws
+    /// file stores them ([`Value::flatten_row_major`]'s).
+    pub fn push_row_major(&self, elements: &[f64], out: &mut Vec<f64>) {
+        match self {
+            Shape::Array(n, elem) if *n > 0 => {
+                let size = elem.num_reals();
+                for item in elements.chunks(size.max(1)).take(*n) {
+                    elem.push_row_major(item, out);
+                }
+            }
+            Shape::Matrix(r, c) => {
+                out.extend((0..r * c).map(|k| elements[(k % c) * r + k / c]));
+            }
+            Shape::ComplexMatrix(r, c) => {
+                for k in 0..r * c {
+                    let at = 2 * ((k % c) * r + k / c);
+                    out.extend([elements[at], elements[at + 1]]);
+                }
+            }
+            _ => out.extend_from_slice(elements),
+        }
+    }
+
     /// True if the shape holds no scalar at all (some size is zero).
     pub fn is_empty(&self) -> bool {
         self.num_reals() == 0

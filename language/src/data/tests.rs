@@ -273,3 +273,69 @@ fn every_posteriordb_data_file_parses() {
     }
     assert!(n >= 20, "only {n} data files found");
 }
+
+/// A value of `shape` whose reals count up from `next` in memory order.
+fn numbered(shape: &Shape, next: &mut f64) -> Value {
+    let mut take = |n: usize| -> Vec<f64> {
+        (0..n)
+            .map(|_| {
+                *next += 1.0;
+                *next
+            })
+            .collect()
+    };
+    match shape {
+        Shape::Real => Value::Real(take(1)[0]),
+        Shape::Int => Value::Int(take(1)[0] as i64),
+        Shape::Vector(n) => Value::Vector(take(*n)),
+        Shape::Matrix(r, c) => Value::Matrix {
+            rows: *r,
+            cols: *c,
+            data: take(r * c),
+        },
+        Shape::ComplexMatrix(r, c) => Value::ComplexMatrix {
+            rows: *r,
+            cols: *c,
+            data: take(2 * r * c).chunks(2).map(|p| (p[0], p[1])).collect(),
+        },
+        Shape::Array(n, elem) => Value::Array((0..*n).map(|_| numbered(elem, next)).collect()),
+        other => panic!("no numbered {other:?}"),
+    }
+}
+
+/// The stored layout of a dense value from its shape (what the batched
+/// executor writes from lane columns) is the value's own.
+#[test]
+fn stored_layout_from_the_shape_is_the_values() {
+    let array = |n, s| Shape::Array(n, Box::new(s));
+    for shape in [
+        Shape::Real,
+        Shape::Int,
+        Shape::Vector(3),
+        Shape::Matrix(2, 3),
+        Shape::ComplexMatrix(3, 2),
+        array(2, Shape::Matrix(3, 2)),
+        array(2, array(3, Shape::Int)),
+        array(2, Shape::Vector(0)),
+    ] {
+        let value = numbered(&shape, &mut 0.0);
+        let (dims, is_int) = value.stored_dims().unwrap();
+        assert_eq!(shape.stored_dims(), Some(dims), "{shape:?}");
+        assert_eq!(
+            is_int,
+            matches!(shape, Shape::Int) || shape == array(2, array(3, Shape::Int))
+        );
+        let (mut memory, mut stored, mut from_shape) = (Vec::new(), Vec::new(), Vec::new());
+        value.flatten_reals(&mut memory);
+        value.flatten_row_major(&mut stored);
+        shape.push_row_major(&memory, &mut from_shape);
+        assert_eq!(from_shape, stored, "{shape:?}");
+    }
+    // a 2 × 3 matrix is stored row by row: (1, 3, 5), (2, 4, 6)
+    let mut stored = Vec::new();
+    Shape::Matrix(2, 3).push_row_major(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &mut stored);
+    assert_eq!(stored, [1.0, 3.0, 5.0, 2.0, 4.0, 6.0]);
+    // no stored layout from the shape alone for tuples and empty arrays
+    assert_eq!(Shape::Tuple(vec![Shape::Real]).stored_dims(), None);
+    assert_eq!(array(0, Shape::Vector(2)).stored_dims(), None);
+}
