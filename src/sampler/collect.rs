@@ -12,6 +12,7 @@ use super::{ChainError, DrawValues, Event, Settings};
 use crate::output::{DrawWriter, GroupKind, OutputError, RunMetadata, VarSpec, WriterOptions};
 use language::value::Value;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Instant;
 
@@ -77,6 +78,7 @@ pub fn collect(
     let settings = output.settings;
     let n_chains = output.n_chains;
     let mut writer: Option<DrawWriter> = None;
+    let mut written = Written::new(Arc::new([]));
     // Per phase (warmup, sampling), per chain.
     let mut buffers: [Vec<ChainBuffer>; 2] =
         std::array::from_fn(|_| (0..n_chains).map(|_| ChainBuffer::default()).collect());
@@ -146,13 +148,14 @@ pub fn collect(
                 }
                 if let Some(values) = &record.values {
                     if writer.is_none() {
-                        let specs = match values {
-                            DrawValues::Named(values) => specs_of(values)?,
-                            DrawValues::Stored { layout, .. } => layout.to_vec(),
+                        let specs: Arc<[VarSpec]> = match values {
+                            DrawValues::Named(values) => specs_of(values)?.into(),
+                            DrawValues::Stored { layout, .. } => layout.clone(),
                         };
                         let mut w = create_writer(output, &specs)?;
                         w.defer_flushes();
                         writer = Some(w);
+                        written = Written::new(specs);
                     }
                     let buffer = &mut buffers[blocks::phase(&record)][chain];
                     match values {
@@ -160,6 +163,7 @@ pub fn collect(
                             buffer.push(&without_tuples(values), record.stats)
                         }
                         DrawValues::Stored { layout, numbers } => {
+                            written.check(layout, numbers, chain)?;
                             buffer.push_stored(layout, numbers, record.stats)
                         }
                     }
@@ -246,7 +250,7 @@ impl DrawValues {
     pub fn into_stored(self) -> Result<DrawValues, CollectError> {
         match self {
             DrawValues::Named(values) => {
-                let layout: std::sync::Arc<[VarSpec]> = specs_of(&values)?.into();
+                let layout: Arc<[VarSpec]> = specs_of(&values)?.into();
                 let mut numbers = Vec::new();
                 for (_, value) in without_tuples(&values).iter() {
                     value.flatten_row_major(&mut numbers);
@@ -256,6 +260,71 @@ impl DrawValues {
             stored => Ok(stored),
         }
     }
+}
+
+/// The variables the file was created with, and the layouts of stored
+/// draws found equal to them (one per executor thread, typically: compared
+/// by pointer after the first draw).
+struct Written {
+    specs: Arc<[VarSpec]>,
+    elements: usize,
+    equal: Vec<Arc<[VarSpec]>>,
+}
+
+impl Written {
+    fn new(specs: Arc<[VarSpec]>) -> Written {
+        let elements = specs.iter().map(VarSpec::elements_per_draw).sum();
+        Written {
+            equal: vec![specs.clone()],
+            specs,
+            elements,
+        }
+    }
+
+    /// A draw of `chain` given as stored numbers fits the file.
+    fn check(
+        &mut self,
+        layout: &Arc<[VarSpec]>,
+        numbers: &[f64],
+        chain: usize,
+    ) -> Result<(), CollectError> {
+        let mismatch = || stored_mismatch(&self.specs, self.elements, layout, numbers, chain);
+        if !self.equal.iter().any(|e| Arc::ptr_eq(e, layout)) {
+            if self.specs != *layout {
+                return mismatch();
+            }
+            self.equal.push(layout.clone());
+        }
+        if numbers.len() != self.elements {
+            return mismatch();
+        }
+        Ok(())
+    }
+}
+
+/// The error for a stored draw of `chain` that does not fit the file.
+fn stored_mismatch(
+    written: &[VarSpec],
+    elements: usize,
+    layout: &[VarSpec],
+    numbers: &[f64],
+    chain: usize,
+) -> Result<(), CollectError> {
+    let names = |specs: &[VarSpec]| {
+        (specs.iter())
+            .map(|v| format!("{}{:?}", v.name, v.dims))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Err(CollectError::Value(
+        format!("chain {chain}'s draw"),
+        format!(
+            "expected the variables {} ({elements} numbers), found {} ({} numbers)",
+            names(written),
+            names(layout),
+            numbers.len()
+        ),
+    ))
 }
 
 /// The stored variables of a draw given by name.
@@ -344,9 +413,12 @@ fn innermost(value: &Value) -> &Value {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{BatchTotals, ChainTotals, Event, Settings};
+    use super::super::{
+        BatchTotals, ChainTotals, DrawRecord, DrawValues, Event, SampleStats, Settings,
+    };
     use super::{OutputSpec, collect};
-    use crate::output::RunMetadata;
+    use crate::output::{RunMetadata, VarSpec};
+    use std::sync::Arc;
 
     struct Quiet;
     impl super::Progress for Quiet {
@@ -391,5 +463,105 @@ mod tests {
         let report = collect(rx, &spec, &mut Quiet).unwrap();
         assert_eq!(report.batches, totals);
         assert_eq!(report.gradient_evaluations, 6);
+    }
+
+    fn spec<'a>(
+        path: &'a std::path::Path,
+        settings: &'a Settings,
+        n_chains: usize,
+    ) -> OutputSpec<'a> {
+        OutputSpec {
+            path,
+            meta: RunMetadata {
+                model_name: "m".into(),
+                model_source: String::new(),
+                data_path: None,
+                seed: 1,
+                settings_json: "{}".into(),
+            },
+            n_chains,
+            dim: 1,
+            settings,
+        }
+    }
+
+    /// Chain `chain`'s kept draw of `layout` with `numbers`.
+    fn stored(chain: usize, layout: &Arc<[VarSpec]>, numbers: Vec<f64>) -> Event {
+        let stats = SampleStats {
+            lp: -1.0,
+            accept_stat: 0.9,
+            step_size: 0.5,
+            tree_depth: 2,
+            n_leapfrog: 3,
+            divergent: false,
+            energy: 1.5,
+        };
+        Event::Iteration {
+            chain,
+            record: DrawRecord {
+                warmup: false,
+                stats,
+                values: Some(DrawValues::Stored {
+                    layout: layout.clone(),
+                    numbers,
+                }),
+            },
+        }
+    }
+
+    /// Draws given as stored numbers are written as they are, variable by
+    /// variable, from layouts equal but not shared;
+    /// a draw of other variables, or of too few numbers, is an error naming
+    /// its chain and both sets of variables.
+    #[test]
+    fn stored_draws_are_written_and_checked_against_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings::stan_defaults(1, 1, 1);
+        let layout = |name: &str| -> Arc<[VarSpec]> {
+            vec![VarSpec::real("mu", &[]), VarSpec::real(name, &[2, 2])].into()
+        };
+        let path = dir.path().join("ok.h5");
+        let (tx, rx) = std::sync::mpsc::channel();
+        tx.send(stored(0, &layout("m"), vec![1.0, 2.0, 3.0, 4.0, 5.0]))
+            .unwrap();
+        tx.send(stored(1, &layout("m"), vec![6.0, 7.0, 8.0, 9.0, 10.0]))
+            .unwrap();
+        for chain in 0..2 {
+            let result = Ok(ChainTotals {
+                gradient_evaluations: 1,
+            });
+            tx.send(Event::Finished { chain, result }).unwrap();
+        }
+        drop(tx);
+        collect(rx, &spec(&path, &settings, 2), &mut Quiet).unwrap();
+        let file = crate::output::read_draws(&path).unwrap();
+        let m = file.posterior.iter().find(|v| v.name == "m").unwrap();
+        assert_eq!(m.dims, [2, 2]);
+        assert_eq!(m.values, [2.0, 3.0, 4.0, 5.0, 7.0, 8.0, 9.0, 10.0]);
+
+        for (bad, found) in [
+            (
+                stored(1, &layout("other"), vec![0.0; 5]),
+                "mu[], other[2, 2] (5 numbers)",
+            ),
+            (
+                stored(1, &layout("m"), vec![0.0; 4]),
+                "mu[], m[2, 2] (4 numbers)",
+            ),
+        ] {
+            let path = dir.path().join("bad.h5");
+            let (tx, rx) = std::sync::mpsc::channel();
+            tx.send(stored(0, &layout("m"), vec![0.0; 5])).unwrap();
+            tx.send(bad).unwrap();
+            drop(tx);
+            let error = collect(rx, &spec(&path, &settings, 2), &mut Quiet).unwrap_err();
+            let text = error.to_string();
+            assert!(text.contains("chain 1's draw"), "{text}");
+            assert!(
+                text.contains("expected the variables mu[], m[2, 2] (5 numbers)"),
+                "{text}"
+            );
+            assert!(text.contains(&format!("found {found}")), "{text}");
+        }
     }
 }

@@ -132,6 +132,7 @@ fn run_groups<'a>(
         draws: draws_model(job),
         pending: Vec::new(),
         kept: Vec::new(),
+        layout: None,
     };
     while let Some(chains) = groups.take() {
         if chains.len() != sampler.lanes() {
@@ -213,6 +214,8 @@ struct Records<'a> {
     pending: Vec<(usize, Pending)>,
     /// Indices into `pending` of kept draws.
     kept: Vec<usize>,
+    /// The variables of the stored draws sent so far.
+    layout: Option<Arc<[VarSpec]>>,
 }
 
 enum Pending {
@@ -304,7 +307,7 @@ impl Records<'_> {
 
     /// The values of every kept draw pending, in order: as stored numbers
     /// when the batched generated quantities give them, else by name.
-    fn draw_values(&self) -> Vec<Result<DrawValues, RuntimeError>> {
+    fn draw_values(&mut self) -> Vec<Result<DrawValues, RuntimeError>> {
         let mut thetas = Vec::with_capacity(self.kept.len());
         let mut rngs: Vec<Rng> = Vec::with_capacity(self.kept.len());
         for &i in &self.kept {
@@ -323,12 +326,17 @@ impl Records<'_> {
         match &self.draws {
             Some(model) if !thetas.is_empty() => match model.stored_draws(&thetas, &rngs) {
                 Ok(Some(stored)) => {
-                    let layout: Arc<[VarSpec]> = (stored.vars.iter())
-                        .map(|v| match v.is_int {
-                            true => VarSpec::int(&v.name, &v.dims),
-                            false => VarSpec::real(&v.name, &v.dims),
-                        })
-                        .collect();
+                    let specs = (stored.vars.iter()).map(|v| match v.is_int {
+                        true => VarSpec::int(&v.name, &v.dims),
+                        false => VarSpec::real(&v.name, &v.dims),
+                    });
+                    // One layout for the run (the collector compares
+                    // pointers first).
+                    let specs: Vec<VarSpec> = specs.collect();
+                    let layout = match &self.layout {
+                        Some(layout) if **layout == *specs => layout.clone(),
+                        _ => self.layout.insert(specs.into()).clone(),
+                    };
                     (stored.lanes.into_iter())
                         .map(|numbers| {
                             numbers.map(|numbers| DrawValues::Stored {
