@@ -331,7 +331,8 @@ impl BatchedModel {
         rngs: &[Rng],
     ) -> Result<Vec<LaneResult<Draw>>> {
         self.run_draws(thetas, rngs, |st, z| {
-            (0..z).map(|l| self.draw(st, l)).collect()
+            let vars = self.output_vars();
+            (0..z).map(|l| self.draw(st, l, &vars)).collect()
         })
     }
 
@@ -619,13 +620,14 @@ impl BatchedModel {
         st
     }
 
-    /// Lane `l`'s draw, collected as the interpreter does.
-    fn draw(&self, st: &State, l: usize) -> LaneResult<Draw> {
+    /// Lane `l`'s draw of `vars` ([`BatchedModel::output_vars`]) by name,
+    /// collected as the interpreter does.
+    fn draw(&self, st: &State, l: usize, vars: &[(&str, VarId)]) -> LaneResult<Draw> {
         if let LaneStatus::Failed(e) = &st.status[l] {
             return Err((**e).clone());
         }
-        let mut values = Vec::new();
-        for (name, var) in self.output_vars() {
+        let mut values = Vec::with_capacity(vars.len());
+        for &(name, var) in vars {
             match &st.vars[var.0 as usize] {
                 Some(slot) => values.push((name.to_string(), slot.lane_value(l))),
                 None => {
