@@ -7,9 +7,10 @@
 //! both executors, masked and gathered, and whatever the batch size. A
 //! lane given a point of the wrong length fails alone.
 
+mod common;
+
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
-use language::data::DataFile;
-use language::interp::{Model, Rng};
+use language::interp::Rng;
 
 const MODEL: &str = "
   data { vector[2] lo; }
@@ -49,21 +50,20 @@ fn batched(batching: Batching, gather_below: f64) -> BatchedModel {
 }
 
 fn batched_of(source: &str, batching: Batching, gather_below: f64) -> BatchedModel {
-    let (mir, diags) = language::compile_model(source, "constrain");
-    let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
-    let cfg = language::batch::lower_generated_quantities(&mir).expect("lowers");
-    assert!(
-        cfg.entry(language::batch::CONSTRAIN_PARAMETERS_ENTRY)
-            .is_some(),
-        "the program constrains its parameters itself"
-    );
-    let model = Model::new(&mir, &DataFile::parse(DATA).unwrap()).expect("data");
     let config = ExecConfig {
         batching,
         gather_below,
         ..ExecConfig::default()
     };
-    BatchedModel::new(cfg, model, config).unwrap()
+    let model = common::draws_model(source, DATA, config);
+    assert!(
+        model
+            .program()
+            .entry(language::batch::CONSTRAIN_PARAMETERS_ENTRY)
+            .is_some(),
+        "the program constrains its parameters itself"
+    );
+    model
 }
 
 fn thetas(z: usize, n: usize) -> Vec<Vec<f64>> {

@@ -9,9 +9,10 @@
 //! no stored layout from their slots: the caller is told to take the draws
 //! by name.
 
+mod common;
+
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
-use language::data::DataFile;
-use language::interp::{Model, Rng};
+use language::interp::Rng;
 
 const MODEL: &str = "
   data { int N; vector[N] x; }
@@ -46,15 +47,11 @@ const TUPLES: &str = "
   generated quantities { tuple(real, int) t = (a, 2); }";
 
 fn batched(source: &str, batching: Batching) -> BatchedModel {
-    let (mir, diags) = language::compile_model(source, "stored");
-    let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
-    let cfg = language::batch::lower_generated_quantities(&mir).expect("lowers");
-    let model = Model::new(&mir, &DataFile::parse(DATA).unwrap()).expect("data");
     let config = ExecConfig {
         batching,
         ..ExecConfig::default()
     };
-    BatchedModel::new(cfg, model, config).unwrap()
+    common::draws_model(source, DATA, config)
 }
 
 fn thetas(z: usize, n: usize) -> Vec<Vec<f64>> {

@@ -432,19 +432,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.h5");
         let settings = Settings::stan_defaults(1, 1, 1);
-        let spec = OutputSpec {
-            path: &path,
-            meta: RunMetadata {
-                model_name: "m".into(),
-                model_source: String::new(),
-                data_path: None,
-                seed: 1,
-                settings_json: "{}".into(),
-            },
-            n_chains: 2,
-            dim: 1,
-            settings: &settings,
-        };
         let (tx, rx) = std::sync::mpsc::channel();
         for chain in 0..2 {
             let result = Ok(ChainTotals {
@@ -460,11 +447,12 @@ mod tests {
         };
         tx.send(Event::Batches(totals)).unwrap();
         drop(tx);
-        let report = collect(rx, &spec, &mut Quiet).unwrap();
+        let report = collect(rx, &spec(&path, &settings, 2), &mut Quiet).unwrap();
         assert_eq!(report.batches, totals);
         assert_eq!(report.gradient_evaluations, 6);
     }
 
+    /// The output of a run of `n_chains` chains of a one-parameter model.
     fn spec<'a>(
         path: &'a std::path::Path,
         settings: &'a Settings,

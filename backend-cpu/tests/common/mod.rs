@@ -1,6 +1,9 @@
 //! What the executor tests that compare every lane with the interpreter
 //! share: a compiled model, random points per lane, and the lane-by-lane
-//! comparison through both executors.
+//! comparison through both executors; the draws program of a model.
+
+// Each test file uses a part of what is here.
+#![allow(dead_code)]
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
 use language::data::DataFile;
@@ -31,7 +34,6 @@ pub fn compile(source: &str, name: &str, data: &str) -> Compiled {
 }
 
 /// How many runs of `n` consecutive statements of a block satisfy `form`.
-#[allow(dead_code)] // not every test file counts forms
 pub fn count_runs(c: &Compiled, n: usize, form: impl Fn(&[language::mir::Stmt]) -> bool) -> usize {
     c.cfg
         .functions
@@ -91,4 +93,14 @@ pub fn assert_lanes_equal_the_interpreter(c: &Compiled, th: &[Vec<f64>], at: &st
 pub fn assert_lanes_succeed_as_the_interpreter(c: &Compiled, th: &[Vec<f64>], at: &str) {
     let failed = assert_lanes_equal_the_interpreter(c, th, at);
     assert!(failed.iter().all(|f| !f), "{at}: lanes failed: {failed:?}");
+}
+
+/// `source`'s draws program (constraining, transformed parameters,
+/// generated quantities) batched under `config`, with `data`.
+pub fn draws_model(source: &str, data: &str, config: ExecConfig) -> BatchedModel {
+    let (mir, diags) = language::compile_model(source, "draws");
+    let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
+    let cfg = language::batch::lower_generated_quantities(&mir).expect("lowers");
+    let model = Model::new(&mir, &DataFile::parse(data).unwrap()).expect("data");
+    BatchedModel::new(cfg, model, config).unwrap()
 }
