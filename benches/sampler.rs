@@ -27,6 +27,8 @@
 //! sampler and gradient programs compiled with g++, whose chains meet at
 //! gradients in groups of 16 lanes), `BAT_BENCH_THREADS` (default 0: all
 //! cores),
+//! `BAT_BENCH_SEED` (default 20240601; ESS varies with the seed by a few
+//! percent, so compare binaries at one seed and targets over several),
 //! `BAT_BENCH_LANE_SHARE` (lanes ÷ chains, default 1; below 1 a lane runs
 //! several chains one after another, `bat run --lanes`). The
 //! logistic regression runs at most 64 chains unless `BAT_BENCH_FULL=1`
@@ -97,6 +99,7 @@ fn main() {
     let warmup = number("BAT_BENCH_WARMUP", 200);
     let samples = number("BAT_BENCH_SAMPLES", 200);
     let threads = number("BAT_BENCH_THREADS", 0);
+    let seed = number("BAT_BENCH_SEED", 20240601) as u64;
     // Lanes of the batch as a share of the chains (`bat run --lanes`):
     // 1 = one lane per chain; 0.25 = a quarter as many lanes, each running
     // about four chains one after the other (pc batching only).
@@ -113,7 +116,7 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("bat-bench-sampler-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     println!(
-        "bat run, NUTS: {warmup} warmup + {samples} sampling iterations per chain, threads {}",
+        "bat run, NUTS: {warmup} warmup + {samples} sampling iterations per chain, seed {seed}, threads {}",
         if threads == 0 {
             "all cores".to_string()
         } else {
@@ -157,7 +160,7 @@ fn main() {
                 if chains > problem.max_chains && !full {
                     continue;
                 }
-                let settings = Settings::stan_defaults(warmup, samples, 20240601);
+                let settings = Settings::stan_defaults(warmup, samples, seed);
                 let output = dir.join(format!("{}-{name}-{chains}.h5", problem.name));
                 let job = ChainJob {
                     model: &model,

@@ -72,6 +72,9 @@ generated quantities {
   int c = categorical_rng(softmax(x));
   // Fails on the lanes where mu < -1 (a negative scale).
   real bad = normal_rng(0, mu + 1);
+  // Fails at the second element on the other lanes where mu <= 0 (a zero
+  // scale), after drawing the first.
+  array[2] real edge = normal_rng(0, {1, fmax(mu, 0)});
 }
 "#;
 

@@ -84,7 +84,7 @@ pub(crate) const ONE_LANE_LAUNCH: &str = "    ::bat_shim::thread_idx = dim3(0, 0
 /// grid); `None` for an external call, which is not a kernel.
 pub(crate) fn one_lane_call(launch: &Launch, n_lanes: &str) -> Option<String> {
     match launch {
-        Launch::Lanes { kernel } => Some(format!("{kernel}(state, data, active, 1, {n_lanes});")),
+        Launch::Lanes { kernel } => Some(crate::codegen::lane_body_call(kernel, n_lanes, "")),
         Launch::Gemm { kernel, rows } => {
             let grid = rows.div_ceil(GEMM_ROWS_PER_THREAD).max(1);
             Some(format!(

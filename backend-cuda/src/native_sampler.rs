@@ -33,6 +33,7 @@ use language::interp::RuntimeError;
 use language::value::Value;
 
 use crate::codegen::entry::EntryProgram;
+use crate::codegen::lane_body_call;
 use crate::codegen::program::{External, GATHERED_HEADER, Launch, RECORD_COUNT, START_KERNEL};
 use crate::codegen::shape::Shape;
 use crate::codegen::{FATAL_STATUS, STATUS_SLOT};
@@ -567,12 +568,14 @@ fn advance_source(program: &EntryProgram) -> String {
                     answer: Some(answer),
                     ..
                 }) => {
+                    let pack_call = lane_body_call(pack, "n_lanes", ", grad->theta, 0, 0");
+                    let answer_call = lane_body_call(answer, "n_lanes", ", grad->gathered");
                     cases += &format!(
                         "            if (j <= {j}) {{\n\
-                         \x20               {pack}(state, data, active, 1, n_lanes, grad->theta, 0, 0);\n\
+                         \x20               {pack_call}\n\
                          \x20               if (grad->evaluate(grad->state, grad->data, grad->theta, 1.0, grad->gathered, &grad->blocks) != 0) return ({b}LL << 16) | {j};\n\
                          \x20               grad->evaluations += 1;\n\
-                         \x20               {answer}(state, data, active, 1, n_lanes, grad->gathered);\n\
+                         \x20               {answer_call}\n\
                          \x20               if (S(0) != 0.0) return -1;\n\
                          \x20           }}\n"
                     );

@@ -108,6 +108,12 @@ pub(super) fn draw(
         return None;
     }
     let z = st.z;
+    if p == Prim::NormalRng
+        && ops.len() == 2
+        && let Some(slot) = normal_draws(&ops, n, container.is_some(), st, active, span)
+    {
+        return Some(slot);
+    }
     let k = ops.len();
     let mut reals: Vec<f64> = Vec::new();
     let mut ints: Vec<i64> = Vec::new();
@@ -183,4 +189,64 @@ pub(super) fn draw(
         Some(true) => Slot::Int(Dense::new(shape(Shape::Int), z, ints)),
         _ => Slot::Real(Dense::new(shape(Shape::Real), z, reals)),
     })
+}
+
+/// `normal_rng(mu, sigma)` without the general path's per-draw dispatch
+/// and boxed values (the posterior predictive draws of every kept draw of
+/// a model such as eight schools): the same numbers in the same order —
+/// `mu + sigma * z` with `z` the lane stream's next standard normal — and
+/// for arguments out of the domain the interpreter's own error (its rule
+/// checks them before drawing, so the stream is left as it would be).
+/// `None` (nothing drawn) when a running lane has no stream: the general
+/// path reports that.
+fn normal_draws(
+    ops: &[Arg],
+    n: usize,
+    is_container: bool,
+    st: &mut State,
+    active: &Lanes,
+    span: Span,
+) -> Option<Slot> {
+    let z = st.z;
+    let lanes: Vec<usize> = active.iter().filter(|&l| st.is_running(l)).collect();
+    if lanes.iter().any(|&l| st.rng_mut(l).is_none()) {
+        return None;
+    }
+    let at = |o: &Arg, e: usize, l: usize| o.at(if o.count() == 1 { 0 } else { e }, l, z);
+    let mut reals = vec![0.0; n * z];
+    let mut failed: Vec<(usize, RuntimeError)> = Vec::new();
+    let mut drew = false;
+    for &l in &lanes {
+        let rng = st.rng_mut(l)?;
+        for e in 0..n {
+            let (mu, sigma) = (at(&ops[0], e, l), at(&ops[1], e, l));
+            if mu.is_finite() && sigma > 0.0 && sigma.is_finite() {
+                reals[e * z + l] = mu + sigma * rng.std_normal();
+                drew = true;
+                continue;
+            }
+            // The rule refuses exactly these arguments, before drawing.
+            let error = match lane::draw_rng_scalar(Prim::NormalRng, rng, &[mu, sigma]) {
+                Some(Err(err)) => err,
+                other => {
+                    RuntimeError::fatal(format!("`normal_rng` at ({mu}, {sigma}) gave {other:?}"))
+                }
+            };
+            failed.push((l, error));
+            break;
+        }
+    }
+    for (l, err) in failed {
+        st.fail(l, err.at(span));
+    }
+    // As the general path: no draw at all leaves a placeholder.
+    if !drew {
+        return Some(Slot::shared(Value::Int(0)));
+    }
+    let shape = if is_container {
+        Shape::Array(n, Box::new(Shape::Real))
+    } else {
+        Shape::Real
+    };
+    Some(Slot::Real(Dense::new(shape, z, reals)))
 }

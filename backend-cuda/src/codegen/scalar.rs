@@ -280,6 +280,20 @@ __device__ inline double bat_ub_constrain_vjp(double x, double ub, double yb, do
     *ubb = yb;
     return -yb * exp(x) + lpb;
 }
+// The same with the constrained value y at hand: at a zero bound, exp(x)
+// is y (or −y) bit for bit (exp(x) ± 0 is exact), so the reverse sweep
+// does not compute the exponential a second time (one of the two libm
+// calls of a half-Cauchy scale's gradient).
+__device__ inline double bat_lb_constrain_vjp_at(double x, double y, double lb, double yb, double lpb, double* lbb) {
+    if (lb == -BAT_INF) { *lbb = 0.0; return yb; }
+    *lbb = yb;
+    return yb * (lb == 0.0 ? y : exp(x)) + lpb;
+}
+__device__ inline double bat_ub_constrain_vjp_at(double x, double y, double ub, double yb, double lpb, double* ubb) {
+    if (ub == BAT_INF) { *ubb = 0.0; return yb; }
+    *ubb = yb;
+    return -yb * (ub == 0.0 ? -y : exp(x)) + lpb;
+}
 __device__ inline double bat_lub_constrain_vjp(double x, double lb, double ub, double yb, double lpb,
                                                double* lbb, double* ubb) {
     if (lb == -BAT_INF && ub == BAT_INF) { *lbb = 0.0; *ubb = 0.0; return yb; }

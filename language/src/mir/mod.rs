@@ -381,6 +381,9 @@ pub enum StmtKind {
     /// from `var_adj` and the target's adjoint `lp_adj` (log |J|) into the
     /// gradient output, and the transform arguments' adjoints into
     /// `arg_adjs` (one per argument of `transform`, `None` when data).
+    /// `var` still holds the constrained value its `ReadParam` stored
+    /// (parameters are never assigned), which a backend may use in place of
+    /// recomputing the transform.
     ParamAdjoint {
         param: usize,
         var: VarId,

@@ -134,6 +134,7 @@ impl Emitter<'_> {
     pub(super) fn param_adjoint(
         &mut self,
         param: usize,
+        var: VarId,
         var_adj: VarId,
         lp_adj: VarId,
         transform: &Transform,
@@ -159,12 +160,26 @@ impl Emitter<'_> {
         }
         let e = self.fresh("e");
         let a = self.transform_args(kind, &args, n, &e)?;
+        // The constrained value `read_param` stored, element for element
+        // (parameters are never assigned), when it is in the lane state.
+        let y = match self.state_place(var) {
+            Ok((base, shape)) if shape.len() == n => Some(format!("S({base} + {e})")),
+            _ => None,
+        };
         // (x̄, first argument's adjoint, second's) of each element.
-        let call = match kind {
-            "identity" => "xb = yb;".to_string(),
-            "lb" => format!("xb = bat_lb_constrain_vjp(x, {}, yb, lp, &a0);", a[0]),
-            "ub" => format!("xb = bat_ub_constrain_vjp(x, {}, yb, lp, &a0);", a[0]),
-            "lub" => format!(
+        let call = match (kind, y) {
+            ("identity", _) => "xb = yb;".to_string(),
+            ("lb", Some(y)) => format!(
+                "xb = bat_lb_constrain_vjp_at(x, {y}, {}, yb, lp, &a0);",
+                a[0]
+            ),
+            ("ub", Some(y)) => format!(
+                "xb = bat_ub_constrain_vjp_at(x, {y}, {}, yb, lp, &a0);",
+                a[0]
+            ),
+            ("lb", None) => format!("xb = bat_lb_constrain_vjp(x, {}, yb, lp, &a0);", a[0]),
+            ("ub", None) => format!("xb = bat_ub_constrain_vjp(x, {}, yb, lp, &a0);", a[0]),
+            ("lub", _) => format!(
                 "xb = bat_lub_constrain_vjp(x, {}, {}, yb, lp, &a0, &a1);",
                 a[0], a[1]
             ),

@@ -173,12 +173,12 @@ impl Emitter<'_> {
             } => self.read_param(*param, *var, transform),
             StmtKind::ParamAdjoint {
                 param,
+                var,
                 var_adj,
                 lp_adj,
                 transform,
                 arg_adjs,
-                ..
-            } => self.param_adjoint(*param, *var_adj, *lp_adj, transform, arg_adjs),
+            } => self.param_adjoint(*param, *var, *var_adj, *lp_adj, transform, arg_adjs),
             StmtKind::CheckConstraint { var, transform } => self.check_constraint(*var, transform),
             other => Err(format!("statement {}", statement_name(other))),
         }
