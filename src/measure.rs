@@ -75,9 +75,11 @@ pub fn sample(
     })
 }
 
-/// No progress display.
+/// No progress display; what a model prints is not shown either (a
+/// benchmark times sampling, not a terminal).
 struct Quiet;
 
 impl Progress for Quiet {
     fn update(&mut self, _: &ProgressState) {}
+    fn printed(&mut self, _: usize, _: &[String]) {}
 }

@@ -944,3 +944,111 @@ fn native_backend_refuses_a_model_it_cannot_compile() {
     assert!(stderr.contains("(use --backend cpu)"), "{stderr}");
     assert!(!dir.path().join("o.h5").exists());
 }
+
+/// What transformed parameters and generated quantities print is shown on
+/// stdout once per kept draw, each line naming its chain, in the chain's
+/// draw order: the same lines on every backend and batching, and the
+/// printed numbers are the draws the file holds. The model block's
+/// `print` (run at every gradient evaluation) is not shown, and `bat run`
+/// says so (W0201) instead of dropping it silently.
+#[test]
+fn prints_of_kept_draws_are_shown_and_the_model_blocks_are_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let gq_print = NORMAL_MEAN.replace(
+        "real y_new = normal_rng(mu, sigma); }",
+        "real y_new = normal_rng(mu, sigma); print(\"y_new \", y_new); }",
+    );
+    assert_ne!(gq_print, NORMAL_MEAN);
+    let tp_print = gq_print.replace(
+        "model {",
+        "transformed parameters { real s2 = square(sigma); print(\"s2 \", s2); }\nmodel {",
+    );
+    let model_print = NORMAL_MEAN.replace("model {", "model { print(\"mu \", mu);");
+    let (chains, kept) = (3, 10);
+    let run = |source: &str, name: &str, extra: &[&str]| {
+        let model = write(dir.path(), "m.bat", source);
+        let output = dir.path().join(format!("{name}.h5"));
+        let args = [
+            &[
+                "run",
+                s(&model),
+                "--chains",
+                "3",
+                "--warmup",
+                "30",
+                "--samples",
+                "20",
+                "--thin",
+                "2",
+                "--seed",
+                "5",
+                "-o",
+                s(&output),
+            ][..],
+            extra,
+        ]
+        .concat();
+        let out = bat(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{name}: {stderr}");
+        // Each chain's lines, in order.
+        let mut per_chain = vec![Vec::new(); chains];
+        for line in text(&out.stdout).lines() {
+            if let Some((chain, rest)) =
+                line.strip_prefix("chain ").and_then(|l| l.split_once(": "))
+            {
+                per_chain[chain.parse::<usize>().unwrap()].push(rest.to_string());
+            }
+        }
+        (per_chain, read_draws(&output).unwrap(), stderr)
+    };
+    let values = |file: &bat::output::DrawFile, name: &str| {
+        let v = file.posterior.iter().find(|v| v.name == name).unwrap();
+        v.values.clone()
+    };
+    let (cpu, file, stderr) = run(&gq_print, "cpu", &[]);
+    assert!(!stderr.contains("W0201"), "{stderr}");
+    let y_new = values(&file, "y_new");
+    assert_eq!(y_new.len(), chains * kept);
+    for (c, lines) in cpu.iter().enumerate() {
+        assert_eq!(lines.len(), kept, "chain {c}: {lines:?}");
+        for (d, line) in lines.iter().enumerate() {
+            let printed: f64 = line.strip_prefix("y_new ").unwrap().parse().unwrap();
+            let stored = y_new[c * kept + d];
+            assert!(
+                (printed - stored).abs() <= 1e-5 * stored.abs().max(1e-3),
+                "chain {c} draw {d}: printed {printed}, stored {stored}"
+            );
+        }
+    }
+    for (name, extra) in [
+        ("local", &["--batching", "local"][..]),
+        ("threads1", &["--threads", "1"][..]),
+        ("native", &["--backend", "native"][..]),
+    ] {
+        assert_eq!(run(&gq_print, name, extra).0, cpu, "{name}");
+    }
+    // Transformed parameters print before generated quantities, per draw.
+    let (tp, file, _) = run(&tp_print, "tp", &[]);
+    let s2 = values(&file, "s2");
+    for (c, lines) in tp.iter().enumerate() {
+        assert_eq!(lines.len(), 2 * kept, "chain {c}");
+        for (d, pair) in lines.chunks(2).enumerate() {
+            let printed: f64 = pair[0].strip_prefix("s2 ").unwrap().parse().unwrap();
+            let stored = s2[c * kept + d];
+            assert!(
+                (printed - stored).abs() <= 1e-5 * stored.abs(),
+                "{printed} {stored}"
+            );
+            assert_eq!(pair[1], cpu[c][d]);
+        }
+    }
+    // The model block's print: announced, not shown.
+    let (shown, _, stderr) = run(&model_print, "model", &[]);
+    assert!(shown.iter().all(Vec::is_empty), "{shown:?}");
+    assert!(
+        stderr.contains("warning[W0201]") && stderr.contains("print(\"mu \", mu)"),
+        "{stderr}"
+    );
+}

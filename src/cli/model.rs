@@ -61,6 +61,11 @@ pub fn compile(path: &Path, color: bool) -> Result<Compiled, Reported> {
     }
 }
 
+/// Print `diagnostics` about `compiled`'s source (warnings a command adds).
+pub fn report_more(compiled: &Compiled, diagnostics: &[language::Diagnostic], color: bool) {
+    report(&compiled.file, diagnostics, MessageFormat::Human, color);
+}
+
 /// Set to run the gradient program as the AD writes it, before
 /// simplification (`language::simplify`): for measuring what the
 /// simplification gains (`bat bench`) and for looking at the raw program

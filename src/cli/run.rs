@@ -13,7 +13,7 @@ use bat::sampler::{
     SamplerExecutor, Settings, collect,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -263,6 +263,9 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         return Err(Reported);
     }
     let compiled = model::compile(opts.file, opts.color)?;
+    if let Some(warning) = language::mir::prints::model_print_warning(&compiled.mir) {
+        model::report_more(&compiled, &[warning], opts.color);
+    }
     let grad = model::gradient(&compiled, opts.color)?;
     let data = model::data_path(opts.file, opts.data);
     let model = model::instantiate(&compiled, data.as_deref())?;
@@ -559,6 +562,24 @@ fn accept_text(x: f64) -> String {
 }
 
 impl Progress for Bar {
+    /// On stdout, as CmdStan shows `print`, each line naming its chain;
+    /// above the progress bar, which stays whole.
+    fn printed(&mut self, chain: usize, lines: &[String]) {
+        let text: String = lines
+            .iter()
+            .map(|l| format!("chain {chain}: {l}\n"))
+            .collect();
+        let write = || {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        };
+        match &self.bar {
+            Some(bar) => bar.suspend(write),
+            None => write(),
+        }
+    }
+
     fn update(&mut self, state: &ProgressState) {
         self.last = state.clone();
         if let Some(bar) = &self.bar {

@@ -30,6 +30,8 @@ use std::sync::{Arc, Mutex};
 
 /// A draw's values by name, in declaration order.
 type NamedValues = Vec<(String, Value)>;
+/// A kept draw's values and the lines printed computing them.
+type KeptDraw = (NamedValues, Vec<String>);
 
 /// Runs all chains as lanes of one batch.
 pub struct BatchedExecutor {
@@ -343,12 +345,12 @@ impl<'m> SamplerHost<'_, 'm> {
                 thetas.push(std::mem::take(&mut call.theta));
             }
         }
-        let mut values: Vec<Option<LaneResult<NamedValues>>> = vec![None; calls.len()];
+        let mut values: Vec<Option<LaneResult<KeptDraw>>> = vec![None; calls.len()];
         match &self.emits.draws {
             Some(model) if !kept.is_empty() => match model.generated_quantities(&thetas, &rngs) {
                 Ok(draws) => {
                     for (&i, draw) in kept.iter().zip(draws) {
-                        values[i] = Some(draw.map(|d| d.values));
+                        values[i] = Some(draw.map(|d| (d.values, d.output)));
                     }
                 }
                 Err(e) => {
@@ -363,7 +365,7 @@ impl<'m> SamplerHost<'_, 'm> {
             _ => {
                 for ((&i, rng), theta) in kept.iter().zip(rngs).zip(&thetas) {
                     let draw = emitter.model.generated_quantities(theta, rng);
-                    values[i] = Some(draw.map(|d| d.values));
+                    values[i] = Some(draw.map(|d| (d.values, d.output)));
                 }
             }
         }
@@ -372,7 +374,11 @@ impl<'m> SamplerHost<'_, 'm> {
             .zip(values)
             .map(|((chain, call), values)| {
                 let call = call?;
-                batch.push(call.event(chain, values.transpose()?.map(DrawValues::Named)));
+                let (values, printed) = match values.transpose()? {
+                    Some((values, printed)) => (Some(DrawValues::Named(values)), printed),
+                    None => (None, Vec::new()),
+                };
+                batch.push(call.event(chain, values, printed));
                 Ok(None)
             })
             .collect()

@@ -42,6 +42,9 @@ pub struct ProgressState {
 
 pub trait Progress {
     fn update(&mut self, state: &ProgressState);
+    /// Chain `chain` printed `lines` computing a kept draw (in the chain's
+    /// draw order).
+    fn printed(&mut self, chain: usize, lines: &[String]);
 }
 
 /// How a run ended.
@@ -170,6 +173,9 @@ pub fn collect(
                     if buffer.len().is_multiple_of(BLOCK_DRAWS) {
                         flushes.block_ready(Instant::now());
                     }
+                }
+                if !record.printed.is_empty() {
+                    progress.printed(chain, &record.printed);
                 }
                 progress.update(&state);
             }
@@ -423,6 +429,7 @@ mod tests {
     struct Quiet;
     impl super::Progress for Quiet {
         fn update(&mut self, _: &super::ProgressState) {}
+        fn printed(&mut self, _: usize, _: &[String]) {}
     }
 
     /// An executor's totals sent after its last chain finished still count
@@ -493,6 +500,7 @@ mod tests {
                     layout: layout.clone(),
                     numbers,
                 }),
+                printed: Vec::new(),
             },
         }
     }

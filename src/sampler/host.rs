@@ -40,14 +40,15 @@ pub struct DrawCall {
 
 impl DrawCall {
     /// Chain `chain`'s event for this call, with the draw's `values` if
-    /// it is kept.
-    pub fn event(self, chain: usize, values: Option<DrawValues>) -> Event {
+    /// it is kept and the lines printed computing them.
+    pub fn event(self, chain: usize, values: Option<DrawValues>, printed: Vec<String>) -> Event {
         Event::Iteration {
             chain,
             record: DrawRecord {
                 warmup: self.warmup,
                 values,
                 stats: self.stats,
+                printed,
             },
         }
     }
@@ -137,15 +138,13 @@ impl Emitter<'_> {
     /// draw's values (by the interpreter) if the iteration is kept.
     pub fn draw(&self, chain: usize, args: Vec<Value>) -> Result<Event, RuntimeError> {
         let call = self.read_draw(args)?;
-        let values = if call.kept {
-            let draw = self
-                .model
-                .generated_quantities(&call.theta, self.draw_rng(chain, &call))?;
-            Some(draw.values)
-        } else {
-            None
-        };
-        Ok(call.event(chain, values.map(DrawValues::Named)))
+        if !call.kept {
+            return Ok(call.event(chain, None, Vec::new()));
+        }
+        let draw = self
+            .model
+            .generated_quantities(&call.theta, self.draw_rng(chain, &call))?;
+        Ok(call.event(chain, Some(DrawValues::Named(draw.values)), draw.output))
     }
 
     /// The arguments of an `emit_draw` call (an error once the run is

@@ -133,6 +133,10 @@ pub struct DrawRecord {
     /// (constrained, in declaration order); `None` when the iteration is
     /// not kept (thinning, warmup not saved).
     pub values: Option<DrawValues>,
+    /// The lines the model printed computing a kept draw's values (`print`
+    /// in transformed parameters and generated quantities, as Stan runs
+    /// them once per saved draw); `bat run` shows them on stdout.
+    pub printed: Vec<String>,
 }
 
 /// A kept draw's values.

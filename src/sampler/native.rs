@@ -271,7 +271,7 @@ impl RecordHost for Records<'_> {
                 Pending::Draw(call) => values
                     .next()
                     .expect("a kept draw's values")
-                    .map(|v| call.event(self.chains[lane], Some(v))),
+                    .map(|(v, printed)| call.event(self.chains[lane], Some(v), printed)),
             };
             // A chain's records after its failed draw are dropped: it stops there.
             if failed.iter().any(|(l, _)| *l == lane) {
@@ -300,14 +300,15 @@ impl Records<'_> {
             self.kept.push(self.pending.len());
             self.pending.push((lane, Pending::Draw(call)));
         } else {
-            let event = call.event(self.chains[lane], None);
+            let event = call.event(self.chains[lane], None, Vec::new());
             self.pending.push((lane, Pending::Event(event)));
         }
     }
 
-    /// The values of every kept draw pending, in order: as stored numbers
-    /// when the batched generated quantities give them, else by name.
-    fn draw_values(&mut self) -> Vec<Result<DrawValues, RuntimeError>> {
+    /// The values of every kept draw pending, in order, with the lines
+    /// printed computing them: as stored numbers when the batched generated
+    /// quantities give them, else by name.
+    fn draw_values(&mut self) -> Vec<Result<(DrawValues, Vec<String>), RuntimeError>> {
         let mut thetas = Vec::with_capacity(self.kept.len());
         let mut rngs: Vec<Rng> = Vec::with_capacity(self.kept.len());
         for &i in &self.kept {
@@ -337,18 +338,18 @@ impl Records<'_> {
                         Some(layout) if **layout == *specs => layout.clone(),
                         _ => self.layout.insert(specs.into()).clone(),
                     };
-                    (stored.lanes.into_iter())
-                        .map(|numbers| {
-                            numbers.map(|numbers| DrawValues::Stored {
-                                layout: layout.clone(),
-                                numbers,
+                    (stored.lanes.into_iter().zip(stored.printed))
+                        .map(|(numbers, printed)| {
+                            numbers.map(|numbers| {
+                                let layout = layout.clone();
+                                (DrawValues::Stored { layout, numbers }, printed)
                             })
                         })
                         .collect()
                 }
                 Ok(None) => match model.generated_quantities(&thetas, &rngs) {
                     Ok(draws) => (draws.into_iter())
-                        .map(|d| d.map(|d| DrawValues::Named(d.values)))
+                        .map(|d| d.map(|d| (DrawValues::Named(d.values), d.output)))
                         .collect(),
                     Err(e) => batched_failed(e),
                 },
@@ -361,7 +362,7 @@ impl Records<'_> {
                     self.emitter
                         .model
                         .generated_quantities(theta, rng)
-                        .map(|d| DrawValues::Named(d.values))
+                        .map(|d| (DrawValues::Named(d.values), d.output))
                 })
                 .collect(),
         }

@@ -34,6 +34,9 @@ pub struct StoredDraws {
     /// Per lane: every variable's elements in stored order
     /// ([`Value::flatten_row_major`]), one variable after another.
     pub lanes: Vec<LaneResult<Vec<f64>>>,
+    /// Per lane: the lines it printed (none for a failed lane, as
+    /// [`Draw::output`] comes only with a draw).
+    pub printed: Vec<Vec<String>>,
 }
 
 /// A lane's log density and its gradient.
@@ -349,7 +352,10 @@ impl BatchedModel {
             let Some(part) = part else { return Ok(None) };
             match &mut all {
                 None => all = Some(part),
-                Some(all) if all.vars == part.vars => all.lanes.extend(part.lanes),
+                Some(all) if all.vars == part.vars => {
+                    all.lanes.extend(part.lanes);
+                    all.printed.extend(part.printed);
+                }
                 Some(_) => return Ok(None),
             }
         }
@@ -716,7 +722,17 @@ impl BatchedModel {
                 Ok(numbers)
             })
             .collect();
-        Some(StoredDraws { vars, lanes })
+        let printed = (0..z)
+            .map(|l| match &st.status[l] {
+                LaneStatus::Failed(_) => Vec::new(),
+                _ => st.lane_output(l).to_vec(),
+            })
+            .collect();
+        Some(StoredDraws {
+            vars,
+            lanes,
+            printed,
+        })
     }
 
     /// Run `job` on sub-batches of `z` lanes (ranges of lane indices), in

@@ -56,6 +56,7 @@ mod lower;
 pub mod ode;
 mod prim;
 pub mod print;
+pub mod prints;
 pub mod visit;
 
 pub use lower::{NOT_YET_SUPPORTED, lower};
