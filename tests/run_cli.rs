@@ -1044,11 +1044,16 @@ fn prints_of_kept_draws_are_shown_and_the_model_blocks_are_announced() {
             assert_eq!(pair[1], cpu[c][d]);
         }
     }
-    // The model block's print: announced, not shown.
-    let (shown, _, stderr) = run(&model_print, "model", &[]);
-    assert!(shown.iter().all(Vec::is_empty), "{shown:?}");
-    assert!(
-        stderr.contains("warning[W0201]") && stderr.contains("print(\"mu \", mu)"),
-        "{stderr}"
-    );
+    // The model block's print: announced, not shown, on either backend.
+    for (name, extra) in [
+        ("model", &[][..]),
+        ("model_native", &["--backend", "native"][..]),
+    ] {
+        let (shown, _, stderr) = run(&model_print, name, extra);
+        assert!(shown.iter().all(Vec::is_empty), "{name}: {shown:?}");
+        assert!(
+            stderr.contains("warning[W0201]") && stderr.contains("print(\"mu \", mu)"),
+            "{name}: {stderr}"
+        );
+    }
 }

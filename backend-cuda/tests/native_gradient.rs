@@ -219,6 +219,53 @@ model {
     }
 }
 
+/// `print` in the log density (model block, transformed parameters, a
+/// function the model calls): no code when its arguments cannot fail — the
+/// same bits as backend-cpu, which evaluates them and drops the line —
+/// and refused when one may fail (it would reject the evaluation on the
+/// CPU).
+#[test]
+fn prints_in_the_log_density_change_nothing_or_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = "functions {
+  real twice(real x) { print(\"twice \", x); return 2 * x; }
+}
+data { vector[2] v; }
+parameters { real mu; real<lower=0> s; }
+transformed parameters { real m2 = twice(mu); print(\"m2 = \", m2, \" v \", v); }
+model {
+  print(\"mu \", mu, \" s \", s, \" target \", target(), \" sum \", exp(mu) + s);
+  v ~ normal(m2, s);
+}";
+    let case = case_from(dir.path(), "prints", source, r#"{"v": [0.5, -1.5]}"#);
+    const LANES: usize = 50;
+    let mut native = NativeGradient::new(&case.cfg, case.model.clone(), LANES).unwrap();
+    let n = case.model.num_unconstrained();
+    let lanes: Vec<usize> = (0..LANES).collect();
+    for (seed, jacobian) in [(31, true), (32, false)] {
+        let (points, _) = columns(n, &lanes, seed);
+        let got = compare("prints", &case, &mut native, &points, jacobian);
+        assert!(got.iter().all(Result::is_ok), "every lane evaluates");
+    }
+    let failing = source.replace("\" v \", v)", "\" v \", v[3])");
+    assert_ne!(failing, source);
+    let case = case_from(
+        dir.path(),
+        "failing_print",
+        &failing,
+        r#"{"v": [0.5, -1.5]}"#,
+    );
+    let refused = NativeGradient::new(&case.cfg, case.model.clone(), LANES)
+        .err()
+        .expect("a print that may fail is refused");
+    assert!(
+        refused
+            .to_string()
+            .contains("print of a value that may fail"),
+        "{refused}"
+    );
+}
+
 /// A lane's result is the same bits whether it is evaluated alone or among
 /// 7 or 64 lanes (with other lanes at other points around it), on one
 /// executor or a sibling sharing its compiled program.

@@ -102,6 +102,15 @@ use crate::mir::{ExprKind, Stmt, StmtKind};
 const MAX_ROUNDS: usize = 16;
 
 /// Simplify `g` in place (see the module docs).
+/// `e` certainly evaluates without error on well-typed operands (see
+/// `visit::cannot_fail`, conservative): a backend that has no use for its
+/// value (the log density's `print`, whose line `bat run` does not show)
+/// may leave it unevaluated and still fail exactly where the interpreter
+/// fails.
+pub fn cannot_fail(e: &crate::mir::Expr) -> bool {
+    visit::cannot_fail(e)
+}
+
 pub fn simplify(g: &mut GradProgram) {
     let pure = visit::pure_functions(&g.program);
     simplify_body(g, &pure);

@@ -125,6 +125,22 @@ impl Emitter<'_> {
                 self.lines.push(format!("S({}) = {d} + 1;", slots.depth));
                 Ok(())
             }
+            // A print in the log density: its line is not shown (`bat run`
+            // says so, W0201) and arguments that cannot fail change
+            // nothing, so no code; one that may fail (an index, an argument
+            // check) rejects the evaluation on the CPU, so it is refused.
+            StmtKind::Print(items) => {
+                let quiet = items.iter().all(|i| match i {
+                    Printable::Str(_) => true,
+                    Printable::Expr(e) => language::simplify::cannot_fail(e),
+                });
+                if !quiet {
+                    return Err("print of a value that may fail to evaluate".to_string());
+                }
+                self.lines
+                    .push("// print: the log density's lines are not shown".to_string());
+                Ok(())
+            }
             StmtKind::Reject(items) | StmtKind::FatalError(items) => {
                 let kind = if matches!(stmt.kind, StmtKind::Reject(_)) {
                     FailKind::Rejection
