@@ -207,15 +207,24 @@ model {
   h ~ normal(e + 1, 1);
   k ~ normal(f - 1, 1);
 }";
-    const LANES: usize = 200;
     let case = case_from(dir.path(), "one_sided", source, r#"{"zero": 0}"#);
-    let mut native = NativeGradient::new(&case.cfg, case.model.clone(), LANES).unwrap();
+    every_lane_evaluates_as_backend_cpu("one_sided", &case, 200, [21, 22]);
+}
+
+/// `lanes` lanes of `case` at points from `seeds` (the Jacobian on at the
+/// first, off at the second): every lane evaluates, bit for bit as
+/// backend-cpu.
+fn every_lane_evaluates_as_backend_cpu(name: &str, case: &Case, lanes: usize, seeds: [u64; 2]) {
+    let mut native = NativeGradient::new(&case.cfg, case.model.clone(), lanes).unwrap();
     let n = case.model.num_unconstrained();
-    let lanes: Vec<usize> = (0..LANES).collect();
-    for (seed, jacobian) in [(21, true), (22, false)] {
-        let (points, _) = columns(n, &lanes, seed);
-        let got = compare("one_sided", &case, &mut native, &points, jacobian);
-        assert!(got.iter().all(Result::is_ok), "every lane evaluates");
+    let all: Vec<usize> = (0..lanes).collect();
+    for (seed, jacobian) in seeds.into_iter().zip([true, false]) {
+        let (points, _) = columns(n, &all, seed);
+        let got = compare(name, case, &mut native, &points, jacobian);
+        assert!(
+            got.iter().all(Result::is_ok),
+            "{name}: every lane evaluates"
+        );
     }
 }
 
@@ -238,15 +247,7 @@ model {
   v ~ normal(m2, s);
 }";
     let case = case_from(dir.path(), "prints", source, r#"{"v": [0.5, -1.5]}"#);
-    const LANES: usize = 50;
-    let mut native = NativeGradient::new(&case.cfg, case.model.clone(), LANES).unwrap();
-    let n = case.model.num_unconstrained();
-    let lanes: Vec<usize> = (0..LANES).collect();
-    for (seed, jacobian) in [(31, true), (32, false)] {
-        let (points, _) = columns(n, &lanes, seed);
-        let got = compare("prints", &case, &mut native, &points, jacobian);
-        assert!(got.iter().all(Result::is_ok), "every lane evaluates");
-    }
+    every_lane_evaluates_as_backend_cpu("prints", &case, 50, [31, 32]);
     let failing = source.replace("\" v \", v)", "\" v \", v[3])");
     assert_ne!(failing, source);
     let case = case_from(
@@ -255,7 +256,7 @@ model {
         &failing,
         r#"{"v": [0.5, -1.5]}"#,
     );
-    let refused = NativeGradient::new(&case.cfg, case.model.clone(), LANES)
+    let refused = NativeGradient::new(&case.cfg, case.model.clone(), 1)
         .err()
         .expect("a print that may fail is refused");
     assert!(
