@@ -11,7 +11,7 @@
 
 mod common;
 
-use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
+use backend_cpu::exec::{BatchedModel, Batching, ExecConfig, KeptDraws};
 use language::interp::Rng;
 
 const MODEL: &str = "
@@ -123,16 +123,18 @@ fn stored_draws_are_the_named_draws_as_stored() {
     }
 }
 
+/// Tuples are left to the draws by name: `kept_draws` reads them from its
+/// one run, the same as `generated_quantities` (the interpreter's, lane by
+/// lane, checked above).
 #[test]
 fn tuples_are_left_to_the_draws_by_name() {
     let model = batched(TUPLES, Batching::ProgramCounter);
     let th = thetas(4, 1);
     assert!(model.stored_draws(&th, &rngs(4)).unwrap().is_none());
-    assert!(
-        model
-            .generated_quantities(&th, &rngs(4))
-            .unwrap()
-            .iter()
-            .all(|d| d.is_ok())
-    );
+    let by_name = model.generated_quantities(&th, &rngs(4)).unwrap();
+    assert!(by_name.iter().all(|d| d.is_ok()));
+    let KeptDraws::Named(kept) = model.kept_draws(&th, &rngs(4)).unwrap() else {
+        panic!("tuples cannot be stored from their slots");
+    };
+    assert_eq!(kept, by_name);
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
-use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
+use backend_cpu::exec::{BatchedModel, Batching, ExecConfig, KeptDraws};
 use backend_cuda::codegen::shape::{Inner, Shape};
 use backend_cuda::gradient::GradientDeviceError;
 use backend_cuda::native::NativeGradient;
@@ -325,8 +325,8 @@ impl Records<'_> {
             vec![Err(error); thetas.len()]
         };
         match &self.draws {
-            Some(model) if !thetas.is_empty() => match model.stored_draws(&thetas, &rngs) {
-                Ok(Some(stored)) => {
+            Some(model) if !thetas.is_empty() => match model.kept_draws(&thetas, &rngs) {
+                Ok(KeptDraws::Stored(stored)) => {
                     let specs = (stored.vars.iter()).map(|v| match v.is_int {
                         true => VarSpec::int(&v.name, &v.dims),
                         false => VarSpec::real(&v.name, &v.dims),
@@ -347,12 +347,9 @@ impl Records<'_> {
                         })
                         .collect()
                 }
-                Ok(None) => match model.generated_quantities(&thetas, &rngs) {
-                    Ok(draws) => (draws.into_iter())
-                        .map(|d| d.map(|d| (DrawValues::Named(d.values), d.output)))
-                        .collect(),
-                    Err(e) => batched_failed(e),
-                },
+                Ok(KeptDraws::Named(draws)) => (draws.into_iter())
+                    .map(|d| d.map(|d| (DrawValues::Named(d.values), d.output)))
+                    .collect(),
                 Err(e) => batched_failed(e),
             },
             _ => thetas

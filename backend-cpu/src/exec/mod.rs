@@ -53,7 +53,8 @@ mod split;
 
 pub use host::{BatchAnswer, BatchHost, NoHost};
 pub use model::{
-    BatchedModel, GradientColumns, LaneResult, LogDensityGradient, StoredDraws, StoredVar,
+    BatchedModel, GradientColumns, KeptDraws, LaneResult, LogDensityGradient, StoredDraws,
+    StoredVar,
 };
 pub use schedule::{
     BlockChoice, EarliestFirst, FurthestFromBarrier, MostWaiting, UpstreamFirst, Waiting,

@@ -39,6 +39,15 @@ pub struct StoredDraws {
     pub printed: Vec<Vec<String>>,
 }
 
+/// Kept draws from one run of the draws program
+/// ([`BatchedModel::kept_draws`]).
+#[derive(Debug)]
+pub enum KeptDraws {
+    Stored(StoredDraws),
+    /// Per lane, by name (some variable cannot be stored from its slot).
+    Named(Vec<LaneResult<Draw>>),
+}
+
 /// A lane's log density and its gradient.
 pub type LogDensityGradient = (f64, Vec<f64>);
 
@@ -345,21 +354,50 @@ impl BatchedModel {
     /// not follow from its columns (a tuple, values held per lane, an empty
     /// array): the caller then takes the draws by name.
     pub fn stored_draws(&self, thetas: &[Vec<f64>], rngs: &[Rng]) -> Result<Option<StoredDraws>> {
-        // One item per sub-batch.
-        let parts = self.run_draws(thetas, rngs, |st, z| vec![self.stored(st, z)])?;
-        let mut all: Option<StoredDraws> = None;
+        Ok(match self.kept_draws(thetas, rngs)? {
+            KeptDraws::Stored(stored) => Some(stored),
+            KeptDraws::Named(_) => None,
+        })
+    }
+
+    /// The kept draws from one run of the draws program: as stored numbers
+    /// ([`BatchedModel::stored_draws`]) where every sub-batch gives them
+    /// with the same variables, else by name read from the same run (a
+    /// model with a tuple or an empty array among its outputs would
+    /// otherwise run its generated quantities twice per batch of draws).
+    pub fn kept_draws(&self, thetas: &[Vec<f64>], rngs: &[Rng]) -> Result<KeptDraws> {
+        // One item per sub-batch: its stored numbers, else its named draws.
+        let parts = self.run_draws(thetas, rngs, |st, z| {
+            vec![self.stored(st, z).ok_or_else(|| {
+                let vars = self.output_vars();
+                (0..z).map(|l| self.draw(st, l, &vars)).collect::<Vec<_>>()
+            })]
+        })?;
+        if parts.iter().all(|p| p.is_err()) {
+            return Ok(KeptDraws::Named(
+                parts
+                    .into_iter()
+                    .filter_map(|p| p.err())
+                    .flatten()
+                    .collect(),
+            ));
+        }
+        let mut stored: Option<StoredDraws> = None;
         for part in parts {
-            let Some(part) = part else { return Ok(None) };
-            match &mut all {
-                None => all = Some(part),
-                Some(all) if all.vars == part.vars => {
+            match (part, &mut stored) {
+                (Ok(part), None) => stored = Some(part),
+                (Ok(part), Some(all)) if all.vars == part.vars => {
                     all.lanes.extend(part.lanes);
                     all.printed.extend(part.printed);
                 }
-                Some(_) => return Ok(None),
+                // Sub-batches that disagree (not seen in practice: the
+                // layout follows from the program): all by name, from a
+                // second run.
+                _ => return Ok(KeptDraws::Named(self.generated_quantities(thetas, rngs)?)),
             }
         }
-        Ok(all)
+        // (`stored` is set: some sub-batch gave stored draws.)
+        Ok(stored.map_or(KeptDraws::Named(Vec::new()), KeptDraws::Stored))
     }
 
     /// Run the draws' entries (constraining, transformed parameters,
