@@ -487,7 +487,11 @@ fn initialization_failure_names_the_failing_statement() {
 fn run_chains(dir: &Path, name: &str, chains: &str, threads: &str) -> bat::output::DrawFile {
     let model = write(dir, "m.bat", NORMAL_MEAN);
     write(dir, "m.data.json", NORMAL_DATA);
+    // The CPU backend's batched executor: its sub-batches are what the
+    // batch report describes.
     let settings = [
+        "--backend",
+        "cpu",
         "--chains",
         chains,
         "--threads",
@@ -591,7 +595,7 @@ fn sigkill_mid_run_leaves_a_readable_file() {
                 "--warmup",
                 "100",
                 "--samples",
-                "100000",
+                LONG_RUN_SAMPLES,
                 "--seed",
                 "3",
                 "-o",
@@ -646,12 +650,19 @@ fn wait_for_draws(output: &Path, draws: u64) {
     }
 }
 
-fn spawn_long_run(model: &Path, output: &Path) -> KillOnDrop {
+/// Draws per chain of a run that is stopped from outside: far more than
+/// the compiled backend makes (about a million a second here) before the
+/// test stops it.
+const LONG_RUN_SAMPLES: &str = "20000000";
+
+fn spawn_long_run(model: &Path, output: &Path, backend: &str) -> KillOnDrop {
     KillOnDrop(
         Command::new(env!("CARGO_BIN_EXE_bat"))
             .args([
                 "run",
                 s(model),
+                "--backend",
+                backend,
                 "--chains",
                 "2",
                 "--threads",
@@ -659,7 +670,7 @@ fn spawn_long_run(model: &Path, output: &Path) -> KillOnDrop {
                 "--warmup",
                 "100",
                 "--samples",
-                "100000",
+                LONG_RUN_SAMPLES,
                 "--seed",
                 "3",
                 "-o",
@@ -674,11 +685,17 @@ fn spawn_long_run(model: &Path, output: &Path) -> KillOnDrop {
 
 #[test]
 fn ctrl_c_stops_cleanly_with_the_draws_so_far() {
+    for backend in ["cpu", "native"] {
+        ctrl_c_stops_cleanly_on(backend);
+    }
+}
+
+fn ctrl_c_stops_cleanly_on(backend: &str) {
     let dir = tempfile::tempdir().unwrap();
     let model = write(dir.path(), "m.bat", NORMAL_MEAN);
     write(dir.path(), "m.data.json", NORMAL_DATA);
     let output = dir.path().join("interrupted.h5");
-    let mut child = spawn_long_run(&model, &output);
+    let mut child = spawn_long_run(&model, &output, backend);
     wait_for_draws(&output, 300);
     let pid = child.0.id().to_string();
     assert!(
@@ -697,8 +714,8 @@ fn ctrl_c_stops_cleanly_with_the_draws_so_far() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let out = child.wait_with_output_ref();
-    assert_eq!(out.0.code(), Some(1));
-    assert!(out.2.contains("interrupted"), "{}", out.2);
+    assert_eq!(out.0.code(), Some(1), "{backend}: {}", out.2);
+    assert!(out.2.contains("interrupted"), "{backend}: {}", out.2);
     // The summary of the draws so far was printed; every chain has the
     // same number of draws, none of them padding.
     assert!(out.1.contains("mu"), "{}", out.1);
@@ -909,6 +926,97 @@ fn native_backend_refuses_local_batching() {
         text(&out.stderr)
     );
     assert!(!dir.path().join("o.h5").exists(), "nothing ran");
+}
+
+/// The backend a draws file says ran it (its `settings` attribute).
+fn backend_of(file: &bat::output::DrawFile) -> String {
+    let settings: serde_json::Value =
+        serde_json::from_str(&file.attributes["settings"]).expect("settings are JSON");
+    settings["backend"].as_str().expect("a backend").to_string()
+}
+
+/// With no `--backend`, a model the compiled backend has code for runs
+/// compiled, with the CPU backend's draws bit for bit and no note.
+#[test]
+fn the_default_backend_compiles_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let settings = [
+        "--chains",
+        "3",
+        "--warmup",
+        "50",
+        "--samples",
+        "30",
+        "--seed",
+        "4",
+    ];
+    let (auto, stderr) = run_ok(&model, &settings, &dir.path().join("auto.h5"));
+    assert!(!stderr.contains("CPU backend"), "{stderr}");
+    assert_eq!(backend_of(&auto), "native");
+    let mut cpu_settings = settings.to_vec();
+    cpu_settings.extend(["--backend", "cpu"]);
+    let (cpu, _) = run_ok(&model, &cpu_settings, &dir.path().join("cpu.h5"));
+    assert_eq!(backend_of(&cpu), "cpu");
+    for (a, c) in auto.posterior.iter().zip(&cpu.posterior) {
+        assert_eq!(a.name, c.name);
+        assert_eq!(a.values, c.values, "{}", a.name);
+    }
+    assert_eq!(auto.posterior.len(), cpu.posterior.len());
+}
+
+/// With no `--backend`, a model with an op the compiled backend has no
+/// code for runs on the CPU backend, saying so once with the op's line.
+#[test]
+fn the_default_backend_falls_back_for_a_model_it_cannot_compile() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(
+        dir.path(),
+        "m.bat",
+        "parameters {\n  real<lower=0, upper=1> x;\n}\nmodel {\n  target += gamma_p(2, x);\n}\n",
+    );
+    let settings = ["--chains", "2", "--warmup", "30", "--samples", "20"];
+    let (file, stderr) = run_ok(&model, &settings, &dir.path().join("o.h5"));
+    assert_eq!(backend_of(&file), "cpu");
+    assert_eq!(
+        stderr
+            .matches("this run uses the interpreting CPU backend")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("line 5, column 13: `gamma_p(2, x)`: primitive gamma_p"),
+        "{stderr}"
+    );
+    assert_eq!(file.posterior_variable("x").unwrap().n_draws, 20);
+}
+
+/// With no `--backend` and no C++ compiler, the run goes on on the CPU
+/// backend after one line saying what is missing.
+#[test]
+fn the_default_backend_without_a_compiler_runs_on_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let output = dir.path().join("o.h5");
+    let out = Command::new(env!("CARGO_BIN_EXE_bat"))
+        .args(["run", s(&model), "--chains", "2", "--warmup", "30"])
+        .args(["--samples", "20", "-o", s(&output)])
+        // No directory on PATH holds g++.
+        .env("PATH", dir.path())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.starts_with("note:")).collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
+    assert!(
+        notes[0].contains("g++ not found") && notes[0].contains("install g++"),
+        "{stderr}"
+    );
+    assert_eq!(backend_of(&read_draws(&output).unwrap()), "cpu");
 }
 
 /// A model with an op the code generator lacks is refused before

@@ -320,6 +320,30 @@ fn cached_library(source: &str, defines: &str, kernels: &[String]) -> Result<Pat
     }
 }
 
+/// A model's gradient program generated as C, not yet compiled
+/// ([`NativeGradient::generate`]).
+pub struct GeneratedGradient {
+    pc: pc::Program,
+    program: DeviceProgram,
+    stack_capacities: Vec<usize>,
+    model: Model,
+}
+
+impl GeneratedGradient {
+    /// Compile the program (from the cache when it was compiled before),
+    /// with the state of `lanes` lanes.
+    pub fn compile(self, lanes: usize) -> Result<NativeGradient, GradientDeviceError> {
+        let compiled = Arc::new(NativeProgram::compile(self.program)?);
+        Ok(NativeGradient::with_program(
+            self.pc,
+            self.model,
+            self.stack_capacities,
+            compiled,
+            lanes,
+        ))
+    }
+}
+
 /// A model's gradient program compiled for the host, with the state of
 /// `lanes` lanes.
 pub struct NativeGradient {
@@ -350,15 +374,23 @@ impl NativeGradient {
         model: Model,
         lanes: usize,
     ) -> Result<NativeGradient, GradientDeviceError> {
+        NativeGradient::generate(grad_cfg, model)?.compile(lanes)
+    }
+
+    /// Generate the C of `model`'s gradient program (lowered to the CFG
+    /// `grad_cfg`) without compiling it: refused here, naming the ops,
+    /// when the generator lacks one — before any compiler runs.
+    pub fn generate(
+        grad_cfg: &cfg::Program,
+        model: Model,
+    ) -> Result<GeneratedGradient, GradientDeviceError> {
         let (pc, program, stack_capacities) = device_program(grad_cfg, &model)?;
-        let compiled = Arc::new(NativeProgram::compile(program)?);
-        Ok(NativeGradient::with_program(
+        Ok(GeneratedGradient {
             pc,
-            model,
+            program,
             stack_capacities,
-            compiled,
-            lanes,
-        ))
+            model,
+        })
     }
 
     /// Another executor of the same compiled program (no compilation),

@@ -58,6 +58,25 @@ const RECORD_CAPACITY: usize = 2;
 /// Lanes are independent, so the grouping changes no lane's draws.
 pub const LANES_PER_GROUP: usize = 16;
 
+/// Where [`NativeSampler::advance`] left a lane.
+enum Reached {
+    /// At the gradient call at this place, for the host to answer.
+    Gradient((usize, usize)),
+    /// Just past a record handed over: the lane's group takes its turn
+    /// before it goes on, so that the chains of a group advance together,
+    /// draw by draw — run to its end at once, a lane's draws (millions in
+    /// a long run) waited in the host's memory, unwritten and unseen by
+    /// the progress bar, and an interrupted run kept the first chain's
+    /// draws only.
+    Record,
+    /// Finished (or stopped).
+    End,
+}
+
+/// A sampler program compiled for the host, waiting for its gradient
+/// program ([`NativeSampler::compile`]).
+pub struct CompiledSampler(Arc<Compiled>);
+
 /// The sampler program compiled for the host (shared by siblings).
 struct Compiled {
     program: EntryProgram,
@@ -114,15 +133,14 @@ pub struct NativeSampler {
 
 impl NativeSampler {
     /// Generate and compile `program_cfg` run from `entry` with arguments
-    /// of `params`' shapes, its gradient calls answered by `gradient`
-    /// (one lane per lane of this program). A program with an op the
-    /// generator lacks is refused.
-    pub fn new(
+    /// of `params`' shapes (a program with an op the generator lacks is
+    /// refused), for [`NativeSampler::with_program`]: apart from the
+    /// gradient program, so that the two compile at once.
+    pub fn compile(
         program_cfg: &cfg::Program,
         entry: &str,
         params: &[Shape],
-        gradient: NativeGradient,
-    ) -> Result<NativeSampler, GradientDeviceError> {
+    ) -> Result<CompiledSampler, GradientDeviceError> {
         let program = runnable_program(program_cfg, entry, params)?;
         let source = format!("{}{}", program.source, advance_source(&program));
         let library =
@@ -157,7 +175,13 @@ impl NativeSampler {
             _library: library,
             program,
         };
-        Ok(NativeSampler::with_compiled(Arc::new(compiled), gradient))
+        Ok(CompiledSampler(Arc::new(compiled)))
+    }
+
+    /// An executor of the compiled sampler `program` whose gradient calls
+    /// `gradient` answers (one lane per lane of this program).
+    pub fn with_program(program: &CompiledSampler, gradient: NativeGradient) -> NativeSampler {
+        NativeSampler::with_compiled(program.0.clone(), gradient)
     }
 
     /// Another executor of the same compiled programs for `lanes` lanes
@@ -280,14 +304,19 @@ impl NativeSampler {
     ) -> Result<(), GradientDeviceError> {
         let slots = lanes.len() as u64;
         let mut running: Vec<usize> = lanes.collect();
+        let mut recorded: Vec<usize> = Vec::new();
         while !running.is_empty() {
             waiting.clear();
+            recorded.clear();
             for &lane in &running {
-                if let Some(at) = self.advance(compiled, lane, &mut cursor[lane], host, failed) {
-                    waiting.push((at, lane));
+                match self.advance(compiled, lane, &mut cursor[lane], host, failed) {
+                    Reached::Gradient(at) => waiting.push((at, lane)),
+                    Reached::Record => recorded.push(lane),
+                    Reached::End => {}
                 }
             }
             running.clear();
+            running.extend_from_slice(&recorded);
             self.stop_failed(host.flush(false), failed);
             waiting.sort_unstable();
             let mut i = 0;
@@ -310,9 +339,10 @@ impl NativeSampler {
         Ok(())
     }
 
-    /// Run lane `lane` from `at` until it asks for a gradient (its place
-    /// then) or ends (None). The blocks run in the compiled dispatcher;
-    /// records are handed over here.
+    /// Run lane `lane` from `at` until it asks for a gradient the
+    /// dispatcher does not answer itself, hands over a record, or ends.
+    /// The blocks run in the compiled dispatcher; records are handed over
+    /// here.
     fn advance(
         &mut self,
         compiled: &Compiled,
@@ -320,7 +350,7 @@ impl NativeSampler {
         at: &mut (usize, usize),
         host: &mut dyn RecordHost,
         failed: &mut [Option<RuntimeError>],
-    ) -> Option<(usize, usize)> {
+    ) -> Reached {
         loop {
             let from = if at.0 == usize::MAX {
                 -1
@@ -359,7 +389,7 @@ impl NativeSampler {
             self.gradient_lanes += direct;
             self.gradient_slots += direct;
             if reached < 0 {
-                return None;
+                return Reached::End;
             }
             *at = ((reached >> 16) as usize, (reached & 0xffff) as usize);
             match &compiled.blocks[at.0][at.1] {
@@ -385,8 +415,9 @@ impl NativeSampler {
                     unsafe { call(*pack, 1, 1, &mut argv) };
                     self.hand_over_record(compiled, lane, *id, host, failed);
                     at.1 += 1;
+                    return Reached::Record;
                 }
-                Step::Gradient { .. } => return Some(*at),
+                Step::Gradient { .. } => return Reached::Gradient(*at),
                 Step::Lanes => unreachable!("the dispatcher runs lane kernels itself"),
             }
         }

@@ -38,6 +38,22 @@ pub enum ShimError {
     NoKernel(String),
 }
 
+/// The C++ compiler that builds shim modules (and so `--backend native`).
+pub const COMPILER: &str = "g++";
+
+/// Whether [`COMPILER`] runs on this machine (`g++ --version`); the error
+/// says why not.
+pub fn compiler_available() -> Result<(), String> {
+    match Command::new(COMPILER).arg("--version").output() {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(format!(
+            "`{COMPILER} --version` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(error) => Err(format!("{COMPILER} not found ({error})")),
+    }
+}
+
 fn write(path: &Path, text: &str) -> Result<(), ShimError> {
     std::fs::write(path, text).map_err(|error| ShimError::Io {
         path: path.to_path_buf(),
@@ -170,7 +186,7 @@ fn build(
         &out,
         &wrapper_file,
     ]);
-    run("g++", &args, dir)?;
+    run(COMPILER, &args, dir)?;
     Ok(library)
 }
 

@@ -123,8 +123,8 @@ enum Command {
         /// Also write the warmup draws (groups warmup_posterior, warmup_sample_stats).
         #[arg(long)]
         save_warmup: bool,
-        /// Where to run.
-        #[arg(long, value_enum, default_value_t = run::Backend::Cpu)]
+        /// Where to run (auto: compiled with g++ where it can be, else cpu).
+        #[arg(long, value_enum, default_value_t = run::Backend::Auto)]
         backend: run::Backend,
         /// Batching executor: all chains as lanes of one batch, program-counter
         /// (pc) or local static (local) autobatching.

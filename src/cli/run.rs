@@ -25,7 +25,13 @@ static STOP: AtomicBool = AtomicBool::new(false);
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
+    /// The fastest this machine runs the model on: `native` where a C++
+    /// compiler (g++) is present and has code for every op of the model,
+    /// else `cpu` (said once, with the reason). The same draws either way.
+    Auto,
+    /// The batched executors interpreting the batching IR over all chains.
     Cpu,
+    /// The CUDA device (the sampler program and the gradients on the GPU).
     Cuda,
     /// The sampler and gradient programs compiled to machine code (g++),
     /// each chain a lane of host state, chains split over the threads.
@@ -146,6 +152,64 @@ fn cuda_executor(
         gradients,
     }))
 }
+
+/// `--backend auto`: the compiled sampler and gradient programs where this
+/// machine can build them for the model, else the CPU backend's batched
+/// executor, with one note saying why. Returns the backend that runs.
+fn auto_executor(
+    opts: &Options,
+    job: &ChainJob<'_>,
+    compiled: &model::Compiled,
+) -> (Box<dyn SamplerExecutor + Send>, Backend) {
+    let cpu = || executor(opts.batching, opts.threads, opts.lanes);
+    // Options that only the CPU backend's executors have choose it.
+    if opts.batching != Batching::Pc || opts.lanes > 0 || interpreter_requested() {
+        return (cpu(), Backend::Cpu);
+    }
+    if let Err(why) = backend_cuda::shim::compiler_available() {
+        eprintln!(
+            "note: {why}: this run uses the interpreting CPU backend (the same draws, \
+             several times slower on most models); install g++ to compile models"
+        );
+        return (cpu(), Backend::Cpu);
+    }
+    let started = Instant::now();
+    match NativeExecutor::new(job, opts.threads) {
+        Ok(executor) => {
+            let took = started.elapsed();
+            if took > Duration::from_secs(1) {
+                eprintln!(
+                    "note: compiled the model to machine code in {:.1} s (cached: later runs of it start at once)",
+                    took.as_secs_f64()
+                );
+            }
+            (Box::new(executor), Backend::Native)
+        }
+        Err(e @ GradientDeviceError::Refused(_)) => {
+            eprintln!(
+                "note: the compiled backend has no code yet for the ops below; this run uses \
+                 the interpreting CPU backend (the same draws, slower)"
+            );
+            for line in e.refused_lines(&compiled.file.text) {
+                eprintln!("  {}: {line}", compiled.file.name);
+            }
+            (cpu(), Backend::Cpu)
+        }
+        Err(e) => {
+            eprintln!(
+                "internal error: the compiled backend failed on this model; this run uses the \
+                 interpreting CPU backend instead (the same draws, slower). Please report it:"
+            );
+            for line in e.to_string().lines().take(MAX_INTERNAL_ERROR_LINES) {
+                eprintln!("  {line}");
+            }
+            (cpu(), Backend::Cpu)
+        }
+    }
+}
+
+/// Lines of a compiler's log shown with an internal error.
+const MAX_INTERNAL_ERROR_LINES: usize = 20;
 
 /// `--backend native`: the compiled sampler and gradient programs.
 fn native_executor(
@@ -294,6 +358,26 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         );
         return Err(Reported);
     }
+    // A second Ctrl-C (or one before the handler is set) kills the process as usual.
+    let _ = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+    let job = ChainJob {
+        model: &model,
+        grad: &grad,
+        settings: &settings,
+    };
+    let (executor, backend) = match opts.backend {
+        Backend::Auto => auto_executor(opts, &job, &compiled),
+        Backend::Cpu => (
+            executor(opts.batching, opts.threads, opts.lanes),
+            Backend::Cpu,
+        ),
+        Backend::Cuda => (cuda_executor(opts, &job, &compiled)?, Backend::Cuda),
+        Backend::Native => (native_executor(opts, &job, &compiled)?, Backend::Native),
+    };
     let settings_json = serde_json::json!({
         "algorithm": "nuts",
         "metric": "diag_e",
@@ -305,10 +389,10 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         "adapt_delta": opts.adapt_delta,
         "init": opts.init.unwrap_or("2"),
         "save_warmup": opts.save_warmup,
-        "backend": format!("{:?}", opts.backend).to_lowercase(),
+        "backend": format!("{backend:?}").to_lowercase(),
         "batching": format!("{:?}", opts.batching).to_lowercase(),
-        "executor": match opts.backend {
-            Backend::Cpu => executor_name(opts.batching),
+        "executor": match backend {
+            Backend::Auto | Backend::Cpu => executor_name(opts.batching),
             Backend::Cuda if opts.sampler_on_device() => "cuda-sampler",
             Backend::Cuda => "cuda",
             Backend::Native => "native",
@@ -327,22 +411,6 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         n_chains: opts.chains,
         dim: model.num_unconstrained(),
         settings: &settings,
-    };
-    // A second Ctrl-C (or one before the handler is set) kills the process as usual.
-    let _ = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-    });
-    let job = ChainJob {
-        model: &model,
-        grad: &grad,
-        settings: &settings,
-    };
-    let executor = match opts.backend {
-        Backend::Cpu => executor(opts.batching, opts.threads, opts.lanes),
-        Backend::Cuda => cuda_executor(opts, &job, &compiled)?,
-        Backend::Native => native_executor(opts, &job, &compiled)?,
     };
     let chains: Vec<usize> = (0..opts.chains).collect();
     let mut progress = Bar::new(opts.chains);

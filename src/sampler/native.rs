@@ -38,12 +38,26 @@ pub struct NativeExecutor {
 impl NativeExecutor {
     /// Generate and compile the sampler program and `job`'s gradient
     /// program (refused, naming the ops, when the generator lacks one).
+    ///
+    /// The two programs compile at once, each with its own compiler
+    /// process: a first run's wait is the longer compile, not the sum
+    /// (the sampler's, ~5 s, is the longer one; the gradient's takes 1–2 s).
     pub fn new(job: &ChainJob<'_>, threads: usize) -> Result<NativeExecutor, GradientDeviceError> {
         let grad_cfg = gradient_cfg(job)?;
-        let gradient = NativeGradient::new(&grad_cfg, job.model.clone(), 1)?;
-        let (cfg, params) = device_sampler_program(gradient.model().num_unconstrained())
+        // Generated first, so that a model with ops the generator lacks is
+        // refused before any compiler runs.
+        let generated = NativeGradient::generate(&grad_cfg, job.model.clone())?;
+        let (cfg, params) = device_sampler_program(job.model.num_unconstrained())
             .map_err(GradientDeviceError::Setup)?;
-        let sampler = NativeSampler::new(&cfg, CHAIN_FUNCTION, &params, gradient)?;
+        let (gradient, compiled) = std::thread::scope(|scope| {
+            let sampler = scope.spawn(|| NativeSampler::compile(&cfg, CHAIN_FUNCTION, &params));
+            let gradient = generated.compile(1);
+            let compiled = sampler
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (gradient, compiled)
+        });
+        let sampler = NativeSampler::with_program(&compiled?, gradient?);
         let threads = match threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             t => t,
