@@ -12,6 +12,7 @@ kept draws, so this is kept draws' steps) and `draws`: every parameter,
 transformed parameter and generated quantity under Stan's names
 (`theta[1,2]`), chain by chain, as lists of floats.
 """
+import contextlib
 import json
 import sys
 import time
@@ -32,13 +33,15 @@ def main():
         code = f.read()
     with open(data) as f:
         values = json.load(f)
-    started = time.perf_counter()
-    posterior = stan.build(code, data=values, random_seed=int(seed))
-    compiled = time.perf_counter()
-    fit = posterior.sample(
-        num_chains=int(chains), num_warmup=int(warmup), num_samples=int(samples)
-    )
-    sampled = time.perf_counter()
+    # PyStan and stanc print progress and messages; stdout is for the JSON.
+    with contextlib.redirect_stdout(sys.stderr):
+        started = time.perf_counter()
+        posterior = stan.build(code, data=values, random_seed=int(seed))
+        compiled = time.perf_counter()
+        fit = posterior.sample(
+            num_chains=int(chains), num_warmup=int(warmup), num_samples=int(samples)
+        )
+        sampled = time.perf_counter()
     # fit._draws: (names, draws, chains); its rows are the sampler's
     # statistics, then the constrained names in Stan's order.
     names = list(fit.sample_and_sampler_param_names) + list(fit.constrained_param_names)
