@@ -1,4 +1,4 @@
-//! `cargo bench --bench cuda`: issue 7's CUDA benchmark ([`bat::cuda_bench`]):
+//! `cargo bench --bench cuda`: the CUDA device benchmark ([`bat::cuda_bench`]):
 //! gradient evaluations/s, ESS/s and the fraction of peak memory
 //! bandwidth for logistic regression (N = 10,000, D = 100; run
 //! `scripts/setup.sh` for its data), the 100-d correlated Gaussian and

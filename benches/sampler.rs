@@ -1,6 +1,6 @@
 //! `cargo bench --bench sampler`: `bat run`'s sampler end to end (NUTS as
 //! a batched program, the model's batched gradient, the HDF5 draws file),
-//! for the three benchmark problems of issue 5 — eight schools
+//! for the three benchmark problems — eight schools
 //! (non-centered), a 100-dimensional correlated Gaussian and the N = 10,000,
 //! D = 100 logistic regression (run `scripts/setup.sh` first: it generates
 //! that data set) — over several chain counts, with program-counter (`pc`)
@@ -10,7 +10,7 @@
 //! - grads: gradient evaluations of all chains (all useful: every batched
 //!   call evaluates exactly the chains waiting for a gradient);
 //! - grad/s: grads ÷ wall;
-//! - util: the issue's utilization, useful ÷ lane slots executed in the
+//! - util: utilization, useful ÷ lane slots executed in the
 //!   gradient program's blocks (each call runs exactly the chains that
 //!   asked; lanes that fail or leave a loop of the model early waste
 //!   slots);

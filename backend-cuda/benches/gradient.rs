@@ -7,7 +7,7 @@
 //! (uniform(−2, 2) on the unconstrained scale), evaluates all lanes
 //! together again and again for about `BAT_BENCH_SECONDS` (default 2)
 //! and prints lanes × evaluations / seconds, with the host loop's steps
-//! (blocks launched) per evaluation. Issue 7's full benchmark (ESS/s of
+//! (blocks launched) per evaluation. The full device benchmark (ESS/s of
 //! the sampler on the device, the fraction of peak memory bandwidth, 1 to
 //! 16384 chains) is the root crate's `cargo bench --bench cuda`.
 

@@ -34,7 +34,7 @@ fn burst(count: i32) -> (Vec<u8>, i32) {
     (bytes, version - 1)
 }
 
-async fn session(count: i32) -> (Client, i32) {
+async fn burst_of_edits(count: i32) -> (Client, i32) {
     let mut client = Client::start();
     client.initialize().await;
     client.open(VALID, 1).await;
@@ -53,7 +53,7 @@ async fn session(count: i32) -> (Client, i32) {
 
 #[tokio::test]
 async fn a_burst_of_edits_publishes_only_its_last_version() {
-    let (client, last) = session(50).await;
+    let (client, last) = burst_of_edits(50).await;
     let versions: Vec<i64> = client
         .published
         .iter()
@@ -66,7 +66,7 @@ async fn a_burst_of_edits_publishes_only_its_last_version() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn published_versions_only_move_forward_on_a_threaded_runtime() {
-    let (mut client, last) = session(200).await;
+    let (mut client, last) = burst_of_edits(200).await;
     // A request after the burst must see the newest text.
     let symbols = client
         .request(

@@ -1,4 +1,4 @@
-//! The CUDA device benchmark of issue 7 (`cargo bench --bench cuda`): for
+//! The CUDA device benchmark (`cargo bench --bench cuda`): for
 //! each benchmark problem and chain count, on device 0,
 //!
 //! - gradient evaluations per second: the model's gradient program

@@ -10,7 +10,7 @@
 //! block alive and filled a new one. Moving them frees the block at its
 //! last use: the logistic regression's 1,000-chain `bat run` peaks at
 //! 2.4–2.5 GB instead of 2.9 GB, `bat bench` at 1,024 chains at 357 MB
-//! instead of 518 MB (docs/performance.md, stop 23). Time is unchanged
+//! instead of 518 MB. Time is unchanged
 //! (a pass in place and a pass into a pooled buffer cost the same there).
 //!
 //! # Which reads move

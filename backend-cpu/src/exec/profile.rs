@@ -8,10 +8,9 @@
 //! Why: a sampler's run is spread over a few hundred ops between two
 //! gradient evaluations, each costing a few microseconds; `perf` shows the
 //! kernels (copies, merges, allocation) but not which statements of the
-//! program pay for them. Stop 21 found this way that NUTS's
-//! `build_tree` result (an 18-component tuple merged into the function's
-//! result variable while other chains still wait to read theirs) was its
-//! costliest op (docs/performance.md).
+//! program pay for them. This profile is how NUTS's `build_tree` result
+//! (an 18-component tuple merged into the function's result variable while
+//! other chains still wait to read theirs) showed up as its costliest op.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -15,7 +15,7 @@ use std::arch::x86_64::*;
 /// 32 KiB L1; a tile's `6 × KC` slice of A 12 KiB). Each pass reloads and
 /// stores the partial sums: with many terms (Xᵀ r of the logistic
 /// regression, 10,000) 256 rather than 128 halves that traffic — 60–62 →
-/// 57 ms per 1,024-lane product on Zen 3 (stop 23).
+/// 57 ms per 1,024-lane product on a Zen 3.
 pub(super) const KC: usize = 256;
 /// Rows per block (their packed `MC × KC` slice of A is 384 KiB of the
 /// 512 KiB L2).
