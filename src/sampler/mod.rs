@@ -236,7 +236,7 @@ impl BatchTotals {
     }
 
     /// Useful lane slots per lane slot executed in the gradient program's
-    /// blocks (the utilization). A call runs the gradient for
+    /// blocks (their utilization). A call runs the gradient for
     /// exactly the chains that asked, so only lanes that fail part-way or
     /// leave a loop of the model early are wasted.
     pub fn utilization(&self) -> Option<f64> {
