@@ -3,6 +3,7 @@
 //! summary table.
 
 use super::model::{self, Reported, render_span};
+use super::ranks::{Ranks, Setup, share};
 use backend_cuda::gradient::GradientDeviceError;
 use bat::output::RunMetadata;
 use bat::sampler::collect::OutputSpec;
@@ -234,8 +235,8 @@ fn check_sampler_options(opts: &Options) -> Result<(), Reported> {
     Ok(())
 }
 
-pub fn run(opts: &Options) -> ExitCode {
-    let code = match sample(opts) {
+pub fn run(opts: &Options, ranks: &Ranks) -> ExitCode {
+    let code = match sample(opts, ranks) {
         Ok(code) => code,
         Err(Reported) => ExitCode::FAILURE,
     };
@@ -254,7 +255,17 @@ pub(super) fn print_op_profile() {
     }
 }
 
-fn sample(opts: &Options) -> Result<ExitCode, Reported> {
+/// What every rank sets up before sampling.
+struct Prepared {
+    compiled: model::Compiled,
+    grad: language::ad::GradProgram,
+    model: language::interp::Model,
+    data: Option<PathBuf>,
+    settings: Settings,
+    output_path: PathBuf,
+}
+
+fn prepare(opts: &Options, ranks: &Ranks) -> Result<Prepared, Reported> {
     check_sampler_options(opts)?;
     if opts.backend == Backend::Cuda
         && let Err(why) = backend_cuda::probe()
@@ -286,15 +297,41 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         .map_or_else(|| default_output(opts.file), Path::to_path_buf);
     // The draws file is created at the first kept draw (its datasets need
     // the draws' shapes): a path that cannot be written would otherwise
-    // fail only after the whole warmup.
-    if let Err(why) = check_writable(&output_path) {
+    // fail only after the whole warmup. Rank 0 alone writes it.
+    if ranks.rank() == 0
+        && let Err(why) = check_writable(&output_path)
+    {
         eprintln!(
             "error: cannot write the draws file `{}`: {why}",
             output_path.display()
         );
         return Err(Reported);
     }
-    let settings_json = serde_json::json!({
+    Ok(Prepared {
+        compiled,
+        grad,
+        model,
+        data,
+        settings,
+        output_path,
+    })
+}
+
+fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
+    // Under MPI every rank sets up as one process would, and all go on
+    // only if all did.
+    let mut setup = Setup::start(ranks);
+    let prepared = setup.agree(prepare(opts, ranks))?;
+    let Prepared {
+        compiled,
+        grad,
+        model,
+        data,
+        settings,
+        output_path,
+    } = &prepared;
+    let seed = settings.seed;
+    let mut settings_json = serde_json::json!({
         "algorithm": "nuts",
         "metric": "diag_e",
         "chains": opts.chains,
@@ -315,8 +352,11 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         },
         "threads": opts.threads,
     });
+    if ranks.size() > 1 {
+        settings_json["mpi_ranks"] = ranks.size().into();
+    }
     let spec = OutputSpec {
-        path: &output_path,
+        path: output_path,
         meta: RunMetadata {
             model_name: model.program().name.clone(),
             model_source: compiled.file.text.clone(),
@@ -326,7 +366,7 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         },
         n_chains: opts.chains,
         dim: model.num_unconstrained(),
-        settings: &settings,
+        settings,
     };
     // A second Ctrl-C (or one before the handler is set) kills the process as usual.
     let _ = ctrlc::set_handler(|| {
@@ -335,24 +375,77 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         }
     });
     let job = ChainJob {
-        model: &model,
-        grad: &grad,
-        settings: &settings,
+        model,
+        grad,
+        settings,
     };
     let executor = match opts.backend {
-        Backend::Cpu => executor(opts.batching, opts.threads, opts.lanes),
-        Backend::Cuda => cuda_executor(opts, &job, &compiled)?,
-        Backend::Native => native_executor(opts, &job, &compiled)?,
+        Backend::Cpu => Ok(executor(opts.batching, opts.threads, opts.lanes)),
+        Backend::Cuda => cuda_executor(opts, &job, compiled),
+        Backend::Native => native_executor(opts, &job, compiled),
     };
-    let chains: Vec<usize> = (0..opts.chains).collect();
+    let executor = setup.agree(executor)?;
+    drop(setup);
+    // This rank's share of the chains (all of them in one process).
+    let chains: Vec<usize> = share(opts.chains, ranks.size(), ranks.rank()).collect();
+    #[cfg(feature = "mpi")]
+    if let Ranks::World(world) = ranks
+        && world.rank != 0
+    {
+        let (tx, rx) = mpsc::channel();
+        let sent = std::thread::scope(|scope| {
+            scope.spawn(move || executor.run(&job, &chains, &tx, &STOP));
+            world.send_events(rx)
+        });
+        if let Err(why) = sent {
+            eprintln!("error: rank {} of {}: {why}", world.rank, world.size);
+            world.abort(1);
+        }
+        return Ok(ExitCode::from(world.receive_exit()));
+    }
     let mut progress = Bar::new(opts.chains);
     let started = Instant::now();
     let (tx, rx) = mpsc::channel();
     let collected = std::thread::scope(|scope| {
-        scope.spawn(move || executor.run(&job, &chains, &tx, &STOP));
-        collect(rx, &spec, &mut progress)
+        let own = tx.clone();
+        scope.spawn(move || executor.run(&job, &chains, &own, &STOP));
+        match ranks {
+            Ranks::Single => {
+                drop(tx);
+                collect(rx, &spec, &mut progress)
+            }
+            // The collector on a thread of its own: this one (MPI's)
+            // brings the other ranks' events.
+            #[cfg(feature = "mpi")]
+            Ranks::World(world) => {
+                let collector = scope.spawn(|| collect(rx, &spec, &mut progress));
+                if let Err(why) = world.receive_events(tx) {
+                    eprintln!("error: {why}");
+                    world.abort(1);
+                }
+                collector
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            }
+        }
     });
     progress.finish(started.elapsed());
+    let code = report(opts, compiled, output_path, collected);
+    #[cfg(feature = "mpi")]
+    if let Ranks::World(world) = ranks {
+        world.send_exit(*code.as_ref().unwrap_or(&1));
+    }
+    code.map(ExitCode::from)
+}
+
+/// What the run did, on stderr, and the summary of the draws file on
+/// stdout; the exit status.
+fn report(
+    opts: &Options,
+    compiled: &model::Compiled,
+    output_path: &Path,
+    collected: Result<bat::sampler::RunReport, bat::sampler::CollectError>,
+) -> Result<u8, Reported> {
     let report = match collected {
         Ok(report) => report,
         Err(error) => {
@@ -387,7 +480,7 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         report_chain_error(failure, &compiled.file.name, &compiled.file.text);
     }
     if report.wrote_file {
-        match bat::summarize_file(&output_path, bat::Format::Table) {
+        match bat::summarize_file(output_path, bat::Format::Table) {
             Ok(text) => print!("{text}"),
             Err(error) => eprintln!(
                 "warning: cannot summarize `{}`: {error}",
@@ -403,13 +496,9 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
     }
     if interrupted {
         eprintln!("interrupted: the file holds the draws made so far");
-        return Ok(ExitCode::FAILURE);
+        return Ok(1);
     }
-    Ok(if failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(if failures.is_empty() { 0 } else { 1 })
 }
 
 /// Whether `path` can be written as the draws file, without changing an
@@ -450,7 +539,7 @@ fn default_output(model: &Path) -> PathBuf {
     PathBuf::from(format!("{stem}.h5"))
 }
 
-fn random_seed() -> u64 {
+pub(super) fn random_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
