@@ -107,7 +107,12 @@ fn main() {
         "eight schools, {chains} chains × ({warmup} + {samples}), --backend native; \
          sampling and wall seconds"
     );
-    println!("{:>5}  {:>22}  {:>22}", "round", "1 process × 2 threads", format!("{ranks} ranks × {rank_threads} thread"));
+    println!(
+        "{:>5}  {:>22}  {:>22}",
+        "round",
+        "1 process × 2 threads",
+        format!("{ranks} ranks × {rank_threads} thread")
+    );
     let (mut one, mut many) = (Vec::new(), Vec::new());
     for round in 1..=rounds {
         let a = timed(single());

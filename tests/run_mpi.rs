@@ -275,9 +275,34 @@ print(mu.shape[0], min(written))
                 assert!(summary.status.success(), "{}", text(&summary.stderr));
                 assert_eq!(text(&summary.stdout), text(&alone.stdout));
                 let file = read_draws(&three).unwrap();
-                assert!(file.attributes.values().any(|a| a.contains("\"mpi_ranks\":3")));
+                assert!(
+                    file.attributes
+                        .values()
+                        .any(|a| a.contains("\"mpi_ranks\":3"))
+                );
             }
         }
+    }
+
+    /// Without `--seed`, rank 0 draws the seed and every rank runs with
+    /// it: the file's seed given to one process gives the same draws.
+    #[test]
+    fn three_ranks_share_rank_zeros_seed() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+        write(dir.path(), "m.data.json", NORMAL_DATA);
+        let three = dir.path().join("three.h5");
+        let mut args = run_args(&model, "5", &three);
+        args.drain(8..10);
+        let ranked = bat_ranks(3, &args);
+        assert!(ranked.status.success(), "{}", text(&ranked.stderr));
+        let seed = read_draws(&three).unwrap().attributes["seed"].clone();
+        let one = dir.path().join("one.h5");
+        let mut args = run_args(&model, "5", &one);
+        args[9] = &seed;
+        let alone = bat(&args);
+        assert!(alone.status.success(), "{}", text(&alone.stderr));
+        assert_eq!(arviz_equal(&three, &one, 5, false), "5 120");
     }
 
     /// The pid of the process of rank `rank` under the launcher `parent`.
@@ -393,7 +418,11 @@ print(mu.shape[0], min(written))
         let ran = bat_ranks(3, &bad);
         let stderr = text(&ran.stderr);
         assert!(!ran.status.success(), "{stderr}");
-        assert_eq!(count(&stderr, "invalid value '0' for '--chains"), 1, "{stderr}");
+        assert_eq!(
+            count(&stderr, "invalid value '0' for '--chains"),
+            1,
+            "{stderr}"
+        );
 
         // A bad argument on rank 2 alone (`mpirun A : B`).
         let mut bad = good.clone();

@@ -388,7 +388,10 @@ fn run_ranked(size: usize, rank: usize) -> ExitCode {
             let text = String::from_utf8_lossy(&message);
             let (verdict, rest) = text.split_once('\u{0}').unwrap_or((&text, ""));
             if verdict != "ok" {
-                eprintln!("error: rank {rank} of {size}: {}", rest.trim_end());
+                eprintln!(
+                    "error: rank {rank} of {size}: {}",
+                    rest.trim_start_matches("error: ").trim_end()
+                );
                 return (false, vec![2]);
             }
             if rest != args_text {
@@ -483,26 +486,26 @@ fn dispatch(cli: Cli, ranks: &ranks::Ranks) -> ExitCode {
             color,
         } => run::run(
             &run::Options {
-            file: &file,
-            data: data.as_deref(),
-            chains: chains as usize,
-            warmup: warmup as usize,
-            samples: samples as usize,
-            thin: thin as usize,
-            seed,
-            max_depth: max_depth as usize,
-            adapt_delta,
-            init: init.as_deref(),
-            output: output.as_deref(),
-            save_warmup,
-            backend,
-            batching,
-            threads,
-            lanes,
-            host_sampler,
-            device_sampler,
-            color: color.for_stderr(),
-        },
+                file: &file,
+                data: data.as_deref(),
+                chains: chains as usize,
+                warmup: warmup as usize,
+                samples: samples as usize,
+                thin: thin as usize,
+                seed,
+                max_depth: max_depth as usize,
+                adapt_delta,
+                init: init.as_deref(),
+                output: output.as_deref(),
+                save_warmup,
+                backend,
+                batching,
+                threads,
+                lanes,
+                host_sampler,
+                device_sampler,
+                color: color.for_stderr(),
+            },
             ranks,
         ),
         Command::Bench {

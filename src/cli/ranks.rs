@@ -130,8 +130,10 @@ pub mod world {
             let start = Instant::now();
             loop {
                 for &tag in tags {
-                    if let Some(probed) =
-                        self.comm.any_process().immediate_matched_probe_with_tag(tag)
+                    if let Some(probed) = self
+                        .comm
+                        .any_process()
+                        .immediate_matched_probe_with_tag(tag)
                     {
                         let (bytes, status) = probed.matched_receive_vec::<u8>();
                         return Some((status.source_rank() as usize, tag, bytes));
@@ -337,9 +339,7 @@ impl<'a> Setup<'a> {
         Setup {
             ranks,
             #[cfg(feature = "mpi")]
-            capture: (ranks.rank() != 0)
-                .then(world::Capture::start)
-                .flatten(),
+            capture: (ranks.rank() != 0).then(world::Capture::start).flatten(),
         }
     }
 
