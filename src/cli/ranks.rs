@@ -34,6 +34,59 @@ pub fn launched() -> Option<(usize, usize)> {
     })
 }
 
+/// Developer switch (`BAT_RANK_TIMES=1`): at the end of `bat run` each
+/// rank prints on stderr where its CPU time went, the figures of
+/// docs/mpi.md's scaling estimate.
+pub fn times_requested() -> bool {
+    std::env::var_os("BAT_RANK_TIMES").is_some_and(|v| v == "1")
+}
+
+/// CPU seconds (user + system) of this process (`/proc/self/stat`: every
+/// thread it ever ran) or of the calling thread (`/proc/thread-self/stat`).
+pub fn cpu_seconds(whole_process: bool) -> f64 {
+    let path = if whole_process {
+        "/proc/self/stat"
+    } else {
+        "/proc/thread-self/stat"
+    };
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
+    // Fields after the command name: state is the first, utime the 12th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    // USER_HZ is 100 on Linux.
+    ticks(11)
+        .zip(ticks(12))
+        .map_or(f64::NAN, |(u, s)| (u + s) / 100.0)
+}
+
+/// CPU seconds of this process and of the calling thread when sampling
+/// starts.
+pub struct CpuAtStart(f64, f64);
+
+impl CpuAtStart {
+    pub fn now() -> CpuAtStart {
+        CpuAtStart(cpu_seconds(true), cpu_seconds(false))
+    }
+
+    /// The line of [`times_requested`]: sampling wall seconds; CPU
+    /// seconds since sampling started of the collector thread (rank 0), of
+    /// this thread (MPI's: receiving or sending events; the collector in
+    /// one process) and of the rest (the sampler threads); event bytes
+    /// sent or received.
+    pub fn print(&self, ranks: &Ranks, wall: f64, collector: f64, bytes: u64) {
+        let total = cpu_seconds(true) - self.0;
+        let main = cpu_seconds(false) - self.1;
+        eprintln!(
+            "rank {} of {}: sampling {wall:.2} s wall; CPU s: collector {collector:.2}, main thread {main:.2}, samplers {:.2}; event bytes {bytes}",
+            ranks.rank(),
+            ranks.size(),
+            total - main - collector,
+        );
+    }
+}
+
 /// The processes of a run: this one alone, or the MPI world.
 pub enum Ranks {
     Single,
@@ -78,6 +131,10 @@ pub mod world {
     pub const SEND_BYTES: usize = 1 << 20;
     /// How long a rank sleeps between polls for a message.
     const POLL: Duration = Duration::from_millis(1);
+    /// How long a rank sending a message sleeps between polls: a long
+    /// message moves only while the sender calls MPI (in fragments; the
+    /// receiver waits for them spinning), so the sender polls often.
+    const SEND_POLL: Duration = Duration::from_micros(20);
 
     const EVENTS: i32 = 1;
     const DONE: i32 = 2;
@@ -117,7 +174,7 @@ pub mod world {
                         Ok(_) => break,
                         Err(r) => {
                             request = r;
-                            std::thread::sleep(POLL);
+                            std::thread::sleep(SEND_POLL);
                         }
                     }
                 }
@@ -195,9 +252,10 @@ pub mod world {
 
         /// Rank 0: every other rank's events into `events` until each has
         /// sent its last; the first malformed message is an error.
-        pub fn receive_events(&self, events: Sender<Event>) -> Result<(), String> {
+        pub fn receive_events(&self, events: Sender<Event>) -> Result<u64, String> {
             let mut decoders: Vec<Decoder> = (0..self.size).map(Decoder::new).collect();
             let mut running = self.size - 1;
+            let mut received = 0;
             while running > 0 {
                 let Some((rank, tag, bytes)) = self.receive(&[EVENTS, DONE], None) else {
                     continue;
@@ -206,19 +264,35 @@ pub mod world {
                     running -= 1;
                     continue;
                 }
+                received += bytes.len() as u64;
                 let decoded = decoders[rank].decode(&bytes).map_err(|e| e.to_string())?;
-                for event in decoded {
-                    // The collector stopped (its error is reported): the
-                    // other ranks' events are dropped until they are done.
-                    let _ = events.send(event);
+                // One message to the collector for each run of iterations
+                // and adaptations (an `Event::Many`), the ends of chains
+                // alone. When the collector stopped (its error is
+                // reported), the other ranks' events are dropped until
+                // they are done.
+                let mut many = Vec::new();
+                for event in decoded.into_iter().flat_map(Event::flatten) {
+                    if matches!(event, Event::Finished { .. } | Event::Batches(_)) {
+                        if !many.is_empty() {
+                            let _ = events.send(Event::Many(std::mem::take(&mut many)));
+                        }
+                        let _ = events.send(event);
+                    } else {
+                        many.push(event);
+                    }
+                }
+                if !many.is_empty() {
+                    let _ = events.send(Event::Many(many));
                 }
             }
-            Ok(())
+            Ok(received)
         }
 
         /// Ranks but 0: this rank's events to rank 0, then its last message.
-        pub fn send_events(&self, events: Receiver<Event>) -> Result<(), String> {
+        pub fn send_events(&self, events: Receiver<Event>) -> Result<u64, String> {
             let mut encoder = Encoder::default();
+            let mut sent = 0;
             let mut last = Instant::now();
             loop {
                 let done = match events.recv_timeout(SEND_EVERY) {
@@ -232,12 +306,14 @@ pub mod world {
                 if !encoder.is_empty()
                     && (done || encoder.len() >= SEND_BYTES || last.elapsed() >= SEND_EVERY)
                 {
-                    self.send(0, EVENTS, &encoder.take());
+                    let message = encoder.take();
+                    sent += message.len() as u64;
+                    self.send(0, EVENTS, &message);
                     last = Instant::now();
                 }
                 if done {
                     self.send(0, DONE, &[]);
-                    return Ok(());
+                    return Ok(sent);
                 }
             }
         }

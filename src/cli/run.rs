@@ -392,43 +392,63 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
     if let Ranks::World(world) = ranks
         && world.rank != 0
     {
+        let started = Instant::now();
+        let cpu = super::ranks::CpuAtStart::now();
         let (tx, rx) = mpsc::channel();
         let sent = std::thread::scope(|scope| {
             scope.spawn(move || executor.run(&job, &chains, &tx, &STOP));
             world.send_events(rx)
         });
-        if let Err(why) = sent {
-            eprintln!("error: rank {} of {}: {why}", world.rank, world.size);
-            world.abort(1);
+        match sent {
+            Ok(bytes) if super::ranks::times_requested() => {
+                cpu.print(ranks, started.elapsed().as_secs_f64(), 0.0, bytes)
+            }
+            Ok(_) => {}
+            Err(why) => {
+                eprintln!("error: rank {} of {}: {why}", world.rank, world.size);
+                world.abort(1);
+            }
         }
         return Ok(ExitCode::from(world.receive_exit()));
     }
     let mut progress = Bar::new(opts.chains);
     let started = Instant::now();
+    let cpu = super::ranks::CpuAtStart::now();
     let (tx, rx) = mpsc::channel();
-    let collected = std::thread::scope(|scope| {
+    let (collected, collector_cpu, received) = std::thread::scope(|scope| {
         let own = tx.clone();
         scope.spawn(move || executor.run(&job, &chains, &own, &STOP));
         match ranks {
             Ranks::Single => {
                 drop(tx);
-                collect(rx, &spec, &mut progress)
+                (collect(rx, &spec, &mut progress), 0.0, 0)
             }
             // The collector on a thread of its own: this one (MPI's)
             // brings the other ranks' events.
             #[cfg(feature = "mpi")]
             Ranks::World(world) => {
-                let collector = scope.spawn(|| collect(rx, &spec, &mut progress));
-                if let Err(why) = world.receive_events(tx) {
+                let collector = std::thread::Builder::new()
+                    .name("bat-collector".into())
+                    .spawn_scoped(scope, || {
+                        let collected = collect(rx, &spec, &mut progress);
+                        (collected, super::ranks::cpu_seconds(false))
+                    })
+                    .expect("start the collector thread");
+                let received = world.receive_events(tx).unwrap_or_else(|why| {
                     eprintln!("error: {why}");
-                    world.abort(1);
-                }
-                collector
+                    world.abort(1)
+                });
+                let (collected, cpu) = collector
                     .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (collected, cpu, received)
             }
         }
     });
+    if super::ranks::times_requested() {
+        let wall = started.elapsed().as_secs_f64();
+        cpu.print(ranks, wall, collector_cpu, received);
+    }
     progress.finish(started.elapsed());
     let code = report(opts, compiled, output_path, collected);
     #[cfg(feature = "mpi")]
