@@ -327,9 +327,12 @@ print(mu.shape[0], min(written))
         None
     }
 
-    /// Waits until `output` holds at least `draws` draws per chain (read
-    /// without HDF5's file lock, which the writer holds).
-    fn wait_for_draws(output: &Path, draws: u64) {
+    /// Waits until every one of the `chains` chains in `output` holds at
+    /// least `draws` draws (read without HDF5's file lock, which the writer
+    /// holds). A chain without draws yet is left out of the summary, so
+    /// its count of chains must be all of them (the ranks' blocks arrive
+    /// at different times).
+    fn wait_for_draws(output: &Path, chains: u64, draws: u64) {
         let started = Instant::now();
         loop {
             let out = Command::new(bat_exe())
@@ -337,15 +340,17 @@ print(mu.shape[0], min(written))
                 .env("HDF5_USE_FILE_LOCKING", "FALSE")
                 .output()
                 .unwrap();
-            let written = serde_json::from_slice::<serde_json::Value>(&out.stdout)
-                .ok()
-                .and_then(|v| v["n_draws"].as_u64());
-            if out.status.success() && written.is_some_and(|n| n >= draws) {
+            let json = serde_json::from_slice::<serde_json::Value>(&out.stdout).ok();
+            let count = |key: &str| json.as_ref().and_then(|v| v[key].as_u64());
+            if out.status.success()
+                && count("n_chains") == Some(chains)
+                && count("n_draws").is_some_and(|n| n >= draws)
+            {
                 return;
             }
             assert!(
                 started.elapsed() < HANG,
-                "no {draws} draws in {}",
+                "no {draws} draws of {chains} chains in {}",
                 output.display()
             );
             std::thread::sleep(Duration::from_millis(100));
@@ -375,7 +380,7 @@ print(mu.shape[0], min(written))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = launcher.spawn().unwrap();
-        wait_for_draws(&killed, 200);
+        wait_for_draws(&killed, 5, 200);
         let pid = rank_pid(child.id(), 1).expect("rank 1's process");
         let kill = Command::new("kill").args(["-9", &pid.to_string()]).status();
         assert!(kill.unwrap().success());

@@ -136,8 +136,10 @@ pub mod world {
     /// receiver waits for them spinning), so the sender polls often.
     const SEND_POLL: Duration = Duration::from_micros(20);
 
+    /// Events; an empty message is a rank's last. One tag, so that the
+    /// last cannot overtake the events before it (MPI keeps the order of
+    /// the messages of one sender and tag).
     const EVENTS: i32 = 1;
-    const DONE: i32 = 2;
     const READY: i32 = 3;
     const GO: i32 = 4;
     const EXIT: i32 = 5;
@@ -181,23 +183,16 @@ pub mod world {
             });
         }
 
-        /// The next message tagged `tag` from any rank: (its rank, bytes),
-        /// or None after `wait` without one.
-        fn receive(&self, tags: &[i32], wait: Option<Duration>) -> Option<(usize, i32, Vec<u8>)> {
-            let start = Instant::now();
+        /// The next message tagged `tag` from any rank: (its rank, bytes).
+        fn receive(&self, tag: i32) -> (usize, Vec<u8>) {
             loop {
-                for &tag in tags {
-                    if let Some(probed) = self
-                        .comm
-                        .any_process()
-                        .immediate_matched_probe_with_tag(tag)
-                    {
-                        let (bytes, status) = probed.matched_receive_vec::<u8>();
-                        return Some((status.source_rank() as usize, tag, bytes));
-                    }
-                }
-                if wait.is_some_and(|w| start.elapsed() >= w) {
-                    return None;
+                if let Some(probed) = self
+                    .comm
+                    .any_process()
+                    .immediate_matched_probe_with_tag(tag)
+                {
+                    let (bytes, status) = probed.matched_receive_vec::<u8>();
+                    return (status.source_rank() as usize, bytes);
                 }
                 std::thread::sleep(POLL);
             }
@@ -214,7 +209,7 @@ pub mod world {
         ) -> (bool, Vec<u8>) {
             if self.rank != 0 {
                 self.send(0, READY, mine);
-                let (_, _, verdict) = self.receive_from_zero(GO);
+                let verdict = self.receive_from_zero(GO);
                 return match verdict.split_first() {
                     Some((&go, payload)) => (go == 1, payload.to_vec()),
                     None => (false, Vec::new()),
@@ -222,9 +217,7 @@ pub mod world {
             }
             let mut theirs = Vec::with_capacity(self.size - 1);
             while theirs.len() + 1 < self.size {
-                if let Some((rank, _, message)) = self.receive(&[READY], None) {
-                    theirs.push((rank, message));
-                }
+                theirs.push(self.receive(READY));
             }
             theirs.sort();
             let (go, payload) = decide(theirs);
@@ -236,15 +229,14 @@ pub mod world {
             (go, payload)
         }
 
-        fn receive_from_zero(&self, tag: i32) -> (usize, i32, Vec<u8>) {
+        fn receive_from_zero(&self, tag: i32) -> Vec<u8> {
             loop {
                 if let Some(probed) = self
                     .comm
                     .process_at_rank(0)
                     .immediate_matched_probe_with_tag(tag)
                 {
-                    let (bytes, status) = probed.matched_receive_vec::<u8>();
-                    return (status.source_rank() as usize, tag, bytes);
+                    return probed.matched_receive_vec::<u8>().0;
                 }
                 std::thread::sleep(POLL);
             }
@@ -257,10 +249,8 @@ pub mod world {
             let mut running = self.size - 1;
             let mut received = 0;
             while running > 0 {
-                let Some((rank, tag, bytes)) = self.receive(&[EVENTS, DONE], None) else {
-                    continue;
-                };
-                if tag == DONE {
+                let (rank, bytes) = self.receive(EVENTS);
+                if bytes.is_empty() {
                     running -= 1;
                     continue;
                 }
@@ -312,7 +302,7 @@ pub mod world {
                     last = Instant::now();
                 }
                 if done {
-                    self.send(0, DONE, &[]);
+                    self.send(0, EVENTS, &[]);
                     return Ok(sent);
                 }
             }
@@ -327,7 +317,7 @@ pub mod world {
 
         /// Ranks but 0: the run's exit status, from rank 0.
         pub fn receive_exit(&self) -> u8 {
-            let (_, _, code) = self.receive_from_zero(EXIT);
+            let code = self.receive_from_zero(EXIT);
             code.first().copied().unwrap_or(1)
         }
 
