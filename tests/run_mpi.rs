@@ -10,7 +10,7 @@
 //! venv of scripts/setup.sh, and fail when either is missing.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 fn bat_exe() -> &'static str {
     env!("CARGO_BIN_EXE_bat")
@@ -48,29 +48,46 @@ fn without_mpi_a_launched_run_refuses() {
     let model = write(dir.path(), "m.bat", NORMAL_MEAN);
     write(dir.path(), "m.data.json", NORMAL_DATA);
     let output = dir.path().join("o.h5");
-    for (rank, says) in [("0", true), ("2", false)] {
+    let launchers = [
+        ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"),
+        ("PMI_SIZE", "PMI_RANK"),
+        ("SLURM_STEP_NUM_TASKS", "SLURM_PROCID"),
+    ];
+    for ((size, rank_var), (rank, says)) in launchers
+        .into_iter()
+        .flat_map(|l| [(l, ("0", true)), (l, ("2", false))])
+    {
         let out = Command::new(bat_exe())
             .args(["run", s(&model), "--chains", "2", "-o", s(&output)])
-            .env("OMPI_COMM_WORLD_SIZE", "3")
-            .env("OMPI_COMM_WORLD_RANK", rank)
+            .env(size, "3")
+            .env(rank_var, rank)
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
         assert_eq!(
             text(&out.stderr).contains("built without MPI"),
             says,
-            "rank {rank}: {}",
+            "{size} rank {rank}: {}",
             text(&out.stderr)
         );
         assert!(!output.exists(), "no rank samples");
     }
+    // One process of one: an ordinary run.
+    let out = Command::new(bat_exe())
+        .args(["run", s(&model), "--chains", "2", "--samples", "20"])
+        .args(["--warmup", "20", "-o", s(&output)])
+        .env("OMPI_COMM_WORLD_SIZE", "1")
+        .env("OMPI_COMM_WORLD_RANK", "0")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
 #[cfg(feature = "mpi")]
 mod with_mpi {
     use super::*;
     use bat::output::read_draws;
-    use std::process::Stdio;
+    use std::process::{Output, Stdio};
     use std::time::{Duration, Instant};
 
     /// Longest a launched run may take before the test calls it a hang.
@@ -303,6 +320,35 @@ print(mu.shape[0], min(written))
         let alone = bat(&args);
         assert!(alone.status.success(), "{}", text(&alone.stderr));
         assert_eq!(arviz_equal(&three, &one, 5, false), "5 120");
+    }
+
+    /// Processes a launcher started without MPI's knowledge (`srun`
+    /// without an MPI plugin: each a world of one) refuse, rank 0 saying
+    /// why, rather than each sampling every chain into the same file.
+    #[test]
+    fn processes_mpi_does_not_see_as_one_world_refuse() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+        write(dir.path(), "m.data.json", NORMAL_DATA);
+        let output = dir.path().join("o.h5");
+        for (rank, says) in [("0", true), ("1", false)] {
+            let mut command = Command::new(bat_exe());
+            command
+                .args(run_args(&model, "4", &output))
+                .env("SLURM_STEP_NUM_TASKS", "2")
+                .env("SLURM_PROCID", rank)
+                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+            let out = finish(command);
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{stderr}");
+            assert_eq!(
+                stderr.contains("the launcher started 2 processes, but MPI sees 1"),
+                says,
+                "rank {rank}: {stderr}"
+            );
+            assert!(!output.exists(), "no rank samples");
+        }
     }
 
     /// The pid of the process of rank `rank` under the launcher `parent`.

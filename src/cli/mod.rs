@@ -358,6 +358,18 @@ fn run_ranked(size: usize, rank: usize) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Processes started without MPI's knowledge (`srun` without an MPI
+    // plugin) each see a world of their own: each would sample every chain
+    // into the same file.
+    if world.size != size {
+        if rank == 0 {
+            eprintln!(
+                "error: the launcher started {size} processes, but MPI sees {} (under Slurm, run `srun --mpi=pmix` or `--mpi=pmi2`; `srun --mpi=list` lists them)",
+                world.size
+            );
+        }
+        return ExitCode::FAILURE;
+    }
     let args: Vec<String> = std::env::args_os()
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())

@@ -15,23 +15,25 @@
 
 pub use bat::sampler::wire::share;
 
-/// The environment variables by which MPI launchers (OpenMPI's mpirun,
-/// PMIx, Slurm's srun with PMI-2, MPICH's Hydra) tell a process it is one
-/// of several: (size, rank).
+/// The environment variables by which launchers tell a process it is one
+/// of several, (size, rank), in the order they are trusted: OpenMPI's
+/// mpirun, PMI (MPICH's Hydra, Slurm's srun with PMI-2), Slurm's srun
+/// (any MPI plugin, or none).
 const LAUNCH_VARS: [(&str, &str); 3] = [
     ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"),
-    ("PMIX_SIZE", "PMIX_RANK"),
     ("PMI_SIZE", "PMI_RANK"),
+    ("SLURM_STEP_NUM_TASKS", "SLURM_PROCID"),
 ];
 
-/// This process was started by an MPI launcher as one of `size` > 1
-/// processes: (size, rank).
+/// This process was started by a launcher as one of `size` > 1
+/// processes: (size, rank). The first pair of variables present decides.
 pub fn launched() -> Option<(usize, usize)> {
-    LAUNCH_VARS.iter().find_map(|(size, rank)| {
-        let size: usize = std::env::var(size).ok()?.parse().ok()?;
-        let rank: usize = std::env::var(rank).ok()?.parse().ok()?;
-        (size > 1).then_some((size, rank))
-    })
+    let (size, rank) = LAUNCH_VARS
+        .iter()
+        .find(|(size, _)| std::env::var_os(size).is_some())?;
+    let size: usize = std::env::var(size).ok()?.trim().parse().ok()?;
+    let rank: usize = std::env::var(rank).ok()?.trim().parse().ok()?;
+    (size > 1).then_some((size, rank))
 }
 
 /// Developer switch (`BAT_RANK_TIMES=1`): at the end of `bat run` each
@@ -408,6 +410,9 @@ impl<'a> Setup<'a> {
             capture: (ranks.rank() != 0).then(world::Capture::start).flatten(),
         }
     }
+
+    /// The setup is done: a rank but 0 prints to stderr again.
+    pub fn finish(self) {}
 
     /// `result` on this rank, or a failure where any rank failed.
     pub fn agree<T>(

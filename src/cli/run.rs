@@ -385,7 +385,7 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
         Backend::Native => native_executor(opts, &job, compiled),
     };
     let executor = setup.agree(executor)?;
-    drop(setup);
+    setup.finish();
     // This rank's share of the chains (all of them in one process).
     let chains: Vec<usize> = share(opts.chains, ranks.size(), ranks.rank()).collect();
     #[cfg(feature = "mpi")]
