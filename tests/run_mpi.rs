@@ -451,6 +451,56 @@ print(mu.shape[0], min(written))
         assert!(draws.parse::<usize>().unwrap() >= 200, "{held}");
     }
 
+    /// Ctrl-C (SIGINT) to `mpirun`: it ends the ranks with SIGTERM, which
+    /// stops every rank's chains as Ctrl-C stops one process's; rank 0
+    /// closes the file with the draws every chain has (no chain padded,
+    /// each the draw one process makes) and the adaptation.
+    #[test]
+    fn ctrl_c_to_mpirun_stops_every_rank_and_closes_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+        write(dir.path(), "m.data.json", NORMAL_DATA);
+        let one = dir.path().join("one.h5");
+        let mut args = run_args(&model, "5", &one);
+        args[7] = "400";
+        let alone = bat(&args);
+        assert!(alone.status.success(), "{}", text(&alone.stderr));
+        let stopped = dir.path().join("stopped.h5");
+        let mut args = run_args(&model, "5", &stopped);
+        args[7] = "200000";
+        let mut launcher = mpirun(3);
+        launcher
+            .arg(bat_exe())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = launcher.spawn().unwrap();
+        wait_for_draws(&stopped, 5, 200);
+        let signal = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        assert!(signal.unwrap().success());
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > HANG {
+                let _ = child.kill();
+                panic!("the ranks hung after Ctrl-C");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("interrupted: the file holds the draws made so far"),
+            "{stderr}"
+        );
+        let held = arviz_equal(&stopped, &one, 5, false);
+        let (chains, draws) = held.split_once(' ').unwrap();
+        assert_eq!(chains, "5");
+        assert!(draws.parse::<usize>().unwrap() >= 200, "{held}");
+    }
+
     /// A bad argument stops every rank, quickly and with one message,
     /// whether all ranks have it or one alone; so do arguments that differ
     /// between ranks, and a setup failure (a missing init file).

@@ -124,6 +124,7 @@ pub mod world {
     use mpi::topology::{Communicator, SimpleCommunicator};
     use std::io::{Read, Seek, Write};
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
     use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
     use std::time::{Duration, Instant};
 
@@ -131,6 +132,9 @@ pub mod world {
     pub const SEND_EVERY: Duration = Duration::from_millis(50);
     /// ...or once it has this many bytes of them.
     pub const SEND_BYTES: usize = 1 << 20;
+    /// How long rank 0 waits, once told to stop, for the other ranks' last
+    /// events before it names those that did not send them.
+    pub const GRACE: Duration = Duration::from_millis(300);
     /// How long a rank sleeps between polls for a message.
     const POLL: Duration = Duration::from_millis(1);
     /// How long a rank sending a message sleeps between polls: a long
@@ -244,16 +248,56 @@ pub mod world {
             }
         }
 
+        /// The next message tagged `tag` from any rank, if one is there.
+        fn try_receive(&self, tag: i32) -> Option<(usize, Vec<u8>)> {
+            let probed = self
+                .comm
+                .any_process()
+                .immediate_matched_probe_with_tag(tag)?;
+            let (bytes, status) = probed.matched_receive_vec::<u8>();
+            Some((status.source_rank() as usize, bytes))
+        }
+
         /// Rank 0: every other rank's events into `events` until each has
-        /// sent its last; the first malformed message is an error.
-        pub fn receive_events(&self, events: Sender<Event>) -> Result<u64, String> {
+        /// sent its last; the first malformed message is an error. Once
+        /// `stop` is set (Ctrl-C, or the launcher ending the job because a
+        /// rank died), rank 0 names the ranks that have not sent their
+        /// last within [`GRACE`], and goes on waiting: a rank that died
+        /// never sends it, and the launcher ends rank 0 too, the file
+        /// holding every block written so far.
+        pub fn receive_events(
+            &self,
+            events: Sender<Event>,
+            stop: &AtomicBool,
+        ) -> Result<u64, String> {
             let mut decoders: Vec<Decoder> = (0..self.size).map(Decoder::new).collect();
-            let mut running = self.size - 1;
+            let mut running: Vec<bool> = (0..self.size).map(|rank| rank != 0).collect();
+            let mut stopped: Option<Instant> = None;
+            let mut named = false;
             let mut received = 0;
-            while running > 0 {
-                let (rank, bytes) = self.receive(EVENTS);
+            while running.contains(&true) {
+                let Some((rank, bytes)) = self.try_receive(EVENTS) else {
+                    if !named
+                        && stop.load(Ordering::SeqCst)
+                        && stopped.get_or_insert_with(Instant::now).elapsed() > GRACE
+                    {
+                        named = true;
+                        let missing: Vec<String> = (0..self.size)
+                            .filter(|&r| running[r])
+                            .map(|r| r.to_string())
+                            .collect();
+                        eprintln!(
+                            "error: {} {} of {} did not finish within {GRACE:?} of the run being stopped (died, or still finishing a draw)",
+                            if missing.len() == 1 { "rank" } else { "ranks" },
+                            missing.join(", "),
+                            self.size
+                        );
+                    }
+                    std::thread::sleep(POLL);
+                    continue;
+                };
                 if bytes.is_empty() {
-                    running -= 1;
+                    running[rank] = false;
                     continue;
                 }
                 received += bytes.len() as u64;
@@ -327,6 +371,34 @@ pub mod world {
         /// mid-run).
         pub fn abort(&self, code: i32) -> ! {
             self.comm.abort(code)
+        }
+    }
+
+    /// The flag SIGTERM sets (see [`stop_on_sigterm`]).
+    static TERM_STOP: AtomicPtr<AtomicBool> = AtomicPtr::new(std::ptr::null_mut());
+
+    extern "C" fn on_sigterm(_: libc::c_int) {
+        let stop = TERM_STOP.load(Ordering::SeqCst);
+        // SAFETY: set once from a `&'static AtomicBool`.
+        if let Some(stop) = unsafe { stop.as_ref() }
+            && stop.swap(true, Ordering::SeqCst)
+        {
+            // SAFETY: async-signal-safe; a second SIGTERM ends the process.
+            unsafe { libc::_exit(143) }
+        }
+    }
+
+    /// SIGTERM stops the run as Ctrl-C does (sets `stop`; a second one
+    /// ends the process): MPI launchers end a job with SIGTERM (then
+    /// SIGKILL) when interrupted, and every rank then stops its chains and
+    /// rank 0 closes the draws file as after Ctrl-C. (When a rank died,
+    /// rank 0 waits for it until the launcher ends it.)
+    pub fn stop_on_sigterm(stop: &'static AtomicBool) {
+        TERM_STOP.store(std::ptr::from_ref(stop).cast_mut(), Ordering::SeqCst);
+        let handler: extern "C" fn(libc::c_int) = on_sigterm;
+        // SAFETY: installs a handler that only touches atomics and _exit.
+        unsafe {
+            libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
         }
     }
 

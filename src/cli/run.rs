@@ -374,6 +374,10 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
             std::process::exit(130);
         }
     });
+    #[cfg(feature = "mpi")]
+    if let Ranks::World(_) = ranks {
+        super::ranks::world::stop_on_sigterm(&STOP);
+    }
     let job = ChainJob {
         model,
         grad,
@@ -434,7 +438,7 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
                         (collected, super::ranks::cpu_seconds(false))
                     })
                     .expect("start the collector thread");
-                let received = world.receive_events(tx).unwrap_or_else(|why| {
+                let received = world.receive_events(tx, &STOP).unwrap_or_else(|why| {
                     eprintln!("error: {why}");
                     world.abort(1)
                 });
