@@ -2,8 +2,8 @@
 //! ...`): every rank samples its share of the chains ([`share`]) with the
 //! usual executor; rank 0 also writes the one draws file, its collector fed
 //! by its own executor and by the other ranks' events, which they send in
-//! messages ([`bat::sampler::wire`]) every [`SEND_EVERY`] or
-//! [`SEND_BYTES`]. Before sampling, the ranks agree twice — on the command
+//! messages ([`bat::sampler::wire`]) every 50 ms or 1 MiB (`SEND_EVERY`,
+//! `SEND_BYTES`). Before sampling, the ranks agree twice — on the command
 //! line (each parses it; rank 0 compares) and on the setup (the model,
 //! data and executor) — so that a bad argument or a failure on any rank
 //! stops every rank with one message from rank 0, never a hang. Rank 0
