@@ -230,8 +230,11 @@ fn run_stan(
     refs: &[Reference],
     s: &Settings,
 ) -> Result<StanRun, String> {
+    // httpstan builds a model under the working directory (`build/`).
+    let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut command = Command::new(python);
     command
+        .current_dir(scratch.path())
         .arg(repo().join("scripts/python/stan_sample.py"))
         .arg(dir.join("model.stan"))
         .arg(dir.join("data.json"))

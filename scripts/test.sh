@@ -14,7 +14,11 @@ status=0
 # luck (one found inc_beta's 9e-14 rounding against a too-tight bound in one
 # run of many); set PROPTEST_RNG_SEED to explore other cases.
 export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261129}"
-cargo test --workspace --no-fail-fast || status=1
+# With the `mpi` feature (`bat run` under mpirun: tests/run_mpi.rs runs 3
+# ranks on this machine), then bat alone without it (it builds and refuses a
+# run an MPI launcher started).
+cargo test --workspace --no-fail-fast --features bat/mpi || status=1
+cargo test -p bat --no-fail-fast --test run_mpi || status=1
 editors/vscode/scripts/test.sh || status=1
 if [ "${BAT_FULL_SWEEP:-0}" = 1 ]; then
     ./scripts/conformance.sh || status=1

@@ -12,6 +12,7 @@ mod ir;
 mod json;
 mod logdensity;
 mod model;
+mod ranks;
 mod run;
 mod source;
 mod stack;
@@ -324,7 +325,115 @@ pub enum Emit {
 }
 
 pub fn run() -> ExitCode {
-    let cli = Cli::parse();
+    if let Some((size, rank)) = ranks::launched() {
+        return run_ranked(size, rank);
+    }
+    dispatch(Cli::parse(), &ranks::Ranks::Single)
+}
+
+/// Started by an MPI launcher as one of several processes: built without
+/// MPI, every rank refuses (rank 0 says why).
+#[cfg(not(feature = "mpi"))]
+fn run_ranked(size: usize, rank: usize) -> ExitCode {
+    if rank == 0 {
+        eprintln!(
+            "error: started as one of {size} MPI processes, but this bat was built without MPI \
+             (build it with `cargo build --release --features mpi`, or run one process)"
+        );
+    }
+    ExitCode::FAILURE
+}
+
+/// Started by an MPI launcher as one of several processes: every rank
+/// parses its command line and rank 0 judges them all (one message for a
+/// bad argument, whichever rank has it; the same arguments everywhere),
+/// then gives every rank the seed (its own or drawn), so that all ranks
+/// run the same chains.
+#[cfg(feature = "mpi")]
+fn run_ranked(size: usize, rank: usize) -> ExitCode {
+    let world = match ranks::world::World::init() {
+        Ok(world) => world,
+        Err(why) => {
+            eprintln!("error: rank {rank} of {size}: cannot start MPI: {why}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Processes started without MPI's knowledge (`srun` without an MPI
+    // plugin) each see a world of their own: each would sample every chain
+    // into the same file.
+    if world.size != size {
+        if rank == 0 {
+            eprintln!(
+                "error: the launcher started {size} processes, but MPI sees {} (under Slurm, run `srun --mpi=pmix` or `--mpi=pmi2`; `srun --mpi=list` lists them)",
+                world.size
+            );
+        }
+        return ExitCode::FAILURE;
+    }
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let args_text = args.join("\u{0}");
+    let parsed = Cli::try_parse();
+    let said = match &parsed {
+        Ok(_) => format!("ok\u{0}{args_text}"),
+        Err(e) => format!("error\u{0}{e}"),
+    };
+    let (go, payload) = world.agree(said.as_bytes(), |theirs| {
+        // Rank 0 speaks for all: its own error first (the others' as a rule
+        // the same), else the first rank with another verdict.
+        let mine = match &parsed {
+            Err(e) => {
+                let _ = e.print();
+                return (false, vec![e.exit_code().clamp(0, 255) as u8]);
+            }
+            Ok(cli) => cli,
+        };
+        if !matches!(mine.command, Command::Run { .. }) {
+            eprintln!(
+                "error: under an MPI launcher only `bat run` runs (its chains shared over the ranks); run other commands as one process"
+            );
+            return (false, vec![2]);
+        }
+        for (rank, message) in theirs {
+            let text = String::from_utf8_lossy(&message);
+            let (verdict, rest) = text.split_once('\u{0}').unwrap_or((&text, ""));
+            if verdict != "ok" {
+                eprintln!(
+                    "error: rank {rank} of {size}: {}",
+                    rest.trim_start_matches("error: ").trim_end()
+                );
+                return (false, vec![2]);
+            }
+            if rest != args_text {
+                eprintln!(
+                    "error: rank {rank} of {size} was started with other arguments than rank 0 ({}), but every rank must run the same command",
+                    rest.replace('\u{0}', " ")
+                );
+                return (false, vec![2]);
+            }
+        }
+        let seed = match &mine.command {
+            Command::Run { seed, .. } => seed.unwrap_or_else(run::random_seed),
+            _ => 0,
+        };
+        (true, seed.to_le_bytes().to_vec())
+    });
+    let code = |payload: &[u8]| ExitCode::from(payload.first().copied().unwrap_or(1));
+    if !go {
+        return code(&payload);
+    }
+    let (Ok(mut cli), Ok(seed)) = (parsed, <[u8; 8]>::try_from(payload.as_slice())) else {
+        return ExitCode::FAILURE;
+    };
+    if let Command::Run { seed: s, .. } = &mut cli.command {
+        *s = Some(u64::from_le_bytes(seed));
+    }
+    dispatch(cli, &ranks::Ranks::World(world))
+}
+
+fn dispatch(cli: Cli, ranks: &ranks::Ranks) -> ExitCode {
     match cli.command {
         Command::Check {
             files,
@@ -387,27 +496,30 @@ pub fn run() -> ExitCode {
             host_sampler,
             device_sampler,
             color,
-        } => run::run(&run::Options {
-            file: &file,
-            data: data.as_deref(),
-            chains: chains as usize,
-            warmup: warmup as usize,
-            samples: samples as usize,
-            thin: thin as usize,
-            seed,
-            max_depth: max_depth as usize,
-            adapt_delta,
-            init: init.as_deref(),
-            output: output.as_deref(),
-            save_warmup,
-            backend,
-            batching,
-            threads,
-            lanes,
-            host_sampler,
-            device_sampler,
-            color: color.for_stderr(),
-        }),
+        } => run::run(
+            &run::Options {
+                file: &file,
+                data: data.as_deref(),
+                chains: chains as usize,
+                warmup: warmup as usize,
+                samples: samples as usize,
+                thin: thin as usize,
+                seed,
+                max_depth: max_depth as usize,
+                adapt_delta,
+                init: init.as_deref(),
+                output: output.as_deref(),
+                save_warmup,
+                backend,
+                batching,
+                threads,
+                lanes,
+                host_sampler,
+                device_sampler,
+                color: color.for_stderr(),
+            },
+            ranks,
+        ),
         Command::Bench {
             file,
             data,

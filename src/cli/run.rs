@@ -3,6 +3,7 @@
 //! summary table.
 
 use super::model::{self, Reported, render_span};
+use super::ranks::{Ranks, Setup, share};
 use backend_cuda::gradient::GradientDeviceError;
 use bat::output::RunMetadata;
 use bat::sampler::collect::OutputSpec;
@@ -298,8 +299,8 @@ fn check_sampler_options(opts: &Options) -> Result<(), Reported> {
     Ok(())
 }
 
-pub fn run(opts: &Options) -> ExitCode {
-    let code = match sample(opts) {
+pub fn run(opts: &Options, ranks: &Ranks) -> ExitCode {
+    let code = match sample(opts, ranks) {
         Ok(code) => code,
         Err(Reported) => ExitCode::FAILURE,
     };
@@ -318,7 +319,17 @@ pub(super) fn print_op_profile() {
     }
 }
 
-fn sample(opts: &Options) -> Result<ExitCode, Reported> {
+/// What every rank sets up before sampling.
+struct Prepared {
+    compiled: model::Compiled,
+    grad: language::ad::GradProgram,
+    model: language::interp::Model,
+    data: Option<PathBuf>,
+    settings: Settings,
+    output_path: PathBuf,
+}
+
+fn prepare(opts: &Options, ranks: &Ranks) -> Result<Prepared, Reported> {
     check_sampler_options(opts)?;
     if opts.backend == Backend::Cuda
         && let Err(why) = backend_cuda::probe()
@@ -350,35 +361,67 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         .map_or_else(|| default_output(opts.file), Path::to_path_buf);
     // The draws file is created at the first kept draw (its datasets need
     // the draws' shapes): a path that cannot be written would otherwise
-    // fail only after the whole warmup.
-    if let Err(why) = check_writable(&output_path) {
+    // fail only after the whole warmup. Rank 0 alone writes it.
+    if ranks.rank() == 0
+        && let Err(why) = check_writable(&output_path)
+    {
         eprintln!(
             "error: cannot write the draws file `{}`: {why}",
             output_path.display()
         );
         return Err(Reported);
     }
+    Ok(Prepared {
+        compiled,
+        grad,
+        model,
+        data,
+        settings,
+        output_path,
+    })
+}
+
+fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
+    // Under MPI every rank sets up as one process would, and all go on
+    // only if all did.
+    let mut setup = Setup::start(ranks);
+    let prepared = setup.agree(prepare(opts, ranks))?;
+    let Prepared {
+        compiled,
+        grad,
+        model,
+        data,
+        settings,
+        output_path,
+    } = &prepared;
     // A second Ctrl-C (or one before the handler is set) kills the process as usual.
     let _ = ctrlc::set_handler(|| {
         if STOP.swap(true, Ordering::SeqCst) {
             std::process::exit(130);
         }
     });
+    #[cfg(feature = "mpi")]
+    if let Ranks::World(_) = ranks {
+        super::ranks::world::stop_on_sigterm(&STOP);
+    }
     let job = ChainJob {
-        model: &model,
-        grad: &grad,
-        settings: &settings,
+        model,
+        grad,
+        settings,
     };
-    let (executor, backend) = match opts.backend {
-        Backend::Auto => auto_executor(opts, &job, &compiled),
-        Backend::Cpu => (
+    let chosen = match opts.backend {
+        Backend::Auto => Ok(auto_executor(opts, &job, compiled)),
+        Backend::Cpu => Ok((
             executor(opts.batching, opts.threads, opts.lanes),
             Backend::Cpu,
-        ),
-        Backend::Cuda => (cuda_executor(opts, &job, &compiled)?, Backend::Cuda),
-        Backend::Native => (native_executor(opts, &job, &compiled)?, Backend::Native),
+        )),
+        Backend::Cuda => cuda_executor(opts, &job, compiled).map(|e| (e, Backend::Cuda)),
+        Backend::Native => native_executor(opts, &job, compiled).map(|e| (e, Backend::Native)),
     };
-    let settings_json = serde_json::json!({
+    let (executor, backend) = setup.agree(chosen)?;
+    setup.finish();
+    let seed = settings.seed;
+    let mut settings_json = serde_json::json!({
         "algorithm": "nuts",
         "metric": "diag_e",
         "chains": opts.chains,
@@ -399,8 +442,11 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         },
         "threads": opts.threads,
     });
+    if ranks.size() > 1 {
+        settings_json["mpi_ranks"] = ranks.size().into();
+    }
     let spec = OutputSpec {
-        path: &output_path,
+        path: output_path,
         meta: RunMetadata {
             model_name: model.program().name.clone(),
             model_source: compiled.file.text.clone(),
@@ -410,17 +456,88 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         },
         n_chains: opts.chains,
         dim: model.num_unconstrained(),
-        settings: &settings,
+        settings,
     };
-    let chains: Vec<usize> = (0..opts.chains).collect();
+    // This rank's share of the chains (all of them in one process).
+    let chains: Vec<usize> = share(opts.chains, ranks.size(), ranks.rank()).collect();
+    #[cfg(feature = "mpi")]
+    if let Ranks::World(world) = ranks
+        && world.rank != 0
+    {
+        let started = Instant::now();
+        let cpu = super::ranks::CpuAtStart::now();
+        let (tx, rx) = mpsc::channel();
+        let sent = std::thread::scope(|scope| {
+            scope.spawn(move || executor.run(&job, &chains, &tx, &STOP));
+            world.send_events(rx)
+        });
+        match sent {
+            Ok(bytes) if super::ranks::times_requested() => {
+                cpu.print(ranks, started.elapsed().as_secs_f64(), 0.0, bytes)
+            }
+            Ok(_) => {}
+            Err(why) => {
+                eprintln!("error: rank {} of {}: {why}", world.rank, world.size);
+                world.abort(1);
+            }
+        }
+        return Ok(ExitCode::from(world.receive_exit()));
+    }
     let mut progress = Bar::new(opts.chains);
     let started = Instant::now();
+    let cpu = super::ranks::CpuAtStart::now();
     let (tx, rx) = mpsc::channel();
-    let collected = std::thread::scope(|scope| {
-        scope.spawn(move || executor.run(&job, &chains, &tx, &STOP));
-        collect(rx, &spec, &mut progress)
+    let (collected, collector_cpu, received) = std::thread::scope(|scope| {
+        let own = tx.clone();
+        scope.spawn(move || executor.run(&job, &chains, &own, &STOP));
+        match ranks {
+            Ranks::Single => {
+                drop(tx);
+                (collect(rx, &spec, &mut progress), 0.0, 0)
+            }
+            // The collector on a thread of its own: this one (MPI's)
+            // brings the other ranks' events.
+            #[cfg(feature = "mpi")]
+            Ranks::World(world) => {
+                let collector = std::thread::Builder::new()
+                    .name("bat-collector".into())
+                    .spawn_scoped(scope, || {
+                        let collected = collect(rx, &spec, &mut progress);
+                        (collected, super::ranks::cpu_seconds(false))
+                    })
+                    .expect("start the collector thread");
+                let received = world.receive_events(tx, &STOP).unwrap_or_else(|why| {
+                    eprintln!("error: {why}");
+                    world.abort(1)
+                });
+                let (collected, cpu) = collector
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (collected, cpu, received)
+            }
+        }
     });
+    if super::ranks::times_requested() {
+        let wall = started.elapsed().as_secs_f64();
+        cpu.print(ranks, wall, collector_cpu, received);
+    }
     progress.finish(started.elapsed());
+    let code = report(opts, compiled, output_path, collected);
+    #[cfg(feature = "mpi")]
+    if let Ranks::World(world) = ranks {
+        world.send_exit(*code.as_ref().unwrap_or(&1));
+    }
+    code.map(ExitCode::from)
+}
+
+/// What the run did, on stderr, and the summary of the draws file on
+/// stdout; the exit status.
+fn report(
+    opts: &Options,
+    compiled: &model::Compiled,
+    output_path: &Path,
+    collected: Result<bat::sampler::RunReport, bat::sampler::CollectError>,
+) -> Result<u8, Reported> {
     let report = match collected {
         Ok(report) => report,
         Err(error) => {
@@ -455,7 +572,7 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
         report_chain_error(failure, &compiled.file.name, &compiled.file.text);
     }
     if report.wrote_file {
-        match bat::summarize_file(&output_path, bat::Format::Table) {
+        match bat::summarize_file(output_path, bat::Format::Table) {
             Ok(text) => print!("{text}"),
             Err(error) => eprintln!(
                 "warning: cannot summarize `{}`: {error}",
@@ -471,13 +588,9 @@ fn sample(opts: &Options) -> Result<ExitCode, Reported> {
     }
     if interrupted {
         eprintln!("interrupted: the file holds the draws made so far");
-        return Ok(ExitCode::FAILURE);
+        return Ok(1);
     }
-    Ok(if failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(if failures.is_empty() { 0 } else { 1 })
 }
 
 /// Whether `path` can be written as the draws file, without changing an
@@ -518,7 +631,7 @@ fn default_output(model: &Path) -> PathBuf {
     PathBuf::from(format!("{stem}.h5"))
 }
 
-fn random_seed() -> u64 {
+pub(super) fn random_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);

@@ -34,6 +34,7 @@ pub mod gradients;
 pub mod host;
 pub mod native;
 pub mod program;
+pub mod wire;
 
 pub use batched::BatchedExecutor;
 pub use collect::{CollectError, Progress, ProgressState, RunReport, collect};
