@@ -123,6 +123,11 @@ enum Command {
         /// Also write the warmup draws (groups warmup_posterior, warmup_sample_stats).
         #[arg(long)]
         save_warmup: bool,
+        /// Sample even when the draws file's estimated size exceeds the free
+        /// disk space (by default the run stops before sampling). Should the
+        /// disk fill, the file keeps every draw written before.
+        #[arg(long)]
+        ignore_disk_space: bool,
         /// Where to run.
         #[arg(long, value_enum, default_value_t = run::Backend::Cpu)]
         backend: run::Backend,
@@ -380,6 +385,7 @@ pub fn run() -> ExitCode {
             init,
             output,
             save_warmup,
+            ignore_disk_space,
             backend,
             batching,
             threads,
@@ -400,6 +406,7 @@ pub fn run() -> ExitCode {
             init: init.as_deref(),
             output: output.as_deref(),
             save_warmup,
+            ignore_disk_space,
             backend,
             batching,
             threads,
