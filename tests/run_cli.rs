@@ -2,7 +2,7 @@
 //! `--chains` and `--threads`, and a run killed with SIGKILL leaving a file
 //! that `bat summary` (and ArviZ, when its venv exists) opens.
 
-use bat::output::read_draws;
+use bat::output::{DrawReader, read_draws};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -372,6 +372,15 @@ fn a_chain_stopped_early_is_summarized_over_the_common_draws() {
     assert!((mean - expected).abs() < 1e-12, "{mean} vs {expected}");
     let table = text(&bat(&["summary", s(&output)]).stdout);
     assert!(table.contains("stopped early"), "{table}");
+    // The file says which draws are real, and why the run ended.
+    let reader = DrawReader::open(&output).unwrap();
+    assert_eq!(reader.draws_per_chain("posterior").unwrap(), kept);
+    let attributes = reader.attributes();
+    assert_eq!(attributes["run_status"], "failed");
+    assert!(
+        attributes["run_status_reason"].contains("mu too big"),
+        "{attributes:?}"
+    );
 }
 
 /// `--lanes` pools chains only on the host's program-counter executor;
@@ -612,6 +621,15 @@ fn sigkill_mid_run_leaves_a_readable_file() {
     let mu = file.posterior_variable("mu").unwrap();
     let first_block = &mu.values[..100];
     assert!(first_block.iter().all(|x| x.is_finite()));
+    // A killed run's file says it was still running, and each chain's
+    // recorded draws (as of the last flush) are real.
+    let reader = DrawReader::open(&output).unwrap();
+    assert_eq!(reader.attributes()["run_status"], "running");
+    let counts = reader.draws_per_chain("posterior").unwrap();
+    for (chain, &n) in counts.iter().enumerate() {
+        let row = &mu.values[chain * mu.n_draws..][..n];
+        assert!(n >= 100 && row.iter().all(|x| x.is_finite()), "{counts:?}");
+    }
     if let Some(python) = venv_python() {
         let code = format!(
             "import arviz; d = arviz.from_netcdf({:?}); print(d.posterior['mu'].shape)",
@@ -620,6 +638,57 @@ fn sigkill_mid_run_leaves_a_readable_file() {
         let out = Command::new(python).args(["-c", &code]).output().unwrap();
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
+}
+
+/// Ctrl-C (SIGINT) mid-run: the file is closed with the draws every chain
+/// has, and says it was interrupted and how many draws each chain has.
+#[test]
+fn sigint_mid_run_records_the_draws_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let output = dir.path().join("interrupted.h5");
+    let mut child = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_bat"))
+            .args([
+                "run",
+                s(&model),
+                "--chains",
+                "2",
+                "--threads",
+                "1",
+                "--warmup",
+                "100",
+                "--samples",
+                "100000",
+                "--seed",
+                "3",
+                "-o",
+                s(&output),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_draws(&output, 200);
+    let pid = child.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.0.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    let reader = DrawReader::open(&output).unwrap();
+    assert_eq!(reader.attributes()["run_status"], "interrupted");
+    let file = read_draws(&output).unwrap();
+    let mu = file.posterior_variable("mu").unwrap();
+    assert!(mu.n_draws >= 200 && mu.values.iter().all(|x| x.is_finite()));
+    let counts = reader.draws_per_chain("posterior").unwrap();
+    assert_eq!(counts, vec![mu.n_draws; 2]);
 }
 
 /// Waits until `output` holds at least `draws` draws per chain (read
