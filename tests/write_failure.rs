@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const MODEL: &str = "examples/eight_schools_noncentered.bat";
-const CHAINS: usize = 8;
+const CHAINS: usize = 4;
 /// Three chunks of draws per chain (1024 draws each): a disk with room for
-/// half the file holds some of them.
+/// two thirds of the file holds some of them.
 const SAMPLES: usize = 3000;
 
 fn root() -> &'static Path {
@@ -23,7 +23,7 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// `bat run` of the model: 8 chains × (100 + 3000), seed 7, to `out`.
+/// `bat run` of the model: 4 chains × (100 + 3000), seed 7, to `out`.
 fn run(out: &Path, env: &[(&str, &str)], extra: &[&str]) -> Output {
     let chains = CHAINS.to_string();
     let samples = SAMPLES.to_string();
@@ -181,7 +181,7 @@ fn a_full_disk_keeps_every_block_written_before() {
     let complete = std::fs::metadata(complete_run()).unwrap().len();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("o.h5");
-    let free = (complete / 2).to_string();
+    let free = (complete * 2 / 3).to_string();
     let output = run(
         &out,
         &[("BAT_TEST_DISK_FREE", &free)],
@@ -212,7 +212,7 @@ fn a_file_size_limit_keeps_every_block_written_before() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("o.h5");
     let complete = std::fs::metadata(complete_run()).unwrap().len();
-    let output = run_with_file_size_limit(&out, complete / 2 / 512);
+    let output = run_with_file_size_limit(&out, complete * 2 / 3 / 512);
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     let counts = check_partial_file(&out, &stderr, "the file reached the largest size allowed");
@@ -243,7 +243,7 @@ impl Drop for SmallFs {
 
 #[test]
 fn a_real_small_file_system() {
-    let Some(fs) = SmallFs::mount("4000k") else {
+    let Some(fs) = SmallFs::mount("2500k") else {
         eprintln!("skipped: this machine does not allow mounting a tmpfs");
         return;
     };
