@@ -41,6 +41,7 @@ pub fn sample(
         n_chains: chains,
         dim: job.model.num_unconstrained(),
         settings: job.settings,
+        stop: None,
     };
     let ids: Vec<usize> = (0..chains).collect();
     let stop = AtomicBool::new(false);

@@ -2,7 +2,7 @@
 //! `--chains` and `--threads`, and a run killed with SIGKILL leaving a file
 //! that `bat summary` (and ArviZ, when its venv exists) opens.
 
-use bat::output::read_draws;
+use bat::output::{DrawReader, read_draws};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -372,6 +372,15 @@ fn a_chain_stopped_early_is_summarized_over_the_common_draws() {
     assert!((mean - expected).abs() < 1e-12, "{mean} vs {expected}");
     let table = text(&bat(&["summary", s(&output)]).stdout);
     assert!(table.contains("stopped early"), "{table}");
+    // The file says which draws are real, and why the run ended.
+    let reader = DrawReader::open(&output).unwrap();
+    assert_eq!(reader.draws_per_chain("posterior").unwrap(), kept);
+    let attributes = reader.attributes();
+    assert_eq!(attributes["run_status"], "failed");
+    assert!(
+        attributes["run_status_reason"].contains("mu too big"),
+        "{attributes:?}"
+    );
 }
 
 /// `--lanes` pools chains only on the host's program-counter executor;
@@ -596,6 +605,8 @@ fn sigkill_mid_run_leaves_a_readable_file() {
                 "100",
                 "--samples",
                 LONG_RUN_SAMPLES,
+                "--thin",
+                long_run_thin("auto"),
                 "--seed",
                 "3",
                 "-o",
@@ -616,6 +627,15 @@ fn sigkill_mid_run_leaves_a_readable_file() {
     let mu = file.posterior_variable("mu").unwrap();
     let first_block = &mu.values[..100];
     assert!(first_block.iter().all(|x| x.is_finite()));
+    // A killed run's file says it was still running, and each chain's
+    // recorded draws (as of the last flush) are real.
+    let reader = DrawReader::open(&output).unwrap();
+    assert_eq!(reader.attributes()["run_status"], "running");
+    let counts = reader.draws_per_chain("posterior").unwrap();
+    for (chain, &n) in counts.iter().enumerate() {
+        let row = &mu.values[chain * mu.n_draws..][..n];
+        assert!(n >= 100 && row.iter().all(|x| x.is_finite()), "{counts:?}");
+    }
     if let Some(python) = venv_python() {
         let code = format!(
             "import arviz; d = arviz.from_netcdf({:?}); print(d.posterior['mu'].shape)",
@@ -650,10 +670,18 @@ fn wait_for_draws(output: &Path, draws: u64) {
     }
 }
 
-/// Draws per chain of a run that is stopped from outside: far more than
-/// the compiled backend makes (about a million a second here) before the
-/// test stops it.
+/// Iterations per chain of a run that is stopped from outside: far more
+/// than the compiled backend makes (about 100,000 a second per chain in
+/// the test build) before the test stops it.
 const LONG_RUN_SAMPLES: &str = "20000000";
+
+/// The thinning of such a run on `backend`: the test polls the file with
+/// `bat summary`, which reads every draw, so the file must grow by a few
+/// hundred draws a second, not by the compiled backend's 100,000 (the CPU
+/// backend of the test build makes about 500).
+fn long_run_thin(backend: &str) -> &'static str {
+    if backend == "cpu" { "1" } else { "100" }
+}
 
 fn spawn_long_run(model: &Path, output: &Path, backend: &str) -> KillOnDrop {
     KillOnDrop(
@@ -671,6 +699,8 @@ fn spawn_long_run(model: &Path, output: &Path, backend: &str) -> KillOnDrop {
                 "100",
                 "--samples",
                 LONG_RUN_SAMPLES,
+                "--thin",
+                long_run_thin(backend),
                 "--seed",
                 "3",
                 "-o",
@@ -683,6 +713,9 @@ fn spawn_long_run(model: &Path, output: &Path, backend: &str) -> KillOnDrop {
     )
 }
 
+/// Ctrl-C (SIGINT) mid-run, on the CPU and the compiled backend: the file
+/// is closed with the draws every chain has, and says it was interrupted
+/// and how many draws each chain has.
 #[test]
 fn ctrl_c_stops_cleanly_with_the_draws_so_far() {
     for backend in ["cpu", "native"] {
@@ -719,11 +752,16 @@ fn ctrl_c_stops_cleanly_on(backend: &str) {
     // The summary of the draws so far was printed; every chain has the
     // same number of draws, none of them padding.
     assert!(out.1.contains("mu"), "{}", out.1);
+    // The file says it was interrupted and how many draws each chain has:
+    // the draws every chain has, at least those seen before the signal.
+    let reader = DrawReader::open(&output).unwrap();
+    assert_eq!(reader.attributes()["run_status"], "interrupted");
     let file = read_draws(&output).unwrap();
     let mu = file.posterior_variable("mu").unwrap();
-    // (Chains run on their own threads and may be far apart.)
-    assert!(mu.n_draws >= 1);
+    assert!(mu.n_draws >= 300, "{backend}: {} draws", mu.n_draws);
     assert!(mu.values.iter().all(|x| x.is_finite()));
+    let counts = reader.draws_per_chain("posterior").unwrap();
+    assert_eq!(counts, vec![mu.n_draws; 2], "{backend}");
 }
 
 /// Kills the child process also when the test fails.

@@ -373,6 +373,15 @@ print(mu.shape[0], min(written))
         None
     }
 
+    /// A run stopped from outside: far more iterations than the compiled
+    /// backend makes before the test stops it, thinned so that its file
+    /// stays small enough for `bat summary` (which the test polls) to read
+    /// quickly; the run alone that it is compared with keeps 400 draws of
+    /// each chain with the same thinning.
+    const LONG_RUN_SAMPLES: &str = "20000000";
+    const LONG_RUN_THIN: &str = "100";
+    const ONE_RUN_SAMPLES: &str = "40000";
+
     /// Waits until every one of the `chains` chains in `output` holds at
     /// least `draws` draws (read without HDF5's file lock, which the writer
     /// holds). A chain without draws yet is left out of the summary, so
@@ -413,12 +422,14 @@ print(mu.shape[0], min(written))
         write(dir.path(), "m.data.json", NORMAL_DATA);
         let one = dir.path().join("one.h5");
         let mut args = run_args(&model, "5", &one);
-        args[7] = "400";
+        args[7] = ONE_RUN_SAMPLES;
+        args.extend(["--thin", LONG_RUN_THIN]);
         let alone = bat(&args);
         assert!(alone.status.success(), "{}", text(&alone.stderr));
         let killed = dir.path().join("killed.h5");
         let mut args = run_args(&model, "5", &killed);
-        args[7] = "200000";
+        args[7] = LONG_RUN_SAMPLES;
+        args.extend(["--thin", LONG_RUN_THIN]);
         let mut launcher = mpirun(3);
         launcher
             .arg(bat_exe())
@@ -462,12 +473,14 @@ print(mu.shape[0], min(written))
         write(dir.path(), "m.data.json", NORMAL_DATA);
         let one = dir.path().join("one.h5");
         let mut args = run_args(&model, "5", &one);
-        args[7] = "400";
+        args[7] = ONE_RUN_SAMPLES;
+        args.extend(["--thin", LONG_RUN_THIN]);
         let alone = bat(&args);
         assert!(alone.status.success(), "{}", text(&alone.stderr));
         let stopped = dir.path().join("stopped.h5");
         let mut args = run_args(&model, "5", &stopped);
-        args[7] = "200000";
+        args[7] = LONG_RUN_SAMPLES;
+        args.extend(["--thin", LONG_RUN_THIN]);
         let mut launcher = mpirun(3);
         launcher
             .arg(bat_exe())

@@ -158,3 +158,23 @@ fn errors_name_the_problem() {
         "{err}"
     );
 }
+
+/// A file on which libhdf5 itself crashes (found by the draws-file
+/// fuzzer: a string's length and its heap object disagree): `bat summary`
+/// says the file is damaged and exits 1 instead of dying of the signal.
+#[test]
+fn a_file_that_crashes_libhdf5_is_an_error() {
+    let crasher = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/libhdf5-crashers/vlen-length-crash-a8edf39b");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bat"))
+        .arg("summary")
+        .arg(&crasher)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{:?}: {stderr}", out.status);
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains("vlen-length-crash-a8edf39b"),
+        "{stderr}"
+    );
+}

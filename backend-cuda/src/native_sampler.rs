@@ -351,75 +351,73 @@ impl NativeSampler {
         host: &mut dyn RecordHost,
         failed: &mut [Option<RuntimeError>],
     ) -> Reached {
-        loop {
-            let from = if at.0 == usize::MAX {
-                -1
-            } else {
-                ((at.0 as i64) << 16) | at.1 as i64
-            };
-            let (evaluate, gradient_state, gradient_data) = self.gradient.lane_call();
-            let mut direct = DirectGradient {
-                evaluate,
-                state: gradient_state,
-                data: gradient_data,
-                theta: self.direct_theta.as_mut_ptr(),
-                gathered: self.direct_gathered.as_mut_ptr(),
-                evaluations: 0,
-                blocks: 0,
-            };
-            // SAFETY: the dispatcher's ABI (`advance_source`): `state` holds
-            // n_slots × n_lanes and `lane` < n_lanes; `direct` the gradient
-            // program's function, one lane's state and its data (no other
-            // evaluation runs until this call returns), buffers for the
-            // widest gradient call's point and for the gather kernel's row
-            // of one lane.
-            let reached = unsafe {
-                (compiled.advance)(
-                    self.state.as_mut_ptr(),
-                    self.data.as_ptr(),
-                    lane as i32,
-                    self.n_lanes as i32,
-                    from,
-                    &mut direct,
-                )
-            };
-            self.gradient.add_lane_blocks(direct.blocks as u64);
-            let direct = direct.evaluations as u64;
-            self.gradient_calls += direct;
-            self.gradient_lanes += direct;
-            self.gradient_slots += direct;
-            if reached < 0 {
-                return Reached::End;
+        let from = if at.0 == usize::MAX {
+            -1
+        } else {
+            ((at.0 as i64) << 16) | at.1 as i64
+        };
+        let (evaluate, gradient_state, gradient_data) = self.gradient.lane_call();
+        let mut direct = DirectGradient {
+            evaluate,
+            state: gradient_state,
+            data: gradient_data,
+            theta: self.direct_theta.as_mut_ptr(),
+            gathered: self.direct_gathered.as_mut_ptr(),
+            evaluations: 0,
+            blocks: 0,
+        };
+        // SAFETY: the dispatcher's ABI (`advance_source`): `state` holds
+        // n_slots × n_lanes and `lane` < n_lanes; `direct` the gradient
+        // program's function, one lane's state and its data (no other
+        // evaluation runs until this call returns), buffers for the
+        // widest gradient call's point and for the gather kernel's row
+        // of one lane.
+        let reached = unsafe {
+            (compiled.advance)(
+                self.state.as_mut_ptr(),
+                self.data.as_ptr(),
+                lane as i32,
+                self.n_lanes as i32,
+                from,
+                &mut direct,
+            )
+        };
+        self.gradient.add_lane_blocks(direct.blocks as u64);
+        let direct = direct.evaluations as u64;
+        self.gradient_calls += direct;
+        self.gradient_lanes += direct;
+        self.gradient_slots += direct;
+        if reached < 0 {
+            return Reached::End;
+        }
+        *at = ((reached >> 16) as usize, (reached & 0xffff) as usize);
+        match &compiled.blocks[at.0][at.1] {
+            Step::Record { pack, call: id } => {
+                let (state, data) = (self.state.as_mut_ptr(), self.data.as_ptr());
+                let records = self.records.as_mut_ptr();
+                let active = lane as i32;
+                let active_ptr: *const i32 = &active;
+                let (one, n_lanes) = (1i32, self.n_lanes as i32);
+                let (width, cap) = (compiled.record_width as i32, RECORD_CAPACITY as i32);
+                let mut argv = [
+                    arg(&state),
+                    arg(&data),
+                    arg(&active_ptr),
+                    arg(&one),
+                    arg(&n_lanes),
+                    arg(&records),
+                    arg(&width),
+                    arg(&cap),
+                ];
+                // SAFETY: pack kernel ABI; `records` holds `cap`
+                // records of `width` per lane.
+                unsafe { call(*pack, 1, 1, &mut argv) };
+                self.hand_over_record(compiled, lane, *id, host, failed);
+                at.1 += 1;
+                Reached::Record
             }
-            *at = ((reached >> 16) as usize, (reached & 0xffff) as usize);
-            match &compiled.blocks[at.0][at.1] {
-                Step::Record { pack, call: id } => {
-                    let (state, data) = (self.state.as_mut_ptr(), self.data.as_ptr());
-                    let records = self.records.as_mut_ptr();
-                    let active = lane as i32;
-                    let active_ptr: *const i32 = &active;
-                    let (one, n_lanes) = (1i32, self.n_lanes as i32);
-                    let (width, cap) = (compiled.record_width as i32, RECORD_CAPACITY as i32);
-                    let mut argv = [
-                        arg(&state),
-                        arg(&data),
-                        arg(&active_ptr),
-                        arg(&one),
-                        arg(&n_lanes),
-                        arg(&records),
-                        arg(&width),
-                        arg(&cap),
-                    ];
-                    // SAFETY: pack kernel ABI; `records` holds `cap`
-                    // records of `width` per lane.
-                    unsafe { call(*pack, 1, 1, &mut argv) };
-                    self.hand_over_record(compiled, lane, *id, host, failed);
-                    at.1 += 1;
-                    return Reached::Record;
-                }
-                Step::Gradient { .. } => return Reached::Gradient(*at),
-                Step::Lanes => unreachable!("the dispatcher runs lane kernels itself"),
-            }
+            Step::Gradient { .. } => Reached::Gradient(*at),
+            Step::Lanes => unreachable!("the dispatcher runs lane kernels itself"),
         }
     }
 

@@ -8,25 +8,8 @@
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
+use bat_fuzz::entries::front_end;
 use libfuzzer_sys::fuzz_target;
-
-fn front_end(source: &str) {
-    let front_end = language::compile_front_end(source);
-    // Every diagnostic span must lie inside the source on char boundaries,
-    // or rendering and the LSP would slice out of bounds.
-    for d in &front_end.diagnostics {
-        for label in std::iter::once(&d.primary).chain(&d.secondary) {
-            let range = label.span.range();
-            assert!(range.start <= range.end, "inverted span {range:?}");
-            assert!(
-                source.get(range.clone()).is_some(),
-                "span {range:?} not on char boundaries of {} bytes",
-                source.len()
-            );
-        }
-    }
-    let _ = language::diagnostic::render("fuzz.stan", source, &front_end.diagnostics, false);
-}
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(source) = std::str::from_utf8(data) {

@@ -57,3 +57,48 @@ where
         _ = on_exit => {}
     }
 }
+
+/// Serve one client's whole byte stream `input` (what `bat lsp` would read
+/// on stdin, ending with the input closed) and return what the server wrote
+/// back. The LSP fuzz target and its regression tests call this: any bytes
+/// must end in a reply or silence, never a panic or a hang.
+pub fn serve_bytes(input: &[u8]) -> Vec<u8> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime starts");
+    let output = SharedOutput::default();
+    runtime.block_on(serve(input, output.clone()));
+    drop(runtime);
+    std::mem::take(&mut *output.0.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// An output stream whose bytes are kept for [`serve_bytes`].
+#[derive(Clone, Default)]
+struct SharedOutput(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl tokio::io::AsyncWrite for SharedOutput {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let mut out = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        out.extend_from_slice(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}

@@ -124,6 +124,11 @@ enum Command {
         /// Also write the warmup draws (groups warmup_posterior, warmup_sample_stats).
         #[arg(long)]
         save_warmup: bool,
+        /// Sample even when the draws file's estimated size exceeds the free
+        /// disk space (by default the run stops before sampling). Should the
+        /// disk fill, the file keeps every draw written before.
+        #[arg(long)]
+        ignore_disk_space: bool,
         /// Where to run (auto: compiled with g++ where it can be, else cpu).
         #[arg(long, value_enum, default_value_t = run::Backend::Auto)]
         backend: run::Backend,
@@ -489,6 +494,7 @@ fn dispatch(cli: Cli, ranks: &ranks::Ranks) -> ExitCode {
             init,
             output,
             save_warmup,
+            ignore_disk_space,
             backend,
             batching,
             threads,
@@ -510,6 +516,7 @@ fn dispatch(cli: Cli, ranks: &ranks::Ranks) -> ExitCode {
                 init: init.as_deref(),
                 output: output.as_deref(),
                 save_warmup,
+                ignore_disk_space,
                 backend,
                 batching,
                 threads,

@@ -5,8 +5,8 @@
 use super::model::{self, Reported, render_span};
 use super::ranks::{Ranks, Setup, share};
 use backend_cuda::gradient::GradientDeviceError;
-use bat::output::RunMetadata;
-use bat::sampler::collect::OutputSpec;
+use bat::output::{RunMetadata, VarSpec, WriterOptions};
+use bat::sampler::collect::{OutputSpec, WriteFailure};
 use bat::sampler::cuda::{CudaExecutor, CudaGradients, CudaSamplerExecutor};
 use bat::sampler::native::NativeExecutor;
 use bat::sampler::{
@@ -60,6 +60,8 @@ pub struct Options<'a> {
     pub init: Option<&'a str>,
     pub output: Option<&'a Path>,
     pub save_warmup: bool,
+    /// Sample even when the file's estimated size exceeds the free space.
+    pub ignore_disk_space: bool,
     pub backend: Backend,
     pub batching: Batching,
     pub threads: usize,
@@ -371,6 +373,10 @@ fn prepare(opts: &Options, ranks: &Ranks) -> Result<Prepared, Reported> {
         );
         return Err(Reported);
     }
+    // Only rank 0 writes the file.
+    if !opts.ignore_disk_space && ranks.rank() == 0 {
+        check_disk_space(&output_path, &model, &settings, opts.chains)?;
+    }
     Ok(Prepared {
         compiled,
         grad,
@@ -457,6 +463,7 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
         n_chains: opts.chains,
         dim: model.num_unconstrained(),
         settings,
+        stop: Some(&STOP),
     };
     // This rank's share of the chains (all of them in one process).
     let chains: Vec<usize> = share(opts.chains, ranks.size(), ranks.rank()).collect();
@@ -522,7 +529,7 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
         cpu.print(ranks, wall, collector_cpu, received);
     }
     progress.finish(started.elapsed());
-    let code = report(opts, compiled, output_path, collected);
+    let code = report(opts, compiled, settings, output_path, collected);
     #[cfg(feature = "mpi")]
     if let Ranks::World(world) = ranks {
         world.send_exit(*code.as_ref().unwrap_or(&1));
@@ -535,6 +542,7 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
 fn report(
     opts: &Options,
     compiled: &model::Compiled,
+    settings: &Settings,
     output_path: &Path,
     collected: Result<bat::sampler::RunReport, bat::sampler::CollectError>,
 ) -> Result<u8, Reported> {
@@ -571,7 +579,13 @@ fn report(
     for failure in &failures {
         report_chain_error(failure, &compiled.file.name, &compiled.file.text);
     }
-    if report.wrote_file {
+    let summarize = match &report.write_failure {
+        Some(failed) => {
+            failed.close_error.is_none() && failed.draws_per_chain.iter().any(|&n| n > 0)
+        }
+        None => report.wrote_file,
+    };
+    if summarize {
         match bat::summarize_file(output_path, bat::Format::Table) {
             Ok(text) => print!("{text}"),
             Err(error) => eprintln!(
@@ -579,6 +593,12 @@ fn report(
                 output_path.display()
             ),
         }
+    }
+    if let Some(failed) = &report.write_failure {
+        eprintln!("{}", write_failure_message(failed, output_path, settings));
+        return Ok(1);
+    }
+    if report.wrote_file {
         eprintln!(
             "wrote {} draws ({} chains) to `{}`",
             report.draws_written,
@@ -591,6 +611,120 @@ fn report(
         return Ok(1);
     }
     Ok(if failures.is_empty() { 0 } else { 1 })
+}
+
+/// What a failed write did to the run, in words: what happened, what the
+/// file holds, and how to make the run fit.
+fn write_failure_message(failed: &WriteFailure, path: &Path, settings: &Settings) -> String {
+    let what = failed.in_words.unwrap_or("a write failed");
+    let mut text = format!(
+        "error: {what} while writing `{}`, so sampling stopped ({})",
+        path.display(),
+        failed.error
+    );
+    if let Some(close_error) = &failed.close_error {
+        text += &format!(". Closing the file failed too ({close_error}): it may not be readable");
+        return text;
+    }
+    let (_, planned) = settings.kept_draws();
+    let counts = &failed.draws_per_chain;
+    let (least, most) = (
+        counts.iter().copied().min().unwrap_or(0),
+        counts.iter().copied().max().unwrap_or(0),
+    );
+    let held = if least == most {
+        format!("{least} of {planned} draws per chain")
+    } else {
+        format!(
+            "{least} to {most} of {planned} draws per chain (its `draws_per_chain` attribute says how many each)"
+        )
+    };
+    text += &format!(". The file holds {held} and opens in ArviZ and `bat summary`.");
+    if failed.in_words == Some("the disk is full")
+        || failed.in_words == Some("the disk quota is used up")
+    {
+        text += " To fit, free some space, ask for fewer draws (--samples, --chains), keep every k-th draw (--thin k) or write elsewhere (-o).";
+    }
+    text
+}
+
+/// Before sampling: the draws file's estimated size must fit the free
+/// space of its disk (an existing file there, to be replaced, counts as
+/// free), or the run stops with what it needs and how to change it.
+fn check_disk_space(
+    path: &Path,
+    model: &language::interp::Model,
+    settings: &Settings,
+    chains: usize,
+) -> Result<(), Reported> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(free) = bat::output::room::free_bytes(dir) else {
+        return Ok(()); // unknown: the writer's own checks still hold
+    };
+    let replaced = std::fs::metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map_or(0, |m| m.len());
+    let needed = estimated_file_bytes(model, settings, chains);
+    if needed <= free.saturating_add(replaced) {
+        return Ok(());
+    }
+    eprintln!(
+        "error: the draws file `{}` needs about {} but its disk has {} free; ask for fewer draws (--samples, --chains), keep every k-th draw (--thin k), write elsewhere (-o), or sample anyway with --ignore-disk-space",
+        path.display(),
+        bytes_in_words(needed),
+        bytes_in_words(free.saturating_add(replaced)),
+    );
+    Err(Reported)
+}
+
+/// The draws file's size for this run: the variables of one draw (from
+/// the generated quantities at the origin, or the parameters alone when
+/// they fail there) laid out as the writer lays them out.
+fn estimated_file_bytes(
+    model: &language::interp::Model,
+    settings: &Settings,
+    chains: usize,
+) -> u64 {
+    let theta = vec![0.0; model.num_unconstrained()];
+    let rng = language::interp::Rng::new(settings.seed, 0, 0);
+    let specs = model
+        .generated_quantities(&theta, rng)
+        .ok()
+        .and_then(|draw| bat::sampler::collect::draw_specs(&draw.values).ok())
+        .unwrap_or_else(|| {
+            model
+                .params()
+                .iter()
+                .filter_map(|p| Some(VarSpec::real(&p.name, &p.shape.stored_dims()?)))
+                .collect()
+        });
+    let (warmup, sampling) = settings.kept_draws();
+    let options = WriterOptions {
+        n_chains: chains,
+        n_draws_planned: sampling.max(1),
+        n_warmup_planned: settings.save_warmup.then_some(warmup.max(1)),
+    };
+    bat::output::estimate_file_bytes(&specs, &options)
+}
+
+/// `2.0 MB`, `24.7 MB`, `3.1 GB` (decimal units, as `df -H`).
+fn bytes_in_words(bytes: u64) -> String {
+    let units = ["bytes", "kB", "MB", "GB", "TB", "PB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < units.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} bytes")
+    } else {
+        format!("{value:.1} {}", units[unit])
+    }
 }
 
 /// Whether `path` can be written as the draws file, without changing an

@@ -23,6 +23,13 @@ pub enum OutputError {
     },
     #[error("{} cannot be read as HDF5 (truncated or damaged?): {source}", .path.display())]
     Unreadable { path: PathBuf, source: hdf5::Error },
+    /// The disk refused the room a write needs (checked before writing).
+    #[error("cannot write {}: {} bytes more do not fit: {source}", .path.display(), .needed)]
+    Refused {
+        path: PathBuf,
+        needed: u64,
+        source: std::io::Error,
+    },
     #[error("HDF5 error: {0}")]
     Hdf5(#[from] hdf5::Error),
 }

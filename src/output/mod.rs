@@ -4,6 +4,7 @@
 mod dimscale;
 mod error;
 mod reader;
+pub mod room;
 mod spec;
 mod writer;
 
@@ -15,4 +16,4 @@ pub use reader::{
 pub use spec::{
     Column, Dtype, GroupKind, RunMetadata, SampleStatsBlock, VarSpec, sample_stats_specs,
 };
-pub use writer::{DrawWriter, WriterOptions};
+pub use writer::{DrawWriter, RunStatus, WriterOptions, estimate_file_bytes};

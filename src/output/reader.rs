@@ -81,13 +81,24 @@ impl VariableInfo {
 pub struct DrawReader {
     path: PathBuf,
     file: File,
+    /// The file's length in bytes, bounding what a read may allocate.
+    len: u64,
+}
+
+/// The most bytes of draws a file of `file_len` bytes is believed to hold
+/// when read as f64: a damaged file can claim a dataset of petabytes, which
+/// would abort the process on allocation. Compression (netCDF files written
+/// by other tools) and fill values are allowed for generously.
+fn readable_bytes(file_len: u64) -> u64 {
+    file_len.saturating_mul(1024).saturating_add(64 << 20)
 }
 
 impl DrawReader {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, OutputError> {
         let path = path.as_ref().to_path_buf();
         let file = open_hdf5(&path)?;
-        Ok(Self { path, file })
+        let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+        Ok(Self { path, file, len })
     }
 
     pub fn path(&self) -> &Path {
@@ -103,13 +114,27 @@ impl DrawReader {
         read_attributes(&self.file)
     }
 
+    /// Per chain, the draws of `group` that are real (the group's
+    /// `draws_per_chain` attribute, which bat writes), when recorded.
+    pub fn draws_per_chain(&self, group: &str) -> Option<Vec<usize>> {
+        let attr = self.group(group).ok()?.attr("draws_per_chain").ok()?;
+        let counts = attr.read_raw::<i64>().ok()?;
+        counts.iter().map(|&n| usize::try_from(n).ok()).collect()
+    }
+
     /// The (chain, draw, ...) variables of `group` in creation order, skipping
     /// dimension scales and per-chain datasets.
     pub fn variables(&self, group: &str) -> Result<Vec<VariableInfo>, OutputError> {
         let handle = self.group(group)?;
-        let names = handle
-            .member_names_by(IndexType::CreationOrder, IterationOrder::Increasing)
-            .or_else(|_| handle.member_names())?;
+        // In the library's native order, then sorted by creation order:
+        // libhdf5 1.10 freed garbage (a crash) building the table it sorts
+        // a damaged group's links in, which native order does not build.
+        let mut links = handle.links(IndexType::Name, IterationOrder::Native)?;
+        links.sort_by(|(a, x), (b, y)| {
+            let order = |c: Option<i64>| c.unwrap_or(i64::MAX);
+            (order(x.creation_order), a).cmp(&(order(y.creation_order), b))
+        });
+        let names = links.into_iter().map(|(name, _)| name);
         let mut variables = Vec::new();
         for name in names {
             let Ok(dataset) = handle.dataset(&name) else {
@@ -117,6 +142,16 @@ impl DrawReader {
             };
             if is_draws_variable(&dataset) {
                 let shape = dataset.shape();
+                if shape
+                    .iter()
+                    .try_fold(1usize, |n, &d| n.checked_mul(d))
+                    .is_none()
+                {
+                    return Err(OutputError::Layout {
+                        path: self.path.clone(),
+                        message: format!("`{name}` has an impossible shape {shape:?}"),
+                    });
+                }
                 variables.push(VariableInfo {
                     group: group.to_string(),
                     name,
@@ -131,6 +166,7 @@ impl DrawReader {
 
     /// All draws of a variable.
     pub fn read(&self, info: &VariableInfo) -> Result<StoredVariable, OutputError> {
+        self.check_size(info, info.elements_per_draw())?;
         let dataset = self.dataset(info)?;
         let values = dataset
             .read_raw::<f64>()
@@ -154,6 +190,14 @@ impl DrawReader {
         if info.dims.is_empty() {
             return self.read(info);
         }
+        if rows.start > rows.end || rows.end > info.dims[0] {
+            return Err(OutputError::InvalidWrite(format!(
+                "rows {rows:?} of `{}` out of range",
+                info.name
+            )));
+        }
+        let row: usize = info.dims[1..].iter().product();
+        self.check_size(info, rows.len() * row)?;
         let dataset = self.dataset(info)?;
         let mut slices: Vec<SliceOrIndex> = vec![(..).into(), (..).into(), rows.clone().into()];
         slices.extend(info.dims[1..].iter().map(|_| SliceOrIndex::from(..)));
@@ -183,6 +227,25 @@ impl DrawReader {
 
     fn dataset(&self, info: &VariableInfo) -> Result<Dataset, OutputError> {
         Ok(self.group(&info.group)?.dataset(&info.name)?)
+    }
+
+    /// Reading `per_draw` values of each draw of `info` fits what the file
+    /// can hold ([`readable_bytes`]).
+    fn check_size(&self, info: &VariableInfo, per_draw: usize) -> Result<(), OutputError> {
+        let bytes = (info.n_chains as u64)
+            .saturating_mul(info.n_draws as u64)
+            .saturating_mul(per_draw as u64)
+            .saturating_mul(8);
+        if bytes > readable_bytes(self.len) {
+            return Err(OutputError::Layout {
+                path: self.path.clone(),
+                message: format!(
+                    "`{}` claims {} × {} draws of {:?}, more than a file of {} bytes can hold (damaged?)",
+                    info.name, info.n_chains, info.n_draws, info.dims, self.len
+                ),
+            });
+        }
+        Ok(())
     }
 
     fn unreadable(&self, info: &VariableInfo, error: hdf5::Error) -> OutputError {
@@ -249,10 +312,101 @@ pub fn open_hdf5(path: &Path) -> Result<File, OutputError> {
     if !has_hdf5_signature(&mut handle) {
         return Err(OutputError::NotHdf5(path.to_path_buf()));
     }
+    if let Err(message) = check_global_heaps(&mut handle) {
+        return Err(OutputError::Layout {
+            path: path.to_path_buf(),
+            message: format!("the file is damaged: {message}"),
+        });
+    }
     File::open(path).map_err(|source| OutputError::Unreadable {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// Checks every global heap collection of the file (where HDF5 keeps
+/// variable-length data: string attributes, dimension lists) before the
+/// library reads it: libhdf5 1.10 trusts the sizes in a collection, and a
+/// damaged one made it copy past its buffer (a crash) or walk the same
+/// object forever (a hang). A collection is `GCOL`, version 1, three zero
+/// bytes, its size (8 bytes; at least 4096), then objects: index (2),
+/// reference count (2), reserved (4), size (8), data padded to 8 bytes;
+/// index 0 is the free space at the end.
+fn check_global_heaps(handle: &mut std::fs::File) -> Result<(), String> {
+    use std::io::{Seek, SeekFrom};
+    const BLOCK: usize = 8 << 20;
+    let len = handle.metadata().map_err(|e| e.to_string())?.len();
+    let mut offsets = Vec::new();
+    let mut block = vec![0u8; BLOCK + 3];
+    let mut start = 0u64;
+    while start < len {
+        handle
+            .seek(SeekFrom::Start(start))
+            .map_err(|e| e.to_string())?;
+        let want = (len - start).min(block.len() as u64) as usize;
+        handle
+            .read_exact(&mut block[..want])
+            .map_err(|e| e.to_string())?;
+        let found = block[..want].windows(4).enumerate();
+        offsets.extend(
+            found
+                .filter(|(_, w)| *w == b"GCOL")
+                .map(|(i, _)| start + i as u64),
+        );
+        start += BLOCK as u64;
+    }
+    for offset in offsets {
+        let mut head = [0u8; 16];
+        handle
+            .seek(SeekFrom::Start(offset))
+            .map_err(|e| e.to_string())?;
+        if handle.read_exact(&mut head).is_err() || head[4..8] != [1, 0, 0, 0] {
+            continue; // not a collection (or one HDF5 rejects itself)
+        }
+        let size = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
+        if size < 4096 || offset.saturating_add(size) > len {
+            // HDF5 rejects a collection it cannot read whole; a small one
+            // is damage.
+            if size < 4096 {
+                return Err(format!(
+                    "a global heap at byte {offset} claims {size} bytes"
+                ));
+            }
+            continue;
+        }
+        let mut heap = vec![0u8; size as usize];
+        handle
+            .seek(SeekFrom::Start(offset))
+            .map_err(|e| e.to_string())?;
+        handle.read_exact(&mut heap).map_err(|e| e.to_string())?;
+        check_heap_objects(&heap)
+            .map_err(|why| format!("the global heap at byte {offset}: {why}"))?;
+    }
+    Ok(())
+}
+
+/// The objects of one global heap collection (`heap`, header included)
+/// lie inside it and each moves the walk forward.
+fn check_heap_objects(heap: &[u8]) -> Result<(), String> {
+    const OBJECT_HEADER: usize = 16;
+    let mut at = 16;
+    while at + OBJECT_HEADER <= heap.len() {
+        let index = u16::from_le_bytes([heap[at], heap[at + 1]]);
+        let size = u64::from_le_bytes(heap[at + 8..at + 16].try_into().expect("8 bytes"));
+        let need = if index == 0 {
+            size
+        } else {
+            (OBJECT_HEADER as u64).saturating_add(size.saturating_add(7) & !7)
+        };
+        if need == 0 || need > (heap.len() - at) as u64 {
+            return Err(format!(
+                "object {index} at offset {at} claims {size} bytes of the {} left",
+                heap.len() - at
+            ));
+        }
+        at += need as usize;
+    }
+    Ok(())
 }
 
 fn has_hdf5_signature(handle: &mut std::fs::File) -> bool {

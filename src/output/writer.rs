@@ -9,6 +9,7 @@
 
 use super::dimscale::{attach_scale, set_scale};
 use super::error::OutputError;
+use super::room::Reservation;
 use super::spec::{
     Column, Dtype, GroupKind, RunMetadata, SampleStatsBlock, VarSpec, sample_stats_specs,
 };
@@ -45,6 +46,41 @@ pub struct DrawWriter {
     deferred: bool,
     /// Blocks were written since the last flush.
     unflushed: bool,
+    /// Disk blocks reserved ahead of the writes (see [`super::room`]).
+    room: Reservation,
+    /// Bytes kept free beyond what the next write needs, for the metadata
+    /// of later flushes and of closing the file.
+    slack: u64,
+    /// The `run_status` written last.
+    status: RunStatus,
+    /// Block writes so far, and the one the test switch
+    /// `BAT_TEST_FAIL_WRITE` fails from.
+    writes: u64,
+    fail_from: Option<u64>,
+}
+
+/// How a run stands, as the attribute `run_status` (of the root and of
+/// every group) says: `running`
+/// until the file is closed (so a killed run's file says so), then
+/// `complete`, `interrupted` (Ctrl-C) or `failed` (a chain's error or a
+/// write the disk refused; `run_status_reason` says which).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunStatus {
+    Running,
+    Complete,
+    Interrupted,
+    Failed,
+}
+
+impl RunStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+        }
+    }
 }
 
 struct GroupWriter {
@@ -54,7 +90,17 @@ struct GroupWriter {
     variables: Vec<(VarSpec, Dataset)>,
     /// Current length of the draw axis.
     n_draws: usize,
+    /// Per chain, the draws written (each chain's draws are written in
+    /// order from the first): the group's attribute `draws_per_chain`.
+    reached: Vec<usize>,
+    /// `reached` as the file last recorded it.
+    recorded: Vec<usize>,
+    /// (draws per chunk, bytes of one chain's chunk) of each variable.
+    chunks: Vec<(usize, u64)>,
 }
+
+/// Bytes kept free beyond what the next write needs (see `slack`).
+const BASE_SLACK: u64 = 1 << 20;
 
 impl DrawWriter {
     /// Creates (truncating) `path` with `posterior` holding `variables` and
@@ -119,14 +165,47 @@ impl DrawWriter {
                 planned,
             )?);
         }
+        write_string_attribute(&file, "run_status", RunStatus::Running.name())?;
+        write_string_attribute(&file, "run_status_reason", "")?;
         file.flush()?;
-        Ok(Self {
+        let room = Reservation::new(&path).map_err(|source| OutputError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let mut writer = Self {
             path,
             file,
             n_chains: options.n_chains,
             groups,
             deferred: false,
             unflushed: false,
+            room,
+            // Attributes and the adaptation's per-chain values at the end.
+            slack: BASE_SLACK + 64 * options.n_chains as u64,
+            status: RunStatus::Running,
+            writes: 0,
+            fail_from: super::room::failing_write(),
+        };
+        writer.ensure_room(0)?;
+        Ok(writer)
+    }
+
+    /// Keeps `bytes` more free for the end of the run (e.g. the adapted
+    /// metrics [`DrawWriter::write_adaptation`] writes), reserving them now.
+    pub fn keep_for_closing(&mut self, bytes: u64) -> Result<(), OutputError> {
+        self.slack = self.slack.saturating_add(bytes);
+        self.ensure_room(0)
+    }
+
+    /// Reserves room for `bytes` more in the file plus the slack; refused
+    /// with [`OutputError::Refused`] when the disk has not got it.
+    fn ensure_room(&mut self, bytes: u64) -> Result<(), OutputError> {
+        let size = self.file.size().max(self.room.file_len());
+        let to = size.saturating_add(bytes).saturating_add(self.slack);
+        self.room.ensure(to).map_err(|source| OutputError::Refused {
+            path: self.path.clone(),
+            needed: bytes,
+            source,
         })
     }
 
@@ -183,9 +262,22 @@ impl DrawWriter {
         if chains.is_empty() || draws.is_empty() {
             return Ok(());
         }
+        let needed = writer.new_bytes(&chains, &draws);
+        self.writes += 1;
+        if self.fail_from.is_some_and(|n| self.writes >= n) {
+            return Err(OutputError::Io {
+                path: self.path.clone(),
+                source: std::io::Error::from_raw_os_error(nix::libc::EIO),
+            });
+        }
+        self.ensure_room(needed)?;
+        let writer = &mut self.groups[index];
         writer.grow_draws(self.n_chains, draws.end)?;
         for ((spec, dataset), column) in writer.variables.iter().zip(values) {
             write_column(dataset, spec, &chains, &draws, column)?;
+        }
+        for chain in chains {
+            writer.reached[chain] = writer.reached[chain].max(draws.end);
         }
         self.unflushed = true;
         if !self.deferred {
@@ -266,7 +358,64 @@ impl DrawWriter {
         }
         writer.draw_scale.resize(n_draws)?;
         writer.n_draws = n_draws;
+        for reached in &mut writer.reached {
+            *reached = (*reached).min(n_draws);
+        }
+        writer.record_counts()?;
         self.file.flush()?;
+        Ok(())
+    }
+
+    /// Per chain, the draws of `group` written so far.
+    pub fn draws_per_chain(&self, group: GroupKind) -> Option<&[usize]> {
+        self.group_index(group).map(|i| &self.groups[i].reached[..])
+    }
+
+    /// After a write failed: shrinks every group's draw axis to the draws
+    /// some chain has (a failed write may have grown it) and records each
+    /// chain's draws, so that the file closes with every block written
+    /// before. Best effort: the first error is returned, after trying all.
+    pub fn keep_written(&mut self) -> Result<(), OutputError> {
+        let mut first = Ok(());
+        for writer in &mut self.groups {
+            let end = writer.reached.iter().copied().max().unwrap_or(0);
+            if end < writer.n_draws {
+                for (spec, dataset) in &writer.variables {
+                    let mut shape = vec![self.n_chains, end];
+                    shape.extend(&spec.dims);
+                    if let Err(e) = dataset.resize(shape) {
+                        first = first.and(Err(e.into()));
+                    }
+                }
+                if let Err(e) = writer.draw_scale.resize(end) {
+                    first = first.and(Err(e.into()));
+                }
+                writer.n_draws = end;
+            }
+            first = first.and(writer.record_counts());
+        }
+        first
+    }
+
+    /// Records how the run stands (`run_status`, `run_status_reason`);
+    /// written with the next flush.
+    pub fn set_status(&mut self, status: RunStatus, reason: &str) -> Result<(), OutputError> {
+        self.status = status;
+        let reason = reason.replace('\0', " ");
+        for (name, value) in [
+            ("run_status", status.name()),
+            ("run_status_reason", &reason),
+        ] {
+            let value: VarLenUnicode = value.parse().map_err(|_| {
+                OutputError::InvalidWrite(format!("attribute `{name}` is not text"))
+            })?;
+            self.file.attr(name)?.write_scalar(&value)?;
+            // ArviZ shows a group's attributes, not the root's.
+            for writer in &self.groups {
+                writer.group.attr(name)?.write_scalar(&value)?;
+            }
+        }
+        self.unflushed = true;
         Ok(())
     }
 
@@ -274,16 +423,33 @@ impl DrawWriter {
     /// block was written since the last flush).
     pub fn flush(&mut self) -> Result<(), OutputError> {
         if self.unflushed {
+            for writer in &mut self.groups {
+                writer.record_counts()?;
+            }
             self.file.flush()?;
             self.unflushed = false;
         }
         Ok(())
     }
 
-    /// Flushes and closes the file.
-    pub fn finish(self) -> Result<(), OutputError> {
-        self.file.flush()?;
-        self.file.close()?;
+    /// Flushes and closes the file; a file still `running` becomes
+    /// `complete`.
+    pub fn finish(mut self) -> Result<(), OutputError> {
+        let mut result = Ok(());
+        if self.status == RunStatus::Running {
+            result = self.set_status(RunStatus::Complete, "");
+        }
+        for writer in &mut self.groups {
+            result = result.and(writer.record_counts());
+        }
+        // Closed even when the steps before failed: what can be written is.
+        let flushed = self.file.flush();
+        let Self { file, room, .. } = self;
+        let closed = file.close();
+        room.release();
+        result?;
+        flushed?;
+        closed?;
         Ok(())
     }
 
@@ -316,8 +482,17 @@ impl GroupWriter {
             .shape(SimpleExtents::from_vec(vec![Extent::new(0, None)]))
             .create("draw")?;
         set_scale(&draw_scale, "draw")?;
+        write_string_attribute(&group, "run_status", RunStatus::Running.name())?;
+        write_string_attribute(&group, "run_status_reason", "")?;
+        let counts = group
+            .new_attr::<i64>()
+            .shape(n_chains)
+            .create("draws_per_chain")?;
+        counts.write_raw(&vec![0i64; n_chains])?;
         let mut variables = Vec::with_capacity(specs.len());
+        let mut chunks = Vec::with_capacity(specs.len());
         for spec in specs {
+            chunks.push(chunk_of(spec, n_draws_planned));
             let dataset = create_variable(&group, spec, n_chains, n_draws_planned)?;
             attach_scale(&dataset, &chain_scale, 0)?;
             attach_scale(&dataset, &draw_scale, 1)?;
@@ -336,7 +511,39 @@ impl GroupWriter {
             draw_scale,
             variables,
             n_draws: 0,
+            reached: vec![0; n_chains],
+            recorded: vec![0; n_chains],
+            chunks,
         })
+    }
+
+    /// Writes `draws_per_chain` when it changed.
+    fn record_counts(&mut self) -> Result<(), OutputError> {
+        if self.reached != self.recorded {
+            let counts: Vec<i64> = self.reached.iter().map(|&n| n as i64).collect();
+            self.group.attr("draws_per_chain")?.write_raw(&counts)?;
+            self.recorded.clone_from(&self.reached);
+        }
+        Ok(())
+    }
+
+    /// Bytes of file space writing `chains` × `draws` will allocate: the
+    /// chunks it reaches that no earlier write reached, and the scale.
+    fn new_bytes(&self, chains: &Range<usize>, draws: &Range<usize>) -> u64 {
+        let mut bytes = 8 * draws.end.saturating_sub(self.n_draws) as u64;
+        for &(block, chunk_bytes) in &self.chunks {
+            let chunks: usize = self.reached[chains.clone()]
+                .iter()
+                .map(|&reached| {
+                    draws
+                        .end
+                        .div_ceil(block)
+                        .saturating_sub(reached.div_ceil(block))
+                })
+                .sum();
+            bytes = bytes.saturating_add(chunks as u64 * chunk_bytes);
+        }
+        bytes
     }
 
     fn check_columns(
@@ -455,6 +662,45 @@ fn draw_block(spec: &VarSpec, n_draws_planned: usize) -> usize {
     (CHUNK_BYTES / per_draw_bytes).clamp(1, n_draws_planned.clamp(1, MAX_DRAW_BLOCK))
 }
 
+/// (draws per chunk, bytes of a chunk) of `spec`'s dataset.
+fn chunk_of(spec: &VarSpec, n_draws_planned: usize) -> (usize, u64) {
+    let block = draw_block(spec, n_draws_planned);
+    let item = match spec.dtype {
+        Dtype::F64 | Dtype::I64 => 8,
+        Dtype::Bool => 1,
+    };
+    let per_draw: usize = spec.dims.iter().map(|&len| len.max(1)).product();
+    (block, (block * per_draw * item) as u64)
+}
+
+/// About the bytes of a complete run's file: every variable's chunks for
+/// every chain (as [`DrawWriter`] lays them out), and the metadata.
+pub fn estimate_file_bytes(variables: &[VarSpec], options: &WriterOptions) -> u64 {
+    let stats = sample_stats_specs();
+    let mut plan = vec![
+        (variables, options.n_draws_planned),
+        (&stats[..], options.n_draws_planned),
+    ];
+    if let Some(warmup) = options.n_warmup_planned {
+        plan.push((variables, warmup));
+        plan.push((&stats[..], warmup));
+    }
+    // The superblock, groups, attributes (the model's source among them)
+    // and the adapted metrics; per variable its header, scales and chunk
+    // index.
+    let mut bytes: u64 = 256 << 10;
+    for (specs, planned) in plan {
+        for spec in specs {
+            let (block, chunk_bytes) = chunk_of(spec, planned);
+            let chunks = planned.div_ceil(block.max(1)).max(1) as u64;
+            bytes = bytes
+                .saturating_add(options.n_chains as u64 * chunks * chunk_bytes)
+                .saturating_add(4096 + 32 * chunks * options.n_chains as u64);
+        }
+    }
+    bytes
+}
+
 fn write_column(
     dataset: &Dataset,
     spec: &VarSpec,
@@ -557,6 +803,80 @@ mod tests {
         assert_eq!(draw_block(&big, 1000), CHUNK_BYTES / 8000);
         let huge = VarSpec::real("c", &[1_000_000]);
         assert_eq!(draw_block(&huge, 1000), 1);
+    }
+
+    /// The estimate of a run's file covers the file the run writes (blocks
+    /// of 100 draws per chain, as the collector writes them), by at most a
+    /// quarter more and the allowance for metadata.
+    #[test]
+    fn the_size_estimate_covers_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let specs = [
+            VarSpec::real("mu", &[]),
+            VarSpec::real("tau", &[]),
+            VarSpec::real("theta", &[8]),
+            VarSpec::int("k", &[3, 2]),
+        ];
+        for (chains, draws, warmup) in [(8, 3000, None), (3, 250, Some(120)), (64, 100, None)] {
+            let options = WriterOptions {
+                n_chains: chains,
+                n_draws_planned: draws,
+                n_warmup_planned: warmup,
+            };
+            let path = dir.path().join(format!("{chains}.h5"));
+            let meta = RunMetadata::default();
+            let mut writer = DrawWriter::create_with(&path, &meta, &specs, &options).unwrap();
+            let mut groups = vec![
+                (GroupKind::Posterior, draws),
+                (GroupKind::SampleStats, draws),
+            ];
+            if let Some(warmup) = warmup {
+                groups.push((GroupKind::WarmupPosterior, warmup));
+                groups.push((GroupKind::WarmupSampleStats, warmup));
+            }
+            for (group, n) in groups {
+                let group_specs: Vec<VarSpec> = writer
+                    .variables(group)
+                    .unwrap()
+                    .into_iter()
+                    .cloned()
+                    .collect();
+                for start in (0..n).step_by(100) {
+                    let end = (start + 100).min(n);
+                    for chain in 0..chains {
+                        let len = |s: &VarSpec| (end - start) * s.elements_per_draw();
+                        let floats: Vec<Vec<f64>> =
+                            group_specs.iter().map(|s| vec![0.5; len(s)]).collect();
+                        let ints: Vec<Vec<i64>> =
+                            group_specs.iter().map(|s| vec![1; len(s)]).collect();
+                        let bools: Vec<Vec<bool>> =
+                            group_specs.iter().map(|s| vec![true; len(s)]).collect();
+                        let columns: Vec<Column<'_>> = group_specs
+                            .iter()
+                            .enumerate()
+                            .map(|(i, s)| match s.dtype {
+                                Dtype::F64 => Column::F64(&floats[i]),
+                                Dtype::I64 => Column::I64(&ints[i]),
+                                Dtype::Bool => Column::Bool(&bools[i]),
+                            })
+                            .collect();
+                        writer
+                            .write_block(group, chain..chain + 1, start..end, &columns)
+                            .unwrap();
+                    }
+                }
+            }
+            writer
+                .write_adaptation(&vec![0.1; chains], &vec![1.0; chains * 4])
+                .unwrap();
+            writer.finish().unwrap();
+            let actual = std::fs::metadata(&path).unwrap().len();
+            let estimate = estimate_file_bytes(&specs, &options);
+            assert!(
+                actual <= estimate && estimate <= actual + actual / 4 + (256 << 10),
+                "{chains} chains × {draws}: estimated {estimate}, wrote {actual}"
+            );
+        }
     }
 
     #[test]

@@ -9,10 +9,13 @@
 use super::blocks::{self, BLOCK_DRAWS, ChainBuffer};
 use super::flushes::Flushes;
 use super::{ChainError, DrawValues, Event, Settings};
-use crate::output::{DrawWriter, GroupKind, OutputError, RunMetadata, VarSpec, WriterOptions};
+use crate::output::{
+    DrawWriter, GroupKind, OutputError, RunMetadata, RunStatus, VarSpec, WriterOptions, room,
+};
 use language::value::Value;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Instant;
 
@@ -24,6 +27,8 @@ pub struct OutputSpec<'a> {
     /// Length of the unconstrained parameter vector (the metric's size).
     pub dim: usize,
     pub settings: &'a Settings,
+    /// Set when writing fails, to stop the chains (the executor's stop flag).
+    pub stop: Option<&'a AtomicBool>,
 }
 
 /// What a progress display is told after every iteration of any chain.
@@ -61,6 +66,48 @@ pub struct RunReport {
     pub draws_written: usize,
     /// The draws file exists (at least one draw was kept).
     pub wrote_file: bool,
+    /// Writing the draws failed (a full disk, a read-only file system...);
+    /// the file keeps what was written before.
+    pub write_failure: Option<WriteFailure>,
+}
+
+/// A write the file system refused, and what the file holds after it.
+#[derive(Debug)]
+pub struct WriteFailure {
+    pub error: OutputError,
+    /// What the error means, in words (`the disk is full`), when known.
+    pub in_words: Option<&'static str>,
+    /// Per chain, the post-warmup draws the file holds.
+    pub draws_per_chain: Vec<usize>,
+    /// Per chain, the warmup draws the file holds (with `--save-warmup`).
+    pub warmup_per_chain: Option<Vec<usize>>,
+    /// Closing the file failed too: it may not be readable.
+    pub close_error: Option<OutputError>,
+}
+
+impl WriteFailure {
+    fn new(error: OutputError) -> WriteFailure {
+        WriteFailure {
+            in_words: refusal_of(&error),
+            error,
+            draws_per_chain: Vec::new(),
+            warmup_per_chain: None,
+            close_error: None,
+        }
+    }
+}
+
+/// What a write error means in words, when it is a refusal of the disk.
+pub fn refusal_of(error: &OutputError) -> Option<&'static str> {
+    match error {
+        OutputError::Refused { source, .. } | OutputError::Io { source, .. } => {
+            source.raw_os_error().and_then(room::refusal_in_words)
+        }
+        OutputError::Hdf5(e) => {
+            room::errno_in_message(&e.to_string()).and_then(room::refusal_in_words)
+        }
+        _ => None,
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +145,8 @@ pub fn collect(
     let mut accept_count = 0usize;
     let mut report = RunReport::default();
     let mut flushes = Flushes::default();
+    // A write failed: nothing more is written, the chains are stopped.
+    let mut failure: Option<WriteFailure> = None;
     // The events of the last `Event::Many` not handled yet.
     let mut pending = Vec::new().into_iter();
     loop {
@@ -109,7 +158,12 @@ pub fn collect(
                 // more events at most until then.
                 let wait = match (writer.as_mut(), flushes.due_in(Instant::now())) {
                     (Some(w), Some(left)) if left.is_zero() => {
-                        report.draws_written += write_ready(w, &mut buffers, &finished)?;
+                        if failure.is_none() {
+                            match write_ready(w, &mut buffers, &finished) {
+                                Ok(n) => report.draws_written += n,
+                                Err(error) => failure = Some(stop_writing(error, output)),
+                            }
+                        }
                         flushes.done();
                         None
                     }
@@ -149,7 +203,9 @@ pub fn collect(
                     report.max_depth_hits +=
                         usize::from(record.stats.tree_depth >= settings.max_depth as i64);
                 }
-                if let Some(values) = &record.values {
+                if failure.is_some() {
+                    // Nothing more is kept once a write failed.
+                } else if let Some(values) = &record.values {
                     if writer.is_none() {
                         let specs: Arc<[VarSpec]> = match values {
                             DrawValues::Named(values) => specs_of(values)?.into(),
@@ -157,6 +213,9 @@ pub fn collect(
                         };
                         let mut w = create_writer(output, &specs)?;
                         w.defer_flushes();
+                        // The adapted step sizes and metrics, at the end.
+                        let closing = 16 * (output.n_chains as u64 + 1) * (output.dim as u64 + 1);
+                        w.keep_for_closing(closing)?;
                         writer = Some(w);
                         written = Written::new(specs);
                     }
@@ -208,7 +267,37 @@ pub fn collect(
     report.divergences = state.divergences;
     if let Some(mut w) = writer {
         // Every chain's last draws, also of chains that never finished.
-        report.draws_written += write_ready(&mut w, &mut buffers, &vec![true; n_chains])?;
+        if failure.is_none() {
+            match write_ready(&mut w, &mut buffers, &vec![true; n_chains]) {
+                Ok(n) => report.draws_written += n,
+                Err(error) => failure = Some(stop_writing(error, output)),
+            }
+        }
+        if let Some(mut failed) = failure {
+            // Close with every block written before the failure.
+            let kept = w.keep_written();
+            let reason = match failed.in_words {
+                Some(words) => format!("{words}: {}", failed.error),
+                None => failed.error.to_string(),
+            };
+            let closed = kept
+                .and_then(|()| w.set_status(RunStatus::Failed, &reason))
+                .and_then(|()| w.write_adaptation(&step_sizes, &inv_metrics));
+            failed.draws_per_chain = w
+                .draws_per_chain(GroupKind::Posterior)
+                .map(<[usize]>::to_vec)
+                .unwrap_or_default();
+            failed.warmup_per_chain = w
+                .draws_per_chain(GroupKind::WarmupPosterior)
+                .map(<[usize]>::to_vec);
+            report.draws_written = failed.draws_per_chain.iter().sum();
+            // Closing is tried even when the steps before it failed.
+            failed.close_error = closed.and(w.finish()).err();
+            report.write_failure = Some(failed);
+            report.wrote_file = true;
+            report.chain_errors.sort_by_key(|e| e.chain);
+            return Ok(report);
+        }
         if report.chain_errors.iter().any(|e| e.interrupted) {
             // Keep the draws every chain has, so that no chain is padded.
             for (phase, groups) in [
@@ -226,6 +315,10 @@ pub fn collect(
                 }
             }
             report.draws_written = n_chains * buffers[1].iter().map(|b| b.start).min().unwrap_or(0);
+            w.set_status(RunStatus::Interrupted, "stopped before the chains finished")?;
+        } else if let Some(error) = report.chain_errors.iter().min_by_key(|e| e.chain) {
+            let reason = format!("chain {}: {}", error.chain + 1, error.error.message);
+            w.set_status(RunStatus::Failed, &reason)?;
         }
         w.write_adaptation(&step_sizes, &inv_metrics)?;
         w.finish()?;
@@ -233,6 +326,18 @@ pub fn collect(
     }
     report.chain_errors.sort_by_key(|e| e.chain);
     Ok(report)
+}
+
+/// After a failed write: stops the chains (nothing more can be kept).
+fn stop_writing(error: CollectError, output: &OutputSpec<'_>) -> WriteFailure {
+    if let Some(stop) = output.stop {
+        stop.store(true, Ordering::SeqCst);
+    }
+    let error = match error {
+        CollectError::Output(e) => e,
+        CollectError::Value(what, why) => OutputError::InvalidWrite(format!("{what}: {why}")),
+    };
+    WriteFailure::new(error)
 }
 
 /// Writes the complete blocks of both phases (warmup first), then flushes
@@ -331,6 +436,11 @@ fn stored_mismatch(
             numbers.len()
         ),
     ))
+}
+
+/// The variables the draws file stores for a draw given by name.
+pub fn draw_specs(values: &[(String, Value)]) -> Result<Vec<VarSpec>, CollectError> {
+    specs_of(values)
 }
 
 /// The stored variables of a draw given by name.
@@ -477,6 +587,7 @@ mod tests {
             n_chains,
             dim: 1,
             settings,
+            stop: None,
         }
     }
 

@@ -17,6 +17,25 @@ pub fn summarize_file(path: impl AsRef<Path>, format: Format) -> Result<String, 
     Ok(render(&report, format))
 }
 
+/// What `bat summary` does with a file of `bytes` (written to a temporary
+/// file, read, removed): the summary table, or the error it reports. Every
+/// damaged or truncated file must give an error, never a panic, a hang or
+/// an allocation beyond what the file can hold; the draws-file fuzz target
+/// and its regression tests call this.
+pub fn summarize_bytes(bytes: &[u8]) -> Result<String, OutputError> {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("bat-bytes-{}-{n}.h5", std::process::id()));
+    let io = |source| OutputError::Io {
+        path: path.clone(),
+        source,
+    };
+    std::fs::write(&path, bytes).map_err(io)?;
+    let summary = summarize_file(&path, Format::Table);
+    let _ = std::fs::remove_file(&path);
+    summary
+}
+
 /// The [`Report`] of a draws file: `lp__` first (when sample stats are present), then
 /// every element of every posterior variable (Stan-style names, row-major order).
 pub fn report_for_file(path: impl AsRef<Path>) -> Result<Report, OutputError> {
@@ -52,7 +71,10 @@ fn report_reading_at_most(path: &Path, values_per_read: usize) -> Result<Report,
     let mut quantities = Vec::new();
     // lp__ only when it covers the same draws (a killed run may lag in sample_stats).
     let lp = stat("lp")?.filter(|lp| (lp.n_chains, lp.n_draws) == (n_chains, n_draws));
-    let window = Window::of(lp.as_ref(), n_chains, n_draws);
+    let recorded = reader
+        .draws_per_chain("posterior")
+        .filter(|counts| counts.len() == n_chains);
+    let window = Window::of(lp.as_ref(), recorded.as_deref(), n_chains, n_draws);
     if window.chains.is_empty() {
         return Err(no_draws());
     }
@@ -94,7 +116,10 @@ fn report_reading_at_most(path: &Path, values_per_read: usize) -> Result<Report,
 /// rest of its rows stay padding (NaN), which would make every statistic
 /// NaN: the summary then covers every chain's first `draws` draws, where
 /// `draws` is the shortest chain's count, and leaves out chains without
-/// any. A chain's draws are the leading ones with a number for `lp`.
+/// any. A chain's draws are the leading ones with a number for `lp`, and
+/// at most as many as the file's `draws_per_chain` says (bat records each
+/// chain's draws there, for runs killed, interrupted or stopped by a
+/// failed write).
 struct Window {
     chains: Vec<usize>,
     draws: usize,
@@ -103,12 +128,18 @@ struct Window {
 }
 
 impl Window {
-    fn of(lp: Option<&StoredVariable>, n_chains: usize, n_draws: usize) -> Window {
+    fn of(
+        lp: Option<&StoredVariable>,
+        recorded: Option<&[usize]>,
+        n_chains: usize,
+        n_draws: usize,
+    ) -> Window {
         let kept = |chain: usize| {
-            lp.map_or(n_draws, |lp| {
+            let with_lp = lp.map_or(n_draws, |lp| {
                 let row = &lp.values[chain * n_draws..(chain + 1) * n_draws];
                 row.iter().take_while(|x| !x.is_nan()).count()
-            })
+            });
+            recorded.map_or(with_lp, |counts| with_lp.min(counts[chain]))
         };
         let counts: Vec<usize> = (0..n_chains).map(kept).collect();
         let chains: Vec<usize> = (0..n_chains).filter(|&c| counts[c] > 0).collect();

@@ -13,7 +13,7 @@ pub mod quantile;
 mod warnings;
 
 pub use draws::{ChainDraws, Matrix, split_chains};
-pub use file::{report_for_file, summarize_file};
+pub use file::{report_for_file, summarize_bytes, summarize_file};
 pub use format::{Format, render};
 pub use warnings::{SamplerDiagnostics, warnings};
 

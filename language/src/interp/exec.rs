@@ -166,9 +166,21 @@ impl<'p> Machine<'p> {
 
     // ------------------------------------------------------------ sizes
 
-    /// Evaluate the size expressions of a declared type.
+    /// Evaluate the size expressions of a declared type. A size too large
+    /// to allocate is an error (data can ask for any size, and the
+    /// allocation would abort the process).
     pub fn shape(&mut self, ty: &SizedType) -> Result<Shape> {
-        shape_with(&mut |e| self.eval(e), ty)
+        let shape = shape_with(&mut |e| self.eval(e), ty)?;
+        let numbers = numbers_in(&shape);
+        if numbers > MAX_DECLARED_NUMBERS {
+            return Err(RuntimeError::new(
+                ErrorKind::Fatal,
+                format!(
+                    "a variable of {numbers} numbers is too large to allocate (at most {MAX_DECLARED_NUMBERS})"
+                ),
+            ));
+        }
+        Ok(shape)
     }
 
     // ------------------------------------------------------------ expressions
@@ -635,6 +647,25 @@ fn size_with(eval: &mut dyn FnMut(&Expr) -> Result<Value>, e: &Expr) -> Result<u
         )
         .at(e.span)
     })
+}
+
+/// The most numbers one declared variable may hold: 2^32 (32 GiB of reals).
+pub const MAX_DECLARED_NUMBERS: u64 = 1 << 32;
+
+/// The numbers a value of `shape` holds (complex numbers count twice),
+/// saturating instead of overflowing.
+fn numbers_in(shape: &Shape) -> u64 {
+    let n = |k: usize| k as u64;
+    match shape {
+        Shape::Int | Shape::Real => 1,
+        Shape::Complex => 2,
+        Shape::Vector(k) | Shape::RowVector(k) => n(*k),
+        Shape::ComplexVector(k) | Shape::ComplexRowVector(k) => n(*k).saturating_mul(2),
+        Shape::Matrix(r, c) => n(*r).saturating_mul(n(*c)),
+        Shape::ComplexMatrix(r, c) => n(*r).saturating_mul(n(*c)).saturating_mul(2),
+        Shape::Array(k, elem) => n(*k).saturating_mul(numbers_in(elem).max(1)),
+        Shape::Tuple(items) => items.iter().map(numbers_in).fold(0, u64::saturating_add),
+    }
 }
 
 /// The shape of a declared type, its size expressions evaluated by `eval`.

@@ -1,0 +1,2 @@
+//! Fuzz targets' shared code: see [`entries`].
+pub mod entries;
