@@ -482,7 +482,10 @@ print(mu.shape[0], min(written))
         args[7] = LONG_RUN_SAMPLES;
         args.extend(["--thin", LONG_RUN_THIN]);
         let mut launcher = mpirun(3);
+        // mpirun sends SIGKILL 1 s after its SIGTERM by default; a loaded
+        // test machine may need longer to close the file.
         launcher
+            .args(["--mca", "odls_base_sigkill_timeout", "30"])
             .arg(bat_exe())
             .args(&args)
             .stdout(Stdio::piped())

@@ -228,6 +228,22 @@ impl DrawWriter {
             .map(|i| self.groups[i].variables.iter().map(|(s, _)| s).collect())
     }
 
+    /// The fewest draws a chunk of `group`'s variables holds: a caller
+    /// with many draws at once writes them in pieces of this many (aligned
+    /// to it), so that a disk that fills midway keeps every piece before.
+    pub fn draws_per_chunk(&self, group: GroupKind) -> Option<usize> {
+        let index = self.group_index(group)?;
+        let chunks = &self.groups[index].chunks;
+        Some(
+            chunks
+                .iter()
+                .map(|&(draws, _)| draws)
+                .min()
+                .unwrap_or(MAX_DRAW_BLOCK)
+                .max(1),
+        )
+    }
+
     /// Draws written so far along the draw axis of `group`.
     pub fn n_draws(&self, group: GroupKind) -> Option<usize> {
         self.group_index(group).map(|i| self.groups[i].n_draws)

@@ -148,8 +148,52 @@ pub fn write_ready(
     } else {
         GroupKind::Posterior
     };
+    // Many draws at once (a fast backend, a slow disk) go in pieces of a
+    // chunk row: should the disk fill, the pieces before stay written.
+    let piece = writer.draws_per_chunk(group).unwrap_or(usize::MAX);
     let mut written = 0;
     for (chains, (start, count, widths)) in runs(keys) {
+        let mut done = 0;
+        while done < count {
+            let end = ((start + done) / piece + 1).saturating_mul(piece);
+            let n = end.min(start + count) - (start + done);
+            written += write_piece(
+                writer,
+                buffers,
+                chains.clone(),
+                start + done,
+                n,
+                &widths,
+                warmup,
+            )?;
+            done += n;
+            if done < count {
+                // Each piece on the disk before the next is reserved.
+                writer.flush()?;
+            }
+        }
+    }
+    Ok(written)
+}
+
+/// Writes draws `start..start + count` of `chains` (the first `count` of
+/// each buffer) and their statistics, and drops them from the buffers;
+/// returns the post-warmup draws written.
+fn write_piece(
+    writer: &mut DrawWriter,
+    buffers: &mut [ChainBuffer],
+    chains: std::ops::Range<usize>,
+    start: usize,
+    count: usize,
+    widths: &[usize],
+    warmup: bool,
+) -> Result<usize, OutputError> {
+    let group = if warmup {
+        GroupKind::WarmupPosterior
+    } else {
+        GroupKind::Posterior
+    };
+    {
         let run = &buffers[chains.clone()];
         // Each column laid out [chain][draw][element], as write_block wants.
         let mut floats: Vec<Vec<f64>> = widths
@@ -157,7 +201,7 @@ pub fn write_ready(
             .map(|w| Vec::with_capacity(chains.len() * count * w))
             .collect();
         for buffer in run {
-            for ((column, values), w) in floats.iter_mut().zip(&buffer.values).zip(&widths) {
+            for ((column, values), w) in floats.iter_mut().zip(&buffer.values).zip(widths) {
                 column.extend_from_slice(&values[..count * w]);
             }
         }
@@ -211,11 +255,8 @@ pub fn write_ready(
         for buffer in &mut buffers[chains.clone()] {
             buffer.drop_front(count);
         }
-        if !warmup {
-            written += chains.len() * count;
-        }
+        Ok(if warmup { 0 } else { chains.len() * count })
     }
-    Ok(written)
 }
 
 /// A record's draw goes to its chain's buffer of its phase.
