@@ -153,7 +153,7 @@ mod mutations {
             .filter_map(|l| {
                 let l = l.trim();
                 (l.starts_with('"') && l.ends_with('"') && l.len() >= 2)
-                    .then(|| l[1..l.len() - 1].as_bytes().to_vec())
+                    .then(|| l.as_bytes()[1..l.len() - 1].to_vec())
             })
             .collect()
     }
