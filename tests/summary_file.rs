@@ -389,3 +389,67 @@ fn a_chain_stuck_far_below_the_others_is_named() {
     assert_eq!(stuck.len(), 1);
     assert_eq!(stuck[0]["chain"], 6);
 }
+
+/// No false alarms on healthy runs of 16 chains: eight schools, centered
+/// (its funnel makes chains differ) and non-centered, and a normal model,
+/// with a short warmup too.
+#[test]
+fn healthy_runs_of_sixteen_chains_name_no_stuck_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let normal = dir.path().join("normal.bat");
+    std::fs::write(
+        &normal,
+        "parameters { real mu; real<lower=0> sigma; }\n\
+         model { mu ~ normal(1, 2); sigma ~ lognormal(0, 1); }\n",
+    )
+    .unwrap();
+    let centered = examples.join("eight_schools_centered.bat");
+    let noncentered = examples.join("eight_schools_noncentered.bat");
+    let runs: [(&Path, Option<&str>, &str); 4] = [
+        (&centered, Some("eight_schools_centered.data.json"), "1000"),
+        (&centered, Some("eight_schools_centered.data.json"), "150"),
+        (
+            &noncentered,
+            Some("eight_schools_noncentered.data.json"),
+            "1000",
+        ),
+        (&normal, None, "150"),
+    ];
+    for (i, (model, data, warmup)) in runs.into_iter().enumerate() {
+        let output = dir.path().join(format!("run{i}.h5"));
+        let mut args = vec![
+            "run".to_string(),
+            model.to_str().unwrap().into(),
+            "--chains".into(),
+            "16".into(),
+            "--warmup".into(),
+            warmup.into(),
+            "--seed".into(),
+            "5".into(),
+            "-o".into(),
+            output.to_str().unwrap().into(),
+        ];
+        if let Some(data) = data {
+            args.extend([
+                "--data".into(),
+                examples.join(data).to_str().unwrap().into(),
+            ]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = bat(&args);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let report = report_for_file(&output).unwrap();
+        assert_eq!(report.n_chains, 16);
+        assert!(
+            report.stuck_chains.is_empty(),
+            "{}: {:?}",
+            model.display(),
+            report.stuck_chains
+        );
+    }
+}
