@@ -100,10 +100,12 @@ fn stuck_warning(stuck: &StuckChain) -> String {
             "its step size {step:.2e} vs the median chain's {median:.2e}"
         ));
     }
-    evidence.push(format!(
-        "{:.0}% of its transitions moved",
-        100.0 * stuck.moved_fraction
-    ));
+    if stuck.moved_fraction <= super::stuck::STILL_FRACTION {
+        evidence.push(format!(
+            "its lp changed in {:.1}% of its transitions",
+            100.0 * stuck.moved_fraction
+        ));
+    }
     format!(
         "chain {number} is stuck: {}. Every statistic above includes it; rerun with other inits, or drop it (in ArviZ: idata.posterior.drop_sel(chain=[{}]), chains counted from 0)",
         evidence.join("; "),
@@ -189,6 +191,35 @@ mod tests {
         assert!(w[1].contains("maximum tree depth of 10"));
         assert!(w[2].contains("(b)"));
         assert!(w[3].contains("below 400") && w[3].contains("(c)"));
+    }
+
+    #[test]
+    fn a_stuck_chain_is_named_from_one_and_dropped_from_zero() {
+        let report = Report {
+            n_chains: 8,
+            n_draws: 100,
+            quantities: vec![quantity("a", 1.0, 3000.0)],
+            sampler: None,
+            stopped_chains: Vec::new(),
+            superchains: None,
+            stuck_chains: vec![StuckChain {
+                chain: 2,
+                lp_median: -5.0,
+                chains_lp_median: -1.5,
+                step_size: None,
+                chains_step_size: None,
+                moved_fraction: 0.0,
+            }],
+        };
+        assert_eq!(
+            warnings(&report),
+            [
+                "chain 3 is stuck: its median lp -5.0 is far from the median chain's -1.5; \
+              its lp changed in 0.0% of its transitions. Every statistic above includes it; \
+              rerun with other inits, or drop it (in ArviZ: idata.posterior.drop_sel(chain=[2]), \
+              chains counted from 0)"
+            ]
+        );
     }
 
     #[test]
