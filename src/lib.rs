@@ -10,4 +10,4 @@ pub mod sampler;
 pub mod summary;
 
 pub use output::OutputError;
-pub use summary::{Format, summarize_file};
+pub use summary::{Format, render, summarize_file};

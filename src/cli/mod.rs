@@ -195,6 +195,12 @@ enum Command {
         file: PathBuf,
         #[arg(long, value_enum, default_value_t = SummaryFormat::Table)]
         format: SummaryFormat,
+        /// Group consecutive chains into K superchains of equal size and add
+        /// nested R-hat (column nR_hat; Margossian et al. 2024). Chains
+        /// that fill no superchain are left out of it. At least 2 and at
+        /// most the number of chains.
+        #[arg(long, value_name = "K", value_parser = parse_superchains)]
+        superchains: Option<usize>,
     },
     /// Format Stan programs in place in canonical style, keeping comments.
     Fmt {
@@ -220,6 +226,15 @@ fn parse_chain_count(text: &str) -> Result<usize, String> {
         Ok(0) => Err("a batch needs at least one chain".into()),
         Ok(n) => Ok(n),
         Err(e) => Err(format!("`{text}` is not a chain count: {e}")),
+    }
+}
+
+/// A superchain count of `bat summary`: at least 2.
+fn parse_superchains(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n >= 2 => Ok(n),
+        Ok(_) => Err("nested R-hat needs at least 2 superchains".into()),
+        Err(e) => Err(format!("`{text}` is not a superchain count: {e}")),
     }
 }
 
@@ -551,7 +566,11 @@ fn dispatch(cli: Cli, ranks: &ranks::Ranks) -> ExitCode {
                 color: color.for_stderr(),
             })
         }
-        Command::Summary { file, format } => summary::run(&file, format.into()),
+        Command::Summary {
+            file,
+            format,
+            superchains,
+        } => summary::run(&file, format.into(), bat::summary::Options { superchains }),
         Command::Lsp => match lsp::run_stdio() {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {

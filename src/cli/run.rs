@@ -586,8 +586,17 @@ fn report(
         None => report.wrote_file,
     };
     if summarize {
-        match bat::summarize_file(output_path, bat::Format::Table) {
-            Ok(text) => print!("{text}"),
+        match bat::summary::report_for_file(output_path) {
+            Ok(summary) => {
+                let stuck: Vec<usize> = summary.stuck_chains.iter().map(|s| s.chain).collect();
+                if let Err(error) = bat::output::record_stuck_chains(output_path, &stuck) {
+                    eprintln!(
+                        "warning: cannot record stuck chains in `{}`: {error}",
+                        output_path.display()
+                    );
+                }
+                print!("{}", bat::render(&summary, bat::Format::Table));
+            }
             Err(error) => eprintln!(
                 "warning: cannot summarize `{}`: {error}",
                 output_path.display()

@@ -10,12 +10,12 @@ const READER_VAR: &str = "BAT_SUMMARY_READER";
 /// crash on a damaged file where bat's checks do not reach (fuzzing found
 /// variable-length data whose length and heap object disagree), and the
 /// user then gets an error naming the file instead of a segmentation fault.
-pub fn run(path: &Path, format: bat::Format) -> ExitCode {
+pub fn run(path: &Path, format: bat::Format, options: bat::summary::Options) -> ExitCode {
     if std::env::var_os(READER_VAR).is_some() {
-        return summarize(path, format);
+        return summarize(path, format, options);
     }
     let Ok(exe) = std::env::current_exe() else {
-        return summarize(path, format);
+        return summarize(path, format, options);
     };
     let status = Command::new(exe)
         .args(std::env::args_os().skip(1))
@@ -33,12 +33,12 @@ pub fn run(path: &Path, format: bat::Format) -> ExitCode {
             }
             ExitCode::FAILURE
         }
-        Err(_) => summarize(path, format),
+        Err(_) => summarize(path, format, options),
     }
 }
 
-fn summarize(path: &Path, format: bat::Format) -> ExitCode {
-    match bat::summarize_file(path, format) {
+fn summarize(path: &Path, format: bat::Format, options: bat::summary::Options) -> ExitCode {
+    match bat::summary::summarize_file_with(path, format, options) {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS

@@ -14,6 +14,15 @@ pub enum OutputError {
     NoDraws { path: PathBuf, group: String },
     #[error("invalid draws layout in {}: {message}", .path.display())]
     Layout { path: PathBuf, message: String },
+    #[error(
+        "cannot group the {chains} chains of {} into {superchains} superchains: --superchains needs at least 2 and at most one superchain per chain",
+        .path.display()
+    )]
+    Superchains {
+        path: PathBuf,
+        superchains: usize,
+        chains: usize,
+    },
     #[error("invalid write: {0}")]
     InvalidWrite(String),
     #[error("I/O error on {}: {source}", .path.display())]

@@ -800,6 +800,36 @@ fn write_string_attribute(
     Ok(())
 }
 
+/// Records on a closed draws file the chains found stuck after the run
+/// (0-based indices, as ArviZ's `chain` coordinates; empty when none), as
+/// the root attribute `stuck_chains` and on each group (ArviZ shows a
+/// group's attributes, not the root's). Replaces an earlier record.
+pub fn record_stuck_chains(path: &Path, chains: &[usize]) -> Result<(), OutputError> {
+    let file = File::open_rw(path).map_err(|source| OutputError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let values: Vec<i64> = chains.iter().map(|&c| c as i64).collect();
+    let mut locations: Vec<Group> = vec![file.as_group()?];
+    for name in file.member_names()? {
+        if let Ok(group) = file.group(&name) {
+            locations.push(group);
+        }
+    }
+    for location in &locations {
+        if location.attr("stuck_chains").is_ok() {
+            location.delete_attr("stuck_chains")?;
+        }
+        location
+            .new_attr::<i64>()
+            .shape(values.len())
+            .create("stuck_chains")?
+            .write_raw(&values)?;
+    }
+    file.flush()?;
+    Ok(())
+}
+
 fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }

@@ -1,6 +1,9 @@
 //! `bat summary FILE`: summaries of every posterior quantity in a draws file.
 
-use super::{ChainDraws, Format, QuantitySummary, Report, SamplerDiagnostics, render};
+use super::{
+    ChainDraws, Format, Options, QuantitySummary, Report, SamplerDiagnostics, Superchains,
+    nested_r_hat, render, stuck,
+};
 use crate::output::{DrawReader, OutputError, StoredVariable, VariableInfo, stan_element_name};
 use rayon::prelude::*;
 use std::path::Path;
@@ -13,7 +16,16 @@ const VALUES_PER_READ: usize = 32 << 20;
 
 /// Reads `path` and renders the summary of its posterior in `format`.
 pub fn summarize_file(path: impl AsRef<Path>, format: Format) -> Result<String, OutputError> {
-    let report = report_for_file(path)?;
+    summarize_file_with(path, format, Options::default())
+}
+
+/// [`summarize_file`] with `options` (superchains for nested R-hat).
+pub fn summarize_file_with(
+    path: impl AsRef<Path>,
+    format: Format,
+    options: Options,
+) -> Result<String, OutputError> {
+    let report = report_for_file_with(path, options)?;
     Ok(render(&report, format))
 }
 
@@ -39,10 +51,23 @@ pub fn summarize_bytes(bytes: &[u8]) -> Result<String, OutputError> {
 /// The [`Report`] of a draws file: `lp__` first (when sample stats are present), then
 /// every element of every posterior variable (Stan-style names, row-major order).
 pub fn report_for_file(path: impl AsRef<Path>) -> Result<Report, OutputError> {
-    report_reading_at_most(path.as_ref(), VALUES_PER_READ)
+    report_for_file_with(path, Options::default())
 }
 
-fn report_reading_at_most(path: &Path, values_per_read: usize) -> Result<Report, OutputError> {
+/// [`report_for_file`] with `options`; asking for more superchains than the
+/// summarized chains is an error.
+pub fn report_for_file_with(
+    path: impl AsRef<Path>,
+    options: Options,
+) -> Result<Report, OutputError> {
+    report_reading_at_most(path.as_ref(), VALUES_PER_READ, options)
+}
+
+fn report_reading_at_most(
+    path: &Path,
+    values_per_read: usize,
+    options: Options,
+) -> Result<Report, OutputError> {
     let reader = DrawReader::open(path)?;
     let posterior = reader.variables("posterior")?;
     let no_draws = || OutputError::NoDraws {
@@ -78,8 +103,37 @@ fn report_reading_at_most(path: &Path, values_per_read: usize) -> Result<Report,
     if window.chains.is_empty() {
         return Err(no_draws());
     }
+    let superchains = match options.superchains {
+        None => None,
+        Some(count) => Some(Superchains::of(count, window.chains.len()).ok_or_else(|| {
+            OutputError::Superchains {
+                path: reader.path().to_path_buf(),
+                superchains: count,
+                chains: window.chains.len(),
+            }
+        })?),
+    };
+    let mut stuck_chains = Vec::new();
     if let Some(lp) = &lp {
-        quantities.push(summarize_element(lp, 0, "lp__".into(), &window, false));
+        quantities.push(summarize_element(
+            lp,
+            0,
+            "lp__".into(),
+            &window,
+            false,
+            superchains,
+        ));
+        let lp_draws = window.draws_of(lp, 0);
+        let step_size = stat("step_size")?
+            .filter(|s| (s.n_chains, s.n_draws) == (n_chains, n_draws))
+            .map(|s| window.draws_of(&s, 0));
+        let (chains, draws) = (window.chains.len(), window.draws);
+        if let Some(lp_view) = ChainDraws::new(&lp_draws, chains, draws) {
+            let step_view = step_size
+                .as_deref()
+                .and_then(|s| ChainDraws::new(s, chains, draws));
+            stuck_chains = stuck::stuck_chains(lp_view, step_view, &window.chains);
+        }
     }
     for info in &posterior {
         if (info.n_chains, info.n_draws) != (n_chains, n_draws) {
@@ -91,7 +145,14 @@ fn report_reading_at_most(path: &Path, values_per_read: usize) -> Result<Report,
                 ),
             });
         }
-        summarize_variable(&reader, info, values_per_read, &window, &mut quantities)?;
+        summarize_variable(
+            &reader,
+            info,
+            values_per_read,
+            &window,
+            superchains,
+            &mut quantities,
+        )?;
     }
 
     let sampler = match stats {
@@ -108,6 +169,8 @@ fn report_reading_at_most(path: &Path, values_per_read: usize) -> Result<Report,
         quantities,
         sampler,
         stopped_chains: window.stopped,
+        superchains,
+        stuck_chains,
     })
 }
 
@@ -191,6 +254,7 @@ fn summarize_variable(
     info: &VariableInfo,
     values_per_read: usize,
     window: &Window,
+    superchains: Option<Superchains>,
     out: &mut Vec<QuantitySummary>,
 ) -> Result<(), OutputError> {
     let per_draw = info.elements_per_draw();
@@ -212,7 +276,7 @@ fn summarize_variable(
             .into_par_iter()
             .map(|element| {
                 let name = stan_element_name(&info.name, &info.dims, start * row_size + element);
-                summarize_element(&slab, element, name, window, elements > 1)
+                summarize_element(&slab, element, name, window, elements > 1, superchains)
             })
             .collect();
         out.extend(summaries);
@@ -229,15 +293,18 @@ fn summarize_element(
     name: String,
     window: &Window,
     one_thread: bool,
+    superchains: Option<Superchains>,
 ) -> QuantitySummary {
     let draws = window.draws_of(variable, element);
     let view = ChainDraws::new(&draws, window.chains.len(), window.draws)
         .expect("element draws have chains × draws values");
-    if one_thread {
+    let mut summary = if one_thread {
         QuantitySummary::compute_on_one_thread(name, view)
     } else {
         QuantitySummary::compute(name, view)
-    }
+    };
+    summary.nested_r_hat = superchains.map(|grouping| nested_r_hat(view, grouping));
+    summary
 }
 
 fn sampler_diagnostics(
@@ -301,7 +368,7 @@ mod tests {
         writer.finish().unwrap();
         let whole = report_for_file(&path).unwrap();
         // One row (2 chains × 30 draws × 4 values) per read.
-        let slabs = report_reading_at_most(&path, 1).unwrap();
+        let slabs = report_reading_at_most(&path, 1, Options::default()).unwrap();
         assert_eq!(whole.quantities, slabs.quantities);
         let names: Vec<&str> = slabs.quantities.iter().map(|q| q.name.as_str()).collect();
         assert_eq!(names[0], "m[1,1]");

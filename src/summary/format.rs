@@ -1,6 +1,6 @@
 //! Rendering a [`Report`] as an aligned table (like `stansummary`), CSV or JSON.
 
-use super::{QuantitySummary, Report, warnings};
+use super::{QuantitySummary, Report, Superchains, warnings};
 use std::fmt::Write;
 use std::str::FromStr;
 
@@ -31,6 +31,17 @@ impl FromStr for Format {
 const HEADERS: [&str; 9] = [
     "Mean", "MCSE", "StdDev", "5%", "50%", "95%", "ESS_bulk", "ESS_tail", "R_hat",
 ];
+/// The column after `R_hat` when the summary groups chains into superchains.
+const NESTED_HEADER: &str = "nR_hat";
+
+/// The column headers of `report`.
+fn headers(report: &Report) -> Vec<&'static str> {
+    let mut headers = HEADERS.to_vec();
+    if report.superchains.is_some() {
+        headers.push(NESTED_HEADER);
+    }
+    headers
+}
 
 /// Renders `report` in `format`; tables and JSON include the warnings.
 pub fn render(report: &Report, format: Format) -> String {
@@ -41,21 +52,28 @@ pub fn render(report: &Report, format: Format) -> String {
     }
 }
 
-fn columns(q: &QuantitySummary) -> [f64; 9] {
-    [
+fn columns(q: &QuantitySummary) -> Vec<f64> {
+    let mut columns = vec![
         q.mean, q.mcse, q.sd, q.q5, q.q50, q.q95, q.ess_bulk, q.ess_tail, q.r_hat,
-    ]
+    ];
+    columns.extend(q.nested_r_hat);
+    columns
 }
 
 fn render_table(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} chains: each with {} draws ({} total).\n",
+        "{} chains: each with {} draws ({} total).",
         report.n_chains,
         report.n_draws,
         report.n_chains * report.n_draws
     );
+    if let Some(grouping) = &report.superchains {
+        let _ = writeln!(out, "{}", superchains_note(grouping, report.n_chains));
+    }
+    out.push('\n');
+    let headers = headers(report);
     let cells: Vec<Vec<String>> = report
         .quantities
         .iter()
@@ -64,7 +82,7 @@ fn render_table(report: &Report) -> String {
             let mut row: Vec<String> = v[..6].iter().map(|&x| significant(x, 3)).collect();
             row.push(whole(v[6]));
             row.push(whole(v[7]));
-            row.push(fixed(v[8], 3));
+            row.extend(v[8..].iter().map(|&x| fixed(x, 3)));
             row
         })
         .collect();
@@ -74,18 +92,18 @@ fn render_table(report: &Report) -> String {
         .map(|q| q.name.chars().count())
         .max()
         .unwrap_or(0);
-    let widths: Vec<usize> = (0..HEADERS.len())
+    let widths: Vec<usize> = (0..headers.len())
         .map(|col| {
             cells
                 .iter()
-                .map(|row| row[col].len())
-                .chain([HEADERS[col].len()])
+                .map(|row| row.get(col).map_or(0, String::len))
+                .chain([headers[col].len()])
                 .max()
                 .unwrap_or(0)
         })
         .collect();
     let _ = write!(out, "{:name_width$}", "");
-    for (header, width) in HEADERS.iter().zip(&widths) {
+    for (header, width) in headers.iter().zip(&widths) {
         let _ = write!(out, "  {header:>width$}");
     }
     out.push('\n');
@@ -106,9 +124,29 @@ fn render_table(report: &Report) -> String {
     out
 }
 
+/// The line under the table's first line saying which chains nR_hat groups.
+fn superchains_note(grouping: &Superchains, n_chains: usize) -> String {
+    let mut note = format!(
+        "nR_hat: {} superchains of {} consecutive chains (chains 1-{} form the first)",
+        grouping.count, grouping.chains_each, grouping.chains_each
+    );
+    if grouping.chains_left_out > 0 {
+        let first = grouping.count * grouping.chains_each + 1;
+        if first == n_chains {
+            note += &format!("; chain {first} fills no superchain and is left out of nR_hat");
+        } else {
+            note += &format!(
+                "; chains {first}-{n_chains} fill no superchain and are left out of nR_hat"
+            );
+        }
+    }
+    note.push('.');
+    note
+}
+
 fn render_csv(report: &Report) -> String {
     let mut out = String::from("name");
-    for header in HEADERS {
+    for header in headers(report) {
         out.push(',');
         out.push_str(header);
     }
@@ -210,6 +248,7 @@ mod tests {
                     ess_bulk: 180.4,
                     ess_tail: f64::NAN,
                     r_hat: 1.00049,
+                    nested_r_hat: None,
                 },
                 QuantitySummary {
                     name: "mu".into(),
@@ -222,10 +261,13 @@ mod tests {
                     ess_bulk: 200.0,
                     ess_tail: 200.0,
                     r_hat: f64::NAN,
+                    nested_r_hat: None,
                 },
             ],
             sampler: None,
             stopped_chains: Vec::new(),
+            superchains: None,
+            stuck_chains: Vec::new(),
         }
     }
 

@@ -7,14 +7,20 @@ pub mod diagnostics;
 mod draws;
 mod file;
 mod format;
+pub mod nested;
 pub mod normal;
 mod order;
 pub mod quantile;
+pub mod stuck;
 mod warnings;
 
 pub use draws::{ChainDraws, Matrix, split_chains};
-pub use file::{report_for_file, summarize_bytes, summarize_file};
+pub use file::{
+    report_for_file, report_for_file_with, summarize_bytes, summarize_file, summarize_file_with,
+};
 pub use format::{Format, render};
+pub use nested::{Superchains, nested_r_hat};
+pub use stuck::StuckChain;
 pub use warnings::{SamplerDiagnostics, warnings};
 
 use serde::Serialize;
@@ -35,6 +41,9 @@ pub struct QuantitySummary {
     pub ess_bulk: f64,
     pub ess_tail: f64,
     pub r_hat: f64,
+    /// Nested R-hat, when the summary groups chains into superchains.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nested_r_hat: Option<f64>,
 }
 
 impl QuantitySummary {
@@ -94,6 +103,7 @@ impl QuantitySummary {
             ess_bulk: diagnostics.ess_bulk,
             ess_tail: diagnostics.ess_tail,
             r_hat: diagnostics.r_hat,
+            nested_r_hat: None,
         }
     }
 }
@@ -110,6 +120,20 @@ pub struct Report {
     /// draws it has). The summary then covers every other chain's first
     /// `n_draws` draws, leaving out chains without any.
     pub stopped_chains: Vec<(usize, usize)>,
+    /// The superchains of nested R-hat, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superchains: Option<Superchains>,
+    /// Chains stuck far from the others (0-based chain indices, as ArviZ's
+    /// `chain` coordinates).
+    pub stuck_chains: Vec<StuckChain>,
+}
+
+/// How `bat summary` summarizes beyond the defaults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Group consecutive chains into this many superchains and report
+    /// nested R-hat.
+    pub superchains: Option<usize>,
 }
 
 #[cfg(test)]
@@ -132,6 +156,7 @@ mod tests {
             ess_bulk: d.ess_bulk,
             ess_tail: d.ess_tail,
             r_hat: d.r_hat,
+            nested_r_hat: None,
         }
     }
 

@@ -1,6 +1,7 @@
-//! Post-sampling warnings: divergences, tree-depth saturation, R-hat and ESS.
+//! Post-sampling warnings: stopped and stuck chains, divergences, tree-depth
+//! saturation, R-hat and ESS.
 
-use super::Report;
+use super::{Report, StuckChain};
 use serde::Serialize;
 
 /// R-hat above this suggests chains have not mixed (Vehtari et al. 2021).
@@ -32,6 +33,9 @@ pub fn warnings(report: &Report) -> Vec<String> {
                 report.n_chains
             )
         });
+    }
+    for stuck in &report.stuck_chains {
+        out.push(stuck_warning(stuck));
     }
     if let Some(sampler) = &report.sampler {
         if sampler.divergences > 0 {
@@ -82,6 +86,41 @@ pub fn warnings(report: &Report) -> Vec<String> {
     out
 }
 
+/// Names a stuck chain (1-based, as bat's messages count chains), the
+/// evidence, and what to do (ArviZ counts chains from 0).
+fn stuck_warning(stuck: &StuckChain) -> String {
+    let number = stuck.chain + 1;
+    let mut evidence = vec![format!(
+        "its median lp {} is far from the median chain's {}",
+        number_text(stuck.lp_median),
+        number_text(stuck.chains_lp_median)
+    )];
+    if let (Some(step), Some(median)) = (stuck.step_size, stuck.chains_step_size) {
+        evidence.push(format!(
+            "its step size {step:.2e} vs the median chain's {median:.2e}"
+        ));
+    }
+    if stuck.moved_fraction <= super::stuck::STILL_FRACTION {
+        evidence.push(format!(
+            "its lp changed in {:.1}% of its transitions",
+            100.0 * stuck.moved_fraction
+        ));
+    }
+    format!(
+        "chain {number} is stuck: {}. Every statistic above includes it; rerun with other inits, or drop it (in ArviZ: idata.posterior.drop_sel(chain=[{}]), chains counted from 0)",
+        evidence.join("; "),
+        stuck.chain
+    )
+}
+
+fn number_text(x: f64) -> String {
+    if x.is_finite() && x.abs() < 1e6 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.3e}")
+    }
+}
+
 fn percent(part: usize, whole: usize) -> f64 {
     if whole == 0 {
         0.0
@@ -122,6 +161,7 @@ mod tests {
             ess_bulk: ess,
             ess_tail: ess,
             r_hat,
+            nested_r_hat: None,
         }
     }
 
@@ -142,6 +182,8 @@ mod tests {
                 transitions: 4000,
             }),
             stopped_chains: Vec::new(),
+            superchains: None,
+            stuck_chains: Vec::new(),
         };
         let w = warnings(&report);
         assert_eq!(w.len(), 4, "{w:#?}");
@@ -149,6 +191,35 @@ mod tests {
         assert!(w[1].contains("maximum tree depth of 10"));
         assert!(w[2].contains("(b)"));
         assert!(w[3].contains("below 400") && w[3].contains("(c)"));
+    }
+
+    #[test]
+    fn a_stuck_chain_is_named_from_one_and_dropped_from_zero() {
+        let report = Report {
+            n_chains: 8,
+            n_draws: 100,
+            quantities: vec![quantity("a", 1.0, 3000.0)],
+            sampler: None,
+            stopped_chains: Vec::new(),
+            superchains: None,
+            stuck_chains: vec![StuckChain {
+                chain: 2,
+                lp_median: -5.0,
+                chains_lp_median: -1.5,
+                step_size: None,
+                chains_step_size: None,
+                moved_fraction: 0.0,
+            }],
+        };
+        assert_eq!(
+            warnings(&report),
+            [
+                "chain 3 is stuck: its median lp -5.0 is far from the median chain's -1.5; \
+              its lp changed in 0.0% of its transitions. Every statistic above includes it; \
+              rerun with other inits, or drop it (in ArviZ: idata.posterior.drop_sel(chain=[2]), \
+              chains counted from 0)"
+            ]
+        );
     }
 
     #[test]
@@ -163,6 +234,8 @@ mod tests {
                 ..Default::default()
             }),
             stopped_chains: Vec::new(),
+            superchains: None,
+            stuck_chains: Vec::new(),
         };
         assert!(warnings(&report).is_empty());
     }
