@@ -80,6 +80,50 @@ generated quantities {
 
 const DRAWS_DATA: &str = r#"{"N": 4, "x": [0.3, -1.2, 2.5, 0.9], "k": [1, 0, 3, 2]}"#;
 
+/// A Viterbi decoder (as posteriordb's hmm_example has): element writes
+/// into int and real arrays at shared indexes, on all lanes and on the
+/// lanes a per-lane branch takes, with shared and per-lane values; writes
+/// at per-lane indexes; and a write out of range on some lanes (their
+/// error).
+const VITERBI_MODEL: &str = r#"
+data { int N; int K; array[N] real y; }
+parameters { positive_ordered[K] mu; }
+generated quantities {
+  array[N] int z;
+  array[N, K] int back;
+  array[N, K] real best;
+  int taken = 0;
+  for (k in 1:K) {
+    best[1, k] = normal_lpdf(y[1] | mu[k], 1);
+    back[1, k] = 0;
+  }
+  for (t in 2:N) {
+    for (k in 1:K) {
+      best[t, k] = negative_infinity();
+      for (j in 1:K) {
+        real lp = best[t - 1, j] + normal_lpdf(y[t] | mu[k], 1);
+        if (lp > best[t, k]) {
+          back[t, k] = j;
+          best[t, k] = lp;
+          taken += 1;
+        }
+      }
+    }
+  }
+  z[N] = 1;
+  for (k in 1:K) {
+    if (best[N, k] == max(best[N])) z[N] = k;
+  }
+  for (t in 1:(N - 1)) z[N - t] = back[N - t + 1, z[N - t + 1]];
+  array[K] int counts = rep_array(0, K);
+  for (t in 1:N) counts[z[t]] += 1;
+  if (mu[1] > 2) counts[K + 1] = 1;
+}
+"#;
+
+const VITERBI_DATA: &str =
+    r#"{"N": 9, "K": 3, "y": [0.5, 3.1, 2.9, 0.2, 6.0, 5.5, 0.1, 3.3, 6.2]}"#;
+
 /// How the lanes of [`check_lane_by_lane`] ended.
 #[derive(Default)]
 struct Tally {
@@ -192,6 +236,18 @@ fn generated_quantities_match_the_interpreter_lane_by_lane() {
 fn batched_draws_are_the_interpreters_lane_by_lane() {
     let tally = check_lane_by_lane(DRAWS_MODEL, DRAWS_DATA, &[1, 5, 64], 11, 3);
     // The random parameters exercise both the failing and the running lanes.
+    assert!(
+        tally.failed > 0 && tally.ran > 0,
+        "failed {}, ran {}",
+        tally.failed,
+        tally.ran
+    );
+}
+
+#[test]
+fn element_writes_of_a_viterbi_decoder_are_the_interpreters_lane_by_lane() {
+    let tally = check_lane_by_lane(VITERBI_MODEL, VITERBI_DATA, &[1, 6, 64], 5, 17);
+    // Some lanes write out of range (mu[1] > 2), the others decode.
     assert!(
         tally.failed > 0 && tally.ran > 0,
         "failed {}, ran {}",

@@ -138,11 +138,13 @@ fn slot_shape(s: &Slot) -> Option<(Shape, bool)> {
     }
 }
 
-/// `x[ixs] = value` with shared indexes into a real dense variable: write
-/// the selected element rows. `current` (the variable's slot) is handed
-/// back when not of that form (nothing done); otherwise it is dropped
-/// before the write, so that a variable nobody else holds is written in
-/// place instead of copied whole.
+/// `x[ixs] = value` with shared indexes into a real or int dense variable:
+/// write the selected element rows. `current` (the variable's slot) is
+/// handed back when not of that form (nothing done); otherwise it is
+/// dropped before the write, so that a variable nobody else holds is
+/// written in place instead of copied whole. (Lane by lane, an element
+/// write would rebuild the whole variable: O(size) per write, O(N²) for a
+/// loop filling an array of N, as a Viterbi back-pointer table does.)
 fn write_positions(
     lhs: &LValue,
     current: Arc<Slot>,
@@ -151,21 +153,60 @@ fn write_positions(
     st: &mut State,
     active: &Lanes,
 ) -> std::result::Result<(), Arc<Slot>> {
-    let Some((shape, false)) = slot_shape(&current) else {
+    let Some((shape, is_int)) = slot_shape(&current) else {
         return Err(current);
     };
-    let Ok(Some((pos, sub))) = positions(&shape, ixs, false) else {
+    let Ok(Some((pos, sub))) = positions(&shape, ixs, is_int) else {
         return Err(current);
     };
-    let matches = match (&sub, value) {
-        (Shape::Real, Slot::Shared(v)) => matches!(**v, Value::Real(_) | Value::Int(_)),
-        (sub, Slot::Real(d)) => &d.shape == sub,
+    let matches = match (&sub, value, is_int) {
+        (Shape::Real, Slot::Shared(v), false) => matches!(**v, Value::Real(_) | Value::Int(_)),
+        (sub, Slot::Real(d), false) => &d.shape == sub,
+        (Shape::Int, Slot::Shared(v), true) => matches!(**v, Value::Int(_)),
+        (sub, Slot::Int(d), true) => &d.shape == sub,
         _ => false,
     };
     if !matches {
         return Err(current);
     }
     let z = st.z;
+    if is_int {
+        let mut dense = match &*current {
+            Slot::Int(_) => None,
+            other => match other.broadcast(z) {
+                Slot::Int(d) => Some(d),
+                _ => return Err(current),
+            },
+        };
+        drop(current);
+        let slot = st.vars[lhs.var.0 as usize].as_mut().expect("checked above");
+        let target: &mut Dense<i64> = match &mut dense {
+            Some(d) => d,
+            None => match Arc::make_mut(slot) {
+                Slot::Int(d) => d,
+                _ => unreachable!("an int dense slot (checked above)"),
+            },
+        };
+        let shared = match value {
+            Slot::Shared(v) => match **v {
+                Value::Int(i) => i,
+                _ => unreachable!("an int (checked above)"),
+            },
+            _ => 0,
+        };
+        for (k, &p) in pos.iter().enumerate() {
+            for l in active.iter() {
+                target.data[p * z + l] = match value {
+                    Slot::Int(d) => d.data[k * z + l],
+                    _ => shared,
+                };
+            }
+        }
+        if let Some(d) = dense {
+            *slot = Arc::new(Slot::Int(d));
+        }
+        return Ok(());
+    }
     let mut dense = match &*current {
         Slot::Real(_) => None,
         other => match other.broadcast(z) {
