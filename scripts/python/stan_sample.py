@@ -17,6 +17,7 @@ import json
 import sys
 import time
 
+import httpstan.cache
 import numpy as np
 import stan
 
@@ -37,6 +38,11 @@ def main():
     with contextlib.redirect_stdout(sys.stderr):
         started = time.perf_counter()
         posterior = stan.build(code, data=values, random_seed=int(seed))
+        # httpstan keeps every fit and answers the same request from that
+        # cache at once: drop this model's fits so that Stan samples.
+        fits = httpstan.cache.model_directory(posterior.model_name) / "fits"
+        for cached in fits.glob("*"):
+            cached.unlink()
         compiled = time.perf_counter()
         fit = posterior.sample(
             num_chains=int(chains), num_warmup=int(warmup), num_samples=int(samples)

@@ -866,14 +866,24 @@ impl Bar {
         }
         let s = &self.last;
         eprintln!(
-            "{} chains: {}/{} iterations in {:.1} s, {} divergent transitions after warmup, mean acceptance {}",
+            "{} chains: {}/{} iterations in {} s, {} divergent transitions after warmup, mean acceptance {}",
             self.chains,
             s.iterations_done,
             s.iterations_total,
-            elapsed.as_secs_f64(),
+            seconds_text(elapsed.as_secs_f64()),
             s.divergences,
             accept_text(s.mean_accept_stat),
         );
+    }
+}
+
+/// Seconds with two decimals under 10 s (a compiled run of a small model
+/// takes hundredths), one above.
+fn seconds_text(seconds: f64) -> String {
+    if seconds < 10.0 {
+        format!("{seconds:.2}")
+    } else {
+        format!("{seconds:.1}")
     }
 }
 
