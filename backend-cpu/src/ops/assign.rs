@@ -159,80 +159,132 @@ fn write_positions(
     let Ok(Some((pos, sub))) = positions(&shape, ixs, is_int) else {
         return Err(current);
     };
-    let matches = match (&sub, value, is_int) {
-        (Shape::Real, Slot::Shared(v), false) => matches!(**v, Value::Real(_) | Value::Int(_)),
-        (sub, Slot::Real(d), false) => &d.shape == sub,
-        (Shape::Int, Slot::Shared(v), true) => matches!(**v, Value::Int(_)),
-        (sub, Slot::Int(d), true) => &d.shape == sub,
-        _ => false,
+    if is_int {
+        write_dense::<i64>(lhs, current, &pos, &sub, value, st, active)
+    } else {
+        write_dense::<f64>(lhs, current, &pos, &sub, value, st, active)
+    }
+}
+
+/// The numbers of a dense slot written in place: reals or ints.
+trait Element: Copy + 'static {
+    /// The shape of one number.
+    const SCALAR: Shape;
+    fn dense(slot: &Slot) -> Option<&Dense<Self>>;
+    fn dense_mut(slot: &mut Slot) -> Option<&mut Dense<Self>>;
+    fn slot(dense: Dense<Self>) -> Slot;
+    fn take(slot: Slot) -> Option<Dense<Self>>;
+    /// A shared scalar value as this kind (an int is a real too).
+    fn scalar(value: &Value) -> Option<Self>;
+}
+
+impl Element for f64 {
+    const SCALAR: Shape = Shape::Real;
+    fn dense(slot: &Slot) -> Option<&Dense<f64>> {
+        match slot {
+            Slot::Real(d) => Some(d),
+            _ => None,
+        }
+    }
+    fn dense_mut(slot: &mut Slot) -> Option<&mut Dense<f64>> {
+        match slot {
+            Slot::Real(d) => Some(d),
+            _ => None,
+        }
+    }
+    fn slot(dense: Dense<f64>) -> Slot {
+        Slot::Real(dense)
+    }
+    fn take(slot: Slot) -> Option<Dense<f64>> {
+        match slot {
+            Slot::Real(d) => Some(d),
+            _ => None,
+        }
+    }
+    fn scalar(value: &Value) -> Option<f64> {
+        match *value {
+            Value::Real(x) => Some(x),
+            Value::Int(i) => Some(i as f64),
+            _ => None,
+        }
+    }
+}
+
+impl Element for i64 {
+    const SCALAR: Shape = Shape::Int;
+    fn dense(slot: &Slot) -> Option<&Dense<i64>> {
+        match slot {
+            Slot::Int(d) => Some(d),
+            _ => None,
+        }
+    }
+    fn dense_mut(slot: &mut Slot) -> Option<&mut Dense<i64>> {
+        match slot {
+            Slot::Int(d) => Some(d),
+            _ => None,
+        }
+    }
+    fn slot(dense: Dense<i64>) -> Slot {
+        Slot::Int(dense)
+    }
+    fn take(slot: Slot) -> Option<Dense<i64>> {
+        match slot {
+            Slot::Int(d) => Some(d),
+            _ => None,
+        }
+    }
+    fn scalar(value: &Value) -> Option<i64> {
+        match *value {
+            Value::Int(i) => Some(i),
+            _ => None,
+        }
+    }
+}
+
+/// [`write_positions`] for a variable of `T`s: positions `pos` (of shape
+/// `sub`) take `value`, one shared number or a dense slot of that shape.
+fn write_dense<T: Element>(
+    lhs: &LValue,
+    current: Arc<Slot>,
+    pos: &[usize],
+    sub: &Shape,
+    value: &Slot,
+    st: &mut State,
+    active: &Lanes,
+) -> std::result::Result<(), Arc<Slot>> {
+    let shared = match value {
+        Slot::Shared(v) if *sub == T::SCALAR => T::scalar(v),
+        _ => None,
     };
-    if !matches {
+    let lanes = T::dense(value).filter(|d| &d.shape == sub);
+    if shared.is_none() && lanes.is_none() {
         return Err(current);
     }
     let z = st.z;
-    if is_int {
-        let mut dense = match &*current {
-            Slot::Int(_) => None,
-            other => match other.broadcast(z) {
-                Slot::Int(d) => Some(d),
-                _ => return Err(current),
-            },
-        };
-        drop(current);
-        let slot = st.vars[lhs.var.0 as usize].as_mut().expect("checked above");
-        let target: &mut Dense<i64> = match &mut dense {
-            Some(d) => d,
-            None => match Arc::make_mut(slot) {
-                Slot::Int(d) => d,
-                _ => unreachable!("an int dense slot (checked above)"),
-            },
-        };
-        let shared = match value {
-            Slot::Shared(v) => match **v {
-                Value::Int(i) => i,
-                _ => unreachable!("an int (checked above)"),
-            },
-            _ => 0,
-        };
-        for (k, &p) in pos.iter().enumerate() {
-            for l in active.iter() {
-                target.data[p * z + l] = match value {
-                    Slot::Int(d) => d.data[k * z + l],
-                    _ => shared,
-                };
-            }
-        }
-        if let Some(d) = dense {
-            *slot = Arc::new(Slot::Int(d));
-        }
-        return Ok(());
-    }
-    let mut dense = match &*current {
-        Slot::Real(_) => None,
-        other => match other.broadcast(z) {
-            Slot::Real(d) => Some(d),
-            _ => return Err(current),
+    let mut spread = match T::dense(&current) {
+        Some(_) => None,
+        None => match T::take(current.broadcast(z)) {
+            Some(d) => Some(d),
+            None => return Err(current),
         },
     };
     drop(current);
     let slot = st.vars[lhs.var.0 as usize].as_mut().expect("checked above");
-    let target: &mut Dense<f64> = match &mut dense {
+    let target = match &mut spread {
         Some(d) => d,
-        None => match Arc::make_mut(slot) {
-            Slot::Real(d) => d,
-            _ => unreachable!("a real dense slot (checked above)"),
-        },
+        None => T::dense_mut(Arc::make_mut(slot)).expect("a dense slot of T (checked above)"),
     };
     for (k, &p) in pos.iter().enumerate() {
         for l in active.iter() {
-            target.data[p * z + l] = match value {
-                Slot::Real(d) => d.data[k * z + l],
-                other => other.lane_value(0).as_real().unwrap_or(f64::NAN),
+            target.data[p * z + l] = match (lanes, shared) {
+                (Some(d), _) => d.data[k * z + l],
+                (None, Some(x)) => x,
+                (None, None) => unreachable!("checked above"),
             };
         }
     }
-    if let Some(d) = dense {
-        *slot = Arc::new(Slot::Real(d));
+    if let Some(d) = spread {
+        *slot = Arc::new(T::slot(d));
     }
     Ok(())
 }
