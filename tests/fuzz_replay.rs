@@ -213,8 +213,9 @@ mod mutations {
     }
 
     /// Calls `entry` on `n` mutated kept inputs of `target`, each within
-    /// 10 s; a failing case is written to a temporary file named in the
-    /// panic message, to be kept in `fuzz/regressions/<target>` once fixed.
+    /// 10 s; a failing case (a panic or a slow input) is written to a
+    /// temporary file named in the failure, to be kept in
+    /// `fuzz/regressions/<target>` once fixed.
     fn run(target: &str, n: usize, text: bool, mut entry: impl FnMut(&[u8])) {
         let kept: Vec<Vec<u8>> = inputs(target)
             .iter()
@@ -224,17 +225,21 @@ mod mutations {
         let mut rng = Rng::new(target);
         for i in 0..n {
             let input = mutate(&mut rng, &kept[i % kept.len()], &kept, &tokens);
-            let case = std::env::temp_dir().join(format!("bat-fuzz-{target}-{i}"));
-            std::fs::write(&case, &input).unwrap();
             let started = Instant::now();
-            entry(&input);
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "{target}: mutation {i} ({}) took {:?}",
-                case.display(),
-                started.elapsed()
-            );
-            let _ = std::fs::remove_file(&case);
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| entry(&input)));
+            let took = started.elapsed();
+            if outcome.is_err() || took >= Duration::from_secs(10) {
+                let case = std::env::temp_dir().join(format!("bat-fuzz-{target}-{i}"));
+                std::fs::write(&case, &input).unwrap();
+                panic!(
+                    "{target}: mutation {i} ({}) {}",
+                    case.display(),
+                    match outcome {
+                        Err(_) => "panicked (above)".to_string(),
+                        Ok(()) => format!("took {took:?}"),
+                    }
+                );
+            }
         }
     }
 

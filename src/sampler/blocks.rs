@@ -143,11 +143,7 @@ pub fn write_ready(
             (count > 0).then(|| (b.start, count, b.widths()))
         })
         .collect();
-    let group = if warmup {
-        GroupKind::WarmupPosterior
-    } else {
-        GroupKind::Posterior
-    };
+    let group = posterior_group(warmup);
     // Many draws at once (a fast backend, a slow disk) go in pieces of a
     // chunk row: should the disk fill, the pieces before stay written.
     let piece = writer.draws_per_chunk(group).unwrap_or(usize::MAX);
@@ -155,17 +151,9 @@ pub fn write_ready(
     for (chains, (start, count, widths)) in runs(keys) {
         let mut done = 0;
         while done < count {
-            let end = ((start + done) / piece + 1).saturating_mul(piece);
-            let n = end.min(start + count) - (start + done);
-            written += write_piece(
-                writer,
-                buffers,
-                chains.clone(),
-                start + done,
-                n,
-                &widths,
-                warmup,
-            )?;
+            let from = start + done;
+            let n = ((from / piece + 1).saturating_mul(piece)).min(start + count) - from;
+            written += write_piece(writer, buffers, chains.clone(), from, n, &widths, warmup)?;
             done += n;
             if done < count {
                 // Each piece on the disk before the next is reserved.
@@ -188,74 +176,77 @@ fn write_piece(
     widths: &[usize],
     warmup: bool,
 ) -> Result<usize, OutputError> {
-    let group = if warmup {
+    let group = posterior_group(warmup);
+    let run = &buffers[chains.clone()];
+    // Each column laid out [chain][draw][element], as write_block wants.
+    let mut floats: Vec<Vec<f64>> = widths
+        .iter()
+        .map(|w| Vec::with_capacity(chains.len() * count * w))
+        .collect();
+    for buffer in run {
+        for ((column, values), w) in floats.iter_mut().zip(&buffer.values).zip(widths) {
+            column.extend_from_slice(&values[..count * w]);
+        }
+    }
+    let ints: Vec<Vec<i64>> = floats
+        .iter()
+        .zip(&run[0].is_int)
+        .map(|(v, &is_int)| {
+            if is_int {
+                v.iter().map(|&x| x as i64).collect()
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let columns: Vec<Column<'_>> = floats
+        .iter()
+        .zip(&run[0].is_int)
+        .zip(&ints)
+        .map(|((v, &is_int), i)| {
+            if is_int {
+                Column::I64(i)
+            } else {
+                Column::F64(v)
+            }
+        })
+        .collect();
+    let draws = start..start + count;
+    writer.write_block(group, chains.clone(), draws.clone(), &columns)?;
+    let stats: Vec<&SampleStats> = run.iter().flat_map(|b| &b.stats[..count]).collect();
+    let lp: Vec<f64> = stats.iter().map(|x| x.lp).collect();
+    let accept: Vec<f64> = stats.iter().map(|x| x.accept_stat).collect();
+    let step: Vec<f64> = stats.iter().map(|x| x.step_size).collect();
+    let depth: Vec<i64> = stats.iter().map(|x| x.tree_depth).collect();
+    let steps: Vec<i64> = stats.iter().map(|x| x.n_leapfrog).collect();
+    let divergent: Vec<bool> = stats.iter().map(|x| x.divergent).collect();
+    let energy: Vec<f64> = stats.iter().map(|x| x.energy).collect();
+    writer.write_sample_stats(
+        warmup,
+        chains.clone(),
+        draws,
+        &SampleStatsBlock {
+            lp: &lp,
+            acceptance_rate: &accept,
+            step_size: &step,
+            tree_depth: &depth,
+            n_steps: &steps,
+            diverging: &divergent,
+            energy: &energy,
+        },
+    )?;
+    for buffer in &mut buffers[chains.clone()] {
+        buffer.drop_front(count);
+    }
+    Ok(if warmup { 0 } else { chains.len() * count })
+}
+
+/// The group of the draws of a phase.
+fn posterior_group(warmup: bool) -> GroupKind {
+    if warmup {
         GroupKind::WarmupPosterior
     } else {
         GroupKind::Posterior
-    };
-    {
-        let run = &buffers[chains.clone()];
-        // Each column laid out [chain][draw][element], as write_block wants.
-        let mut floats: Vec<Vec<f64>> = widths
-            .iter()
-            .map(|w| Vec::with_capacity(chains.len() * count * w))
-            .collect();
-        for buffer in run {
-            for ((column, values), w) in floats.iter_mut().zip(&buffer.values).zip(widths) {
-                column.extend_from_slice(&values[..count * w]);
-            }
-        }
-        let ints: Vec<Vec<i64>> = floats
-            .iter()
-            .zip(&run[0].is_int)
-            .map(|(v, &is_int)| {
-                if is_int {
-                    v.iter().map(|&x| x as i64).collect()
-                } else {
-                    Vec::new()
-                }
-            })
-            .collect();
-        let columns: Vec<Column<'_>> = floats
-            .iter()
-            .zip(&run[0].is_int)
-            .zip(&ints)
-            .map(|((v, &is_int), i)| {
-                if is_int {
-                    Column::I64(i)
-                } else {
-                    Column::F64(v)
-                }
-            })
-            .collect();
-        let draws = start..start + count;
-        writer.write_block(group, chains.clone(), draws.clone(), &columns)?;
-        let stats: Vec<&SampleStats> = run.iter().flat_map(|b| &b.stats[..count]).collect();
-        let lp: Vec<f64> = stats.iter().map(|x| x.lp).collect();
-        let accept: Vec<f64> = stats.iter().map(|x| x.accept_stat).collect();
-        let step: Vec<f64> = stats.iter().map(|x| x.step_size).collect();
-        let depth: Vec<i64> = stats.iter().map(|x| x.tree_depth).collect();
-        let steps: Vec<i64> = stats.iter().map(|x| x.n_leapfrog).collect();
-        let divergent: Vec<bool> = stats.iter().map(|x| x.divergent).collect();
-        let energy: Vec<f64> = stats.iter().map(|x| x.energy).collect();
-        writer.write_sample_stats(
-            warmup,
-            chains.clone(),
-            draws,
-            &SampleStatsBlock {
-                lp: &lp,
-                acceptance_rate: &accept,
-                step_size: &step,
-                tree_depth: &depth,
-                n_steps: &steps,
-                diverging: &divergent,
-                energy: &energy,
-            },
-        )?;
-        for buffer in &mut buffers[chains.clone()] {
-            buffer.drop_front(count);
-        }
-        Ok(if warmup { 0 } else { chains.len() * count })
     }
 }
 
