@@ -29,7 +29,12 @@
 //! (20240601), `BAT_BENCH_TIMEOUT` (seconds per run of either, default
 //! 1800), `BAT_STAN_VENV` (default `~/.cache/bat-stan-venv`).
 
+#[path = "../tests/support/posteriordb.rs"]
+#[allow(dead_code)] // the bench reads only whether every row passes
+mod posteriordb;
+
 use bat::summary::{ChainDraws, QuantitySummary};
+use posteriordb::{Reference, Row, compare, references};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -110,31 +115,6 @@ struct Settings {
     limit: Duration,
 }
 
-/// A reference parameter: posteriordb's mean, sd and number of draws.
-struct Reference {
-    name: String,
-    mean: f64,
-    sd: f64,
-    n: f64,
-}
-
-fn references(dir: &Path) -> Vec<Reference> {
-    let text = std::fs::read_to_string(dir.join("reference.json")).unwrap_or_default();
-    let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-    let Some(params) = json["params"].as_object() else {
-        return Vec::new();
-    };
-    params
-        .iter()
-        .map(|(name, stats)| Reference {
-            name: name.clone(),
-            mean: stats["mean"].as_f64().unwrap_or(f64::NAN),
-            sd: stats["sd"].as_f64().unwrap_or(f64::NAN),
-            n: stats["n_draws"].as_f64().unwrap_or(f64::NAN),
-        })
-        .collect()
-}
-
 struct BatRun {
     start: f64,
     sampling: f64,
@@ -200,16 +180,8 @@ fn run_bat(dir: &Path, refs: &[Reference], s: &Settings) -> Result<BatRun, Strin
             .map(|r| find(&r.name).map_or(f64::NAN, |q| get(q, "ess_bulk")))
             .fold(f64::INFINITY, f64::min)
     };
-    let reference_ok = (!refs.is_empty()).then(|| {
-        refs.iter().all(|r| {
-            let Some(q) = find(&r.name) else {
-                return false;
-            };
-            let (mean, sd, mcse) = (get(q, "mean"), get(q, "sd"), get(q, "mcse"));
-            let error = (mcse * mcse + r.sd * r.sd / r.n).sqrt();
-            ((mean - r.mean) / error).abs() <= 5.0 && (0.8..=1.2).contains(&(sd / r.sd))
-        })
-    });
+    let reference_ok = (!refs.is_empty())
+        .then(|| compare(refs, &json).is_ok_and(|rows| rows.iter().all(Row::passes)));
     Ok(BatRun {
         start: (wall.as_secs_f64() - sampling).max(0.0),
         sampling,
@@ -327,7 +299,7 @@ fn main() {
     let (mut log_ratios, mut slowest_start) = (Vec::new(), 0.0f64);
     for name in &names {
         let dir = corpus().join(name);
-        let refs = references(&dir);
+        let refs = references(&dir).unwrap_or_default();
         let bat = run_bat(&dir, &refs, &settings);
         let stan = run_stan(&python, &dir, &refs, &settings);
         match (&bat, &stan) {

@@ -1,8 +1,7 @@
 //! Posterior correctness on posteriordb: for each posterior with a
-//! reference, `bat run` must put every reference parameter's mean within
-//! 5 Monte-Carlo standard errors (bat's MCSE combined with the
-//! reference's, sd/sqrt(n_draws) of its independent draws) and its sd
-//! within ±20% of the reference's.
+//! reference, `bat run`'s draws must pass the reference check of
+//! `support/posteriordb.rs` (every reference mean within 5 Monte-Carlo
+//! standard errors, every sd within ±20%).
 //!
 //! The default run checks a fast subset with short chains (debug builds
 //! interpret the sampler). `BAT_FULL_SWEEP=1` runs every posterior with
@@ -12,29 +11,16 @@
 //! seconds, default 900) and prints a table; posteriors that bat
 //! cannot compile yet are listed, not hidden.
 
+#[path = "support/posteriordb.rs"]
+mod posteriordb;
+
+use posteriordb::{Row, compare, references};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/posteriordb")
-}
-
-/// One reference parameter compared.
-struct Row {
-    name: String,
-    reference_mean: f64,
-    reference_sd: f64,
-    mean: f64,
-    sd: f64,
-    z: f64,
-    sd_ratio: f64,
-}
-
-impl Row {
-    fn passes(&self) -> bool {
-        self.z.abs() <= 5.0 && (0.8..=1.2).contains(&self.sd_ratio)
-    }
 }
 
 /// Runs `bat run` on posterior `name`; rows of every reference parameter,
@@ -52,12 +38,10 @@ fn check_posterior(
         "posteriordb corpus missing at {}",
         dir.display()
     );
-    let reference: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
-            .unwrap();
-    // posteriordb has no reference draws for some posteriors (mcycle_gp:
-    // `params` is empty): nothing to compare, so nothing is sampled.
-    if reference["params"].as_object().is_none_or(|p| p.is_empty()) {
+    let refs = references(&dir)?;
+    // posteriordb has no reference draws for some posteriors (mcycle_gp):
+    // nothing to compare, so nothing is sampled.
+    if refs.is_empty() {
         return Ok(Vec::new());
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -97,29 +81,7 @@ fn check_posterior(
         .output()
         .unwrap();
     let summary: Value = serde_json::from_slice(&summary.stdout).map_err(|e| e.to_string())?;
-    let quantities = summary["quantities"].as_array().unwrap();
-    let mut rows = Vec::new();
-    for (param, stats) in reference["params"].as_object().unwrap() {
-        let q = quantities
-            .iter()
-            .find(|q| q["name"] == param.as_str())
-            .ok_or_else(|| format!("`{param}` is not in bat's output"))?;
-        let get = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
-        let (ref_mean, ref_sd, ref_n) =
-            (get(stats, "mean"), get(stats, "sd"), get(stats, "n_draws"));
-        let (mean, sd, mcse) = (get(q, "mean"), get(q, "sd"), get(q, "mcse"));
-        let error = (mcse * mcse + ref_sd * ref_sd / ref_n).sqrt();
-        rows.push(Row {
-            name: param.clone(),
-            reference_mean: ref_mean,
-            reference_sd: ref_sd,
-            mean,
-            sd,
-            z: (mean - ref_mean) / error,
-            sd_ratio: sd / ref_sd,
-        });
-    }
-    Ok(rows)
+    compare(&refs, &summary)
 }
 
 /// How long one posterior of the sweep may take (`BAT_SWEEP_TIMEOUT`
