@@ -12,6 +12,10 @@
 //! `BAT_BENCH_SAMPLES` (default 300 each), `BAT_BENCH_RANKS` (default 2;
 //! each rank gets 2 ÷ ranks threads, at least 1).
 
+#[path = "../tests/support/mpirun.rs"]
+mod mpirun;
+
+use mpirun::mpirun;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
@@ -88,17 +92,8 @@ fn main() {
         command
     };
     let ranked = || {
-        let mut command = Command::new("mpirun");
-        command
-            .args(["-n", &ranks.to_string(), "--oversubscribe"])
-            .args(["--mca", "btl", "self,vader,tcp"])
-            .args(["--mca", "btl_tcp_if_include", "lo"])
-            .args(["--mca", "oob_tcp_if_include", "lo"])
-            .args(["--mca", "btl_vader_single_copy_mechanism", "none"])
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .arg(bat)
-            .args(args(&rank_threads));
+        let mut command = mpirun(ranks);
+        command.arg(bat).args(args(&rank_threads));
         command
     };
     // Compiles the native code once (cached), outside the timings.

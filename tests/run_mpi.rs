@@ -84,7 +84,12 @@ fn without_mpi_a_launched_run_refuses() {
 }
 
 #[cfg(feature = "mpi")]
+#[path = "support/mpirun.rs"]
+mod mpirun;
+
+#[cfg(feature = "mpi")]
 mod with_mpi {
+    use super::mpirun::mpirun;
     use super::*;
     use bat::output::read_draws;
     use std::process::{Output, Stdio};
@@ -92,32 +97,6 @@ mod with_mpi {
 
     /// Longest a launched run may take before the test calls it a hang.
     const HANG: Duration = Duration::from_secs(180);
-
-    fn mpirun_exe() -> PathBuf {
-        let found = std::env::var_os("PATH").and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|p| p.join("mpirun"))
-                .find(|p| p.is_file())
-        });
-        found.expect(
-            "mpirun not found: the mpi feature needs OpenMPI (scripts/setup.d/25-mpi.sh installs it)",
-        )
-    }
-
-    /// `mpirun` for `ranks` ranks on this machine only (loopback, more
-    /// ranks than cores allowed, as root too).
-    fn mpirun(ranks: usize) -> Command {
-        let mut command = Command::new(mpirun_exe());
-        command
-            .args(["-n", &ranks.to_string(), "--oversubscribe"])
-            .args(["--mca", "btl", "self,vader,tcp"])
-            .args(["--mca", "btl_tcp_if_include", "lo"])
-            .args(["--mca", "oob_tcp_if_include", "lo"])
-            .args(["--mca", "btl_vader_single_copy_mechanism", "none"])
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-        command
-    }
 
     /// Runs `command` to its end, failing the test if it takes longer
     /// than [`HANG`].
@@ -412,11 +391,21 @@ print(mu.shape[0], min(written))
         }
     }
 
-    /// Rank 1 of 3 killed (SIGKILL) mid-run: the run fails with a message
-    /// naming rank 1, and the file opens in `bat summary` and ArviZ with
-    /// every chain's draws so far, each the draw one process makes.
-    #[test]
-    fn a_rank_killed_mid_run_leaves_a_readable_file_and_is_named() {
+    /// A long 3-rank run of 5 chains to be stopped from outside, started
+    /// and seen writing, with the run alone it is compared with.
+    struct LongRun {
+        _dir: tempfile::TempDir,
+        /// One process's draws of the same chains (400 kept each).
+        one: PathBuf,
+        /// The ranks' draws file.
+        output: PathBuf,
+        child: std::process::Child,
+    }
+
+    /// Runs the 5 chains alone, then starts them over 3 ranks (`mpirun`
+    /// with `extra` arguments) writing `name`, and waits until every chain
+    /// has 200 draws in the file.
+    fn start_long_run(name: &str, extra: &[&str]) -> LongRun {
         let dir = tempfile::tempdir().unwrap();
         let model = write(dir.path(), "m.bat", NORMAL_MEAN);
         write(dir.path(), "m.data.json", NORMAL_DATA);
@@ -426,37 +415,58 @@ print(mu.shape[0], min(written))
         args.extend(["--thin", LONG_RUN_THIN]);
         let alone = bat(&args);
         assert!(alone.status.success(), "{}", text(&alone.stderr));
-        let killed = dir.path().join("killed.h5");
-        let mut args = run_args(&model, "5", &killed);
+        let output = dir.path().join(name);
+        let mut args = run_args(&model, "5", &output);
         args[7] = LONG_RUN_SAMPLES;
         args.extend(["--thin", LONG_RUN_THIN]);
         let mut launcher = mpirun(3);
         launcher
+            .args(extra)
             .arg(bat_exe())
             .args(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = launcher.spawn().unwrap();
-        wait_for_draws(&killed, 5, 200);
-        let pid = rank_pid(child.id(), 1).expect("rank 1's process");
-        let kill = Command::new("kill").args(["-9", &pid.to_string()]).status();
-        assert!(kill.unwrap().success());
+        let child = launcher.spawn().unwrap();
+        wait_for_draws(&output, 5, 200);
+        LongRun {
+            _dir: dir,
+            one,
+            output,
+            child,
+        }
+    }
+
+    /// Waits for the stopped run's end (a test failure after [`HANG`],
+    /// saying `after`); its output.
+    fn wait_for_end(mut child: std::process::Child, after: &str) -> Output {
         let started = Instant::now();
         while child.try_wait().unwrap().is_none() {
             if started.elapsed() > HANG {
                 let _ = child.kill();
-                panic!("the other ranks hung after rank 1 was killed");
+                panic!("the ranks hung after {after}");
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let out = child.wait_with_output().unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// Rank 1 of 3 killed (SIGKILL) mid-run: the run fails with a message
+    /// naming rank 1, and the file opens in `bat summary` and ArviZ with
+    /// every chain's draws so far, each the draw one process makes.
+    #[test]
+    fn a_rank_killed_mid_run_leaves_a_readable_file_and_is_named() {
+        let run = start_long_run("killed.h5", &[]);
+        let pid = rank_pid(run.child.id(), 1).expect("rank 1's process");
+        let kill = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        assert!(kill.unwrap().success());
+        let out = wait_for_end(run.child, "rank 1 was killed");
         let stderr = text(&out.stderr);
         assert!(!out.status.success(), "{stderr}");
         assert!(stderr.contains("rank 1"), "{stderr}");
-        let summary = bat(&["summary", s(&killed)]);
+        let summary = bat(&["summary", s(&run.output)]);
         assert!(summary.status.success(), "{}", text(&summary.stderr));
         assert!(text(&summary.stdout).contains("mu"));
-        let held = arviz_equal(&killed, &one, 5, true);
+        let held = arviz_equal(&run.output, &run.one, 5, true);
         let (chains, draws) = held.split_once(' ').unwrap();
         assert_eq!(chains, "5");
         assert!(draws.parse::<usize>().unwrap() >= 200, "{held}");
@@ -468,50 +478,21 @@ print(mu.shape[0], min(written))
     /// each the draw one process makes) and the adaptation.
     #[test]
     fn ctrl_c_to_mpirun_stops_every_rank_and_closes_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let model = write(dir.path(), "m.bat", NORMAL_MEAN);
-        write(dir.path(), "m.data.json", NORMAL_DATA);
-        let one = dir.path().join("one.h5");
-        let mut args = run_args(&model, "5", &one);
-        args[7] = ONE_RUN_SAMPLES;
-        args.extend(["--thin", LONG_RUN_THIN]);
-        let alone = bat(&args);
-        assert!(alone.status.success(), "{}", text(&alone.stderr));
-        let stopped = dir.path().join("stopped.h5");
-        let mut args = run_args(&model, "5", &stopped);
-        args[7] = LONG_RUN_SAMPLES;
-        args.extend(["--thin", LONG_RUN_THIN]);
-        let mut launcher = mpirun(3);
         // mpirun sends SIGKILL 1 s after its SIGTERM by default; a loaded
         // test machine may need longer to close the file.
-        launcher
-            .args(["--mca", "odls_base_sigkill_timeout", "30"])
-            .arg(bat_exe())
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = launcher.spawn().unwrap();
-        wait_for_draws(&stopped, 5, 200);
+        let run = start_long_run("stopped.h5", &["--mca", "odls_base_sigkill_timeout", "30"]);
         let signal = Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
+            .args(["-INT", &run.child.id().to_string()])
             .status();
         assert!(signal.unwrap().success());
-        let started = Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if started.elapsed() > HANG {
-                let _ = child.kill();
-                panic!("the ranks hung after Ctrl-C");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let out = child.wait_with_output().unwrap();
+        let out = wait_for_end(run.child, "Ctrl-C");
         let stderr = text(&out.stderr);
         assert!(!out.status.success(), "{stderr}");
         assert!(
             stderr.contains("interrupted: the file holds the draws made so far"),
             "{stderr}"
         );
-        let held = arviz_equal(&stopped, &one, 5, false);
+        let held = arviz_equal(&run.output, &run.one, 5, false);
         let (chains, draws) = held.split_once(' ').unwrap();
         assert_eq!(chains, "5");
         assert!(draws.parse::<usize>().unwrap() >= 200, "{held}");
