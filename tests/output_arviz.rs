@@ -5,13 +5,17 @@
 //! Needs the venv made by `scripts/setup.sh` (scripts/setup.d/30-python-venv.sh);
 //! without it these tests fail with instructions rather than skip.
 
+#[path = "support/run.rs"]
+mod support;
+
 use bat::output::{Column, DrawWriter, GroupKind, RunMetadata, VarSpec, WriterOptions};
 use bat::summary::{QuantitySummary, report_for_file};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::venv_python;
 
 const RELATIVE_TOLERANCE: f64 = 1e-6;
 
@@ -24,23 +28,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn venv_python() -> PathBuf {
-    let venv = std::env::var_os("BAT_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").expect("HOME is set");
-            Path::new(&home).join(".cache/bat-venv")
-        });
-    let python = venv.join("bin/python");
-    assert!(
-        python.exists(),
-        "Python venv with ArviZ not found at {}: run scripts/setup.sh \
-         (or scripts/setup.d/30-python-venv.sh) first",
-        venv.display()
-    );
-    python
 }
 
 fn arviz_report(path: &Path, extra: &[&str]) -> Value {

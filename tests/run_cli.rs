@@ -1,11 +1,15 @@
 //! `bat run` end to end: errors and exit codes, reproducibility across
 //! `--chains` and `--threads`, and a run killed with SIGKILL leaving a file
-//! that `bat summary` (and ArviZ, when its venv exists) opens.
+//! that `bat summary` and ArviZ open.
+
+#[path = "support/run.rs"]
+mod support;
 
 use bat::output::{DrawReader, read_draws};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use support::{NORMAL_DATA, NORMAL_MEAN, s, text, venv_python, write};
 
 fn bat(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bat"))
@@ -13,28 +17,6 @@ fn bat(args: &[&str]) -> Output {
         .output()
         .expect("run bat")
 }
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, content).unwrap();
-    path
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-const NORMAL_MEAN: &str = r#"
-data { int<lower=0> N; vector[N] y; }
-parameters { real mu; real<lower=0> sigma; }
-model { mu ~ normal(0, 10); sigma ~ lognormal(0, 1); y ~ normal(mu, sigma); }
-generated quantities { real y_new = normal_rng(mu, sigma); }
-"#;
-const NORMAL_DATA: &str = r#"{"N": 5, "y": [1.2, 0.4, 2.2, 1.0, 1.7]}"#;
 
 #[test]
 fn missing_data_is_an_error_naming_the_variable() {
@@ -636,14 +618,15 @@ fn sigkill_mid_run_leaves_a_readable_file() {
         let row = &mu.values[chain * mu.n_draws..][..n];
         assert!(n >= 100 && row.iter().all(|x| x.is_finite()), "{counts:?}");
     }
-    if let Some(python) = venv_python() {
-        let code = format!(
-            "import arviz; d = arviz.from_netcdf({:?}); print(d.posterior['mu'].shape)",
-            s(&output)
-        );
-        let out = Command::new(python).args(["-c", &code]).output().unwrap();
-        assert!(out.status.success(), "{}", text(&out.stderr));
-    }
+    let code = format!(
+        "import arviz; d = arviz.from_netcdf({:?}); print(d.posterior['mu'].shape)",
+        s(&output)
+    );
+    let out = Command::new(venv_python())
+        .args(["-c", &code])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
 /// Waits until `output` holds at least `draws` draws per chain (read
@@ -788,15 +771,6 @@ impl Drop for KillOnDrop {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-/// The ArviZ venv of scripts/setup.sh, if it exists.
-fn venv_python() -> Option<PathBuf> {
-    let venv = std::env::var_os("BAT_VENV")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/bat-venv")))?;
-    let python = venv.join("bin/python");
-    python.exists().then_some(python)
 }
 
 #[test]

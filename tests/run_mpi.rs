@@ -9,34 +9,15 @@
 //! With the feature these tests need `mpirun` (OpenMPI) and the ArviZ
 //! venv of scripts/setup.sh, and fail when either is missing.
 
-use std::path::{Path, PathBuf};
+#[path = "support/run.rs"]
+mod support;
+
 use std::process::Command;
+use support::{NORMAL_DATA, NORMAL_MEAN, s, text, write};
 
 fn bat_exe() -> &'static str {
     env!("CARGO_BIN_EXE_bat")
 }
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, content).unwrap();
-    path
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-const NORMAL_MEAN: &str = r#"
-data { int<lower=0> N; vector[N] y; }
-parameters { real mu; real<lower=0> sigma; }
-model { mu ~ normal(0, 10); sigma ~ lognormal(0, 1); y ~ normal(mu, sigma); }
-generated quantities { real y_new = normal_rng(mu, sigma); }
-"#;
-const NORMAL_DATA: &str = r#"{"N": 5, "y": [1.2, 0.4, 2.2, 1.0, 1.7]}"#;
 
 /// Built without MPI, a `bat run` that an MPI launcher started as one of
 /// several processes refuses (rank 0 says why; the others fail quietly)
@@ -90,8 +71,10 @@ mod mpirun;
 #[cfg(feature = "mpi")]
 mod with_mpi {
     use super::mpirun::mpirun;
+    use super::support::venv_python;
     use super::*;
     use bat::output::read_draws;
+    use std::path::{Path, PathBuf};
     use std::process::{Output, Stdio};
     use std::time::{Duration, Instant};
 
@@ -134,22 +117,6 @@ mod with_mpi {
         let mut command = mpirun(ranks);
         command.arg(bat_exe()).args(args);
         finish(command)
-    }
-
-    fn venv_python() -> PathBuf {
-        let venv = std::env::var_os("BAT_VENV")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                let home = std::env::var_os("HOME").expect("HOME is set");
-                Path::new(&home).join(".cache/bat-venv")
-            });
-        let python = venv.join("bin/python");
-        assert!(
-            python.exists(),
-            "Python venv with ArviZ not found at {}: run scripts/setup.sh first",
-            venv.display()
-        );
-        python
     }
 
     /// ArviZ opens both files; every variable of every group of `ours`

@@ -5,9 +5,13 @@
 //! holding exactly the draws of the same seed's complete run up to each
 //! chain's recorded count.
 
+#[path = "support/run.rs"]
+mod support;
+
 use bat::output::{DrawReader, read_draws};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::{text, venv_python};
 
 const MODEL: &str = "examples/eight_schools_noncentered.bat";
 const CHAINS: usize = 4;
@@ -17,10 +21,6 @@ const SAMPLES: usize = 3000;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// `bat run` of the model: 4 chains × (100 + 3000), seed 7, to `out`.
@@ -258,16 +258,6 @@ fn a_real_small_file_system() {
     let counts = check_partial_file(&out, &stderr, "the disk is full");
     assert!(counts.iter().any(|&n| n > 0), "{counts:?}");
     arviz_selects_the_recorded_draws(&out, &counts);
-}
-
-/// The ArviZ venv of scripts/setup.sh.
-fn venv_python() -> PathBuf {
-    let venv = std::env::var_os("BAT_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(&std::env::var_os("HOME").unwrap()).join(".cache/bat-venv"));
-    let python = venv.join("bin/python");
-    assert!(python.exists(), "no ArviZ venv at {}", venv.display());
-    python
 }
 
 /// The selection docs/output.md shows, run in ArviZ: the recorded draws
