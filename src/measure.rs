@@ -42,6 +42,7 @@ pub fn sample(
         dim: job.model.num_unconstrained(),
         settings: job.settings,
         stop: None,
+        target: None,
     };
     let ids: Vec<usize> = (0..chains).collect();
     let stop = AtomicBool::new(false);

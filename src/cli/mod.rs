@@ -129,6 +129,18 @@ enum Command {
         /// disk fill, the file keeps every draw written before.
         #[arg(long)]
         ignore_disk_space: bool,
+        /// Stop sampling once every posterior quantity (each element of
+        /// the parameters, transformed parameters and generated quantities)
+        /// has ESS_bulk ≥ N and R-hat < --max-rhat over all chains. Checked
+        /// when every chain has 100 kept draws, then every 50 draws (or a
+        /// tenth of the draws so far, if more); every chain keeps the same
+        /// draws, the first of the run without a target. --samples stays
+        /// the most draws per chain.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        target_ess: Option<u32>,
+        /// With --target-ess: R-hat must be below R for every quantity.
+        #[arg(long, value_name = "R", default_value_t = 1.01, value_parser = parse_max_rhat, requires = "target_ess")]
+        max_rhat: f64,
         /// Where to run (auto: compiled with g++ where it can be, else cpu).
         #[arg(long, value_enum, default_value_t = run::Backend::Auto)]
         backend: run::Backend,
@@ -242,6 +254,15 @@ fn parse_adapt_delta(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(x) if x > 0.0 && x < 1.0 => Ok(x),
         _ => Err(format!("`{text}` is not a number strictly between 0 and 1")),
+    }
+}
+
+fn parse_max_rhat(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if x > 1.0 && x.is_finite() => Ok(x),
+        _ => Err(format!(
+            "`{text}` is not a number greater than 1 (R-hat is at least 1 for any draws)"
+        )),
     }
 }
 
@@ -510,6 +531,8 @@ fn dispatch(cli: Cli, ranks: &ranks::Ranks) -> ExitCode {
             output,
             save_warmup,
             ignore_disk_space,
+            target_ess,
+            max_rhat,
             backend,
             batching,
             threads,
@@ -532,6 +555,10 @@ fn dispatch(cli: Cli, ranks: &ranks::Ranks) -> ExitCode {
                 output: output.as_deref(),
                 save_warmup,
                 ignore_disk_space,
+                target: target_ess.map(|n| bat::sampler::EssTarget {
+                    min_ess_bulk: f64::from(n),
+                    max_rhat,
+                }),
                 backend,
                 batching,
                 threads,

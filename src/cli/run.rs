@@ -62,6 +62,9 @@ pub struct Options<'a> {
     pub save_warmup: bool,
     /// Sample even when the file's estimated size exceeds the free space.
     pub ignore_disk_space: bool,
+    /// Stop once every posterior quantity reaches this (`--target-ess`,
+    /// `--max-rhat`).
+    pub target: Option<bat::sampler::EssTarget>,
     pub backend: Backend,
     pub batching: Batching,
     pub threads: usize,
@@ -286,6 +289,19 @@ fn check_sampler_options(opts: &Options) -> Result<(), Reported> {
             "--samples 0 keeps no draws, so nothing would be written; add --save-warmup to keep the warmup draws (and the adapted step sizes and metrics)",
         );
     }
+    if opts.target.is_some() {
+        if opts.samples == 0 {
+            return refuse(
+                "--target-ess stops sampling once the draws are enough, but --samples 0 makes none; give --samples the most draws per chain to make",
+            );
+        }
+        // R-hat compares chains: one chain has none.
+        if opts.chains < 2 {
+            return refuse(
+                "--target-ess needs R-hat, which compares chains: run at least 2 chains (--chains)",
+            );
+        }
+    }
     // A pool of chains on fewer lanes needs lanes that start a new chain
     // while the others go on: only the host's program-counter executor.
     if opts.lanes > 0
@@ -448,6 +464,10 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
         },
         "threads": opts.threads,
     });
+    if let Some(target) = opts.target {
+        settings_json["target_ess"] = target.min_ess_bulk.into();
+        settings_json["max_rhat"] = target.max_rhat.into();
+    }
     if ranks.size() > 1 {
         settings_json["mpi_ranks"] = ranks.size().into();
     }
@@ -464,6 +484,7 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
         dim: model.num_unconstrained(),
         settings,
         stop: Some(&STOP),
+        target: opts.target,
     };
     // This rank's share of the chains (all of them in one process).
     let chains: Vec<usize> = share(opts.chains, ranks.size(), ranks.rank()).collect();
@@ -570,7 +591,10 @@ fn report(
             100.0 * fullness
         );
     }
-    let interrupted = STOP.load(Ordering::SeqCst);
+    // The collector stops the chains with the same flag once the target
+    // is reached: that is no interruption.
+    let reached = report.target.and_then(|t| t.reached);
+    let interrupted = STOP.load(Ordering::SeqCst) && reached.is_none();
     let failures: Vec<&ChainError> = report
         .chain_errors
         .iter()
@@ -615,11 +639,42 @@ fn report(
             output_path.display()
         );
     }
+    if let Some(outcome) = &report.target
+        && report.wrote_file
+        && !interrupted
+    {
+        eprintln!("{}", target_line(outcome, settings));
+    }
     if interrupted {
         eprintln!("interrupted: the file holds the draws made so far");
         return Ok(1);
     }
     Ok(if failures.is_empty() { 0 } else { 1 })
+}
+
+/// Whether the run reached its target, in one line.
+fn target_line(outcome: &bat::sampler::TargetOutcome, settings: &Settings) -> String {
+    let target = outcome.target;
+    let criterion = format!(
+        "ESS_bulk ≥ {} and R-hat < {}",
+        target.min_ess_bulk, target.max_rhat
+    );
+    match outcome.reached {
+        Some(reached) => format!(
+            "target reached after {} draws per chain: every quantity has {criterion} (smallest ESS_bulk {:.0}, largest R-hat {:.3}; {} checks took {} s)",
+            reached.draws,
+            reached.min_ess_bulk,
+            reached.max_rhat,
+            outcome.checks,
+            seconds_text(outcome.check_seconds),
+        ),
+        None => format!(
+            "target not reached: not every quantity has {criterion} within {} draws per chain ({} checks took {} s)",
+            settings.kept_draws().1,
+            outcome.checks,
+            seconds_text(outcome.check_seconds),
+        ),
+    }
 }
 
 /// What a failed write did to the run, in words: what happened, what the

@@ -16,4 +16,6 @@ pub use reader::{
 pub use spec::{
     Column, Dtype, GroupKind, RunMetadata, SampleStatsBlock, VarSpec, sample_stats_specs,
 };
-pub use writer::{DrawWriter, RunStatus, WriterOptions, estimate_file_bytes, record_stuck_chains};
+pub use writer::{
+    Attribute, DrawWriter, RunStatus, WriterOptions, estimate_file_bytes, record_stuck_chains,
+};

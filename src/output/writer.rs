@@ -83,6 +83,14 @@ impl RunStatus {
     }
 }
 
+/// The value of an attribute set with [`DrawWriter::set_attributes`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Attribute<'a> {
+    Text(&'a str),
+    Real(f64),
+    Int(i64),
+}
+
 struct GroupWriter {
     kind: GroupKind,
     group: Group,
@@ -429,6 +437,35 @@ impl DrawWriter {
             // ArviZ shows a group's attributes, not the root's.
             for writer in &self.groups {
                 writer.group.attr(name)?.write_scalar(&value)?;
+            }
+        }
+        self.unflushed = true;
+        Ok(())
+    }
+
+    /// Sets (or replaces) attributes of the root and of every group (ArviZ
+    /// shows a group's attributes, not the root's); written with the next
+    /// flush.
+    pub fn set_attributes(
+        &mut self,
+        attributes: &[(&str, Attribute<'_>)],
+    ) -> Result<(), OutputError> {
+        let mut locations = vec![self.file.as_group()?];
+        locations.extend(self.groups.iter().map(|w| w.group.clone()));
+        for location in &locations {
+            for (name, value) in attributes {
+                if location.attr(name).is_ok() {
+                    location.delete_attr(name)?;
+                }
+                match value {
+                    Attribute::Text(text) => write_string_attribute(location, name, text)?,
+                    Attribute::Real(x) => {
+                        location.new_attr::<f64>().create(*name)?.write_scalar(x)?
+                    }
+                    Attribute::Int(n) => {
+                        location.new_attr::<i64>().create(*name)?.write_scalar(n)?
+                    }
+                }
             }
         }
         self.unflushed = true;

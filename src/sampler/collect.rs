@@ -8,9 +8,11 @@
 
 use super::blocks::{self, BLOCK_DRAWS, ChainBuffer};
 use super::flushes::Flushes;
+use super::target::{EssTarget, Reached, TargetCheck};
 use super::{ChainError, DrawValues, Event, Settings};
 use crate::output::{
-    DrawWriter, GroupKind, OutputError, RunMetadata, RunStatus, VarSpec, WriterOptions, room,
+    Attribute, DrawWriter, GroupKind, OutputError, RunMetadata, RunStatus, VarSpec, WriterOptions,
+    room,
 };
 use language::value::Value;
 use std::path::Path;
@@ -27,8 +29,11 @@ pub struct OutputSpec<'a> {
     /// Length of the unconstrained parameter vector (the metric's size).
     pub dim: usize,
     pub settings: &'a Settings,
-    /// Set when writing fails, to stop the chains (the executor's stop flag).
+    /// Set when writing fails or the target is reached, to stop the chains
+    /// (the executor's stop flag).
     pub stop: Option<&'a AtomicBool>,
+    /// Stop once the draws reach this (`--target-ess`, `--max-rhat`).
+    pub target: Option<EssTarget>,
 }
 
 /// What a progress display is told after every iteration of any chain.
@@ -69,6 +74,20 @@ pub struct RunReport {
     /// Writing the draws failed (a full disk, a read-only file system...);
     /// the file keeps what was written before.
     pub write_failure: Option<WriteFailure>,
+    /// With a target: whether and where the draws reached it.
+    pub target: Option<TargetOutcome>,
+}
+
+/// How a run with a target ([`OutputSpec::target`]) ended.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TargetOutcome {
+    pub target: EssTarget,
+    /// The check that found the draws enough; `None`: the run made its
+    /// `--samples` (or was stopped) without reaching the target.
+    pub reached: Option<Reached>,
+    /// Checks made, and the seconds they took in all.
+    pub checks: usize,
+    pub check_seconds: f64,
 }
 
 /// A write the file system refused, and what the file holds after it.
@@ -144,6 +163,7 @@ pub fn collect(
     let mut accept_sum = 0.0;
     let mut accept_count = 0usize;
     let mut report = RunReport::default();
+    let mut target = output.target.map(|t| TargetCheck::new(t, n_chains));
     let mut flushes = Flushes::default();
     // A write failed: nothing more is written, the chains are stopped.
     let mut failure: Option<WriteFailure> = None;
@@ -193,6 +213,12 @@ pub fn collect(
             Event::Many(many) => pending = many.into_iter(),
             Event::Iteration { chain, record } => {
                 state.iterations_done += 1;
+                if !record.warmup && target.as_ref().is_some_and(|t| !t.wants(chain)) {
+                    // Past the draws that reached the target: the chain
+                    // is being stopped, and nothing of it is kept.
+                    progress.update(&state);
+                    continue;
+                }
                 if record.warmup {
                     state.warmup_done += 1;
                 } else {
@@ -220,16 +246,34 @@ pub fn collect(
                         written = Written::new(specs);
                     }
                     let buffer = &mut buffers[blocks::phase(&record)][chain];
-                    match values {
+                    let numbers = match values {
                         DrawValues::Named(values) => {
-                            buffer.push(&without_tuples(values), record.stats)
+                            let values = without_tuples(values);
+                            buffer.push(&values, record.stats);
+                            target.as_ref().map(|_| {
+                                let mut numbers = Vec::with_capacity(written.elements);
+                                for (_, value) in values.iter() {
+                                    value.flatten_row_major(&mut numbers);
+                                }
+                                std::borrow::Cow::Owned(numbers)
+                            })
                         }
                         DrawValues::Stored { layout, numbers } => {
                             written.check(layout, numbers, chain)?;
-                            buffer.push_stored(layout, numbers, record.stats)
+                            buffer.push_stored(layout, numbers, record.stats);
+                            Some(std::borrow::Cow::Borrowed(&numbers[..]))
                         }
+                    };
+                    let buffered = buffer.len();
+                    if let (Some(check), Some(numbers), false) =
+                        (target.as_mut(), numbers, record.warmup)
+                        && check.push(chain, &numbers).is_some()
+                        && let Some(stop) = output.stop
+                    {
+                        // Every chain has the draws: the rest are not needed.
+                        stop.store(true, Ordering::SeqCst);
                     }
-                    if buffer.len().is_multiple_of(BLOCK_DRAWS) {
+                    if buffered.is_multiple_of(BLOCK_DRAWS) {
                         flushes.block_ready(Instant::now());
                     }
                 }
@@ -265,6 +309,17 @@ pub fn collect(
         }
     }
     report.divergences = state.divergences;
+    report.target = target.as_ref().map(|check| TargetOutcome {
+        target: check.target(),
+        reached: check.reached(),
+        checks: check.checks,
+        check_seconds: check.seconds,
+    });
+    let reached = target.as_ref().and_then(TargetCheck::reached);
+    if reached.is_some() {
+        // The chains stopped because the target was reached: no errors.
+        report.chain_errors.retain(|e| !e.interrupted);
+    }
     if let Some(mut w) = writer {
         // Every chain's last draws, also of chains that never finished.
         if failure.is_none() {
@@ -298,7 +353,15 @@ pub fn collect(
             report.chain_errors.sort_by_key(|e| e.chain);
             return Ok(report);
         }
-        if report.chain_errors.iter().any(|e| e.interrupted) {
+        let interrupted = report.chain_errors.iter().any(|e| e.interrupted);
+        if let Some(reached) = reached {
+            // Chains ahead when the target was reached have draws past
+            // it: every chain keeps exactly the draws that reached it.
+            for group in [GroupKind::Posterior, GroupKind::SampleStats] {
+                w.truncate_draws(group, reached.draws)?;
+            }
+            report.draws_written = n_chains * reached.draws;
+        } else if interrupted {
             // Keep the draws every chain has, so that no chain is padded.
             for (phase, groups) in [
                 [GroupKind::WarmupPosterior, GroupKind::WarmupSampleStats],
@@ -320,12 +383,49 @@ pub fn collect(
             let reason = format!("chain {}: {}", error.chain + 1, error.error.message);
             w.set_status(RunStatus::Failed, &reason)?;
         }
+        if let Some(outcome) = &report.target {
+            let kept = (w.draws_per_chain(GroupKind::Posterior))
+                .and_then(|counts| counts.iter().copied().min())
+                .unwrap_or(0);
+            w.set_attributes(&stop_attributes(outcome, interrupted, kept))?;
+        }
         w.write_adaptation(&step_sizes, &inv_metrics)?;
         w.finish()?;
         report.wrote_file = true;
     }
     report.chain_errors.sort_by_key(|e| e.chain);
     Ok(report)
+}
+
+/// The attributes that say why a run with a target stopped: `stop_reason`
+/// (`target_reached`, `num_samples_reached` or `interrupted`), the target
+/// (`target_ess_bulk`, `target_max_rhat`), the draws per chain kept
+/// (`stop_draws_per_chain`) and, when reached, the smallest ESS_bulk and
+/// largest R-hat of those draws (`stop_min_ess_bulk`, `stop_max_rhat`).
+fn stop_attributes(
+    outcome: &TargetOutcome,
+    interrupted: bool,
+    kept: usize,
+) -> Vec<(&'static str, Attribute<'static>)> {
+    let reason = match (outcome.reached, interrupted) {
+        (Some(_), _) => "target_reached",
+        (None, true) => "interrupted",
+        (None, false) => "num_samples_reached",
+    };
+    let mut attributes = vec![
+        ("stop_reason", Attribute::Text(reason)),
+        (
+            "target_ess_bulk",
+            Attribute::Real(outcome.target.min_ess_bulk),
+        ),
+        ("target_max_rhat", Attribute::Real(outcome.target.max_rhat)),
+        ("stop_draws_per_chain", Attribute::Int(kept as i64)),
+    ];
+    if let Some(reached) = outcome.reached {
+        attributes.push(("stop_min_ess_bulk", Attribute::Real(reached.min_ess_bulk)));
+        attributes.push(("stop_max_rhat", Attribute::Real(reached.max_rhat)));
+    }
+    attributes
 }
 
 /// After a failed write: stops the chains (nothing more can be kept).
@@ -588,6 +688,7 @@ mod tests {
             dim: 1,
             settings,
             stop: None,
+            target: None,
         }
     }
 

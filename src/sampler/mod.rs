@@ -34,11 +34,13 @@ pub mod gradients;
 pub mod host;
 pub mod native;
 pub mod program;
+pub mod target;
 pub mod wire;
 
 pub use batched::BatchedExecutor;
-pub use collect::{CollectError, Progress, ProgressState, RunReport, collect};
+pub use collect::{CollectError, Progress, ProgressState, RunReport, TargetOutcome, collect};
 pub use executor::{InterpreterExecutor, SamplerExecutor, run_chain};
+pub use target::EssTarget;
 
 use crate::output::VarSpec;
 use language::ad::GradProgram;

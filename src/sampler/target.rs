@@ -1,0 +1,265 @@
+//! Stopping a run once its draws are enough (`bat run --target-ess N
+//! --max-rhat R`): every scalar element of the posterior variables
+//! (parameters, transformed parameters, generated quantities, as `bat
+//! summary` reports them) needs ESS_bulk ≥ N and R-hat < R over all chains.
+//!
+//! The collector keeps a copy of every chain's kept post-warmup draws and
+//! checks them each time every chain has reached the next checkpoint
+//! ([`TargetCheck::next_at`]): first at [`FIRST_CHECK`] draws per chain,
+//! then every [`CHECK_EVERY`] draws or a tenth of the draws so far,
+//! whichever is more. The checkpoints depend on nothing but the draw
+//! counts, so a run stops at the same draw whatever the machine's speed,
+//! and its draws are the first draws of the same run without a target
+//! (chains are independent while they sample). Warmup draws never count.
+//!
+//! Cost: a check computes R-hat and ESS_bulk ([`rank_diagnostics`], the
+//! summary's own code) quantity by quantity, starting with the one that
+//! failed the last check, and stops at the first that fails: a failing
+//! check costs about one quantity's diagnostics, the passing one (once per
+//! run) all of them, the same as the R-hat and ESS_bulk columns of the
+//! summary printed at the end. Measured on eight schools (non-centered,
+//! 256 chains, `--backend cpu`, a 2-core machine shared with other jobs):
+//! the checks took 0.02 s in all of a 6.5 s sampling phase, about 0.3%.
+//! Memory: the copy holds every kept post-warmup number once more (8 bytes
+//! per element, draw and chain: what the file's posterior group holds).
+
+use crate::summary::ChainDraws;
+use crate::summary::diagnostics::rank_diagnostics;
+use std::time::Instant;
+
+/// Draws per chain at the first check.
+pub const FIRST_CHECK: usize = 100;
+/// Draws per chain between checks, at least.
+pub const CHECK_EVERY: usize = 50;
+
+/// What the draws must reach.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EssTarget {
+    /// The smallest ESS_bulk allowed (at least 1).
+    pub min_ess_bulk: f64,
+    /// R-hat must stay below this (more than 1).
+    pub max_rhat: f64,
+}
+
+/// The check that found the draws enough.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reached {
+    /// Kept post-warmup draws per chain that reached the target.
+    pub draws: usize,
+    /// Their smallest ESS_bulk and largest R-hat over every quantity that
+    /// varies.
+    pub min_ess_bulk: f64,
+    pub max_rhat: f64,
+}
+
+/// Every chain's kept post-warmup draws and when to check them next.
+pub struct TargetCheck {
+    target: EssTarget,
+    /// Numbers per draw (every element of every variable, in stored order).
+    width: usize,
+    /// Per chain, its draws one after another.
+    draws: Vec<Vec<f64>>,
+    /// Per chain, its draws so far.
+    counts: Vec<usize>,
+    /// Draws per chain at the next check.
+    next_at: usize,
+    /// Chains with at least `next_at` draws.
+    ready: usize,
+    /// The quantity that failed the last check (checked first next time).
+    worst: usize,
+    /// Checks made and the seconds they took.
+    pub checks: usize,
+    pub seconds: f64,
+    reached: Option<Reached>,
+}
+
+impl TargetCheck {
+    pub fn new(target: EssTarget, n_chains: usize) -> TargetCheck {
+        TargetCheck {
+            target,
+            width: 0,
+            draws: vec![Vec::new(); n_chains],
+            counts: vec![0; n_chains],
+            next_at: FIRST_CHECK,
+            ready: 0,
+            worst: 0,
+            checks: 0,
+            seconds: 0.0,
+            reached: None,
+        }
+    }
+
+    pub fn target(&self) -> EssTarget {
+        self.target
+    }
+
+    /// The check that found the draws enough, once one did.
+    pub fn reached(&self) -> Option<Reached> {
+        self.reached
+    }
+
+    /// Draws per chain at the next check.
+    pub fn next_at(&self) -> usize {
+        self.next_at
+    }
+
+    /// Whether `chain`'s next draw is still needed: none are once the
+    /// target is reached beyond its draws.
+    pub fn wants(&self, chain: usize) -> bool {
+        self.reached.is_none_or(|r| self.counts[chain] < r.draws)
+    }
+
+    /// Adds `chain`'s next kept post-warmup draw (`numbers`: every element
+    /// of every variable, in stored order), then checks when every chain
+    /// has reached the checkpoint. Returns the check that found the draws
+    /// enough, the first time one does.
+    pub fn push(&mut self, chain: usize, numbers: &[f64]) -> Option<Reached> {
+        if !self.wants(chain) {
+            return None;
+        }
+        if self.width == 0 {
+            self.width = numbers.len();
+        }
+        self.draws[chain].extend_from_slice(numbers);
+        self.counts[chain] += 1;
+        if self.counts[chain] == self.next_at {
+            self.ready += 1;
+        }
+        if self.reached.is_some() || self.ready < self.counts.len() {
+            return None;
+        }
+        let started = Instant::now();
+        let verdict = self.check(self.next_at);
+        self.checks += 1;
+        self.seconds += started.elapsed().as_secs_f64();
+        match verdict {
+            Some(reached) => {
+                self.reached = Some(reached);
+                // Draws past the target are never kept: free them.
+                for draws in &mut self.draws {
+                    draws.clear();
+                    draws.shrink_to_fit();
+                }
+            }
+            None => {
+                self.next_at += CHECK_EVERY.max(self.next_at / 10);
+                self.ready = self.counts.iter().filter(|&&n| n >= self.next_at).count();
+            }
+        }
+        self.reached
+    }
+
+    /// The first `draws` draws of every chain against the target: the
+    /// diagnostics of every quantity when all reach it, else `None` (at
+    /// the first that does not).
+    fn check(&mut self, draws: usize) -> Option<Reached> {
+        let n_chains = self.draws.len();
+        let mut column = vec![0.0; n_chains * draws];
+        let mut min_ess_bulk = f64::INFINITY;
+        let mut max_rhat = f64::NEG_INFINITY;
+        for k in 0..self.width {
+            let element = (self.worst + k) % self.width;
+            for (chain, values) in self.draws.iter().enumerate() {
+                let row = &mut column[chain * draws..(chain + 1) * draws];
+                for (draw, x) in row.iter_mut().enumerate() {
+                    *x = values[draw * self.width + element];
+                }
+            }
+            // A quantity every draw of which is the same number (a
+            // constant generated quantity) is known exactly: its
+            // diagnostics are undefined, and nothing more would help.
+            if column.iter().all(|&x| x == column[0]) {
+                continue;
+            }
+            let view = ChainDraws::new(&column, n_chains, draws)
+                .expect("the column holds chains × draws values");
+            let (r_hat, ess_bulk) = rank_diagnostics(view);
+            // NaN (a NaN draw) fails too.
+            if !(ess_bulk >= self.target.min_ess_bulk && r_hat < self.target.max_rhat) {
+                self.worst = element;
+                return None;
+            }
+            min_ess_bulk = min_ess_bulk.min(ess_bulk);
+            max_rhat = max_rhat.max(r_hat);
+        }
+        Some(Reached {
+            draws,
+            min_ess_bulk,
+            max_rhat,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deterministic stand-in for independent draws: a scrambled
+    /// sequence, the same law in every chain.
+    fn scrambled(i: usize) -> f64 {
+        ((i.wrapping_mul(2_654_435_761) % 1_000_003) as f64) / 1_000_003.0
+    }
+
+    /// The checks happen at 100, 150, 200, ... draws per chain and only
+    /// once every chain has the draws; the verdict is the summary's
+    /// diagnostics of exactly those draws.
+    #[test]
+    fn checks_at_the_checkpoints_with_the_summarys_diagnostics() {
+        let chains = 4;
+        let target = EssTarget {
+            min_ess_bulk: 300.0,
+            max_rhat: 1.05,
+        };
+        let mut check = TargetCheck::new(target, chains);
+        let mut reached = None;
+        let mut i = 0;
+        'draws: for _ in 0..1000 {
+            for chain in 0..chains {
+                i += 1;
+                // A constant second element is skipped.
+                if let Some(r) = check.push(chain, &[scrambled(i), 7.0]) {
+                    reached = Some(r);
+                    break 'draws;
+                }
+            }
+        }
+        let reached = reached.expect("independent draws reach 300 quickly");
+        assert_eq!(reached.draws, FIRST_CHECK, "4 × 100 independent draws");
+        assert_eq!(check.checks, 1);
+        // The same numbers, chain-major, through the summary's code.
+        let mut column = Vec::new();
+        for chain in 0..chains {
+            for draw in 0..reached.draws {
+                column.push(scrambled(draw * chains + chain + 1));
+            }
+        }
+        let (r_hat, ess) = rank_diagnostics(ChainDraws::new(&column, chains, 100).unwrap());
+        assert_eq!((reached.max_rhat, reached.min_ess_bulk), (r_hat, ess));
+        assert!(ess >= 300.0 && r_hat < 1.05);
+        // Past the target no draw is wanted.
+        assert!(!check.wants(0));
+    }
+
+    /// A target out of reach checks at every checkpoint (100, 150, 200,
+    /// 250, ..., then by tenths) and never stops the run; a chain
+    /// lagging behind holds the checks back.
+    #[test]
+    fn an_unreachable_target_checks_at_every_checkpoint() {
+        let target = EssTarget {
+            min_ess_bulk: 1e9,
+            max_rhat: 1.01,
+        };
+        let mut check = TargetCheck::new(target, 2);
+        for draw in 0..1000 {
+            assert_eq!(check.push(0, &[scrambled(draw)]), None);
+        }
+        assert_eq!(check.checks, 0, "chain 1 has no draws yet");
+        for draw in 0..1000 {
+            assert_eq!(check.push(1, &[scrambled(draw + 5000)]), None);
+        }
+        // 100, 150, ..., 500 (9 checks), then 550, 605, 665, 731, 804, 884, 972.
+        assert_eq!(check.checks, 9 + 7);
+        assert_eq!(check.next_at(), 972 + 97);
+        assert!(check.reached().is_none());
+    }
+}
