@@ -149,6 +149,11 @@ pub mod world {
     const READY: i32 = 3;
     const GO: i32 = 4;
     const EXIT: i32 = 5;
+    /// Rank 0 to the others: stop the chains (the collector found the
+    /// draws enough, or rank 0 was interrupted).
+    const STOP_CHAINS: i32 = 6;
+    /// How often a rank but 0 looks for [`STOP_CHAINS`].
+    const STOP_POLL: Duration = Duration::from_millis(10);
 
     pub struct World {
         pub rank: usize,
@@ -275,7 +280,17 @@ pub mod world {
             let mut stopped: Option<Instant> = None;
             let mut named = false;
             let mut received = 0;
+            let mut told = false;
             while running.contains(&true) {
+                // The collector stops the chains it sees with `stop`
+                // (target reached); the other ranks' chains are told so.
+                // Ranks whose last events came need not be.
+                if !told && stop.load(Ordering::SeqCst) {
+                    told = true;
+                    for rank in (1..self.size).filter(|&r| running[r]) {
+                        self.send(rank, STOP_CHAINS, &[]);
+                    }
+                }
                 let Some((rank, bytes)) = self.try_receive(EVENTS) else {
                     if !named
                         && stop.load(Ordering::SeqCst)
@@ -325,12 +340,24 @@ pub mod world {
             Ok(received)
         }
 
-        /// Ranks but 0: this rank's events to rank 0, then its last message.
-        pub fn send_events(&self, events: Receiver<Event>) -> Result<u64, String> {
+        /// Ranks but 0: this rank's events to rank 0, then its last
+        /// message; sets `stop` when rank 0 says to stop the chains.
+        pub fn send_events(
+            &self,
+            events: Receiver<Event>,
+            stop: &AtomicBool,
+        ) -> Result<u64, String> {
             let mut encoder = Encoder::default();
             let mut sent = 0;
             let mut last = Instant::now();
+            let mut looked = Instant::now();
             loop {
+                if looked.elapsed() >= STOP_POLL {
+                    looked = Instant::now();
+                    if self.try_receive_from_zero(STOP_CHAINS).is_some() {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                }
                 let done = match events.recv_timeout(SEND_EVERY) {
                     Ok(event) => {
                         encoder.push(event).map_err(|e| e.to_string())?;
@@ -364,7 +391,19 @@ pub mod world {
         /// Ranks but 0: the run's exit status, from rank 0.
         pub fn receive_exit(&self) -> u8 {
             let code = self.receive_from_zero(EXIT);
+            // A stop sent as this rank's last events crossed it: taken,
+            // so that no message is left pending at MPI's end.
+            while self.try_receive_from_zero(STOP_CHAINS).is_some() {}
             code.first().copied().unwrap_or(1)
+        }
+
+        /// The next message tagged `tag` from rank 0, if one is there.
+        fn try_receive_from_zero(&self, tag: i32) -> Option<Vec<u8>> {
+            let probed = self
+                .comm
+                .process_at_rank(0)
+                .immediate_matched_probe_with_tag(tag)?;
+            Some(probed.matched_receive_vec::<u8>().0)
         }
 
         /// Ends every rank's process (a failure rank 0 cannot recover from

@@ -497,7 +497,7 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
         let (tx, rx) = mpsc::channel();
         let sent = std::thread::scope(|scope| {
             scope.spawn(move || executor.run(&job, &chains, &tx, &STOP));
-            world.send_events(rx)
+            world.send_events(rx, &STOP)
         });
         match sent {
             Ok(bytes) if super::ranks::times_requested() => {
