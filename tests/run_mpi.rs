@@ -465,6 +465,48 @@ print(mu.shape[0], min(written))
         assert!(draws.parse::<usize>().unwrap() >= 200, "{held}");
     }
 
+    /// `--target-ess` over 3 ranks: rank 0's collector decides and every
+    /// rank stops its chains (far sooner than `--samples`, which would
+    /// outlast [`HANG`]); the file is one process's, bit for bit, stopped
+    /// at the same draw.
+    #[test]
+    fn a_target_reached_stops_every_rank() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+        write(dir.path(), "m.data.json", NORMAL_DATA);
+        let args = |out: &Path| {
+            let mut args = run_args(&model, "6", out);
+            let samples = args.iter().position(|&a| a == "--samples").unwrap();
+            args[samples + 1] = "50000000";
+            args.extend(["--target-ess", "400", "--ignore-disk-space"]);
+            args.into_iter().map(String::from).collect::<Vec<_>>()
+        };
+        let one = dir.path().join("one.h5");
+        let one_args = args(&one);
+        let alone = bat(&one_args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(alone.status.success(), "{}", text(&alone.stderr));
+        let three = dir.path().join("three.h5");
+        let three_args = args(&three);
+        let ranked = bat_ranks(
+            3,
+            &three_args.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        let stderr = text(&ranked.stderr);
+        assert!(ranked.status.success(), "{stderr}");
+        let reached = stderr
+            .lines()
+            .find(|l| l.starts_with("target reached after "))
+            .unwrap_or_else(|| panic!("{stderr}"));
+        assert!(text(&alone.stderr).contains(reached.split(':').next().unwrap()));
+        let held = arviz_equal(&three, &one, 6, false);
+        let file = read_draws(&three).unwrap();
+        assert_eq!(file.attributes["stop_reason"], "target_reached");
+        assert_eq!(
+            held,
+            format!("6 {}", file.attributes["stop_draws_per_chain"])
+        );
+    }
+
     /// A bad argument stops every rank, quickly and with one message,
     /// whether all ranks have it or one alone; so do arguments that differ
     /// between ranks, and a setup failure (a missing init file).

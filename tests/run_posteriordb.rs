@@ -8,8 +8,11 @@
 //! Stan's default 1000 + 1000 iterations and 4 chains (or
 //! `BAT_SWEEP_CHAINS`, `BAT_SWEEP_WARMUP`, `BAT_SWEEP_SAMPLES`; only names
 //! containing `BAT_SWEEP_ONLY`; each run killed after `BAT_SWEEP_TIMEOUT`
-//! seconds, default 900) and prints a table; posteriors that bat
-//! cannot compile yet are listed, not hidden.
+//! seconds, default 900; with `BAT_SWEEP_TARGET_ESS=N`, each run stops
+//! once its draws reach `--target-ess N`) and prints a table; posteriors
+//! that bat cannot compile yet are listed, not hidden. Two posteriors of
+//! the fast subset are also checked with `--target-ess`: draws stopped
+//! early must pass the same check.
 
 #[path = "support/posteriordb.rs"]
 mod posteriordb;
@@ -23,15 +26,17 @@ fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/posteriordb")
 }
 
-/// Runs `bat run` on posterior `name`; rows of every reference parameter,
-/// or the reason bat could not run it.
+/// Runs `bat run` on posterior `name` (with `extra` flags); rows of every
+/// reference parameter and the run's stderr, or the reason bat could not
+/// run it.
 fn check_posterior(
     name: &str,
     chains: u32,
     warmup: u32,
     samples: u32,
+    extra: &[&str],
     limit: Option<std::time::Duration>,
-) -> Result<Vec<Row>, String> {
+) -> Result<(Vec<Row>, String), String> {
     let dir = corpus().join(name);
     assert!(
         dir.is_dir(),
@@ -42,7 +47,7 @@ fn check_posterior(
     // posteriordb has no reference draws for some posteriors (mcycle_gp):
     // nothing to compare, so nothing is sampled.
     if refs.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), String::new()));
     }
     let tmp = tempfile::tempdir().unwrap();
     let output = tmp.path().join("draws.h5");
@@ -65,7 +70,8 @@ fn check_posterior(
             "20240601",
             "-o",
         ])
-        .arg(&output);
+        .arg(&output)
+        .args(extra);
     let run = run_with_limit(command, tmp.path(), limit)?;
     if !run.status.success() {
         let err = String::from_utf8_lossy(&run.stderr);
@@ -81,7 +87,8 @@ fn check_posterior(
         .output()
         .unwrap();
     let summary: Value = serde_json::from_slice(&summary.stdout).map_err(|e| e.to_string())?;
-    compare(&refs, &summary)
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    Ok((compare(&refs, &summary)?, stderr))
 }
 
 /// How long one posterior of the sweep may take (`BAT_SWEEP_TIMEOUT`
@@ -145,7 +152,18 @@ fn print_rows(posterior: &str, rows: &[Row]) {
 }
 
 fn assert_posterior(name: &str, chains: u32, warmup: u32, samples: u32) {
-    let rows = check_posterior(name, chains, warmup, samples, None)
+    assert_posterior_with(name, chains, warmup, samples, &[]);
+}
+
+/// [`assert_posterior`] with `extra` flags; the run's stderr.
+fn assert_posterior_with(
+    name: &str,
+    chains: u32,
+    warmup: u32,
+    samples: u32,
+    extra: &[&str],
+) -> String {
+    let (rows, stderr) = check_posterior(name, chains, warmup, samples, extra, None)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     print_rows(name, &rows);
     assert!(!rows.is_empty());
@@ -155,6 +173,19 @@ fn assert_posterior(name: &str, chains: u32, warmup: u32, samples: u32) {
         .map(|r| r.name.as_str())
         .collect();
     assert!(failed.is_empty(), "{name}: {failed:?} off the reference");
+    stderr
+}
+
+/// With `--target-ess`, a run stopped early (well before its `--samples`)
+/// passes the same reference check.
+fn assert_posterior_with_target(name: &str, chains: u32, warmup: u32, samples: u32) {
+    let stderr = assert_posterior_with(name, chains, warmup, samples, &["--target-ess", "400"]);
+    let draws: u32 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("target reached after "))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{name}: the target was not reached: {stderr}"));
+    assert!(draws < samples, "{name}: {draws} draws per chain");
 }
 
 #[test]
@@ -165,6 +196,16 @@ fn eight_schools_noncentered_matches_the_reference() {
 #[test]
 fn mesquite_log_volume_matches_the_reference() {
     assert_posterior("mesquite-logmesquite_logva", 2, 300, 500);
+}
+
+#[test]
+fn eight_schools_noncentered_with_a_target_matches_the_reference() {
+    assert_posterior_with_target("eight_schools-eight_schools_noncentered", 4, 300, 2000);
+}
+
+#[test]
+fn mesquite_log_volume_with_a_target_matches_the_reference() {
+    assert_posterior_with_target("mesquite-logmesquite_logva", 4, 300, 2000);
 }
 
 #[test]
@@ -194,17 +235,28 @@ fn full_sweep() {
     if let Ok(only) = std::env::var("BAT_SWEEP_ONLY") {
         names.retain(|n| n.contains(&only));
     }
+    let target = std::env::var("BAT_SWEEP_TARGET_ESS").ok();
+    let extra: Vec<&str> = match &target {
+        Some(n) => vec!["--target-ess", n],
+        None => Vec::new(),
+    };
     let (mut passed, mut failed, mut not_run) = (Vec::new(), Vec::new(), Vec::new());
     let mut without_reference = Vec::new();
     for name in &names {
         let started = std::time::Instant::now();
-        match check_posterior(name, chains, warmup, samples, Some(sweep_time_limit())) {
-            Ok(rows) if rows.is_empty() => without_reference.push(name.clone()),
-            Ok(rows) => {
+        let limit = Some(sweep_time_limit());
+        match check_posterior(name, chains, warmup, samples, &extra, limit) {
+            Ok((rows, _)) if rows.is_empty() => without_reference.push(name.clone()),
+            Ok((rows, stderr)) => {
                 print_rows(name, &rows);
                 let ok = rows.iter().all(Row::passes);
+                // With a target, where the run stopped.
+                let stopped = (stderr.lines())
+                    .find(|l| l.starts_with("target "))
+                    .map(|l| format!(" ({})", l.split(':').next().unwrap_or(l)))
+                    .unwrap_or_default();
                 println!(
-                    "{name}: {} in {:.0} s",
+                    "{name}: {} in {:.0} s{stopped}",
                     if ok { "PASS" } else { "FAIL" },
                     started.elapsed().as_secs_f64()
                 );
