@@ -661,7 +661,7 @@ fn target_line(outcome: &bat::sampler::TargetOutcome, settings: &Settings) -> St
     );
     match outcome.reached {
         Some(reached) => format!(
-            "target reached after {} draws per chain: every quantity has {criterion} (smallest ESS_bulk {:.0}, largest R-hat {:.3}; {} checks took {} s)",
+            "target reached after {} draws per chain: every quantity has {criterion} (smallest ESS_bulk {:.0}, largest R-hat {:.4}; {} checks took {} s)",
             reached.draws,
             reached.min_ess_bulk,
             reached.max_rhat,
