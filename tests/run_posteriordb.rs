@@ -8,8 +8,9 @@
 //! Stan's default 1000 + 1000 iterations and 4 chains (or
 //! `BAT_SWEEP_CHAINS`, `BAT_SWEEP_WARMUP`, `BAT_SWEEP_SAMPLES`; only names
 //! containing `BAT_SWEEP_ONLY`; each run killed after `BAT_SWEEP_TIMEOUT`
-//! seconds, default 900) and prints a table; posteriors that bat
-//! cannot compile yet are listed, not hidden.
+//! seconds, default 900; `BAT_SWEEP_ARGS` adds options to every run, such
+//! as `--adapt pooled`) and prints a table; posteriors that bat cannot
+//! compile yet are listed, not hidden.
 
 #[path = "support/posteriordb.rs"]
 mod posteriordb;
@@ -30,6 +31,7 @@ fn check_posterior(
     chains: u32,
     warmup: u32,
     samples: u32,
+    extra: &[String],
     limit: Option<std::time::Duration>,
 ) -> Result<Vec<Row>, String> {
     let dir = corpus().join(name);
@@ -65,7 +67,8 @@ fn check_posterior(
             "20240601",
             "-o",
         ])
-        .arg(&output);
+        .arg(&output)
+        .args(extra);
     let run = run_with_limit(command, tmp.path(), limit)?;
     if !run.status.success() {
         let err = String::from_utf8_lossy(&run.stderr);
@@ -144,8 +147,9 @@ fn print_rows(posterior: &str, rows: &[Row]) {
     }
 }
 
-fn assert_posterior(name: &str, chains: u32, warmup: u32, samples: u32) {
-    let rows = check_posterior(name, chains, warmup, samples, None)
+fn assert_posterior(name: &str, chains: u32, warmup: u32, samples: u32, extra: &[&str]) {
+    let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    let rows = check_posterior(name, chains, warmup, samples, &extra, None)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     print_rows(name, &rows);
     assert!(!rows.is_empty());
@@ -159,12 +163,24 @@ fn assert_posterior(name: &str, chains: u32, warmup: u32, samples: u32) {
 
 #[test]
 fn eight_schools_noncentered_matches_the_reference() {
-    assert_posterior("eight_schools-eight_schools_noncentered", 4, 300, 300);
+    assert_posterior("eight_schools-eight_schools_noncentered", 4, 300, 300, &[]);
+}
+
+/// Pooled warmup: 16 chains share one kernel adapted in 100 iterations.
+#[test]
+fn eight_schools_noncentered_matches_the_reference_with_pooled_warmup() {
+    assert_posterior(
+        "eight_schools-eight_schools_noncentered",
+        16,
+        100,
+        150,
+        &["--adapt", "pooled"],
+    );
 }
 
 #[test]
 fn mesquite_log_volume_matches_the_reference() {
-    assert_posterior("mesquite-logmesquite_logva", 2, 300, 500);
+    assert_posterior("mesquite-logmesquite_logva", 2, 300, 500, &[]);
 }
 
 #[test]
@@ -194,11 +210,23 @@ fn full_sweep() {
     if let Ok(only) = std::env::var("BAT_SWEEP_ONLY") {
         names.retain(|n| n.contains(&only));
     }
+    let extra: Vec<String> = std::env::var("BAT_SWEEP_ARGS")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(String::from)
+        .collect();
     let (mut passed, mut failed, mut not_run) = (Vec::new(), Vec::new(), Vec::new());
     let mut without_reference = Vec::new();
     for name in &names {
         let started = std::time::Instant::now();
-        match check_posterior(name, chains, warmup, samples, Some(sweep_time_limit())) {
+        match check_posterior(
+            name,
+            chains,
+            warmup,
+            samples,
+            &extra,
+            Some(sweep_time_limit()),
+        ) {
             Ok(rows) if rows.is_empty() => without_reference.push(name.clone()),
             Ok(rows) => {
                 print_rows(name, &rows);

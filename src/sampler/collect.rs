@@ -612,6 +612,7 @@ mod tests {
                     numbers,
                 }),
                 printed: Vec::new(),
+                point: None,
             },
         }
     }
