@@ -640,3 +640,69 @@ fn sd(xs: &[f64]) -> f64 {
     let m = mean(xs);
     (xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (xs.len() as f64 - 1.0)).sqrt()
 }
+
+/// Pooled warmup pools in chain order, so its kernel and every chain's
+/// end point are the same bit for bit whatever runs the segments: the
+/// interpreter, the batched executors on one or two threads, or the
+/// compiled sampler; and the kernel is a real adaptation (a step size
+/// whose mean acceptance over the chains is near the target, a metric
+/// near the posterior's variances of the unconstrained coordinates).
+#[test]
+fn pooled_warmup_is_the_same_on_every_executor() {
+    use bat::sampler::pooled::{self, OneProcess};
+    let (model, grad) = eight_schools();
+    let s = settings(60, 0);
+    let job = ChainJob {
+        model: &model,
+        grad: &grad,
+        settings: &s,
+    };
+    let chains: Vec<usize> = (0..24).collect();
+    let stop = AtomicBool::new(false);
+    let run = |executor: &dyn SamplerExecutor| {
+        pooled::warmup(executor, &job, &chains, chains.len(), &OneProcess, &stop)
+            .unwrap_or_else(|e| panic!("{e:?}"))
+    };
+    let truth = run(&InterpreterExecutor { threads: 2 });
+    for threads in [1, 2] {
+        for batching in [Batching::Pc, Batching::Local] {
+            let ours = run(&batched(batching, threads));
+            assert_eq!(ours.kernel, truth.kernel, "{batching:?}, {threads} threads");
+            assert_eq!(ours.starts, truth.starts, "{batching:?}, {threads} threads");
+        }
+        let ours = run(&native(&model, &grad, &s, threads));
+        assert_eq!(ours.kernel, truth.kernel, "native, {threads} threads");
+        assert_eq!(ours.starts, truth.starts, "native, {threads} threads");
+    }
+    assert_eq!(truth.starts.len(), chains.len());
+    assert!(truth.starts.iter().flatten().all(|x| x.is_finite()));
+    // Eight schools (non-centered): the unconstrained coordinates are mu,
+    // log tau and eight standard normals; their posterior variances are
+    // about 3.3², 1.1² and 1 (posteriordb's reference draws).
+    let metric = &truth.kernel.inv_metric;
+    assert_eq!(metric.len(), 10);
+    assert!((3.0..25.0).contains(&metric[0]), "mu: {metric:?}");
+    for (i, v) in metric.iter().enumerate().skip(2) {
+        assert!((0.5..2.0).contains(v), "theta_tilde[{}]: {metric:?}", i - 1);
+    }
+    // The sampling run with this kernel accepts about as often as the
+    // target asks.
+    let sampling = Settings {
+        num_warmup: 0,
+        num_samples: 40,
+        init: bat::sampler::Init::PerChain(truth.starts.clone()),
+        kernel: Some(truth.kernel.clone()),
+        ..settings(0, 40)
+    };
+    let stats: Vec<f64> = messages(&batched(Batching::Pc, 2), &model, &grad, &sampling, &chains)
+        .into_iter()
+        .flat_map(Event::flatten)
+        .filter_map(|e| match e {
+            Event::Iteration { record, .. } => Some(record.stats.accept_stat),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stats.len(), chains.len() * 40);
+    let accept = mean(&stats);
+    assert!((0.7..0.9).contains(&accept), "mean acceptance {accept}");
+}

@@ -247,6 +247,34 @@ print(mu.shape[0], min(written))
         }
     }
 
+    /// Pooled warmup pools over every rank's chains: 3 ranks give one
+    /// process's draws and adapted kernel bit for bit (7 chains: 3 + 2 + 2).
+    #[test]
+    fn pooled_warmup_spans_the_ranks() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+        write(dir.path(), "m.data.json", NORMAL_DATA);
+        let one = dir.path().join("one.h5");
+        let three = dir.path().join("three.h5");
+        let pooled = |out| {
+            let mut args = run_args(&model, "7", out);
+            args.extend(["--adapt", "pooled"]);
+            args
+        };
+        let alone = bat(&pooled(&one));
+        assert!(alone.status.success(), "{}", text(&alone.stderr));
+        let ranked = bat_ranks(3, &pooled(&three));
+        assert!(ranked.status.success(), "{}", text(&ranked.stderr));
+        assert_eq!(arviz_equal(&three, &one, 7, false), "7 120");
+        // One kernel for all chains.
+        let file = read_draws(&one).unwrap();
+        assert!(
+            file.attributes
+                .values()
+                .any(|a| a.contains("\"adapt\":\"pooled\""))
+        );
+    }
+
     /// Without `--seed`, rank 0 draws the seed and every rank runs with
     /// it: the file's seed given to one process gives the same draws.
     #[test]

@@ -10,7 +10,8 @@
 //! containing `BAT_SWEEP_ONLY`; each run killed after `BAT_SWEEP_TIMEOUT`
 //! seconds, default 900; with `BAT_SWEEP_TARGET_ESS=N`, each run stops
 //! once its draws reach `--target-ess N`) and prints a table; posteriors
-//! that bat cannot compile yet are listed, not hidden. Two posteriors of
+//! that bat cannot compile yet are listed, not hidden; `BAT_SWEEP_ARGS` adds
+//! options to every run, such as `--adapt pooled`. Two posteriors of
 //! the fast subset are also checked with `--target-ess`: draws stopped
 //! early must pass the same check.
 
@@ -193,6 +194,18 @@ fn eight_schools_noncentered_matches_the_reference() {
     assert_posterior("eight_schools-eight_schools_noncentered", 4, 300, 300);
 }
 
+/// Pooled warmup: 16 chains share one kernel adapted in 100 iterations.
+#[test]
+fn eight_schools_noncentered_matches_the_reference_with_pooled_warmup() {
+    assert_posterior_with(
+        "eight_schools-eight_schools_noncentered",
+        16,
+        100,
+        150,
+        &["--adapt", "pooled"],
+    );
+}
+
 #[test]
 fn mesquite_log_volume_matches_the_reference() {
     assert_posterior("mesquite-logmesquite_logva", 2, 300, 500);
@@ -236,10 +249,12 @@ fn full_sweep() {
         names.retain(|n| n.contains(&only));
     }
     let target = std::env::var("BAT_SWEEP_TARGET_ESS").ok();
-    let extra: Vec<&str> = match &target {
+    let more = std::env::var("BAT_SWEEP_ARGS").unwrap_or_default();
+    let mut extra: Vec<&str> = match &target {
         Some(n) => vec!["--target-ess", n],
         None => Vec::new(),
     };
+    extra.extend(more.split_whitespace());
     let (mut passed, mut failed, mut not_run) = (Vec::new(), Vec::new(), Vec::new());
     let mut without_reference = Vec::new();
     for name in &names {

@@ -96,9 +96,10 @@ enum Command {
         /// Number of chains.
         #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
         chains: u32,
-        /// Warmup (adaptation) iterations per chain.
-        #[arg(long, default_value_t = 1000)]
-        warmup: u32,
+        /// Warmup (adaptation) iterations per chain [default: 1000, or 200
+        /// with --adapt pooled].
+        #[arg(long)]
+        warmup: Option<u32>,
         /// Sampling iterations per chain.
         #[arg(long, default_value_t = 1000)]
         samples: u32,
@@ -114,6 +115,12 @@ enum Command {
         /// Target acceptance statistic of step-size adaptation, in (0, 1).
         #[arg(long, default_value_t = 0.8, value_parser = parse_adapt_delta)]
         adapt_delta: f64,
+        /// Warmup adaptation: each chain its own step size and metric, as
+        /// Stan (stan), or one shared by all chains and adapted from all
+        /// their iterations at once (pooled: with many chains a short warmup
+        /// suffices).
+        #[arg(long, value_enum, default_value_t = run::Adapt::Stan)]
+        adapt: run::Adapt,
         /// Initial values: a radius R (uniform(-R, R) on the unconstrained
         /// scale; 0 for all zeros) or a Stan JSON file of constrained values.
         #[arg(long, value_name = "0|R|FILE.json")]
@@ -527,6 +534,7 @@ fn dispatch(cli: Cli, ranks: &ranks::Ranks) -> ExitCode {
             seed,
             max_depth,
             adapt_delta,
+            adapt,
             init,
             output,
             save_warmup,
@@ -545,12 +553,13 @@ fn dispatch(cli: Cli, ranks: &ranks::Ranks) -> ExitCode {
                 file: &file,
                 data: data.as_deref(),
                 chains: chains as usize,
-                warmup: warmup as usize,
+                warmup: warmup.map_or(adapt.default_warmup(), |w| w as usize),
                 samples: samples as usize,
                 thin: thin as usize,
                 seed,
                 max_depth: max_depth as usize,
                 adapt_delta,
+                adapt,
                 init: init.as_deref(),
                 output: output.as_deref(),
                 save_warmup,

@@ -413,6 +413,45 @@ pub mod world {
         }
     }
 
+    /// Pooled warmup's exchange: rank 0 gathers every rank's records (a
+    /// leading 0 byte, then little-endian f64s; or 1 and the reason a
+    /// chain failed) and sends all of them, in rank order, to every rank;
+    /// a failure on any rank stops all with a message naming it.
+    impl bat::sampler::pooled::Gather for World {
+        fn gather(&self, mine: Result<Vec<f64>, String>) -> Result<Vec<f64>, String> {
+            let encode = |mine: &Result<Vec<f64>, String>| match mine {
+                Ok(numbers) => std::iter::once(0)
+                    .chain(numbers.iter().flat_map(|x| x.to_le_bytes()))
+                    .collect::<Vec<u8>>(),
+                Err(why) => std::iter::once(1).chain(why.bytes()).collect(),
+            };
+            let own = encode(&mine);
+            let (all_ok, payload) = self.agree(&own, |theirs| {
+                let mut all = vec![(0, own.clone())];
+                all.extend(theirs);
+                let mut numbers = Vec::new();
+                for (rank, message) in all {
+                    match message.split_first() {
+                        Some((0, bytes)) => numbers.extend_from_slice(bytes),
+                        Some((_, why)) => {
+                            let why = String::from_utf8_lossy(why);
+                            return (false, format!("rank {rank}: {why}").into_bytes());
+                        }
+                        None => return (false, format!("rank {rank}: no report").into_bytes()),
+                    }
+                }
+                (true, numbers)
+            });
+            if !all_ok {
+                return Err(String::from_utf8_lossy(&payload).into_owned());
+            }
+            Ok(payload
+                .chunks_exact(8)
+                .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
+                .collect())
+        }
+    }
+
     /// The flag SIGTERM sets (see [`stop_on_sigterm`]).
     static TERM_STOP: AtomicPtr<AtomicBool> = AtomicPtr::new(std::ptr::null_mut());
 

@@ -9,6 +9,7 @@ use bat::output::{RunMetadata, VarSpec, WriterOptions};
 use bat::sampler::collect::{OutputSpec, WriteFailure};
 use bat::sampler::cuda::{CudaExecutor, CudaGradients, CudaSamplerExecutor};
 use bat::sampler::native::NativeExecutor;
+use bat::sampler::pooled;
 use bat::sampler::{
     BatchedExecutor, ChainError, ChainJob, Init, InterpreterExecutor, Progress, ProgressState,
     SamplerExecutor, Settings, collect,
@@ -40,6 +41,24 @@ pub enum Backend {
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Adapt {
+    /// Stan's windowed adaptation, each chain on its own.
+    Stan,
+    /// One step size and metric for all chains, from all chains' iterations.
+    Pooled,
+}
+
+impl Adapt {
+    /// Warmup iterations when `--warmup` is not given.
+    pub fn default_warmup(self) -> usize {
+        match self {
+            Adapt::Stan => 1000,
+            Adapt::Pooled => 200,
+        }
+    }
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Batching {
     /// Program-counter autobatching: all chains as lanes of one batch, explicit stacks.
     Pc,
@@ -57,6 +76,7 @@ pub struct Options<'a> {
     pub seed: Option<u64>,
     pub max_depth: usize,
     pub adapt_delta: f64,
+    pub adapt: Adapt,
     pub init: Option<&'a str>,
     pub output: Option<&'a Path>,
     pub save_warmup: bool,
@@ -283,6 +303,11 @@ fn check_sampler_options(opts: &Options) -> Result<(), Reported> {
             "--batching local batches the CPU backend's sampler program; with --backend native the sampler is compiled and each chain runs alone up to its next gradient, so there is no batching to choose (drop --batching, or use --backend cpu)",
         );
     }
+    if opts.adapt == Adapt::Pooled && opts.save_warmup {
+        return refuse(
+            "--save-warmup with --adapt pooled: pooled warmup runs every chain in short synchronized segments, each with the kernel adapted so far, and does not write them; drop --save-warmup (the adapted step size and metric are in the file's sample_stats and attributes either way)",
+        );
+    }
     // Nothing would be kept: no file, and the run's adaptation lost.
     if opts.samples == 0 && !opts.save_warmup {
         return refuse(
@@ -373,6 +398,8 @@ fn prepare(opts: &Options, ranks: &Ranks) -> Result<Prepared, Reported> {
         save_warmup: opts.save_warmup,
         seed,
         init,
+        kernel: None,
+        report_points: false,
     };
     let output_path = opts
         .output
@@ -452,6 +479,7 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
         "thin": opts.thin,
         "max_depth": opts.max_depth,
         "adapt_delta": opts.adapt_delta,
+        "adapt": format!("{:?}", opts.adapt).to_lowercase(),
         "init": opts.init.unwrap_or("2"),
         "save_warmup": opts.save_warmup,
         "backend": format!("{backend:?}").to_lowercase(),
@@ -471,6 +499,19 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
     if ranks.size() > 1 {
         settings_json["mpi_ranks"] = ranks.size().into();
     }
+    // This rank's share of the chains (all of them in one process).
+    let chains: Vec<usize> = share(opts.chains, ranks.size(), ranks.rank()).collect();
+    let pooled_settings;
+    let (settings, job) = if opts.adapt == Adapt::Pooled && settings.num_warmup > 0 {
+        pooled_settings = pooled_warmup(opts, ranks, compiled, executor.as_ref(), &job, &chains)?;
+        let job = ChainJob {
+            settings: &pooled_settings,
+            ..job
+        };
+        (&pooled_settings, job)
+    } else {
+        (settings, job)
+    };
     let spec = OutputSpec {
         path: output_path,
         meta: RunMetadata {
@@ -486,8 +527,6 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
         stop: Some(&STOP),
         target: opts.target,
     };
-    // This rank's share of the chains (all of them in one process).
-    let chains: Vec<usize> = share(opts.chains, ranks.size(), ranks.rank()).collect();
     #[cfg(feature = "mpi")]
     if let Ranks::World(world) = ranks
         && world.rank != 0
@@ -556,6 +595,87 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
         world.send_exit(*code.as_ref().unwrap_or(&1));
     }
     code.map(ExitCode::from)
+}
+
+/// Pooled warmup of this rank's `chains` (every rank's, exchanged over
+/// MPI): the settings of the sampling run that follows it (no warmup, the
+/// pooled kernel, each chain from where warmup left it). Rank 0 says what
+/// it did, or why it failed, for all ranks.
+fn pooled_warmup(
+    opts: &Options,
+    ranks: &Ranks,
+    compiled: &model::Compiled,
+    executor: &dyn SamplerExecutor,
+    job: &ChainJob<'_>,
+    chains: &[usize],
+) -> Result<Settings, Reported> {
+    let started = Instant::now();
+    let gather: &dyn pooled::Gather = match ranks {
+        Ranks::Single => &pooled::OneProcess,
+        #[cfg(feature = "mpi")]
+        Ranks::World(world) => world,
+    };
+    let speak = ranks.rank() == 0;
+    if speak {
+        eprintln!(
+            "Pooled warmup: {} iterations of {} chains, synchronized every {} iterations",
+            job.settings.num_warmup,
+            opts.chains,
+            pooled::SYNC_EVERY
+        );
+    }
+    match pooled::warmup(executor, job, chains, opts.chains, gather, &STOP) {
+        Ok(warmed) => {
+            if speak {
+                eprintln!(
+                    "Pooled warmup done in {}: step size {:.3}, {} divergent transitions",
+                    seconds_text(started.elapsed().as_secs_f64()),
+                    warmed.kernel.step_size,
+                    warmed.divergences
+                );
+                if !warmed.restarted.is_empty() {
+                    let chains: Vec<String> = warmed
+                        .restarted
+                        .iter()
+                        .map(|c| (c + 1).to_string())
+                        .collect();
+                    eprintln!(
+                        "  restarted from other chains' points, stuck far below them: chain{} {}",
+                        if chains.len() == 1 { "" } else { "s" },
+                        chains.join(", ")
+                    );
+                }
+            }
+            Ok(Settings {
+                num_warmup: 0,
+                save_warmup: false,
+                init: Init::PerChain(warmed.starts),
+                kernel: Some(warmed.kernel),
+                ..job.settings.clone()
+            })
+        }
+        Err(pooled::PooledError::Chain(failure)) if failure.interrupted => {
+            if speak {
+                eprintln!("Interrupted during pooled warmup: no draws were written.");
+            }
+            Err(Reported)
+        }
+        Err(pooled::PooledError::Chain(failure)) => {
+            if speak {
+                report_chain_error(&failure, &compiled.file.name, &compiled.file.text);
+                eprintln!(
+                    "error: pooled warmup stops every chain when one fails; no draws were written"
+                );
+            }
+            Err(Reported)
+        }
+        Err(pooled::PooledError::Gather(why)) => {
+            if speak {
+                eprintln!("error: {why}; no draws were written");
+            }
+            Err(Reported)
+        }
+    }
 }
 
 /// What the run did, on stderr, and the summary of the draws file on

@@ -713,6 +713,7 @@ mod tests {
                     numbers,
                 }),
                 printed: Vec::new(),
+                point: None,
             },
         }
     }

@@ -143,7 +143,7 @@ pub fn device_sampler_program(
     let cfg = language::batch::lower(program, &[], 0)
         .map_err(|d| format!("internal error: the sampler program does not batch: {d:?}"))?;
     // sample_chain_rng(init, init_radius, max_init_tries, num_warmup,
-    // num_samples, max_depth, delta)
+    // num_samples, max_depth, delta, step_size, metric)
     let params = vec![
         Shape::of(Inner::Vector(n)),
         Shape::REAL,
@@ -152,6 +152,8 @@ pub fn device_sampler_program(
         Shape::INT,
         Shape::INT,
         Shape::REAL,
+        Shape::REAL,
+        Shape::of(Inner::Vector(n)),
     ];
     Ok((cfg, params))
 }

@@ -86,12 +86,13 @@ pub(super) fn chain_start<'a>(
         gradient_evaluations: 0,
     };
     let rng = Rng::new(job.settings.seed, chain as u32, 0);
-    (host, chain_args(job), rng)
+    (host, chain_args(job, chain), rng)
 }
 
-/// The arguments of the chain function, the same for every chain (each
-/// draws what it must from its own stream).
-pub(super) fn chain_args(job: &ChainJob<'_>) -> Vec<Value> {
+/// The arguments of chain `chain`'s function: the same for every chain
+/// (each draws what it must from its own stream) but the start point of
+/// [`Init::PerChain`].
+pub(super) fn chain_args(job: &ChainJob<'_>, chain: usize) -> Vec<Value> {
     let settings = job.settings;
     let n = job.model.num_unconstrained();
     // The sampler program draws the NaN coordinates of `init` uniformly
@@ -103,6 +104,11 @@ pub(super) fn chain_args(job: &ChainJob<'_>) -> Vec<Value> {
             (values.clone(), PARTIAL_INIT_RADIUS, MAX_INIT_TRIES)
         }
         Init::Values(values) => (values.clone(), 0.0, 1),
+        Init::PerChain(points) => (points[chain].clone(), 0.0, 1),
+    };
+    let (step_size, inv_metric) = match &settings.kernel {
+        Some(kernel) => (kernel.step_size, kernel.inv_metric.to_vec()),
+        None => (0.0, vec![1.0; n]),
     };
     vec![
         Value::Vector(init),
@@ -112,6 +118,8 @@ pub(super) fn chain_args(job: &ChainJob<'_>) -> Vec<Value> {
         Value::Int(settings.num_samples as i64),
         Value::Int(settings.max_depth as i64),
         Value::Real(settings.adapt_delta),
+        Value::Real(step_size),
+        Value::Vector(inv_metric),
     ]
 }
 
@@ -124,6 +132,7 @@ pub(super) fn emitter<'a>(job: &ChainJob<'a>, stop: &'a AtomicBool) -> Emitter<'
         num_warmup: settings.num_warmup,
         thin: settings.thin.max(1),
         save_warmup: settings.save_warmup,
+        report_points: settings.report_points,
         stop,
     }
 }

@@ -23,6 +23,8 @@ pub struct Emitter<'a> {
     pub num_warmup: usize,
     pub thin: usize,
     pub save_warmup: bool,
+    /// Pooled warmup: events carry the point, no draw is kept.
+    pub report_points: bool,
     pub stop: &'a AtomicBool,
 }
 
@@ -36,6 +38,8 @@ pub struct DrawCall {
     /// Whether the draw's values are written (thinning, `--save-warmup`).
     pub kept: bool,
     pub stats: SampleStats,
+    /// The event carries `theta` ([`super::Settings::report_points`]).
+    pub report_point: bool,
 }
 
 impl DrawCall {
@@ -49,6 +53,7 @@ impl DrawCall {
                 values,
                 stats: self.stats,
                 printed,
+                point: self.report_point.then_some(self.theta),
             },
         }
     }
@@ -237,8 +242,11 @@ impl Emitter<'_> {
             iteration,
             theta,
             warmup,
-            kept: (!warmup || self.save_warmup) && index.is_multiple_of(self.thin),
+            kept: !self.report_points
+                && (!warmup || self.save_warmup)
+                && index.is_multiple_of(self.thin),
             stats,
+            report_point: self.report_points,
         }
     }
 

@@ -33,6 +33,7 @@ mod flushes;
 pub mod gradients;
 pub mod host;
 pub mod native;
+pub mod pooled;
 pub mod program;
 pub mod target;
 pub mod wire;
@@ -60,6 +61,17 @@ pub enum Init {
     /// (−[`PARTIAL_INIT_RADIUS`], [`PARTIAL_INIT_RADIUS`]), up to
     /// [`MAX_INIT_TRIES`] attempts, as Stan does.
     Values(Vec<f64>),
+    /// Chain `i` starts at the `i`-th point (unconstrained, finite): where
+    /// a window of pooled warmup left it.
+    PerChain(Arc<[Vec<f64>]>),
+}
+
+/// A kernel given to every chain instead of the one it would find alone:
+/// the step size and diagonal inverse metric that pooled warmup adapted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    pub step_size: f64,
+    pub inv_metric: Arc<[f64]>,
 }
 
 /// The radius of the random init of parameters an init file leaves out
@@ -79,6 +91,13 @@ pub struct Settings {
     pub save_warmup: bool,
     pub seed: u64,
     pub init: Init,
+    /// The kernel every chain starts from (None: Stan's start, step size
+    /// by the heuristic and a unit metric).
+    pub kernel: Option<Kernel>,
+    /// A run of pooled warmup: every iteration's event carries the
+    /// chain's unconstrained point ([`DrawRecord::point`]) and no draw is
+    /// kept (no generated quantities run).
+    pub report_points: bool,
 }
 
 impl Settings {
@@ -94,6 +113,8 @@ impl Settings {
             save_warmup: false,
             seed,
             init: Init::Radius(2.0),
+            kernel: None,
+            report_points: false,
         }
     }
 
@@ -140,6 +161,9 @@ pub struct DrawRecord {
     /// in transformed parameters and generated quantities, as Stan runs
     /// them once per saved draw); `bat run` shows them on stdout.
     pub printed: Vec<String>,
+    /// The chain's unconstrained point after the iteration, in runs of
+    /// pooled warmup ([`Settings::report_points`]); None otherwise.
+    pub point: Option<Vec<f64>>,
 }
 
 /// A kept draw's values.

@@ -138,7 +138,6 @@ fn run_groups<'a>(
     events: &'a Sender<Event>,
     stop: &'a AtomicBool,
 ) {
-    let args = chain_args(job);
     let mut hosts = Records {
         emitter: super::executor::emitter(job, stop),
         chains: &[],
@@ -156,7 +155,10 @@ fn run_groups<'a>(
         let ids: Vec<u32> = chains.iter().map(|&c| c as u32).collect();
         let blocks_before = sampler.gradient().block_lanes;
         let outcome = sampler.run(
-            &vec![args.clone(); chains.len()],
+            &chains
+                .iter()
+                .map(|&chain| chain_args(job, chain))
+                .collect::<Vec<_>>(),
             &ids,
             job.settings.seed,
             &mut hosts,

@@ -410,16 +410,20 @@ functions {
 
   // One chain: initialization, num_warmup adaptive iterations, num_samples
   // sampling iterations; every iteration is reported with emit_draw.
+  // The kernel starts from `step_size` and `metric` (the inverse metric):
+  // Stan's start is step size 0 (found by the heuristic) and a unit metric;
+  // a run of pooled warmup gives the kernel it adapted over all chains
+  // (with num_warmup 0 the chain then keeps it).
   void sample_chain_rng(vector init, real init_radius, int max_init_tries,
                         int num_warmup, int num_samples, int max_depth,
-                        real delta) {
+                        real delta, real step_size, vector metric) {
     int n = rows(init);
     vector[n] q;
     real lp;
     vector[n] g;
     (q, lp, g) = initialize_rng(init, init_radius, max_init_tries);
 
-    vector[n] inv_metric = rep_vector(1, n);
+    vector[n] inv_metric = metric;
     if (n == 0) {
       // No parameters (a simulation from generated quantities): Stan's
       // fixed_param sampler — every iteration keeps the point, so a draw
@@ -435,7 +439,10 @@ functions {
       }
       return;
     }
-    real eps = init_stepsize_rng(q, lp, g, 1, inv_metric);
+    real eps = step_size;
+    if (step_size == 0) {
+      eps = init_stepsize_rng(q, lp, g, 1, inv_metric);
+    }
 
     // Dual averaging state.
     real mu = log(10 * eps);

@@ -298,6 +298,7 @@ impl Decoder {
                         stats,
                         values,
                         printed,
+                        point: None,
                     },
                 }
             }
@@ -546,6 +547,7 @@ mod tests {
                     numbers: numbers.to_vec(),
                 }),
                 printed: vec!["x = 1".into(), "ünï".into()],
+                point: None,
             },
         };
         let failed = ChainError {
@@ -577,6 +579,7 @@ mod tests {
                     stats: stats(1.0),
                     values: None,
                     printed: Vec::new(),
+                    point: None,
                 },
             },
             iteration(7, &odd),
@@ -657,6 +660,7 @@ mod tests {
                 stats: stats(0.0),
                 values: Some(named.clone()),
                 printed: Vec::new(),
+                point: None,
             },
         };
         let mut encoder = Encoder::default();

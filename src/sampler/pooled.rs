@@ -1,0 +1,628 @@
+//! Pooled warmup (`bat run --adapt pooled`): all chains share one step
+//! size and one diagonal inverse metric, adapted from every chain's
+//! iterations at once, so that with many chains warmup needs few
+//! iterations per chain.
+//!
+//! The warmup is a sequence of short runs of the ordinary sampler program
+//! ("segments", [`SYNC_EVERY`] iterations or fewer) on whatever executor
+//! `bat run` uses: in a segment every chain runs NUTS with the shared
+//! kernel, fixed ([`Settings::kernel`]), from where the previous segment
+//! left it ([`Init::PerChain`]), drawing from a stream of its own for that
+//! segment. Between segments the host pools what the chains report
+//! ([`Settings::report_points`]), in chain order, so the kernel depends
+//! only on the seed and the number of chains, never on threads, executors
+//! or ranks:
+//!
+//! - **step size**: after every segment, from the mean acceptance
+//!   statistic ā of all chains' iterations in it, assuming 1 − a ∝ ε²
+//!   (the leapfrog error's order): ε ← ε·√((1 − δ)/(1 − ā)), the factor
+//!   held within [¼, 4]. Over thousands of transitions ā is nearly exact,
+//!   so a Newton step converges in a few segments where Stan's dual
+//!   averaging (made for one noisy chain) needs hundreds of iterations.
+//!   The first segment starts each chain from Stan's step-size heuristic;
+//!   the shared step size is then the geometric mean of theirs. The
+//!   sampling step size is the geometric mean of the targets of the
+//!   segments after the last metric update.
+//! - **metric**: Stan's windows (initial buffer, doubling windows,
+//!   terminal buffer: `window_params` and `next_window` of `nuts.stan`),
+//!   but each window's variance is over all chains' iterations in it,
+//!   regularized as Stan does, (N/(N + 5))·var + 10⁻³·5/(N + 5).
+//!
+//! - **stuck chains**: a chain whose mean log density over a segment lies
+//!   far below the others' ([`stuck_chains`]: in a minor mode, or with
+//!   its step size collapsed far from where the others are) counts for
+//!   nothing in that segment and restarts from another chain's point, until
+//!   the terminal buffer. Warmup draws are discarded, so this changes where
+//!   sampling starts, not what a chain's draws mean; with one kernel for
+//!   all chains, one stuck chain would otherwise shrink everyone's step
+//!   size and inflate the metric.
+//!
+//! After warmup the chains sample independently with the final kernel
+//! (a run with no warmup iterations), so the draws are ordinary MCMC
+//! draws of a fixed kernel.
+
+use super::{ChainJob, Event, Init, Kernel, SamplerExecutor, Settings};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+
+/// Iterations between two synchronizations of all chains (fewer where a
+/// metric window ends): each is a step-size update.
+pub const SYNC_EVERY: usize = 5;
+
+/// The chains' exchange of their segment reports: this rank's records
+/// in, every rank's out (one process: the same). A rank whose chain
+/// failed says so instead (`Err` with the reason), and every rank then
+/// gets an error that names it, so that all stop together.
+pub trait Gather {
+    fn gather(&self, mine: Result<Vec<f64>, String>) -> Result<Vec<f64>, String>;
+}
+
+/// One process: its records are all the records.
+pub struct OneProcess;
+
+impl Gather for OneProcess {
+    fn gather(&self, mine: Result<Vec<f64>, String>) -> Result<Vec<f64>, String> {
+        mine
+    }
+}
+
+/// What pooled warmup ends with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pooled {
+    pub kernel: Kernel,
+    /// Chain `i`'s point at the end of warmup (every chain of the run).
+    pub starts: Arc<[Vec<f64>]>,
+    /// Synchronized segments run.
+    pub segments: usize,
+    /// Gradient evaluations of this process's chains.
+    pub gradient_evaluations: u64,
+    /// Divergent transitions during warmup, all chains.
+    pub divergences: usize,
+    /// The chains restarted, stuck far below the others (each once, in
+    /// order).
+    pub restarted: Vec<usize>,
+}
+
+/// Why pooled warmup stopped.
+#[derive(Debug)]
+pub enum PooledError {
+    /// A chain failed (or was interrupted): the first in chain order.
+    Chain(super::ChainError),
+    /// The ranks could not exchange their reports.
+    Gather(String),
+}
+
+/// One segment of warmup: iterations `start..end` (counted from 0) and
+/// what ends with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Segment {
+    start: usize,
+    end: usize,
+    /// Its iterations belong to a metric window.
+    in_window: bool,
+    /// A metric window ends with it: the metric is updated after it.
+    closes_window: bool,
+    /// Chains stuck far below the others restart after it (not in the
+    /// terminal buffer, which leaves a restarted chain time to move away
+    /// from the point it copied).
+    restarts: bool,
+}
+
+/// The segments of `num_warmup` iterations: every [`SYNC_EVERY`]
+/// iterations and at the ends of Stan's metric windows.
+fn schedule(num_warmup: usize) -> Vec<Segment> {
+    // Stan's windowed adaptation (`window_params`, `next_window`).
+    let adapt_metric = num_warmup >= 20;
+    let (init_buffer, term_buffer, base_window) = if 75 + 25 + 50 > num_warmup {
+        let init = (0.15 * num_warmup as f64).floor() as usize;
+        let term = (0.1 * num_warmup as f64).floor() as usize;
+        (init, term, num_warmup - (init + term))
+    } else {
+        (75, 50, 25)
+    };
+    let mut window_ends = Vec::new();
+    if adapt_metric {
+        let last = num_warmup - term_buffer - 1;
+        let mut size = base_window;
+        let mut end = init_buffer + size - 1;
+        loop {
+            window_ends.push(end);
+            if end == last {
+                break;
+            }
+            size *= 2;
+            let mut next = end + size;
+            if next != last && next + 2 * size >= num_warmup - term_buffer {
+                next = last;
+            }
+            end = next.min(last);
+        }
+    }
+    let in_window = |i: usize| adapt_metric && i >= init_buffer && i < num_warmup - term_buffer;
+    let mut cuts: Vec<usize> = (SYNC_EVERY..num_warmup).step_by(SYNC_EVERY).collect();
+    cuts.extend(window_ends.iter().map(|e| e + 1));
+    if adapt_metric {
+        cuts.push(init_buffer);
+    }
+    cuts.push(num_warmup);
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut segments = Vec::new();
+    let mut start = 0;
+    for end in cuts.into_iter().filter(|&c| c > 0) {
+        segments.push(Segment {
+            start,
+            end,
+            in_window: in_window(start),
+            closes_window: window_ends.contains(&(end - 1)),
+            restarts: adapt_metric && end <= num_warmup - term_buffer,
+        });
+        start = end;
+    }
+    segments
+}
+
+/// The seed of segment `k`'s streams: a stream of its own for every
+/// segment (the sampling run keeps the run's seed).
+fn segment_seed(seed: u64, k: usize) -> u64 {
+    // splitmix64 of the seed offset by the segment.
+    let mut z = seed ^ (0xA076_1D64_78BD_642F_u64.wrapping_mul(k as u64 + 1));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// One chain's report of one segment, and its record for [`Gather`]:
+/// chain, iterations, Σ accept_stat, Σ log step size, divergences, Σ lp, then
+/// the last point, the mean and the sum of squared deviations of its
+/// points (Welford, over the segment's iterations).
+#[derive(Clone, Debug)]
+struct ChainReport {
+    chain: usize,
+    n: usize,
+    accept_sum: f64,
+    log_step_sum: f64,
+    divergences: usize,
+    lp_sum: f64,
+    point: Vec<f64>,
+    mean: Vec<f64>,
+    m2: Vec<f64>,
+}
+
+impl ChainReport {
+    fn new(chain: usize, dim: usize) -> ChainReport {
+        ChainReport {
+            chain,
+            n: 0,
+            accept_sum: 0.0,
+            log_step_sum: 0.0,
+            divergences: 0,
+            lp_sum: 0.0,
+            point: vec![f64::NAN; dim],
+            mean: vec![0.0; dim],
+            m2: vec![0.0; dim],
+        }
+    }
+
+    fn add(&mut self, stats: &super::SampleStats, point: Vec<f64>) {
+        self.n += 1;
+        self.accept_sum += stats.accept_stat;
+        self.log_step_sum += stats.step_size.ln();
+        self.divergences += usize::from(stats.divergent);
+        self.lp_sum += stats.lp;
+        let k = self.n as f64;
+        for ((mean, m2), &x) in self.mean.iter_mut().zip(&mut self.m2).zip(&point) {
+            let delta = x - *mean;
+            *mean += delta / k;
+            *m2 += (x - *mean) * delta;
+        }
+        self.point = point;
+    }
+
+    fn width(dim: usize) -> usize {
+        6 + 3 * dim
+    }
+
+    fn write(&self, out: &mut Vec<f64>) {
+        out.extend([
+            self.chain as f64,
+            self.n as f64,
+            self.accept_sum,
+            self.log_step_sum,
+            self.divergences as f64,
+            self.lp_sum,
+        ]);
+        out.extend(&self.point);
+        out.extend(&self.mean);
+        out.extend(&self.m2);
+    }
+
+    fn read(record: &[f64], dim: usize) -> ChainReport {
+        let part = |k: usize| record[6 + k * dim..6 + (k + 1) * dim].to_vec();
+        ChainReport {
+            chain: record[0] as usize,
+            n: record[1] as usize,
+            accept_sum: record[2],
+            log_step_sum: record[3],
+            divergences: record[4] as usize,
+            lp_sum: record[5],
+            point: part(0),
+            mean: part(1),
+            m2: part(2),
+        }
+    }
+}
+
+/// How far below the others a chain's mean log density over a segment
+/// must be to count as stuck: below the lower quartile of the chains' means
+/// by 3 interquartile ranges and this many units more.
+pub const STUCK_MARGIN: f64 = 5.0;
+
+/// The chains of `reports` whose mean lp over the segment lies far below
+/// the others' (a chain in a minor mode, or with its step size stuck near
+/// zero, far from where the others are): `[chain] -> stuck`. Needs at
+/// least 4 chains to tell.
+fn stuck_chains(reports: &[ChainReport]) -> Vec<bool> {
+    let lp: Vec<f64> = reports
+        .iter()
+        .map(|r| r.lp_sum / r.n.max(1) as f64)
+        .collect();
+    if lp.len() < 4 || lp.iter().any(|x| !x.is_finite()) {
+        return vec![false; lp.len()];
+    }
+    let mut sorted = lp.clone();
+    sorted.sort_by(f64::total_cmp);
+    let quartile = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+    let (q1, q3) = (quartile(0.25), quartile(0.75));
+    let floor = q1 - 3.0 * (q3 - q1) - STUCK_MARGIN;
+    lp.iter().map(|&x| x < floor).collect()
+}
+
+/// Pooled (Chan et al.) count, mean and sum of squared deviations of the
+/// points of `reports`, combined in chain order.
+fn pooled_moments(reports: &[ChainReport], dim: usize) -> (f64, Vec<f64>, Vec<f64>) {
+    let mut n = 0.0;
+    let mut mean = vec![0.0; dim];
+    let mut m2 = vec![0.0; dim];
+    for r in reports.iter().filter(|r| r.n > 0) {
+        let nb = r.n as f64;
+        let total = n + nb;
+        for i in 0..dim {
+            let delta = r.mean[i] - mean[i];
+            mean[i] += delta * nb / total;
+            m2[i] += r.m2[i] + delta * delta * n * nb / total;
+        }
+        n = total;
+    }
+    (n, mean, m2)
+}
+
+/// Stan's regularized variance of `n` points, (n/(n + 5))·var + 10⁻³·5/(n + 5).
+fn regularized_variance(n: f64, m2: &[f64]) -> Vec<f64> {
+    m2.iter()
+        .map(|&s| (n / (n + 5.0)) * (s / (n - 1.0)) + 1e-3 * (5.0 / (n + 5.0)))
+        .collect()
+}
+
+/// The step size that would bring the mean acceptance statistic `accept`
+/// (measured at `step_size`) to `delta`, if 1 − a ∝ ε².
+fn step_size_target(step_size: f64, accept: f64, delta: f64) -> f64 {
+    let accept = if accept.is_nan() {
+        0.0
+    } else {
+        accept.clamp(0.0, 0.999)
+    };
+    let factor = ((1.0 - delta) / (1.0 - accept)).sqrt().clamp(0.25, 4.0);
+    step_size * factor
+}
+
+/// Runs pooled warmup for `chains` (this rank's share of `n_chains`) of
+/// `job` with `executor`; `gather` brings every rank's reports.
+pub fn warmup(
+    executor: &dyn SamplerExecutor,
+    job: &ChainJob<'_>,
+    chains: &[usize],
+    n_chains: usize,
+    gather: &dyn Gather,
+    stop: &AtomicBool,
+) -> Result<Pooled, PooledError> {
+    let settings = job.settings;
+    let dim = job.model.num_unconstrained();
+    let mut kernel: Option<Kernel> = None;
+    let mut starts: Option<Arc<[Vec<f64>]>> = None;
+    let mut gradient_evaluations = 0;
+    let mut divergences = 0;
+    let mut restarted = Vec::new();
+    let mut window = (0.0, vec![0.0; dim], vec![0.0; dim]);
+    // Step-size targets since the last metric update.
+    let mut targets: Vec<f64> = Vec::new();
+    let segments = schedule(settings.num_warmup);
+    for (k, segment) in segments.iter().enumerate() {
+        let segment_settings = Settings {
+            num_warmup: 0,
+            num_samples: segment.end - segment.start,
+            thin: 1,
+            save_warmup: false,
+            seed: segment_seed(settings.seed, k),
+            init: starts
+                .clone()
+                .map_or_else(|| settings.init.clone(), Init::PerChain),
+            kernel: kernel.clone(),
+            report_points: true,
+            ..settings.clone()
+        };
+        let segment_job = ChainJob {
+            model: job.model,
+            grad: job.grad,
+            settings: &segment_settings,
+        };
+        let mut reports: Vec<ChainReport> =
+            chains.iter().map(|&c| ChainReport::new(c, dim)).collect();
+        let index_of = |chain: usize| chains.binary_search(&chain).ok();
+        let mut failures = Vec::new();
+        let (tx, rx) = mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(move || executor.run(&segment_job, chains, &tx, stop));
+            for event in rx.iter().flat_map(Event::flatten) {
+                match event {
+                    Event::Iteration { chain, record } => {
+                        if let (Some(i), Some(point)) = (index_of(chain), record.point) {
+                            reports[i].add(&record.stats, point);
+                        }
+                    }
+                    Event::Finished { result, .. } => match result {
+                        Ok(totals) => gradient_evaluations += totals.gradient_evaluations,
+                        Err(error) => failures.push(error),
+                    },
+                    _ => {}
+                }
+            }
+        });
+        if let Some(first) = failures.into_iter().min_by_key(|e| e.chain) {
+            // The other ranks learn of it at the exchange and stop too.
+            let _ = gather.gather(Err(format!(
+                "chain {} failed in pooled warmup: {}",
+                first.chain + 1,
+                first.error.message
+            )));
+            return Err(PooledError::Chain(first));
+        }
+        let mut mine = Vec::with_capacity(reports.len() * ChainReport::width(dim));
+        for report in &reports {
+            report.write(&mut mine);
+        }
+        let all = gather.gather(Ok(mine)).map_err(PooledError::Gather)?;
+        let width = ChainReport::width(dim);
+        let mut all: Vec<ChainReport> = all
+            .chunks_exact(width)
+            .map(|r| ChainReport::read(r, dim))
+            .collect();
+        all.sort_by_key(|r| r.chain);
+        if all.len() != n_chains || all.iter().enumerate().any(|(i, r)| r.chain != i) {
+            return Err(PooledError::Gather(format!(
+                "pooled warmup got the reports of {} chains, expected {n_chains}",
+                all.len()
+            )));
+        }
+        divergences += all.iter().map(|r| r.divergences).sum::<usize>();
+        // Stuck chains restart from the others' points and count for
+        // nothing: their acceptance and spread would skew the kernel.
+        let stuck = if segment.restarts {
+            stuck_chains(&all)
+        } else {
+            vec![false; all.len()]
+        };
+        let good: Vec<ChainReport> = all
+            .iter()
+            .zip(&stuck)
+            .filter(|(_, is_stuck)| !**is_stuck)
+            .map(|(r, _)| r.clone())
+            .collect();
+        let iterations: f64 = good.iter().map(|r| r.n as f64).sum();
+        let accept = good.iter().map(|r| r.accept_sum).sum::<f64>() / iterations;
+        // The step size the segment ran with: the shared one, or in the
+        // first segment the geometric mean of the chains' own.
+        let step_size = match &kernel {
+            Some(kernel) => kernel.step_size,
+            None => (good.iter().map(|r| r.log_step_sum).sum::<f64>() / iterations).exp(),
+        };
+        let target = step_size_target(step_size, accept, settings.adapt_delta);
+        targets.push(target);
+        let mut inv_metric = kernel
+            .as_ref()
+            .map_or_else(|| Arc::from(vec![1.0; dim]), |k| k.inv_metric.clone());
+        if segment.in_window {
+            let (n, mean, m2) = pooled_moments(&good, dim);
+            let combined = pooled_moments(
+                &[
+                    ChainReport {
+                        n: window.0 as usize,
+                        mean: window.1.clone(),
+                        m2: window.2.clone(),
+                        ..ChainReport::new(0, dim)
+                    },
+                    ChainReport {
+                        n: n as usize,
+                        mean,
+                        m2,
+                        ..ChainReport::new(0, dim)
+                    },
+                ],
+                dim,
+            );
+            window = combined;
+        }
+        if segment.closes_window && window.0 > 1.0 {
+            inv_metric = Arc::from(regularized_variance(window.0, &window.2));
+            window = (0.0, vec![0.0; dim], vec![0.0; dim]);
+            targets.clear();
+        }
+        kernel = Some(Kernel {
+            step_size: target,
+            inv_metric,
+        });
+        // The k-th stuck chain restarts at the point of the k-th good
+        // chain (cycling): chain order, so the same on every executor.
+        let mut donors = good.iter().cycle();
+        starts = Some(
+            all.into_iter()
+                .zip(&stuck)
+                .map(|(r, &is_stuck)| {
+                    if is_stuck && let Some(donor) = donors.next() {
+                        restarted.push(r.chain);
+                        return donor.point.clone();
+                    }
+                    r.point
+                })
+                .collect(),
+        );
+    }
+    let kernel = kernel.map(|mut kernel| {
+        // The geometric mean of the targets since the last metric update.
+        let logs: f64 = targets.iter().map(|t| t.ln()).sum();
+        if !targets.is_empty() {
+            kernel.step_size = (logs / targets.len() as f64).exp();
+        }
+        kernel
+    });
+    match (kernel, starts) {
+        (Some(kernel), Some(starts)) => Ok(Pooled {
+            kernel,
+            starts,
+            segments: segments.len(),
+            gradient_evaluations,
+            divergences,
+            restarted: {
+                restarted.sort_unstable();
+                restarted.dedup();
+                restarted
+            },
+        }),
+        _ => Err(PooledError::Gather(
+            "pooled warmup needs at least one warmup iteration".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The segments tile the warmup, cut every SYNC_EVERY iterations and
+    /// at Stan's window ends (for 1000 iterations: 75 + 25, 50, 100, 200,
+    /// 500 stretched to the terminal buffer of 50).
+    #[test]
+    fn segments_follow_stans_windows() {
+        let segments = schedule(1000);
+        assert_eq!(segments[0].start, 0);
+        assert_eq!(segments.last().unwrap().end, 1000);
+        for pair in segments.windows(2) {
+            assert_eq!(pair[0].end, pair[1].start);
+        }
+        assert!(segments.iter().all(|s| s.end - s.start <= SYNC_EVERY));
+        let closes: Vec<usize> = segments
+            .iter()
+            .filter(|s| s.closes_window)
+            .map(|s| s.end)
+            .collect();
+        assert_eq!(closes, vec![100, 150, 250, 450, 950]);
+        let first_in = segments.iter().find(|s| s.in_window).unwrap();
+        assert_eq!(first_in.start, 75);
+        assert!(
+            segments
+                .iter()
+                .filter(|s| s.start >= 950)
+                .all(|s| !s.in_window)
+        );
+        // Short warmups: Stan's 15% / 75% / 10%.
+        let short = schedule(100);
+        let closes: Vec<usize> = short
+            .iter()
+            .filter(|s| s.closes_window)
+            .map(|s| s.end)
+            .collect();
+        assert_eq!(closes, vec![90]);
+        assert_eq!(short.iter().find(|s| s.in_window).unwrap().start, 15);
+        // No metric adaptation under 20 iterations.
+        assert!(
+            schedule(10)
+                .iter()
+                .all(|s| !s.in_window && !s.closes_window)
+        );
+    }
+
+    /// Chan's combination equals the moments of all points at once.
+    #[test]
+    fn pooled_moments_are_those_of_all_points() {
+        let points = [
+            [1.0, -2.0],
+            [3.0, 0.5],
+            [-4.0, 2.0],
+            [0.25, 8.0],
+            [2.0, 2.0],
+        ];
+        let mut a = ChainReport::new(0, 2);
+        let mut b = ChainReport::new(1, 2);
+        let stats = super::super::SampleStats {
+            lp: 0.0,
+            accept_stat: 0.5,
+            step_size: 1.0,
+            tree_depth: 1,
+            n_leapfrog: 1,
+            divergent: false,
+            energy: 0.0,
+        };
+        for (i, p) in points.iter().enumerate() {
+            let target = if i < 2 { &mut a } else { &mut b };
+            target.add(&stats, p.to_vec());
+        }
+        let (n, mean, m2) = pooled_moments(&[a, b], 2);
+        assert_eq!(n, 5.0);
+        for d in 0..2 {
+            let m = points.iter().map(|p| p[d]).sum::<f64>() / 5.0;
+            let s: f64 = points.iter().map(|p| (p[d] - m).powi(2)).sum();
+            assert!((mean[d] - m).abs() < 1e-12);
+            assert!((m2[d] - s).abs() < 1e-12);
+        }
+    }
+
+    /// A chain far below the others is stuck; the spread of the others
+    /// is not.
+    #[test]
+    fn stuck_chains_are_far_below_the_others() {
+        let report = |chain: usize, lp: f64| ChainReport {
+            n: 5,
+            lp_sum: 5.0 * lp,
+            ..ChainReport::new(chain, 1)
+        };
+        let lps = [
+            28.1, 25.3, 28.2, 28.1, 27.9, 28.1, 28.5, 28.3, -424.7, 27.7, 17.9, -12.0,
+        ];
+        let reports: Vec<ChainReport> = lps
+            .iter()
+            .enumerate()
+            .map(|(i, &lp)| report(i, lp))
+            .collect();
+        let stuck = stuck_chains(&reports);
+        let named: Vec<usize> = (0..lps.len()).filter(|&i| stuck[i]).collect();
+        assert_eq!(named, vec![8, 10, 11]);
+        // A wide but unbroken spread (chains still converging together).
+        let spread: Vec<ChainReport> = (0..16).map(|i| report(i, -10.0 * i as f64)).collect();
+        assert!(stuck_chains(&spread).iter().all(|s| !s));
+        // Too few chains to tell.
+        assert!(stuck_chains(&reports[7..10]).iter().all(|s| !s));
+    }
+
+    /// The Newton step lands on delta when 1 − a ∝ ε² holds exactly.
+    #[test]
+    fn step_size_target_solves_the_acceptance_model() {
+        let c = 0.3;
+        let accept_at = |eps: f64| 1.0 - c * eps * eps;
+        let target = step_size_target(0.5, accept_at(0.5), 0.8);
+        assert!((accept_at(target) - 0.8).abs() < 1e-12);
+        // Far off: the factor is held within [1/4, 4].
+        assert_eq!(step_size_target(1.0, 0.0, 0.8), 1.0 * (0.2f64).sqrt());
+        assert_eq!(step_size_target(1.0, 1.0, 0.8), 4.0);
+    }
+}
