@@ -665,7 +665,7 @@ fn pooled_warmup_is_the_same_on_every_executor() {
     };
     let truth = run(&InterpreterExecutor { threads: 2 });
     for threads in [1, 2] {
-        for batching in [Batching::Pc, Batching::Local] {
+        for batching in [Batching::ProgramCounter, Batching::Local] {
             let ours = run(&batched(batching, threads));
             assert_eq!(ours.kernel, truth.kernel, "{batching:?}, {threads} threads");
             assert_eq!(ours.starts, truth.starts, "{batching:?}, {threads} threads");
@@ -676,15 +676,17 @@ fn pooled_warmup_is_the_same_on_every_executor() {
     }
     assert_eq!(truth.starts.len(), chains.len());
     assert!(truth.starts.iter().flatten().all(|x| x.is_finite()));
-    // Eight schools (non-centered): the unconstrained coordinates are mu,
-    // log tau and eight standard normals; their posterior variances are
-    // about 3.3², 1.1² and 1 (posteriordb's reference draws).
+    // Eight schools (non-centered): the unconstrained coordinates are
+    // eight standard normals (theta_trans), mu and log tau; their
+    // posterior variances are about 1, 3.3² and 1.1² (posteriordb's
+    // reference draws).
     let metric = &truth.kernel.inv_metric;
     assert_eq!(metric.len(), 10);
-    assert!((3.0..25.0).contains(&metric[0]), "mu: {metric:?}");
-    for (i, v) in metric.iter().enumerate().skip(2) {
-        assert!((0.5..2.0).contains(v), "theta_tilde[{}]: {metric:?}", i - 1);
+    for (i, v) in metric.iter().enumerate().take(8) {
+        assert!((0.5..2.0).contains(v), "theta_trans[{}]: {metric:?}", i + 1);
     }
+    assert!((3.0..25.0).contains(&metric[8]), "mu: {metric:?}");
+    assert!((0.3..4.0).contains(&metric[9]), "log tau: {metric:?}");
     // The sampling run with this kernel accepts about as often as the
     // target asks.
     let sampling = Settings {
@@ -694,14 +696,20 @@ fn pooled_warmup_is_the_same_on_every_executor() {
         kernel: Some(truth.kernel.clone()),
         ..settings(0, 40)
     };
-    let stats: Vec<f64> = messages(&batched(Batching::Pc, 2), &model, &grad, &sampling, &chains)
-        .into_iter()
-        .flat_map(Event::flatten)
-        .filter_map(|e| match e {
-            Event::Iteration { record, .. } => Some(record.stats.accept_stat),
-            _ => None,
-        })
-        .collect();
+    let stats: Vec<f64> = messages(
+        &batched(Batching::ProgramCounter, 2),
+        &model,
+        &grad,
+        &sampling,
+        &chains,
+    )
+    .into_iter()
+    .flat_map(Event::flatten)
+    .filter_map(|e| match e {
+        Event::Iteration { record, .. } => Some(record.stats.accept_stat),
+        _ => None,
+    })
+    .collect();
     assert_eq!(stats.len(), chains.len() * 40);
     let accept = mean(&stats);
     assert!((0.7..0.9).contains(&accept), "mean acceptance {accept}");

@@ -129,6 +129,16 @@ pub struct NativeSampler {
     pub gradient_calls: u64,
     pub gradient_lanes: u64,
     pub gradient_slots: u64,
+    /// The run started and not ended yet ([`NativeSampler::start`]).
+    started: Option<Started>,
+}
+
+/// Where the lanes of a started run are.
+struct Started {
+    failed: Vec<Option<RuntimeError>>,
+    cursor: Vec<(usize, usize)>,
+    /// Per group of [`LANES_PER_GROUP`] lanes, those that have not ended.
+    running: Vec<Vec<usize>>,
 }
 
 impl NativeSampler {
@@ -211,6 +221,7 @@ impl NativeSampler {
             gradient_calls: 0,
             gradient_lanes: 0,
             gradient_slots: 0,
+            started: None,
             compiled,
             gradient,
             n_lanes,
@@ -222,6 +233,11 @@ impl NativeSampler {
 
     pub fn lanes(&self) -> usize {
         self.n_lanes
+    }
+
+    /// Bytes of one lane's sampler state (its slots and stacks).
+    pub fn lane_bytes(&self) -> usize {
+        self.n_slots * std::mem::size_of::<f64>()
     }
 
     pub fn gradient(&self) -> &NativeGradient {
@@ -242,6 +258,22 @@ impl NativeSampler {
         seed: u64,
         host: &mut dyn RecordHost,
     ) -> Result<Vec<LaneOutcome>, GradientDeviceError> {
+        self.start(args, chains, seed)?;
+        loop {
+            if let Some(outcomes) = self.resume(host, usize::MAX)? {
+                return Ok(outcomes);
+            }
+        }
+    }
+
+    /// Start every lane at the entry, as [`NativeSampler::run`] does, and
+    /// run none yet: [`NativeSampler::resume`] runs them, a turn at a time.
+    pub fn start(
+        &mut self,
+        args: &[Vec<Value>],
+        chains: &[u32],
+        seed: u64,
+    ) -> Result<(), GradientDeviceError> {
         let n_lanes = self.n_lanes;
         let compiled = self.compiled.clone();
         let program = &compiled.program;
@@ -268,53 +300,92 @@ impl NativeSampler {
         self.gradient_lanes = 0;
         self.gradient_slots = 0;
         self.last_errors.fill(None);
-        let mut failed: Vec<Option<RuntimeError>> = vec![None; n_lanes];
-        // Each lane's place: (block, next launch); a lane between blocks
-        // reads its program counter.
-        let mut cursor: Vec<(usize, usize)> = vec![(usize::MAX, 0); n_lanes];
-        let mut waiting: Vec<((usize, usize), usize)> = Vec::with_capacity(n_lanes);
-        let mut group: Vec<i32> = Vec::with_capacity(n_lanes);
-        for first in (0..n_lanes).step_by(LANES_PER_GROUP) {
-            let last = (first + LANES_PER_GROUP).min(n_lanes);
+        self.started = Some(Started {
+            failed: vec![None; n_lanes],
+            // Each lane's place: (block, next launch); a lane between
+            // blocks reads its program counter.
+            cursor: vec![(usize::MAX, 0); n_lanes],
+            running: (0..n_lanes)
+                .step_by(LANES_PER_GROUP)
+                .map(|first| (first..(first + LANES_PER_GROUP).min(n_lanes)).collect())
+                .collect(),
+        });
+        Ok(())
+    }
+
+    /// Run the started lanes ([`NativeSampler::start`]) for one turn: each
+    /// group of lanes until it has handed over about `records` records
+    /// per lane, or to its end; every record is with `host` when it
+    /// returns. The lanes' outcomes once all have ended, else None (call
+    /// again to go on). Turns let one thread take many groups of chains
+    /// forward together rather than one group to its end after another
+    /// (a run stopped once every chain has enough draws stops sooner).
+    pub fn resume(
+        &mut self,
+        host: &mut dyn RecordHost,
+        records: usize,
+    ) -> Result<Option<Vec<LaneOutcome>>, GradientDeviceError> {
+        let compiled = self.compiled.clone();
+        let mut started = self
+            .started
+            .take()
+            .ok_or_else(|| GradientDeviceError::Setup("resumed a run not started".into()))?;
+        let mut waiting: Vec<((usize, usize), usize)> = Vec::with_capacity(self.n_lanes);
+        let mut group: Vec<i32> = Vec::with_capacity(self.n_lanes);
+        for running in started.running.iter_mut() {
+            if running.is_empty() {
+                continue;
+            }
             self.run_group(
                 &compiled,
-                first..last,
-                &mut cursor,
+                running,
+                records,
+                &mut started.cursor,
                 host,
-                &mut failed,
+                &mut started.failed,
                 &mut waiting,
                 &mut group,
             )?;
         }
-        self.stop_failed(host.flush(true), &mut failed);
-        Ok(self.outcomes(failed))
+        self.stop_failed(host.flush(true), &mut started.failed);
+        if started.running.iter().all(Vec::is_empty) {
+            Ok(Some(self.outcomes(started.failed)))
+        } else {
+            self.started = Some(started);
+            Ok(None)
+        }
     }
 
-    /// Run lanes `lanes` to their ends, their gradients evaluated together.
+    /// Run the lanes of one group (`running`) until they have handed over
+    /// `records` records per lane, or to their ends, their gradients
+    /// evaluated together; `running` keeps the lanes that have not ended.
     #[allow(clippy::too_many_arguments)]
     fn run_group(
         &mut self,
         compiled: &Compiled,
-        lanes: std::ops::Range<usize>,
+        running: &mut Vec<usize>,
+        records: usize,
         cursor: &mut [(usize, usize)],
         host: &mut dyn RecordHost,
         failed: &mut [Option<RuntimeError>],
         waiting: &mut Vec<((usize, usize), usize)>,
         group: &mut Vec<i32>,
     ) -> Result<(), GradientDeviceError> {
-        let slots = lanes.len() as u64;
-        let mut running: Vec<usize> = lanes.collect();
+        let slots = running.len() as u64;
+        let limit = records.saturating_mul(running.len());
+        let mut handed_over = 0;
         let mut recorded: Vec<usize> = Vec::new();
-        while !running.is_empty() {
+        while !running.is_empty() && handed_over < limit {
             waiting.clear();
             recorded.clear();
-            for &lane in &running {
+            for &lane in running.iter() {
                 match self.advance(compiled, lane, &mut cursor[lane], host, failed) {
                     Reached::Gradient(at) => waiting.push((at, lane)),
                     Reached::Record => recorded.push(lane),
                     Reached::End => {}
                 }
             }
+            handed_over += recorded.len();
             running.clear();
             running.extend_from_slice(&recorded);
             self.stop_failed(host.flush(false), failed);

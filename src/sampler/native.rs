@@ -8,6 +8,7 @@
 //! backend's (the same IEEE arithmetic in the same order, the same
 //! counter-based streams).
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
@@ -74,22 +75,92 @@ impl SamplerExecutor for NativeExecutor {
         if chains.is_empty() {
             return;
         }
-        let groups = GroupQueue::new(chains, LANES_PER_GROUP);
         let template = self
             .template
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let lanes = LANES_PER_GROUP.min(chains.len());
-        let mut samplers: Vec<NativeSampler> = (0..self.threads.min(groups.len()))
-            .map(|_| template.sibling(lanes))
-            .collect();
-        drop(template);
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .sibling(LANES_PER_GROUP.min(chains.len()));
+        let group_bytes = (template.lane_bytes() * LANES_PER_GROUP).max(1);
+        let turns = Turns {
+            fresh: GroupQueue::new(chains, LANES_PER_GROUP),
+            active: Mutex::new(VecDeque::new()),
+            live: AtomicUsize::new(0),
+            max_live: (STATE_IN_FLIGHT_BYTES / group_bytes).max(2 * self.threads),
+        };
+        let workers = self.threads.min(turns.fresh.len());
         std::thread::scope(|scope| {
-            for sampler in samplers.iter_mut() {
-                let groups = &groups;
-                scope.spawn(move || run_groups(sampler, job, groups, events, stop));
+            for _ in 0..workers {
+                let (turns, template) = (&turns, &template);
+                scope.spawn(move || run_turns(template, job, turns, events, stop));
             }
         });
+    }
+}
+
+/// Bytes of sampler state that the started groups hold at most (about):
+/// a group starts only while the others hold less (with 50 kB per lane,
+/// 10,000 lanes), so a run of millions of chains does not hold them all.
+const STATE_IN_FLIGHT_BYTES: usize = 512 << 20;
+
+/// Records per lane in one turn of a group (with 16 lanes, one flush of
+/// their kept draws' generated quantities).
+const RECORDS_PER_TURN: usize = 16;
+
+/// The groups of chains and whose turn it is. A worker takes the next
+/// group in line, runs it for a turn ([`RECORDS_PER_TURN`]) and puts it
+/// back at the end of the line, so all started groups move forward
+/// together, draw by draw: run to its end at once, a group's chains
+/// finished before the next group's started, and a run stopped once every
+/// chain has enough draws (`--target-ess`) could stop only near its end.
+/// New groups start while the started ones hold less than
+/// [`STATE_IN_FLIGHT_BYTES`].
+struct Turns<'a> {
+    fresh: GroupQueue<'a>,
+    /// Started groups waiting for their next turn, in line.
+    active: Mutex<VecDeque<Group<'a>>>,
+    /// Groups started and not ended.
+    live: AtomicUsize,
+    max_live: usize,
+}
+
+/// A started group: its chains (lane `i` runs `chains[i]`) and its
+/// executor, holding their state between turns.
+struct Group<'a> {
+    chains: &'a [usize],
+    sampler: NativeSampler,
+    /// The gradient's block lanes when the group started.
+    blocks_before: u64,
+}
+
+enum Turn<'a> {
+    Start(&'a [usize]),
+    Resume(Group<'a>),
+}
+
+impl<'a> Turns<'a> {
+    fn next(&self) -> Option<Turn<'a>> {
+        let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        if self.live.load(Ordering::Relaxed) < self.max_live
+            && let Some(chains) = self.fresh.take()
+        {
+            self.live.fetch_add(1, Ordering::Relaxed);
+            return Some(Turn::Start(chains));
+        }
+        if let Some(group) = active.pop_front() {
+            return Some(Turn::Resume(group));
+        }
+        // Every started group is in another worker's hands.
+        let chains = self.fresh.take()?;
+        self.live.fetch_add(1, Ordering::Relaxed);
+        Some(Turn::Start(chains))
+    }
+
+    fn put_back(&self, group: Group<'a>) {
+        (self.active.lock().unwrap_or_else(|p| p.into_inner())).push_back(group);
+    }
+
+    fn ended(&self) {
+        self.live.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -130,11 +201,12 @@ impl<'a> GroupQueue<'a> {
     }
 }
 
-/// One worker: groups of chains, one lane each, until the queue is empty.
-fn run_groups<'a>(
-    sampler: &mut NativeSampler,
+/// One worker: turns of groups of chains, one lane each, until every
+/// group has ended.
+fn run_turns<'a>(
+    template: &NativeSampler,
     job: &ChainJob<'a>,
-    groups: &GroupQueue<'a>,
+    turns: &Turns<'a>,
     events: &'a Sender<Event>,
     stop: &'a AtomicBool,
 ) {
@@ -147,25 +219,45 @@ fn run_groups<'a>(
         kept: Vec::new(),
         layout: None,
     };
-    while let Some(chains) = groups.take() {
-        if chains.len() != sampler.lanes() {
-            *sampler = sampler.sibling(chains.len());
-        }
-        hosts.chains = chains;
-        let ids: Vec<u32> = chains.iter().map(|&c| c as u32).collect();
-        let blocks_before = sampler.gradient().block_lanes;
-        let outcome = sampler.run(
-            &chains
-                .iter()
-                .map(|&chain| chain_args(job, chain))
-                .collect::<Vec<_>>(),
-            &ids,
-            job.settings.seed,
-            &mut hosts,
-        );
+    // The executor of the last group this worker saw end, for the next.
+    let mut spare: Option<NativeSampler> = None;
+    while let Some(turn) = turns.next() {
+        let mut group = match turn {
+            Turn::Resume(group) => group,
+            Turn::Start(chains) => {
+                let mut sampler = match spare.take() {
+                    Some(sampler) if sampler.lanes() == chains.len() => sampler,
+                    _ => template.sibling(chains.len()),
+                };
+                let ids: Vec<u32> = chains.iter().map(|&c| c as u32).collect();
+                let args: Vec<_> = chains.iter().map(|&chain| chain_args(job, chain)).collect();
+                if let Err(e) = sampler.start(&args, &ids, job.settings.seed) {
+                    turns.ended();
+                    finish_chains(&Err(e), chains, events);
+                    continue;
+                }
+                let blocks_before = sampler.gradient().block_lanes;
+                Group {
+                    chains,
+                    sampler,
+                    blocks_before,
+                }
+            }
+        };
+        hosts.chains = group.chains;
+        let outcome = match group.sampler.resume(&mut hosts, RECORDS_PER_TURN) {
+            Ok(None) => {
+                turns.put_back(group);
+                continue;
+            }
+            Ok(Some(outcomes)) => Ok(outcomes),
+            Err(e) => Err(e),
+        };
+        turns.ended();
+        let sampler = &group.sampler;
         // Each block of the compiled gradient runs exactly the lanes
         // waiting at it.
-        let blocks = sampler.gradient().block_lanes - blocks_before;
+        let blocks = sampler.gradient().block_lanes - group.blocks_before;
         let _ = events.send(Event::Batches(BatchTotals {
             calls: sampler.gradient_calls,
             lanes: sampler.gradient_lanes,
@@ -175,7 +267,8 @@ fn run_groups<'a>(
                 useful: blocks,
             },
         }));
-        finish_chains(&outcome, chains, events);
+        finish_chains(&outcome, group.chains, events);
+        spare = Some(group.sampler);
     }
 }
 
@@ -420,6 +513,7 @@ mod tests {
             num_warmup: 4,
             thin: 3,
             save_warmup: true,
+            report_points: false,
             stop: &stop,
         };
         for iteration in 1..=12 {

@@ -606,7 +606,8 @@ mod tests {
             .collect();
         let stuck = stuck_chains(&reports);
         let named: Vec<usize> = (0..lps.len()).filter(|&i| stuck[i]).collect();
-        assert_eq!(named, vec![8, 10, 11]);
+        // 17.9 is within reach of the spread that 25.3 opens.
+        assert_eq!(named, vec![8, 11]);
         // A wide but unbroken spread (chains still converging together).
         let spread: Vec<ChainReport> = (0..16).map(|i| report(i, -10.0 * i as f64)).collect();
         assert!(stuck_chains(&spread).iter().all(|s| !s));
@@ -622,7 +623,7 @@ mod tests {
         let target = step_size_target(0.5, accept_at(0.5), 0.8);
         assert!((accept_at(target) - 0.8).abs() < 1e-12);
         // Far off: the factor is held within [1/4, 4].
-        assert_eq!(step_size_target(1.0, 0.0, 0.8), 1.0 * (0.2f64).sqrt());
+        assert!((step_size_target(1.0, 0.0, 0.8) - 0.2f64.sqrt()).abs() < 1e-15);
         assert_eq!(step_size_target(1.0, 1.0, 0.8), 4.0);
     }
 }
