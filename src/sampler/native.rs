@@ -117,7 +117,7 @@ const RECORDS_PER_TURN: usize = 16;
 struct Turns<'a> {
     fresh: GroupQueue<'a>,
     /// Started groups waiting for their next turn, in line.
-    active: Mutex<VecDeque<Group<'a>>>,
+    active: Mutex<VecDeque<Box<Group<'a>>>>,
     /// Groups started and not ended.
     live: AtomicUsize,
     max_live: usize,
@@ -134,7 +134,7 @@ struct Group<'a> {
 
 enum Turn<'a> {
     Start(&'a [usize]),
-    Resume(Group<'a>),
+    Resume(Box<Group<'a>>),
 }
 
 impl<'a> Turns<'a> {
@@ -155,7 +155,7 @@ impl<'a> Turns<'a> {
         Some(Turn::Start(chains))
     }
 
-    fn put_back(&self, group: Group<'a>) {
+    fn put_back(&self, group: Box<Group<'a>>) {
         (self.active.lock().unwrap_or_else(|p| p.into_inner())).push_back(group);
     }
 
@@ -237,11 +237,11 @@ fn run_turns<'a>(
                     continue;
                 }
                 let blocks_before = sampler.gradient().block_lanes;
-                Group {
+                Box::new(Group {
                     chains,
                     sampler,
                     blocks_before,
-                }
+                })
             }
         };
         hosts.chains = group.chains;
