@@ -107,7 +107,7 @@ fn stuck_warning(stuck: &StuckChain) -> String {
         ));
     }
     format!(
-        "chain {number} is stuck: {}. Every statistic above includes it; rerun with other inits, or drop it (in ArviZ: idata.posterior.drop_sel(chain=[{}]), chains counted from 0)",
+        "chain {number} is stuck: {}. Every statistic above includes it; rerun with `--adapt pooled` (warmup restarts chains stuck far below the others from their points) or other inits, or drop it (in ArviZ: idata.posterior.drop_sel(chain=[{}]), chains counted from 0)",
         evidence.join("; "),
         stuck.chain
     )
@@ -216,7 +216,8 @@ mod tests {
             [
                 "chain 3 is stuck: its median lp -5.0 is far from the median chain's -1.5; \
               its lp changed in 0.0% of its transitions. Every statistic above includes it; \
-              rerun with other inits, or drop it (in ArviZ: idata.posterior.drop_sel(chain=[2]), \
+              rerun with `--adapt pooled` (warmup restarts chains stuck far below the others \
+              from their points) or other inits, or drop it (in ArviZ: idata.posterior.drop_sel(chain=[2]), \
               chains counted from 0)"
             ]
         );
