@@ -66,7 +66,12 @@ fn the_table_names_the_columns_and_bad_models_fail() {
     assert!(ok, "{stderr}");
     assert!(stdout.contains("grad evals/s"), "{stdout}");
     assert_eq!(stdout.lines().count(), 3, "{stdout}");
-    // Program-counter batching by default, as `bat run`.
+    // The compiled gradient by default (g++ is there), as `bat run`.
+    let row: Vec<&str> = stdout.lines().last().unwrap().split_whitespace().collect();
+    assert_eq!(row[..3], ["2", "native", "pc"], "{stdout}");
+    // The CPU backend's program-counter batching when asked for.
+    let (ok, stdout, stderr) = bench(&["--chains", "2", "--seconds", "0", "--backend", "cpu"]);
+    assert!(ok, "{stderr}");
     let row: Vec<&str> = stdout.lines().last().unwrap().split_whitespace().collect();
     assert_eq!(row[..3], ["2", "cpu", "pc"], "{stdout}");
     let out = Command::new(env!("CARGO_BIN_EXE_bat"))

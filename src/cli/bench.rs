@@ -56,6 +56,9 @@ fn init_sets(n: usize, chains: usize, threads: usize) -> Vec<Vec<f64>> {
 /// What evaluates the gradients.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
+    /// As `bat run`: `native` where g++ is present and has code for every
+    /// op of the model, else `cpu` (said once, with the reason).
+    Auto,
     /// backend-cpu's batched executors.
     Cpu,
     /// The generated code compiled with g++, lane by lane.
@@ -65,6 +68,7 @@ pub enum Backend {
 impl Backend {
     fn name(self) -> &'static str {
         match self {
+            Backend::Auto => "auto",
             Backend::Cpu => "cpu",
             Backend::Native => "native",
         }
@@ -114,9 +118,32 @@ fn measure(opts: &Options) -> Result<Vec<Row>, Reported> {
         Reported
     })?;
     let data = model::data_path(opts.file, opts.data);
-    if opts.backend == Backend::Native {
+    let name = &compiled.file.name;
+    // `auto` measures what `bat run` would run: the compiled gradient,
+    // unless a batching is asked for (only the CPU backend has them), no
+    // compiler is there, or the generator lacks an op of the model.
+    let native = match opts.backend {
+        Backend::Native => true,
+        Backend::Cpu => false,
+        Backend::Auto => {
+            opts.batching == [Batching::ProgramCounter]
+                && backend_cuda::shim::compiler_available()
+                    .map_err(|why| eprintln!("note: {why}: measuring the CPU backend"))
+                    .is_ok()
+        }
+    };
+    if native {
         let m = model::instantiate(&compiled, data.as_deref())?;
-        return measure_native(opts, &compiled.file.name, &cfg, m);
+        match NativeGradient::new(&cfg, m, 1) {
+            Ok(first) => return measure_native(opts, first),
+            Err(e) if opts.backend == Backend::Native => {
+                eprintln!("error: {name}: {e}");
+                return Err(Reported);
+            }
+            Err(e) => {
+                eprintln!("note: the compiled backend cannot run this model ({e}); measuring the CPU backend");
+            }
+        }
     }
     let mut rows = Vec::new();
     for &batching in opts.batching {
@@ -197,10 +224,9 @@ fn time_batches<E>(
 /// evaluating its share of the lanes with its own executor (one compile).
 fn measure_native(
     opts: &Options,
-    name: &str,
-    cfg: &language::batch::cfg::Program,
-    model: language::interp::Model,
+    first: NativeGradient,
 ) -> Result<Vec<Row>, Reported> {
+    let name = opts.file.display();
     let report = |e: &dyn std::fmt::Display| {
         eprintln!("error: {name}: {e}");
         Reported
@@ -209,7 +235,6 @@ fn measure_native(
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         t => t,
     };
-    let first = NativeGradient::new(cfg, model, 1).map_err(|e| report(&e))?;
     let n = first.model().num_unconstrained();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

@@ -196,8 +196,9 @@ enum Command {
         /// What evaluates the gradients: `cpu` interprets the batching IR
         /// over the whole batch (backend-cpu); `native` compiles the
         /// gradient program to machine code with g++ and runs it lane by
-        /// lane (the CUDA backend's generated code, on the CPU).
-        #[arg(long, value_enum, default_value_t = bench::Backend::Cpu)]
+        /// lane (the CUDA backend's generated code, on the CPU); `auto`, as
+        /// `bat run`, native where it can, else cpu.
+        #[arg(long, value_enum, default_value_t = bench::Backend::Auto)]
         backend: bench::Backend,
         /// Seconds spent measuring each chain count.
         #[arg(long, default_value_t = 1.0)]
