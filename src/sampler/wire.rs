@@ -688,6 +688,48 @@ pub fn share(n_chains: usize, ranks: usize, rank: usize) -> std::ops::Range<usiz
     start.min(n_chains)..(start + len).min(n_chains)
 }
 
+/// The chains of a run handed out in groups as ranks ask for them, so
+/// that a rank with more to do besides sampling (rank 0 writes the file)
+/// or a slower machine samples fewer chains: a group is a quarter of the
+/// chains left per rank ("guided" scheduling: large groups first, small
+/// ones at the end, so the ranks finish within about one small group of
+/// each other), at least what the asking rank runs at once (its threads'
+/// lanes) and at most an equal share of all chains (so that every rank
+/// gets chains at the start, as with [`share`]). Chain `i`'s draws depend
+/// only on the seed and `i`, not on the rank that runs it.
+pub struct ChainQueue {
+    n_chains: usize,
+    ranks: usize,
+    next: std::sync::Mutex<usize>,
+}
+
+impl ChainQueue {
+    pub fn new(n_chains: usize, ranks: usize) -> ChainQueue {
+        ChainQueue {
+            n_chains,
+            ranks: ranks.max(1),
+            next: std::sync::Mutex::new(0),
+        }
+    }
+
+    /// The next group for a rank that runs `at_once` chains at a time;
+    /// None once every chain is handed out.
+    pub fn take(&self, at_once: usize) -> Option<std::ops::Range<usize>> {
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        let left = self.n_chains - *next;
+        if left == 0 {
+            return None;
+        }
+        let guided = left.div_ceil(4 * self.ranks);
+        let size = (guided.max(at_once.max(1)))
+            .min(self.n_chains.div_ceil(self.ranks))
+            .min(left);
+        let start = *next;
+        *next += size;
+        Some(start..*next)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -939,6 +981,35 @@ mod tests {
         let mut huge = message;
         huge[9 + 8..9 + 16].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(Decoder::new(3).decode(&huge).is_err());
+    }
+
+    /// The queue hands out every chain once, in order, in groups that
+    /// shrink to the asker's size, none larger than an equal share; the
+    /// first round gives every rank chains.
+    #[test]
+    fn the_queue_hands_out_every_chain_once() {
+        for (n_chains, ranks, at_once) in [(1000, 2, 16), (7, 3, 16), (5, 3, 1), (2, 3, 16)] {
+            let queue = ChainQueue::new(n_chains, ranks);
+            let mut groups = Vec::new();
+            while let Some(group) = queue.take(at_once) {
+                groups.push(group);
+            }
+            let all: Vec<usize> = groups.iter().flat_map(|g| g.clone()).collect();
+            assert_eq!(all, (0..n_chains).collect::<Vec<_>>());
+            assert!(groups.iter().all(|g| g.len() <= n_chains.div_ceil(ranks)));
+            let first_round: usize = groups.iter().take(ranks).map(|g| g.len()).sum();
+            assert!(groups.len() >= ranks.min(n_chains), "{groups:?}");
+            assert!(first_round <= n_chains);
+            if n_chains == 1000 {
+                assert_eq!(groups[0], 0..125);
+                assert_eq!(
+                    groups.last().unwrap().len(),
+                    1000 - groups.last().unwrap().start
+                );
+                assert!(groups.iter().rev().skip(1).take(3).all(|g| g.len() == 16));
+            }
+        }
+        assert_eq!(ChainQueue::new(7, 3).take(16), Some(0..3));
     }
 
     /// Shares cover every chain once, in order, sizes differing by at
