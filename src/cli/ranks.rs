@@ -122,7 +122,8 @@ pub mod world {
     use bat::sampler::wire::{ChainQueue, Decoder, Encoder};
     use mpi::Threading;
     use mpi::environment::Universe;
-    use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
+    use mpi::datatype::Equivalence;
+    use mpi::point_to_point::{Destination, Message, Source, Status};
     use mpi::topology::{Communicator, SimpleCommunicator};
     use std::io::{Read, Seek, Write};
     use std::ops::Range;
@@ -215,8 +216,7 @@ pub mod world {
                     .any_process()
                     .immediate_matched_probe_with_tag(tag)
                 {
-                    let (bytes, status) = probed.matched_receive_vec::<u8>();
-                    return (status.source_rank() as usize, bytes);
+                    return (probed.1.source_rank() as usize, receive_probed(probed));
                 }
                 std::thread::sleep(POLL);
             }
@@ -268,8 +268,7 @@ pub mod world {
                 .comm
                 .any_process()
                 .immediate_matched_probe_with_tag(tag)?;
-            let (bytes, status) = probed.matched_receive_vec::<u8>();
-            Some((status.source_rank() as usize, bytes))
+            Some((probed.1.source_rank() as usize, receive_probed(probed)))
         }
 
         /// Rank 0: every other rank's events into `events` until each has
@@ -421,7 +420,7 @@ pub mod world {
                 .comm
                 .process_at_rank(0)
                 .immediate_matched_probe_with_tag(tag)?;
-            Some(probed.matched_receive_vec::<u8>().0)
+            Some(receive_probed(probed))
         }
 
         /// Rank 0: the run's exit status to every other rank.
@@ -442,6 +441,27 @@ pub mod world {
         pub fn abort(&self, code: i32) -> ! {
             self.comm.abort(code)
         }
+    }
+
+    /// The bytes of a probed message, polling (not spinning) until they are
+    /// all there: MPI's blocking receive spins while a long message
+    /// arrives, as fast as its sender sends the fragments.
+    fn receive_probed((message, status): (Message, Status)) -> Vec<u8> {
+        let count = status.count(u8::equivalent_datatype()).max(0) as usize;
+        let mut bytes = vec![0u8; count];
+        mpi::request::scope(|scope| {
+            let mut request = message.immediate_matched_receive_into(scope, &mut bytes[..]);
+            loop {
+                match request.test() {
+                    Ok(_) => break,
+                    Err(r) => {
+                        request = r;
+                        std::thread::sleep(SEND_POLL);
+                    }
+                }
+            }
+        });
+        bytes
     }
 
     /// The flag SIGTERM sets (see [`stop_on_sigterm`]).
