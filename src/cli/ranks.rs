@@ -121,8 +121,8 @@ pub mod world {
     use bat::sampler::Event;
     use bat::sampler::wire::{ChainQueue, Decoder, Encoder};
     use mpi::Threading;
-    use mpi::environment::Universe;
     use mpi::datatype::Equivalence;
+    use mpi::environment::Universe;
     use mpi::point_to_point::{Destination, Message, Source, Status};
     use mpi::topology::{Communicator, SimpleCommunicator};
     use std::io::{Read, Seek, Write};
