@@ -32,9 +32,14 @@ fn setting(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// (sampling seconds as `bat run` reports them, wall seconds, CPU seconds
-/// while sampling of the busiest rank).
-fn timed(mut command: Command) -> (f64, f64, f64) {
+/// Sampling seconds as `bat run` reports them, wall seconds, CPU seconds
+/// while sampling of the busiest rank.
+type Run = (f64, f64, f64);
+
+/// One of a [`Run`]'s figures.
+type Field = fn(&Run) -> f64;
+
+fn timed(mut command: Command) -> Run {
     let started = Instant::now();
     let out = command
         .env("BAT_RANK_TIMES", "1")
@@ -141,10 +146,8 @@ fn main() {
         one.push(a);
         many.push(b);
     }
-    let med = |xs: &[(f64, f64, f64)], f: fn(&(f64, f64, f64)) -> f64| {
-        median(&xs.iter().map(f).collect::<Vec<_>>())
-    };
-    let [sampling, wall, cpu]: [fn(&(f64, f64, f64)) -> f64; 3] = [|x| x.0, |x| x.1, |x| x.2];
+    let med = |xs: &[Run], f: Field| median(&xs.iter().map(f).collect::<Vec<_>>());
+    let [sampling, wall, cpu]: [Field; 3] = [|x| x.0, |x| x.1, |x| x.2];
     println!(
         "{:>5}  {:>8.2} {:>9.2} {:>9.2}  {:>8.2} {:>9.2} {:>9.2}",
         "median",
