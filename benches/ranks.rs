@@ -6,6 +6,11 @@
 //! the file written: rank 0's, which waits for every rank) and the whole
 //! wall time (launch, model compilation on every rank, summary), then the
 //! medians and the MPI run's sampling time over the single process's.
+//! Each run also reports its CPU seconds while sampling (`BAT_RANK_TIMES=1`):
+//! the one process's, and the busiest rank's. On cores shared with other
+//! work, wall times favour whichever run gets more of them; the busiest
+//! rank's CPU over the one process's divided by the ranks estimates the
+//! ratio of the sampling times on otherwise idle cores.
 //!
 //! Settings (environment): `BAT_BENCH_ROUNDS` (default 3),
 //! `BAT_BENCH_CHAINS` (default 1000), `BAT_BENCH_WARMUP` /
@@ -27,10 +32,19 @@ fn setting(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// (sampling seconds as `bat run` reports them, wall seconds).
-fn timed(mut command: Command) -> (f64, f64) {
+/// Sampling seconds as `bat run` reports them, wall seconds, CPU seconds
+/// while sampling of the busiest rank.
+type Run = (f64, f64, f64);
+
+/// One of a [`Run`]'s figures.
+type Field = fn(&Run) -> f64;
+
+fn timed(mut command: Command) -> Run {
     let started = Instant::now();
-    let out = command.output().expect("run bat");
+    let out = command
+        .env("BAT_RANK_TIMES", "1")
+        .output()
+        .expect("run bat");
     let wall = started.elapsed().as_secs_f64();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -42,7 +56,20 @@ fn timed(mut command: Command) -> (f64, f64) {
             rest.split_once(" s")?.0.parse::<f64>().ok()
         })
         .unwrap_or_else(|| panic!("no sampling time in:\n{stderr}"));
-    (sampling, wall)
+    // "rank 0 of 2: sampling 1.9 s wall; CPU s: collector 0.3, main thread
+    // 0.2, samplers 1.4; event bytes ..."
+    let cpu = stderr
+        .lines()
+        .filter_map(|line| {
+            let (_, parts) = line.split_once("CPU s: ")?;
+            let parts = parts.split_once(';')?.0;
+            parts
+                .split(", ")
+                .map(|part| part.rsplit_once(' ')?.1.parse::<f64>().ok())
+                .sum::<Option<f64>>()
+        })
+        .fold(f64::NAN, f64::max);
+    (sampling, wall, cpu)
 }
 
 fn median(xs: &[f64]) -> f64 {
@@ -100,10 +127,10 @@ fn main() {
     let _ = timed(single());
     println!(
         "eight schools, {chains} chains × ({warmup} + {samples}), --backend native; \
-         sampling and wall seconds"
+         sampling, wall and CPU seconds (the busiest rank's)"
     );
     println!(
-        "{:>5}  {:>22}  {:>22}",
+        "{:>5}  {:>28}  {:>28}",
         "round",
         "1 process × 2 threads",
         format!("{ranks} ranks × {rank_threads} thread")
@@ -113,25 +140,31 @@ fn main() {
         let a = timed(single());
         let b = timed(ranked());
         println!(
-            "{round:>5}  {:>10.2} {:>11.2}  {:>10.2} {:>11.2}",
-            a.0, a.1, b.0, b.1
+            "{round:>5}  {:>8.2} {:>9.2} {:>9.2}  {:>8.2} {:>9.2} {:>9.2}",
+            a.0, a.1, a.2, b.0, b.1, b.2
         );
         one.push(a);
         many.push(b);
     }
-    let sampling = |xs: &[(f64, f64)]| median(&xs.iter().map(|x| x.0).collect::<Vec<_>>());
-    let wall = |xs: &[(f64, f64)]| median(&xs.iter().map(|x| x.1).collect::<Vec<_>>());
+    let med = |xs: &[Run], f: Field| median(&xs.iter().map(f).collect::<Vec<_>>());
+    let [sampling, wall, cpu]: [Field; 3] = [|x| x.0, |x| x.1, |x| x.2];
     println!(
-        "{:>5}  {:>10.2} {:>11.2}  {:>10.2} {:>11.2}",
+        "{:>5}  {:>8.2} {:>9.2} {:>9.2}  {:>8.2} {:>9.2} {:>9.2}",
         "median",
-        sampling(&one),
-        wall(&one),
-        sampling(&many),
-        wall(&many)
+        med(&one, sampling),
+        med(&one, wall),
+        med(&one, cpu),
+        med(&many, sampling),
+        med(&many, wall),
+        med(&many, cpu)
     );
     println!(
         "MPI sampling time ÷ one process's: {:.3} (medians)",
-        sampling(&many) / sampling(&one)
+        med(&many, sampling) / med(&one, sampling)
+    );
+    println!(
+        "busiest rank's CPU ÷ (the one process's ÷ ranks): {:.3} (medians)",
+        med(&many, cpu) / (med(&one, cpu) / ranks as f64)
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -205,9 +205,9 @@ print(mu.shape[0], min(written))
         ]
     }
 
-    /// Chains shared over 3 ranks (7 chains: 3 + 2 + 2; 6 chains: 2
-    /// each) give every chain's draws, sample stats and adaptation of one
-    /// process bit for bit, in one file that ArviZ opens, summarized
+    /// Chains shared over 3 ranks (in groups of at most 3 chains for 7
+    /// chains, 2 for 6, as the ranks ask) give every chain's draws,
+    /// sample stats and adaptation of one process bit for bit, in one file that ArviZ opens, summarized
     /// (`bat run`'s table and `bat summary`) over all chains as one
     /// process summarizes them.
     #[test]

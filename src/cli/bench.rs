@@ -141,7 +141,9 @@ fn measure(opts: &Options) -> Result<Vec<Row>, Reported> {
                 return Err(Reported);
             }
             Err(e) => {
-                eprintln!("note: the compiled backend cannot run this model ({e}); measuring the CPU backend");
+                eprintln!(
+                    "note: the compiled backend cannot run this model ({e}); measuring the CPU backend"
+                );
             }
         }
     }
@@ -222,10 +224,7 @@ fn time_batches<E>(
 
 /// `bat bench --backend native`: the compiled gradient, each thread
 /// evaluating its share of the lanes with its own executor (one compile).
-fn measure_native(
-    opts: &Options,
-    first: NativeGradient,
-) -> Result<Vec<Row>, Reported> {
+fn measure_native(opts: &Options, first: NativeGradient) -> Result<Vec<Row>, Reported> {
     let name = opts.file.display();
     let report = |e: &dyn std::fmt::Display| {
         eprintln!("error: {name}: {e}");

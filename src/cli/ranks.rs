@@ -1,6 +1,8 @@
 //! `bat run` over MPI ranks (`mpirun -n R bat run ...`, `srun bat run
-//! ...`): every rank samples its share of the chains ([`share`]) with the
-//! usual executor; rank 0 also writes the one draws file, its collector fed
+//! ...`): every rank samples chains with the usual executor, groups of them
+//! handed out by rank 0 as ranks ask ([`ChainQueue`]; with `--backend
+//! cuda`, which runs all its chains at once, an equal share each,
+//! [`share`]); rank 0 also writes the one draws file, its collector fed
 //! by its own executor and by the other ranks' events, which they send in
 //! messages ([`bat::sampler::wire`]) every 50 ms or 1 MiB (`SEND_EVERY`,
 //! `SEND_BYTES`). Before sampling, the ranks agree twice — on the command
@@ -13,7 +15,7 @@
 //! with a sleep: MPI's blocking calls spin, which would take a core from
 //! the sampler threads.
 
-pub use bat::sampler::wire::share;
+pub use bat::sampler::wire::{ChainQueue, share};
 
 /// The environment variables by which launchers tell a process it is one
 /// of several, (size, rank), in the order they are trusted: OpenMPI's
@@ -117,12 +119,14 @@ impl Ranks {
 #[cfg(feature = "mpi")]
 pub mod world {
     use bat::sampler::Event;
-    use bat::sampler::wire::{Decoder, Encoder};
+    use bat::sampler::wire::{ChainQueue, Decoder, Encoder};
     use mpi::Threading;
+    use mpi::datatype::Equivalence;
     use mpi::environment::Universe;
-    use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
+    use mpi::point_to_point::{Destination, Message, Source, Status};
     use mpi::topology::{Communicator, SimpleCommunicator};
     use std::io::{Read, Seek, Write};
+    use std::ops::Range;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
     use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -154,6 +158,21 @@ pub mod world {
     const STOP_CHAINS: i32 = 6;
     /// How often a rank but 0 looks for [`STOP_CHAINS`].
     const STOP_POLL: Duration = Duration::from_millis(10);
+    /// A rank asks rank 0 for chains (how many it runs at once)...
+    const WANT: i32 = 7;
+    /// ...and gets a group (first and end chain), or none when all are
+    /// handed out (an empty message).
+    const GRANT: i32 = 8;
+
+    /// How a rank but 0 gets its chains from rank 0: its executor's thread
+    /// says on `wants` that it wants a group and waits for it on `groups`
+    /// (which closes once every chain is handed out).
+    pub struct Asking {
+        pub wants: Receiver<()>,
+        pub groups: Sender<Range<usize>>,
+        /// The chains the rank runs at once (its threads' lanes).
+        pub at_once: usize,
+    }
 
     pub struct World {
         pub rank: usize,
@@ -202,8 +221,7 @@ pub mod world {
                     .any_process()
                     .immediate_matched_probe_with_tag(tag)
                 {
-                    let (bytes, status) = probed.matched_receive_vec::<u8>();
-                    return (status.source_rank() as usize, bytes);
+                    return (probed.1.source_rank() as usize, receive_probed(probed));
                 }
                 std::thread::sleep(POLL);
             }
@@ -242,12 +260,8 @@ pub mod world {
 
         fn receive_from_zero(&self, tag: i32) -> Vec<u8> {
             loop {
-                if let Some(probed) = self
-                    .comm
-                    .process_at_rank(0)
-                    .immediate_matched_probe_with_tag(tag)
-                {
-                    return probed.matched_receive_vec::<u8>().0;
+                if let Some(bytes) = self.try_receive_from_zero(tag) {
+                    return bytes;
                 }
                 std::thread::sleep(POLL);
             }
@@ -259,8 +273,7 @@ pub mod world {
                 .comm
                 .any_process()
                 .immediate_matched_probe_with_tag(tag)?;
-            let (bytes, status) = probed.matched_receive_vec::<u8>();
-            Some((status.source_rank() as usize, bytes))
+            Some((probed.1.source_rank() as usize, receive_probed(probed)))
         }
 
         /// Rank 0: every other rank's events into `events` until each has
@@ -270,10 +283,14 @@ pub mod world {
         /// last within [`GRACE`], and goes on waiting: a rank that died
         /// never sends it, and the launcher ends rank 0 too, the file
         /// holding every block written so far.
+        ///
+        /// With a `queue`, rank 0 also hands out its chains to the ranks
+        /// that ask for them.
         pub fn receive_events(
             &self,
             events: Sender<Event>,
             stop: &AtomicBool,
+            queue: Option<&ChainQueue>,
         ) -> Result<u64, String> {
             let mut decoders: Vec<Decoder> = (0..self.size).map(Decoder::new).collect();
             let mut running: Vec<bool> = (0..self.size).map(|rank| rank != 0).collect();
@@ -289,6 +306,18 @@ pub mod world {
                     told = true;
                     for rank in (1..self.size).filter(|&r| running[r]) {
                         self.send(rank, STOP_CHAINS, &[]);
+                    }
+                }
+                if let Some(queue) = queue {
+                    while let Some((rank, want)) = self.try_receive(WANT) {
+                        let at_once = want.try_into().map_or(1, u64::from_le_bytes);
+                        let grant = queue.take(at_once as usize).map_or(Vec::new(), |g| {
+                            [g.start as u64, g.end as u64]
+                                .iter()
+                                .flat_map(|x| x.to_le_bytes())
+                                .collect()
+                        });
+                        self.send(rank, GRANT, &grant);
                     }
                 }
                 let Some((rank, bytes)) = self.try_receive(EVENTS) else {
@@ -341,16 +370,20 @@ pub mod world {
         }
 
         /// Ranks but 0: this rank's events to rank 0, then its last
-        /// message; sets `stop` when rank 0 says to stop the chains.
+        /// message; sets `stop` when rank 0 says to stop the chains; with
+        /// `asking`, also the groups of chains its executor asks for, from
+        /// rank 0.
         pub fn send_events(
             &self,
             events: Receiver<Event>,
             stop: &AtomicBool,
+            mut asking: Option<Asking>,
         ) -> Result<u64, String> {
             let mut encoder = Encoder::default();
             let mut sent = 0;
             let mut last = Instant::now();
             let mut looked = Instant::now();
+            let mut asked = false;
             loop {
                 if looked.elapsed() >= STOP_POLL {
                     looked = Instant::now();
@@ -358,7 +391,31 @@ pub mod world {
                         stop.store(true, Ordering::SeqCst);
                     }
                 }
-                let done = match events.recv_timeout(SEND_EVERY) {
+                if let Some(a) = &asking {
+                    if !asked && a.wants.try_recv().is_ok() {
+                        self.send(0, WANT, &(a.at_once as u64).to_le_bytes());
+                        asked = true;
+                    }
+                    if asked && let Some(grant) = self.try_receive_from_zero(GRANT) {
+                        asked = false;
+                        let bound = |i: usize| {
+                            let bytes = grant.get(8 * i..8 * i + 8)?;
+                            Some(u64::from_le_bytes(bytes.try_into().ok()?) as usize)
+                        };
+                        match bound(0).zip(bound(1)) {
+                            Some((start, end)) => {
+                                let _ = a.groups.send(start..end);
+                            }
+                            // Every chain is handed out: the executor's
+                            // thread ends after its group.
+                            None => asking = None,
+                        }
+                    }
+                }
+                // Polled often while the executor's thread may be waiting
+                // for chains.
+                let wait = if asking.is_some() { POLL } else { SEND_EVERY };
+                let done = match events.recv_timeout(wait) {
                     Ok(event) => {
                         encoder.push(event).map_err(|e| e.to_string())?;
                         false
@@ -381,6 +438,15 @@ pub mod world {
             }
         }
 
+        /// The next message tagged `tag` from rank 0, if one is there.
+        fn try_receive_from_zero(&self, tag: i32) -> Option<Vec<u8>> {
+            let probed = self
+                .comm
+                .process_at_rank(0)
+                .immediate_matched_probe_with_tag(tag)?;
+            Some(receive_probed(probed))
+        }
+
         /// Rank 0: the run's exit status to every other rank.
         pub fn send_exit(&self, code: u8) {
             for rank in 1..self.size {
@@ -395,15 +461,6 @@ pub mod world {
             // so that no message is left pending at MPI's end.
             while self.try_receive_from_zero(STOP_CHAINS).is_some() {}
             code.first().copied().unwrap_or(1)
-        }
-
-        /// The next message tagged `tag` from rank 0, if one is there.
-        fn try_receive_from_zero(&self, tag: i32) -> Option<Vec<u8>> {
-            let probed = self
-                .comm
-                .process_at_rank(0)
-                .immediate_matched_probe_with_tag(tag)?;
-            Some(probed.matched_receive_vec::<u8>().0)
         }
 
         /// Ends every rank's process (a failure rank 0 cannot recover from
@@ -450,6 +507,27 @@ pub mod world {
                 .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
                 .collect())
         }
+    }
+
+    /// The bytes of a probed message, polling (not spinning) until they are
+    /// all there: MPI's blocking receive spins while a long message
+    /// arrives, as fast as its sender sends the fragments.
+    fn receive_probed((message, status): (Message, Status)) -> Vec<u8> {
+        let count = status.count(u8::equivalent_datatype()).max(0) as usize;
+        let mut bytes = vec![0u8; count];
+        mpi::request::scope(|scope| {
+            let mut request = message.immediate_matched_receive_into(scope, &mut bytes[..]);
+            loop {
+                match request.test() {
+                    Ok(_) => break,
+                    Err(r) => {
+                        request = r;
+                        std::thread::sleep(SEND_POLL);
+                    }
+                }
+            }
+        });
+        bytes
     }
 
     /// The flag SIGTERM sets (see [`stop_on_sigterm`]).

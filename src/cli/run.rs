@@ -3,8 +3,9 @@
 //! summary table.
 
 use super::model::{self, Reported, render_span};
-use super::ranks::{Ranks, Setup, share};
+use super::ranks::{ChainQueue, Ranks, Setup, share};
 use backend_cuda::gradient::GradientDeviceError;
+use backend_cuda::native_sampler::LANES_PER_GROUP;
 use bat::output::{RunMetadata, VarSpec, WriterOptions};
 use bat::sampler::collect::{OutputSpec, WriteFailure};
 use bat::sampler::cuda::{CudaExecutor, CudaGradients, CudaSamplerExecutor};
@@ -527,6 +528,23 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
         stop: Some(&STOP),
         target: opts.target,
     };
+    // Under MPI, ranks take groups of chains from rank 0's queue as they
+    // go (a CUDA executor, which runs its chains at once, an equal share);
+    // one process runs them all. (Pooled warmup, before, runs equal shares.)
+    // With a target, equal shares: every chain must reach each checkpoint,
+    // and a rank runs the groups it is handed one after another.
+    let queue = (ranks.size() > 1 && backend != Backend::Cuda && opts.target.is_none())
+        .then(|| ChainQueue::new(opts.chains, ranks.size()));
+    let chains: Vec<usize> = match queue {
+        Some(_) => Vec::new(),
+        None => share(opts.chains, ranks.size(), ranks.rank()).collect(),
+    };
+    // The chains a rank runs at once: every thread's group of lanes.
+    let at_once = LANES_PER_GROUP
+        * match opts.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            t => t,
+        };
     #[cfg(feature = "mpi")]
     if let Ranks::World(world) = ranks
         && world.rank != 0
@@ -534,9 +552,28 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
         let started = Instant::now();
         let cpu = super::ranks::CpuAtStart::now();
         let (tx, rx) = mpsc::channel();
+        let (want, wants) = mpsc::channel();
+        let (groups, granted) = mpsc::channel::<std::ops::Range<usize>>();
+        let dynamic = queue.is_some();
+        let asking = dynamic.then_some(super::ranks::world::Asking {
+            wants,
+            groups,
+            at_once,
+        });
         let sent = std::thread::scope(|scope| {
-            scope.spawn(move || executor.run(&job, &chains, &tx, &STOP));
-            world.send_events(rx, &STOP)
+            scope.spawn(move || {
+                if !dynamic {
+                    executor.run(&job, &chains, &tx, &STOP);
+                    return;
+                }
+                // Groups from rank 0 until it has none left.
+                while want.send(()).is_ok()
+                    && let Ok(group) = granted.recv()
+                {
+                    executor.run(&job, &group.collect::<Vec<_>>(), &tx, &STOP);
+                }
+            });
+            world.send_events(rx, &STOP, asking)
         });
         match sent {
             Ok(bytes) if super::ranks::times_requested() => {
@@ -556,14 +593,22 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
     let (tx, rx) = mpsc::channel();
     let (collected, collector_cpu, received) = std::thread::scope(|scope| {
         let own = tx.clone();
-        scope.spawn(move || executor.run(&job, &chains, &own, &STOP));
+        let queue = queue.as_ref();
+        scope.spawn(move || match queue {
+            Some(queue) => {
+                while let Some(group) = queue.take(at_once) {
+                    executor.run(&job, &group.collect::<Vec<_>>(), &own, &STOP);
+                }
+            }
+            None => executor.run(&job, &chains, &own, &STOP),
+        });
         match ranks {
             Ranks::Single => {
                 drop(tx);
                 (collect(rx, &spec, &mut progress), 0.0, 0)
             }
             // The collector on a thread of its own: this one (MPI's)
-            // brings the other ranks' events.
+            // brings the other ranks' events and hands out chains.
             #[cfg(feature = "mpi")]
             Ranks::World(world) => {
                 let collector = std::thread::Builder::new()
@@ -573,10 +618,12 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
                         (collected, super::ranks::cpu_seconds(false))
                     })
                     .expect("start the collector thread");
-                let received = world.receive_events(tx, &STOP).unwrap_or_else(|why| {
-                    eprintln!("error: {why}");
-                    world.abort(1)
-                });
+                let received = world
+                    .receive_events(tx, &STOP, queue)
+                    .unwrap_or_else(|why| {
+                        eprintln!("error: {why}");
+                        world.abort(1)
+                    });
                 let (collected, cpu) = collector
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic));

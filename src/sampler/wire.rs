@@ -9,6 +9,12 @@
 //! Draws by name are sent as stored numbers ([`DrawValues::into_stored`]),
 //! as the collector would store them. Numbers travel as their bits, so the
 //! writer stores exactly what the rank computed.
+//!
+//! Warmup iterations without a kept draw (warmup not saved) travel as
+//! per-chain counts: the writer only counts them (progress), so their
+//! statistics stay on the rank. They come back as that many warmup
+//! iterations with NaN statistics, each chain's before its next event.
+//! Integers travel as LEB128 varints (zigzag for signed ones).
 
 use super::{
     BatchTotals, ChainError, ChainTotals, DrawRecord, DrawValues, Event, LaneWork, SampleStats,
@@ -24,6 +30,13 @@ const FINISHED: u8 = 2;
 const BATCHES: u8 = 3;
 const MANY: u8 = 4;
 const LAYOUT: u8 = 5;
+const WARMUP: u8 = 6;
+
+/// Flags of an encoded iteration.
+const IS_WARMUP: u8 = 1;
+const DIVERGENT: u8 = 2;
+const HAS_VALUES: u8 = 4;
+const HAS_PRINTED: u8 = 8;
 
 /// A message that is not a well-formed encoding of events.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +51,40 @@ pub struct WireError {
 pub struct Encoder {
     layouts: Vec<Arc<[VarSpec]>>,
     buf: Vec<u8>,
+    /// Warmup iterations without a kept draw not encoded yet, by chain.
+    warmup: std::collections::BTreeMap<usize, u64>,
+}
+
+/// An event as encoded: an event, or a count of a chain's warmup
+/// iterations without a kept draw.
+enum Item {
+    Event(Event),
+    Warmup(usize, u64),
+}
+
+/// Warmup iterations of one chain in one encoded count, at most.
+const WARMUP_PER_COUNT: u64 = u16::MAX as u64;
+
+/// `event` is a warmup iteration that keeps no draw and printed nothing.
+fn unsaved_warmup(event: &Event) -> Option<usize> {
+    match event {
+        Event::Iteration { chain, record }
+            if record.warmup && record.values.is_none() && record.printed.is_empty() =>
+        {
+            Some(*chain)
+        }
+        _ => None,
+    }
+}
+
+/// The chain an event is about, if any.
+fn chain_of(event: &Event) -> Option<usize> {
+    match event {
+        Event::Iteration { chain, .. }
+        | Event::Adaptation { chain, .. }
+        | Event::Finished { chain, .. } => Some(*chain),
+        Event::Batches(_) | Event::Many(_) => None,
+    }
 }
 
 impl Encoder {
@@ -47,36 +94,77 @@ impl Encoder {
         match event {
             Event::Many(events) => {
                 // Layouts first: they must precede the count.
-                let events = events
-                    .into_iter()
-                    .map(|e| self.stored(e))
-                    .collect::<Result<Vec<_>, _>>()?;
-                self.buf.push(MANY);
-                put_usize(&mut self.buf, events.len());
-                for event in &events {
-                    self.put_event(event);
+                let mut items = Vec::with_capacity(events.len());
+                for event in events {
+                    self.item(event, &mut items)?;
+                }
+                if !items.is_empty() {
+                    self.buf.push(MANY);
+                    put_var(&mut self.buf, items.len() as u64);
+                    for item in &items {
+                        self.put_item(item);
+                    }
                 }
             }
             event => {
-                let event = self.stored(event)?;
-                self.put_event(&event);
+                let mut items = Vec::with_capacity(2);
+                self.item(event, &mut items)?;
+                for item in &items {
+                    self.put_item(item);
+                }
             }
         }
         Ok(())
     }
 
-    /// Bytes of the message built so far.
+    /// `event` as the items to encode (none when it is only counted), its
+    /// chain's warmup count first when one is waiting.
+    fn item(&mut self, event: Event, items: &mut Vec<Item>) -> Result<(), super::CollectError> {
+        if let Some(chain) = unsaved_warmup(&event) {
+            let count = self.warmup.entry(chain).or_insert(0);
+            *count += 1;
+            if *count == WARMUP_PER_COUNT {
+                self.warmup.remove(&chain);
+                items.push(Item::Warmup(chain, WARMUP_PER_COUNT));
+            }
+            return Ok(());
+        }
+        if let Some(chain) = chain_of(&event)
+            && let Some(count) = self.warmup.remove(&chain)
+        {
+            items.push(Item::Warmup(chain, count));
+        }
+        items.push(Item::Event(self.stored(event)?));
+        Ok(())
+    }
+
+    fn put_item(&mut self, item: &Item) {
+        match item {
+            Item::Event(event) => self.put_event(event),
+            Item::Warmup(chain, count) => {
+                self.buf.push(WARMUP);
+                put_var(&mut self.buf, *chain as u64);
+                put_var(&mut self.buf, *count);
+            }
+        }
+    }
+
+    /// Bytes of the message built so far (the warmup counts waiting
+    /// included, at most 6 bytes each).
     pub fn len(&self) -> usize {
-        self.buf.len()
+        self.buf.len() + 6 * self.warmup.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
+        self.buf.is_empty() && self.warmup.is_empty()
     }
 
-    /// The message built so far; the next one starts empty (the layouts
-    /// sent stay known).
+    /// The message built so far, the warmup counts waiting last; the next
+    /// one starts empty (the layouts sent stay known).
     pub fn take(&mut self) -> Vec<u8> {
+        for (chain, count) in std::mem::take(&mut self.warmup) {
+            self.put_item(&Item::Warmup(chain, count));
+        }
         std::mem::take(&mut self.buf)
     }
 
@@ -121,33 +209,45 @@ impl Encoder {
     fn put_event(&mut self, event: &Event) {
         match event {
             Event::Iteration { chain, record } => {
+                let s = &record.stats;
+                let mut flags = 0;
+                for (set, flag) in [
+                    (record.warmup, IS_WARMUP),
+                    (s.divergent, DIVERGENT),
+                    (record.values.is_some(), HAS_VALUES),
+                    (!record.printed.is_empty(), HAS_PRINTED),
+                ] {
+                    if set {
+                        flags |= flag;
+                    }
+                }
                 let b = &mut self.buf;
                 b.push(ITERATION);
-                put_usize(b, *chain);
-                b.push(u8::from(record.warmup));
-                let s = &record.stats;
+                b.push(flags);
+                put_var(b, *chain as u64);
                 put_f64(b, s.lp);
                 put_f64(b, s.accept_stat);
                 put_f64(b, s.step_size);
-                put_u64(b, s.tree_depth as u64);
-                put_u64(b, s.n_leapfrog as u64);
-                b.push(u8::from(s.divergent));
                 put_f64(b, s.energy);
-                match &record.values {
-                    Some(DrawValues::Stored { layout, numbers }) => {
-                        let id = self.layout_id(layout).unwrap_or(usize::MAX);
-                        let b = &mut self.buf;
-                        b.push(1);
-                        put_usize(b, id);
-                        put_f64s(b, numbers);
+                put_signed(b, s.tree_depth);
+                put_signed(b, s.n_leapfrog);
+                // `stored` stored every draw.
+                if let Some(DrawValues::Stored { layout, numbers }) = &record.values {
+                    let id = self.layout_id(layout).unwrap_or(usize::MAX);
+                    let b = &mut self.buf;
+                    put_var(b, id as u64);
+                    put_var(b, numbers.len() as u64);
+                    b.reserve(8 * numbers.len());
+                    for &x in numbers {
+                        put_f64(b, x);
                     }
-                    // `stored` stored every draw.
-                    _ => self.buf.push(0),
                 }
-                let b = &mut self.buf;
-                put_usize(b, record.printed.len());
-                for line in &record.printed {
-                    put_str(b, line);
+                if !record.printed.is_empty() {
+                    let b = &mut self.buf;
+                    put_var(b, record.printed.len() as u64);
+                    for line in &record.printed {
+                        put_str(b, line);
+                    }
                 }
             }
             Event::Adaptation {
@@ -198,9 +298,10 @@ impl Encoder {
                     put_u64(b, x);
                 }
             }
+            // `push` takes every `Many` apart into items.
             Event::Many(events) => {
                 self.buf.push(MANY);
-                put_usize(&mut self.buf, events.len());
+                put_var(&mut self.buf, events.len() as u64);
                 for event in events {
                     self.put_event(event);
                 }
@@ -233,17 +334,16 @@ impl Decoder {
         };
         let mut events = Vec::new();
         while !r.done() {
-            if let Some(event) = self.event(&mut r)? {
-                events.push(event);
-            }
+            self.event(&mut r, &mut events)?;
         }
         Ok(events)
     }
 
-    /// The next event, or None for a layout (remembered).
-    fn event(&mut self, r: &mut Reader<'_>) -> Result<Option<Event>, WireError> {
+    /// The next item's events onto `events` (none for a layout, which is
+    /// remembered; a warmup count's iterations).
+    fn event(&mut self, r: &mut Reader<'_>, events: &mut Vec<Event>) -> Result<(), WireError> {
         let tag = r.u8()?;
-        Ok(Some(match tag {
+        events.push(match tag {
             LAYOUT => {
                 let id = r.usize()?;
                 if id != self.layouts.len() {
@@ -264,37 +364,67 @@ impl Decoder {
                     specs.push(VarSpec { name, dims, dtype });
                 }
                 self.layouts.push(specs.into());
-                return Ok(None);
+                return Ok(());
+            }
+            WARMUP => {
+                let chain = r.var_usize()?;
+                let count = r.var()?;
+                if count == 0 || count > WARMUP_PER_COUNT {
+                    return Err(r.error(format!("a count of {count} warmup iterations")));
+                }
+                let record = DrawRecord {
+                    warmup: true,
+                    stats: SampleStats {
+                        lp: f64::NAN,
+                        accept_stat: f64::NAN,
+                        step_size: f64::NAN,
+                        tree_depth: 0,
+                        n_leapfrog: 0,
+                        divergent: false,
+                        energy: f64::NAN,
+                    },
+                    values: None,
+                    printed: Vec::new(),
+                    point: None,
+                };
+                events.extend((0..count).map(|_| Event::Iteration {
+                    chain,
+                    record: record.clone(),
+                }));
+                return Ok(());
             }
             ITERATION => {
-                let chain = r.usize()?;
-                let warmup = r.bool()?;
+                let flags = r.u8()?;
+                let chain = r.var_usize()?;
                 let stats = SampleStats {
                     lp: r.f64()?,
                     accept_stat: r.f64()?,
                     step_size: r.f64()?,
-                    tree_depth: r.u64()? as i64,
-                    n_leapfrog: r.u64()? as i64,
-                    divergent: r.bool()?,
                     energy: r.f64()?,
+                    tree_depth: r.signed()?,
+                    n_leapfrog: r.signed()?,
+                    divergent: flags & DIVERGENT != 0,
                 };
-                let values = match r.u8()? {
-                    0 => None,
-                    1 => {
-                        let id = r.usize()?;
-                        let layout = (self.layouts.get(id).cloned())
-                            .ok_or_else(|| r.error(format!("unknown layout {id}")))?;
-                        let numbers = r.f64s()?;
-                        Some(DrawValues::Stored { layout, numbers })
-                    }
-                    other => return Err(r.error(format!("values tag {other}"))),
+                let values = if flags & HAS_VALUES != 0 {
+                    let id = r.var_usize()?;
+                    let layout = (self.layouts.get(id).cloned())
+                        .ok_or_else(|| r.error(format!("unknown layout {id}")))?;
+                    let n = r.var_len(8)?;
+                    let numbers = (0..n).map(|_| r.f64()).collect::<Result<_, _>>()?;
+                    Some(DrawValues::Stored { layout, numbers })
+                } else {
+                    None
                 };
-                let n = r.len(8)?;
-                let printed = (0..n).map(|_| r.string()).collect::<Result<_, _>>()?;
+                let printed = if flags & HAS_PRINTED != 0 {
+                    let n = r.var_len(1)?;
+                    (0..n).map(|_| r.string()).collect::<Result<_, _>>()?
+                } else {
+                    Vec::new()
+                };
                 Event::Iteration {
                     chain,
                     record: DrawRecord {
-                        warmup,
+                        warmup: flags & IS_WARMUP != 0,
                         stats,
                         values,
                         printed,
@@ -341,19 +471,35 @@ impl Decoder {
                 },
             }),
             MANY => {
-                let n = r.len(1)?;
-                let mut events = Vec::with_capacity(n);
+                let n = r.var_len(1)?;
+                let mut many = Vec::with_capacity(n);
                 for _ in 0..n {
-                    match self.event(r)? {
-                        Some(event) => events.push(event),
-                        None => return Err(r.error("a layout inside many events".into())),
+                    let before = many.len();
+                    self.event(r, &mut many)?;
+                    if many.len() == before {
+                        return Err(r.error("a layout inside many events".into()));
                     }
                 }
-                Event::Many(events)
+                Event::Many(many)
             }
             other => return Err(r.error(format!("event tag {other}"))),
-        }))
+        });
+        Ok(())
     }
+}
+
+/// `x` as a LEB128 varint.
+fn put_var(b: &mut Vec<u8>, mut x: u64) {
+    while x >= 0x80 {
+        b.push(x as u8 | 0x80);
+        x >>= 7;
+    }
+    b.push(x as u8);
+}
+
+/// `x` zigzag-encoded as a varint (small magnitudes take one byte).
+fn put_signed(b: &mut Vec<u8>, x: i64) {
+    put_var(b, ((x << 1) ^ (x >> 63)) as u64);
 }
 
 fn put_u64(b: &mut Vec<u8>, x: u64) {
@@ -456,6 +602,42 @@ impl Reader<'_> {
         Ok(n)
     }
 
+    fn var(&mut self) -> Result<u64, WireError> {
+        let mut x = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = self.u8()?;
+            let bits = u64::from(byte & 0x7f);
+            if shift == 63 && bits > 1 {
+                return Err(self.error("a varint past 64 bits".into()));
+            }
+            x |= bits << shift;
+            if byte & 0x80 == 0 {
+                return Ok(x);
+            }
+        }
+        Err(self.error("a varint past 64 bits".into()))
+    }
+
+    fn var_usize(&mut self) -> Result<usize, WireError> {
+        let x = self.var()?;
+        usize::try_from(x).map_err(|_| self.error(format!("{x} is too large")))
+    }
+
+    fn signed(&mut self) -> Result<i64, WireError> {
+        let x = self.var()?;
+        Ok((x >> 1) as i64 ^ -((x & 1) as i64))
+    }
+
+    /// A varint count of items of at least `item_bytes` each: no more than
+    /// the message can hold.
+    fn var_len(&mut self, item_bytes: usize) -> Result<usize, WireError> {
+        let n = self.var_usize()?;
+        if n.saturating_mul(item_bytes) > self.bytes.len() - self.at {
+            return Err(self.error(format!("{n} items past the end")));
+        }
+        Ok(n)
+    }
+
     fn f64(&mut self) -> Result<f64, WireError> {
         Ok(f64::from_bits(self.u64()?))
     }
@@ -506,6 +688,48 @@ pub fn share(n_chains: usize, ranks: usize, rank: usize) -> std::ops::Range<usiz
     let start = rank * base + rank.min(extra);
     let len = base + usize::from(rank < extra);
     start.min(n_chains)..(start + len).min(n_chains)
+}
+
+/// The chains of a run handed out in groups as ranks ask for them, so
+/// that a rank with more to do besides sampling (rank 0 writes the file)
+/// or a slower machine samples fewer chains: a group is a quarter of the
+/// chains left per rank ("guided" scheduling: large groups first, small
+/// ones at the end, so the ranks finish within about one small group of
+/// each other), at least what the asking rank runs at once (its threads'
+/// lanes) and at most an equal share of all chains (so that every rank
+/// gets chains at the start, as with [`share`]). Chain `i`'s draws depend
+/// only on the seed and `i`, not on the rank that runs it.
+pub struct ChainQueue {
+    n_chains: usize,
+    ranks: usize,
+    next: std::sync::Mutex<usize>,
+}
+
+impl ChainQueue {
+    pub fn new(n_chains: usize, ranks: usize) -> ChainQueue {
+        ChainQueue {
+            n_chains,
+            ranks: ranks.max(1),
+            next: std::sync::Mutex::new(0),
+        }
+    }
+
+    /// The next group for a rank that runs `at_once` chains at a time;
+    /// None once every chain is handed out.
+    pub fn take(&self, at_once: usize) -> Option<std::ops::Range<usize>> {
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        let left = self.n_chains - *next;
+        if left == 0 {
+            return None;
+        }
+        let guided = left.div_ceil(4 * self.ranks);
+        let size = (guided.max(at_once.max(1)))
+            .min(self.n_chains.div_ceil(self.ranks))
+            .min(left);
+        let start = *next;
+        *next += size;
+        Some(start..*next)
+    }
 }
 
 #[cfg(test)]
@@ -646,6 +870,70 @@ mod tests {
         (format!("{e:?}"), numbers)
     }
 
+    /// Warmup iterations without a kept draw travel as per-chain counts
+    /// and come back as that many warmup iterations, each chain's before
+    /// its next event (its adaptation, its sampling, its end), in a few
+    /// bytes; the iterations that keep a draw or printed travel whole.
+    #[test]
+    fn unsaved_warmup_travels_as_counts() {
+        let warmup = |chain| Event::Iteration {
+            chain,
+            record: DrawRecord {
+                warmup: true,
+                stats: stats(1.0),
+                values: None,
+                printed: Vec::new(),
+                point: None,
+            },
+        };
+        let adaptation = |chain| Event::Adaptation {
+            chain,
+            step_size: 0.5,
+            inv_metric: vec![1.0],
+        };
+        let mut printed = warmup(1);
+        if let Event::Iteration { record, .. } = &mut printed {
+            record.printed = vec!["x".into()];
+        }
+        let mut events = Vec::new();
+        for _ in 0..300 {
+            events.extend([warmup(0), warmup(1)]);
+        }
+        events.push(printed.clone());
+        events.push(adaptation(0));
+        events.push(warmup(1));
+        let mut encoder = Encoder::default();
+        encoder.push(Event::Many(events[..400].to_vec())).unwrap();
+        for event in &events[400..] {
+            encoder.push(event.clone()).unwrap();
+        }
+        let message = encoder.take();
+        assert!(message.len() < 200, "{} bytes", message.len());
+        let back: Vec<Event> = (Decoder::new(1).decode(&message).unwrap().into_iter())
+            .flat_map(Event::flatten)
+            .collect();
+        // Per chain, the same events in the same order.
+        for chain in [0, 1] {
+            let of = |events: &[Event]| -> Vec<String> {
+                (events.iter())
+                    .filter(|e| chain_of(e) == Some(chain))
+                    .map(|e| match e {
+                        Event::Iteration { record, .. } if record.printed.is_empty() => {
+                            format!("warmup {}", record.warmup)
+                        }
+                        e => format!("{:?}", bits(e)),
+                    })
+                    .collect()
+            };
+            assert_eq!(of(&back), of(&events), "chain {chain}");
+        }
+        assert!(encoder.is_empty());
+        // A count beyond what an encoder sends is an error.
+        let mut bad = vec![WARMUP, 0];
+        put_var(&mut bad, WARMUP_PER_COUNT + 1);
+        assert!(Decoder::new(1).decode(&bad).is_err());
+    }
+
     /// A draw by name arrives as the numbers the collector would store.
     #[test]
     fn named_draws_arrive_stored() {
@@ -699,6 +987,35 @@ mod tests {
         let mut huge = message;
         huge[9 + 8..9 + 16].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(Decoder::new(3).decode(&huge).is_err());
+    }
+
+    /// The queue hands out every chain once, in order, in groups that
+    /// shrink to the asker's size, none larger than an equal share; the
+    /// first round gives every rank chains.
+    #[test]
+    fn the_queue_hands_out_every_chain_once() {
+        for (n_chains, ranks, at_once) in [(1000, 2, 16), (7, 3, 16), (5, 3, 1), (2, 3, 16)] {
+            let queue = ChainQueue::new(n_chains, ranks);
+            let mut groups = Vec::new();
+            while let Some(group) = queue.take(at_once) {
+                groups.push(group);
+            }
+            let all: Vec<usize> = groups.iter().flat_map(|g| g.clone()).collect();
+            assert_eq!(all, (0..n_chains).collect::<Vec<_>>());
+            assert!(groups.iter().all(|g| g.len() <= n_chains.div_ceil(ranks)));
+            let first_round: usize = groups.iter().take(ranks).map(|g| g.len()).sum();
+            assert!(groups.len() >= ranks.min(n_chains), "{groups:?}");
+            assert!(first_round <= n_chains);
+            if n_chains == 1000 {
+                assert_eq!(groups[0], 0..125);
+                assert_eq!(
+                    groups.last().unwrap().len(),
+                    1000 - groups.last().unwrap().start
+                );
+                assert!(groups.iter().rev().skip(1).take(3).all(|g| g.len() == 16));
+            }
+        }
+        assert_eq!(ChainQueue::new(7, 3).take(16), Some(0..3));
     }
 
     /// Shares cover every chain once, in order, sizes differing by at
