@@ -675,7 +675,7 @@ fn pooled_warmup(
         Ok(warmed) => {
             if speak {
                 eprintln!(
-                    "Pooled warmup done in {}: step size {:.3}, {} divergent transitions",
+                    "Pooled warmup done in {} s: step size {:.3}, {} divergent transitions",
                     seconds_text(started.elapsed().as_secs_f64()),
                     warmed.kernel.step_size,
                     warmed.divergences
