@@ -62,6 +62,9 @@ pub struct NativeProgram {
     blocks: Vec<Vec<(LaunchFn, u32)>>,
     /// One lane's whole evaluation ([`lane_gradient_source`]).
     lane_gradient: LaneGradientFn,
+    /// The model's data, read only: one copy for every executor of the
+    /// program (a copy per group of chains held gigabytes for big data).
+    data: Arc<[f64]>,
 }
 
 /// The name and signature of [`lane_gradient_source`]'s function:
@@ -222,6 +225,7 @@ impl NativeProgram {
             blocks.push(steps);
         }
         Ok(NativeProgram {
+            data: data_values(&program.layout),
             lane_gradient,
             start: launcher(&program.helper(START_KERNEL))?,
             gather: launcher(&program.helper(GATHER_KERNEL))?,
@@ -336,7 +340,7 @@ impl GeneratedGradient {
         let compiled = Arc::new(NativeProgram::compile(self.program)?);
         Ok(NativeGradient::with_program(
             self.pc,
-            self.model,
+            Arc::new(self.model),
             self.stack_capacities,
             compiled,
             lanes,
@@ -348,12 +352,13 @@ impl GeneratedGradient {
 /// `lanes` lanes.
 pub struct NativeGradient {
     pc: pc::Program,
-    model: Model,
+    /// Shared by the siblings (it holds the data's values).
+    model: Arc<Model>,
     n_lanes: usize,
     stack_capacities: Vec<usize>,
     compiled: Arc<NativeProgram>,
     state: LaneState,
-    data: Vec<f64>,
+    data: Arc<[f64]>,
     counts: Vec<i32>,
     lists: Vec<i32>,
     active: Vec<i32>,
@@ -407,7 +412,7 @@ impl NativeGradient {
 
     fn with_program(
         pc: pc::Program,
-        model: Model,
+        model: Arc<Model>,
         stack_capacities: Vec<usize>,
         compiled: Arc<NativeProgram>,
         lanes: usize,
@@ -415,7 +420,7 @@ impl NativeGradient {
         let n_lanes = lanes.max(1);
         let program = &compiled.program;
         let state = lane_major_state(&program.layout, n_lanes);
-        let data = data_values(&program.layout);
+        let data = compiled.data.clone();
         let n_blocks = program.blocks.len().max(1);
         let gathered = vec![0.0; (GATHERED_HEADER + program.n_params) * n_lanes];
         NativeGradient {
@@ -717,11 +722,11 @@ pub(crate) fn lane_major_state(layout: &Layout, n_lanes: usize) -> LaneState {
 }
 
 /// The data values of `layout` (one unused number when there are none).
-pub(crate) fn data_values(layout: &Layout) -> Vec<f64> {
+pub(crate) fn data_values(layout: &Layout) -> Arc<[f64]> {
     if layout.data.is_empty() {
-        vec![0.0]
+        Arc::from([0.0])
     } else {
-        layout.data.clone()
+        Arc::from(layout.data.as_slice())
     }
 }
 

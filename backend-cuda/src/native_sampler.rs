@@ -88,6 +88,8 @@ struct Compiled {
     blocks: Vec<Vec<Step>>,
     /// `program.record_width()`, read at every record.
     record_width: usize,
+    /// The program's data, read only, shared by its executors.
+    data: Arc<[f64]>,
 }
 
 // SAFETY: see `NativeProgram` (plain functions of a loaded library).
@@ -115,7 +117,7 @@ pub struct NativeSampler {
     n_lanes: usize,
     n_slots: usize,
     state: crate::lane_state::LaneState,
-    data: Vec<f64>,
+    data: Arc<[f64]>,
     records: Vec<f64>,
     packed: Vec<f64>,
     /// One lane's point and gathered answer for gradients the dispatcher
@@ -178,6 +180,7 @@ impl NativeSampler {
             blocks.push(steps);
         }
         let compiled = Compiled {
+            data: data_values(&program.layout),
             record_width: program.record_width(),
             advance,
             start: library.launcher(&program.helper(START_KERNEL))?,
@@ -205,7 +208,7 @@ impl NativeSampler {
         let program = &compiled.program;
         let n_slots = program.layout.n_slots();
         let state = lane_major_state(&program.layout, n_lanes);
-        let data = data_values(&program.layout);
+        let data = compiled.data.clone();
         let packed_width = program
             .externals
             .iter()

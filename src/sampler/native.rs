@@ -33,6 +33,9 @@ use crate::output::VarSpec;
 pub struct NativeExecutor {
     /// An executor for one lane: the others are its siblings (sized per run).
     template: Mutex<NativeSampler>,
+    /// Executors of groups that ended, for the next run's groups (pooled
+    /// warmup runs the chains again and again, a few iterations at a time).
+    spares: Mutex<Vec<NativeSampler>>,
     threads: usize,
 }
 
@@ -65,6 +68,7 @@ impl NativeExecutor {
         };
         Ok(NativeExecutor {
             template: Mutex::new(sampler),
+            spares: Mutex::new(Vec::new()),
             threads,
         })
     }
@@ -90,8 +94,8 @@ impl SamplerExecutor for NativeExecutor {
         let workers = self.threads.min(turns.fresh.len());
         std::thread::scope(|scope| {
             for _ in 0..workers {
-                let (turns, template) = (&turns, &template);
-                scope.spawn(move || run_turns(template, job, turns, events, stop));
+                let (turns, template, spares) = (&turns, &template, &self.spares);
+                scope.spawn(move || run_turns(template, spares, job, turns, events, stop));
             }
         });
     }
@@ -205,6 +209,7 @@ impl<'a> GroupQueue<'a> {
 /// group has ended.
 fn run_turns<'a>(
     template: &NativeSampler,
+    spares: &Mutex<Vec<NativeSampler>>,
     job: &ChainJob<'a>,
     turns: &Turns<'a>,
     events: &'a Sender<Event>,
@@ -225,9 +230,17 @@ fn run_turns<'a>(
         let mut group = match turn {
             Turn::Resume(group) => group,
             Turn::Start(chains) => {
+                let lanes = chains.len();
                 let mut sampler = match spare.take() {
-                    Some(sampler) if sampler.lanes() == chains.len() => sampler,
-                    _ => template.sibling(chains.len()),
+                    Some(sampler) if sampler.lanes() == lanes => sampler,
+                    other => {
+                        let mut spares = spares.lock().unwrap_or_else(|p| p.into_inner());
+                        spares.extend(other);
+                        match spares.iter().position(|s| s.lanes() == lanes) {
+                            Some(i) => spares.swap_remove(i),
+                            None => template.sibling(lanes),
+                        }
+                    }
                 };
                 let ids: Vec<u32> = chains.iter().map(|&c| c as u32).collect();
                 let args: Vec<_> = chains.iter().map(|&chain| chain_args(job, chain)).collect();
@@ -268,8 +281,11 @@ fn run_turns<'a>(
             },
         }));
         finish_chains(&outcome, group.chains, events);
-        spare = Some(group.sampler);
+        if let Some(old) = spare.replace(group.sampler) {
+            (spares.lock().unwrap_or_else(|p| p.into_inner())).push(old);
+        }
     }
+    (spares.lock().unwrap_or_else(|p| p.into_inner())).extend(spare);
 }
 
 /// Transformed parameters and generated quantities as a batched program
