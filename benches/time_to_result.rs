@@ -53,7 +53,7 @@
 //! default `default`), `BAT_BENCH_CHAINS` (1024), `BAT_BENCH_TARGET_ESS`
 //! (10000), `BAT_BENCH_MAX_RHAT` (1.01), `BAT_BENCH_SAMPLES` (most draws per
 //! chain, 1000), `BAT_BENCH_WARMUPS` (default adaptation's warmups to try,
-//! `50,100,200,400,1000`), `BAT_BENCH_DEFAULT_LIMIT` (10), `BAT_BENCH_SEED`
+//! `50,100,200,400,1000`; empty: not run), `BAT_BENCH_DEFAULT_LIMIT` (10), `BAT_BENCH_SEED`
 //! (20240601), `BAT_BENCH_TIMEOUT` (seconds per run, 900),
 //! `BAT_BENCH_CHEES_WARMUP` (200), `BAT_BENCH_CHEES=0` (leave ChEES out),
 //! `BAT_PEERS_VENV` (default `~/.cache/bat-peers-venv`).
@@ -630,6 +630,7 @@ fn main() {
                 dash(),
                 dash(),
             ),
+            (None, _) if tried.is_empty() => ("not run".to_string(), dash(), dash(), dash()),
             // Every warmup ran past its limit: slower than the limit factor.
             (None, Some(_)) if timeouts == tried.len() => (
                 "none".to_string(),
@@ -673,7 +674,9 @@ fn main() {
             )),
             Err(e) => notes.push(format!("{name}: pooled {e}")),
         }
-        notes.push(format!("{name}: default warmups {}", tried.join("; ")));
+        if !tried.is_empty() {
+            notes.push(format!("{name}: default warmups {}", tried.join("; ")));
+        }
         if let Some(d) = &default {
             notes.push(format!(
                 "{name}: default (warmup {}) {}",
