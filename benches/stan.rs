@@ -29,37 +29,19 @@
 //! (20240601), `BAT_BENCH_TIMEOUT` (seconds per run of either, default
 //! 1800), `BAT_STAN_VENV` (default `~/.cache/bat-stan-venv`).
 
+#[path = "../tests/support/bench.rs"]
+mod bench;
 #[path = "../tests/support/posteriordb.rs"]
 #[allow(dead_code)] // the bench reads only whether every row passes
 mod posteriordb;
 
 use bat::summary::{ChainDraws, QuantitySummary};
+use bench::{corpus, env_number, env_or, repo, run_with_limit};
 use posteriordb::{Reference, Row, compare, references};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_string())
-}
-
-fn env_number(name: &str, default: u64) -> u64 {
-    let text = env_or(name, &default.to_string());
-    text.parse()
-        .unwrap_or_else(|_| panic!("{name}={text}: expected a whole number"))
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn corpus() -> PathBuf {
-    std::env::var_os("BAT_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("../shared/corpus"))
-        .join("posteriordb")
-}
+use std::process::Command;
+use std::time::Duration;
 
 /// The venv's python with PyStan, installed on first use.
 fn stan_python() -> PathBuf {
@@ -75,36 +57,6 @@ fn stan_python() -> PathBuf {
         .expect("run scripts/install-stan.sh");
     assert!(status.success(), "scripts/install-stan.sh failed");
     venv.join("bin/python")
-}
-
-/// Runs `command` to its end, or kills it after `limit`.
-fn run_with_limit(mut command: Command, limit: Duration) -> Result<(Output, Duration), String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (out_path, err_path) = (dir.path().join("stdout"), dir.path().join("stderr"));
-    command
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out_path).map_err(|e| e.to_string())?)
-        .stderr(std::fs::File::create(&err_path).map_err(|e| e.to_string())?);
-    let started = Instant::now();
-    let mut child = command.spawn().map_err(|e| e.to_string())?;
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            break status;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("stopped after {} s", limit.as_secs()));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let wall = started.elapsed();
-    let output = Output {
-        status,
-        stdout: std::fs::read(&out_path).unwrap_or_default(),
-        stderr: std::fs::read(&err_path).unwrap_or_default(),
-    };
-    Ok((output, wall))
 }
 
 struct Settings {
