@@ -7,16 +7,9 @@ mod support;
 
 use bat::output::{DrawReader, read_draws};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{NORMAL_DATA, NORMAL_MEAN, s, text, venv_python, write};
-
-fn bat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bat"))
-        .args(args)
-        .output()
-        .expect("run bat")
-}
+use support::{NORMAL_DATA, NORMAL_MEAN, bat, s, text, venv_python, write};
 
 #[test]
 fn missing_data_is_an_error_naming_the_variable() {

@@ -12,15 +12,8 @@ use bat::output::{DrawFile, DrawReader, StoredVariable, read_draws};
 use bat::sampler::target::{CHECK_EVERY, FIRST_CHECK};
 use bat::summary::{ChainDraws, QuantitySummary, report_for_file};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use support::{s, text, venv_python};
-
-fn bat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bat"))
-        .args(args)
-        .output()
-        .expect("run bat")
-}
+use std::process::Command;
+use support::{bat, s, text, venv_python};
 
 fn eight_schools() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/eight_schools_noncentered.bat")

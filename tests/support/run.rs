@@ -3,6 +3,15 @@
 #![allow(dead_code)] // each test file uses its own part
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `bat ARGS`, run to its end.
+pub fn bat(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bat"))
+        .args(args)
+        .output()
+        .expect("run bat")
+}
 
 /// A normal model with a generated quantity, and its data.
 pub const NORMAL_MEAN: &str = r#"
