@@ -200,16 +200,7 @@ pub mod world {
         pub fn send(&self, rank: usize, tag: i32, bytes: &[u8]) {
             let process = self.comm.process_at_rank(rank as i32);
             mpi::request::scope(|scope| {
-                let mut request = process.immediate_send_with_tag(scope, bytes, tag);
-                loop {
-                    match request.test() {
-                        Ok(_) => break,
-                        Err(r) => {
-                            request = r;
-                            std::thread::sleep(SEND_POLL);
-                        }
-                    }
-                }
+                wait_polling(process.immediate_send_with_tag(scope, bytes, tag));
             });
         }
 
@@ -509,6 +500,22 @@ pub mod world {
         }
     }
 
+    /// Waits for `request` by testing it between short sleeps: MPI's own
+    /// wait spins, taking a core from the sampler threads.
+    fn wait_polling<'a, S: mpi::request::Scope<'a>>(
+        mut request: mpi::request::Request<'a, [u8], S>,
+    ) {
+        loop {
+            match request.test() {
+                Ok(_) => return,
+                Err(r) => {
+                    request = r;
+                    std::thread::sleep(SEND_POLL);
+                }
+            }
+        }
+    }
+
     /// The bytes of a probed message, polling (not spinning) until they are
     /// all there: MPI's blocking receive spins while a long message
     /// arrives, as fast as its sender sends the fragments.
@@ -516,16 +523,7 @@ pub mod world {
         let count = status.count(u8::equivalent_datatype()).max(0) as usize;
         let mut bytes = vec![0u8; count];
         mpi::request::scope(|scope| {
-            let mut request = message.immediate_matched_receive_into(scope, &mut bytes[..]);
-            loop {
-                match request.test() {
-                    Ok(_) => break,
-                    Err(r) => {
-                        request = r;
-                        std::thread::sleep(SEND_POLL);
-                    }
-                }
-            }
+            wait_polling(message.immediate_matched_receive_into(scope, &mut bytes[..]));
         });
         bytes
     }

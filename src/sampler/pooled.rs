@@ -279,23 +279,40 @@ fn stuck_chains(reports: &[ChainReport]) -> Vec<bool> {
     lp.iter().map(|&x| x < floor).collect()
 }
 
-/// Pooled (Chan et al.) count, mean and sum of squared deviations of the
-/// points of `reports`, combined in chain order.
-fn pooled_moments(reports: &[ChainReport], dim: usize) -> (f64, Vec<f64>, Vec<f64>) {
-    let mut n = 0.0;
-    let mut mean = vec![0.0; dim];
-    let mut m2 = vec![0.0; dim];
-    for r in reports.iter().filter(|r| r.n > 0) {
-        let nb = r.n as f64;
-        let total = n + nb;
-        for i in 0..dim {
-            let delta = r.mean[i] - mean[i];
-            mean[i] += delta * nb / total;
-            m2[i] += r.m2[i] + delta * delta * n * nb / total;
+/// Count, mean and sum of squared deviations of points, pooled from
+/// chains' Welford moments (Chan et al.'s combination).
+#[derive(Clone, Debug)]
+struct Moments {
+    n: f64,
+    mean: Vec<f64>,
+    m2: Vec<f64>,
+}
+
+impl Moments {
+    fn new(dim: usize) -> Moments {
+        Moments {
+            n: 0.0,
+            mean: vec![0.0; dim],
+            m2: vec![0.0; dim],
         }
-        n = total;
     }
-    (n, mean, m2)
+
+    /// Adds the points `report` summarizes.
+    fn merge(&mut self, report: &ChainReport) {
+        if report.n == 0 {
+            return;
+        }
+        let nb = report.n as f64;
+        let total = self.n + nb;
+        for ((mean, m2), (&mean_b, &m2_b)) in
+            (self.mean.iter_mut().zip(&mut self.m2)).zip(report.mean.iter().zip(&report.m2))
+        {
+            let delta = mean_b - *mean;
+            *mean += delta * nb / total;
+            *m2 += m2_b + delta * delta * self.n * nb / total;
+        }
+        self.n = total;
+    }
 }
 
 /// Stan's regularized variance of `n` points, (n/(n + 5))·var + 10⁻³·5/(n + 5).
@@ -334,7 +351,7 @@ pub fn warmup(
     let mut gradient_evaluations = 0;
     let mut divergences = 0;
     let mut restarted = Vec::new();
-    let mut window = (0.0, vec![0.0; dim], vec![0.0; dim]);
+    let mut window = Moments::new(dim);
     // Step-size targets since the last metric update.
     let mut targets: Vec<f64> = Vec::new();
     let segments = schedule(settings.num_warmup);
@@ -433,29 +450,14 @@ pub fn warmup(
             .as_ref()
             .map_or_else(|| Arc::from(vec![1.0; dim]), |k| k.inv_metric.clone());
         if segment.in_window {
-            let (n, mean, m2) = pooled_moments(&good, dim);
-            let combined = pooled_moments(
-                &[
-                    ChainReport {
-                        n: window.0 as usize,
-                        mean: window.1.clone(),
-                        m2: window.2.clone(),
-                        ..ChainReport::new(0, dim)
-                    },
-                    ChainReport {
-                        n: n as usize,
-                        mean,
-                        m2,
-                        ..ChainReport::new(0, dim)
-                    },
-                ],
-                dim,
-            );
-            window = combined;
+            // In chain order, so the same on every executor.
+            for report in &good {
+                window.merge(report);
+            }
         }
-        if segment.closes_window && window.0 > 1.0 {
-            inv_metric = Arc::from(regularized_variance(window.0, &window.2));
-            window = (0.0, vec![0.0; dim], vec![0.0; dim]);
+        if segment.closes_window && window.n > 1.0 {
+            inv_metric = Arc::from(regularized_variance(window.n, &window.m2));
+            window = Moments::new(dim);
             targets.clear();
         }
         kernel = Some(Kernel {
@@ -577,7 +579,10 @@ mod tests {
             let target = if i < 2 { &mut a } else { &mut b };
             target.add(&stats, p.to_vec());
         }
-        let (n, mean, m2) = pooled_moments(&[a, b], 2);
+        let mut pooled = Moments::new(2);
+        pooled.merge(&a);
+        pooled.merge(&b);
+        let (n, mean, m2) = (pooled.n, pooled.mean, pooled.m2);
         assert_eq!(n, 5.0);
         for d in 0..2 {
             let m = points.iter().map(|p| p[d]).sum::<f64>() / 5.0;
