@@ -9,7 +9,7 @@
 mod support;
 
 use bat::output::{DrawFile, DrawReader, StoredVariable, read_draws};
-use bat::sampler::target::{CHECK_EVERY, FIRST_CHECK};
+use bat::sampler::target::{Checkpoints, EssTarget};
 use bat::summary::{ChainDraws, QuantitySummary, report_for_file};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -93,11 +93,14 @@ fn attribute(file: &DrawFile, name: &str) -> String {
         .clone()
 }
 
-/// Whether every element of every posterior variable of `file`, over
-/// each chain's first `draws` draws, has ESS_bulk ≥ [`TARGET`] and R-hat
-/// < [`MAX_RHAT`], by the summary's statistics of those draws.
+/// Whether `lp__` and every element of every posterior variable of
+/// `file`, over each chain's first `draws` draws, have ESS_bulk ≥
+/// [`TARGET`] and R-hat < [`MAX_RHAT`], by the summary's statistics of
+/// those draws.
 fn meets_target(file: &DrawFile, draws: usize) -> bool {
-    file.posterior.iter().all(|variable| {
+    let stats = file.sample_stats.as_ref().expect("sample_stats");
+    let lp = stats.iter().find(|v| v.name == "lp").expect("lp");
+    file.posterior.iter().chain([lp]).all(|variable| {
         let first = StoredVariable {
             n_draws: draws,
             values: first_draws(variable, draws),
@@ -135,10 +138,18 @@ fn target_stops_every_chain_at_the_same_draws(backend: &str) {
     // (a) Stopped early, at a checkpoint, and the file says why.
     let draws: usize = attribute(&stopped, "stop_draws_per_chain").parse().unwrap();
     assert!(draws < SAMPLES, "not stopped early: {stderr}");
-    let mut checkpoints = vec![FIRST_CHECK];
+    let schedule = Checkpoints::new(
+        EssTarget {
+            min_ess_bulk: TARGET,
+            max_rhat: MAX_RHAT,
+        },
+        CHAINS,
+    );
+    assert_eq!(schedule.first(), 50, "300 ÷ 6 chains");
+    let mut checkpoints = vec![schedule.first()];
     while *checkpoints.last().unwrap() < draws {
         let last = *checkpoints.last().unwrap();
-        checkpoints.push(last + CHECK_EVERY.max(last / 10));
+        checkpoints.push(schedule.after(last));
     }
     assert_eq!(*checkpoints.last().unwrap(), draws, "not a checkpoint");
     assert_eq!(attribute(&stopped, "stop_reason"), "target_reached");
@@ -163,10 +174,12 @@ fn target_stops_every_chain_at_the_same_draws(backend: &str) {
     // summary of the full run's draws; the checkpoint before did not.
     let summary = report_for_file(&stopped.path).unwrap();
     assert_eq!((summary.n_chains, summary.n_draws), (CHAINS, draws));
-    let posterior: Vec<_> = (summary.quantities.iter())
-        .filter(|q| q.name != "lp__")
-        .collect();
-    assert_eq!(posterior.len(), 1 + 1 + 8 + 8 + 8, "mu, tau, θ̃, θ, y_rep");
+    let posterior: Vec<_> = summary.quantities.iter().collect();
+    assert_eq!(
+        posterior.len(),
+        1 + 1 + 1 + 8 + 8 + 8,
+        "lp__, mu, tau, θ̃, θ, y_rep"
+    );
     for q in &posterior {
         assert!(q.ess_bulk >= TARGET && q.r_hat < MAX_RHAT, "{q:?}");
     }

@@ -136,13 +136,14 @@ enum Command {
         /// disk fill, the file keeps every draw written before.
         #[arg(long)]
         ignore_disk_space: bool,
-        /// Stop sampling once every posterior quantity (each element of
-        /// the parameters, transformed parameters and generated quantities)
-        /// has ESS_bulk ≥ N and R-hat < --max-rhat over all chains. Checked
-        /// when every chain has 100 kept draws, then every 50 draws (or a
-        /// tenth of the draws so far, if more); every chain keeps the same
-        /// draws, the first of the run without a target. --samples stays
-        /// the most draws per chain.
+        /// Stop sampling once lp__ and every posterior quantity (each
+        /// element of the parameters, transformed parameters and generated
+        /// quantities) have ESS_bulk ≥ N and R-hat < --max-rhat over all
+        /// chains. Checked when every chain has N ÷ chains kept draws (at
+        /// least 10, at most 100), then every half of that (or a tenth of
+        /// the draws so far, if more); every chain keeps the same draws,
+        /// the first of the run without a target. --samples stays the most
+        /// draws per chain.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         target_ess: Option<u32>,
         /// With --target-ess: R-hat must be below R for every quantity.

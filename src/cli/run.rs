@@ -83,7 +83,7 @@ pub struct Options<'a> {
     pub save_warmup: bool,
     /// Sample even when the file's estimated size exceeds the free space.
     pub ignore_disk_space: bool,
-    /// Stop once every posterior quantity reaches this (`--target-ess`,
+    /// Stop once `lp__` and every posterior quantity reach this (`--target-ess`,
     /// `--max-rhat`).
     pub target: Option<bat::sampler::EssTarget>,
     pub backend: Backend,

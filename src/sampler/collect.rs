@@ -267,7 +267,7 @@ pub fn collect(
                     let buffered = buffer.len();
                     if let (Some(check), Some(numbers), false) =
                         (target.as_mut(), numbers, record.warmup)
-                        && check.push(chain, &numbers).is_some()
+                        && check.push(chain, &numbers, record.stats.lp).is_some()
                         && let Some(stop) = output.stop
                     {
                         // Every chain has the draws: the rest are not needed.

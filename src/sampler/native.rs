@@ -89,7 +89,7 @@ impl SamplerExecutor for NativeExecutor {
             fresh: GroupQueue::new(chains, LANES_PER_GROUP),
             active: Mutex::new(VecDeque::new()),
             live: AtomicUsize::new(0),
-            max_live: (STATE_IN_FLIGHT_BYTES / group_bytes).max(2 * self.threads),
+            max_live: (state_in_flight_bytes() / group_bytes).max(2 * self.threads),
         };
         let workers = self.threads.min(turns.fresh.len());
         std::thread::scope(|scope| {
@@ -102,9 +102,31 @@ impl SamplerExecutor for NativeExecutor {
 }
 
 /// Bytes of sampler state that the started groups hold at most (about):
-/// a group starts only while the others hold less (with 50 kB per lane,
-/// 10,000 lanes), so a run of millions of chains does not hold them all.
-const STATE_IN_FLIGHT_BYTES: usize = 512 << 20;
+/// a quarter of the memory available when the run starts, and at least
+/// [`MIN_STATE_IN_FLIGHT_BYTES`]. A group starts only while the others
+/// hold less, so a run of millions of chains does not hold them all; but
+/// chains that do not all start move forward in two waves (the later ones
+/// start only as the earlier ones end), and a run with `--target-ess`,
+/// which checks once every chain has the draws, then stops only near the
+/// end. The 100-d Gaussian holds 0.58 MB per chain (its sampler's and
+/// gradient's state): a fixed 512 MiB started 57 of its 64 groups of 16
+/// chains at 1,024 chains, the other 7 only as the first ended, and a run
+/// whose target was met at 150 draws ran 915.
+fn state_in_flight_bytes() -> usize {
+    let available = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib.saturating_mul(1024))
+        });
+    available.map_or(MIN_STATE_IN_FLIGHT_BYTES, |bytes| {
+        (bytes / 4).max(MIN_STATE_IN_FLIGHT_BYTES)
+    })
+}
+
+/// Where the available memory is unknown (not Linux), or small.
+const MIN_STATE_IN_FLIGHT_BYTES: usize = 512 << 20;
 
 /// Records per lane in one turn of a group (with 16 lanes, one flush of
 /// their kept draws' generated quantities).
@@ -117,7 +139,7 @@ const RECORDS_PER_TURN: usize = 16;
 /// finished before the next group's started, and a run stopped once every
 /// chain has enough draws (`--target-ess`) could stop only near its end.
 /// New groups start while the started ones hold less than
-/// [`STATE_IN_FLIGHT_BYTES`].
+/// [`state_in_flight_bytes`].
 struct Turns<'a> {
     fresh: GroupQueue<'a>,
     /// Started groups waiting for their next turn, in line.

@@ -1,16 +1,26 @@
 //! Stopping a run once its draws are enough (`bat run --target-ess N
-//! --max-rhat R`): every scalar element of the posterior variables
-//! (parameters, transformed parameters, generated quantities, as `bat
-//! summary` reports them) needs ESS_bulk ≥ N and R-hat < R over all chains.
+//! --max-rhat R`): every quantity `bat summary` reports — `lp__` and every
+//! scalar element of the posterior variables (parameters, transformed
+//! parameters, generated quantities) — needs ESS_bulk ≥ N and R-hat < R
+//! over all chains.
 //!
 //! The collector keeps a copy of every chain's kept post-warmup draws and
 //! checks them each time every chain has reached the next checkpoint
-//! ([`TargetCheck::next_at`]): first at [`FIRST_CHECK`] draws per chain,
-//! then every [`CHECK_EVERY`] draws or a tenth of the draws so far,
-//! whichever is more. The checkpoints depend on nothing but the draw
-//! counts, so a run stops at the same draw whatever the machine's speed,
-//! and its draws are the first draws of the same run without a target
-//! (chains are independent while they sample). Warmup draws never count.
+//! ([`Checkpoints`]): first where the chains' draws together could first
+//! hold the target's ESS (N ÷ chains draws per chain, at least
+//! [`MIN_FIRST_CHECK`], at most [`FIRST_CHECK`]), then every half of that
+//! or a tenth of the draws so far, whichever is more. With a few chains
+//! that is 100, 150, 200, ...; with 1,024 chains and N = 10,000 it is 10,
+//! 15, 20, ...: many chains reach the target in a few draws each, and
+//! checking only at 100 would make every one of them run ten times longer
+//! than needed. Short chains do not make the check lenient: R-hat (split,
+//! rank-normalized) compares each half-chain's mean with the others', and
+//! half-chains shorter than their autocorrelation spread more, not less.
+//! The checkpoints depend on nothing but the draw counts, the target and
+//! the number of chains, so a run stops at the same draw whatever the
+//! machine's speed, and its draws are the first draws of the same run
+//! without a target (chains are independent while they sample). Warmup
+//! draws never count.
 //!
 //! Cost: a check computes R-hat and ESS_bulk ([`rank_diagnostics`], the
 //! summary's own code) quantity by quantity, starting with the one that
@@ -35,10 +45,41 @@ use crate::summary::ChainDraws;
 use crate::summary::diagnostics::rank_diagnostics;
 use std::time::Instant;
 
-/// Draws per chain at the first check.
+/// Draws per chain at the first check, at most (with few chains).
 pub const FIRST_CHECK: usize = 100;
-/// Draws per chain between checks, at least.
-pub const CHECK_EVERY: usize = 50;
+/// Draws per chain at the first check, at least: split R-hat then has
+/// half-chains of 5 draws.
+pub const MIN_FIRST_CHECK: usize = 10;
+
+/// Draws per chain at each check of a run: the first where `n_chains`
+/// chains' draws together could first hold `min_ess_bulk` (clamped to
+/// [`MIN_FIRST_CHECK`]..=[`FIRST_CHECK`]), then every half of the first or
+/// a tenth of the draws so far, whichever is more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checkpoints {
+    first: usize,
+}
+
+impl Checkpoints {
+    pub fn new(target: EssTarget, n_chains: usize) -> Checkpoints {
+        let enough = (target.min_ess_bulk / n_chains.max(1) as f64).ceil();
+        let first = if enough.is_finite() {
+            (enough as usize).clamp(MIN_FIRST_CHECK, FIRST_CHECK)
+        } else {
+            FIRST_CHECK
+        };
+        Checkpoints { first }
+    }
+
+    pub fn first(&self) -> usize {
+        self.first
+    }
+
+    /// The checkpoint after `draws`.
+    pub fn after(&self, draws: usize) -> usize {
+        draws + (self.first / 2).max(draws / 10)
+    }
+}
 
 /// What the draws must reach.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -69,6 +110,7 @@ pub struct TargetCheck {
     draws: Vec<Vec<f64>>,
     /// Per chain, its draws so far.
     counts: Vec<usize>,
+    checkpoints: Checkpoints,
     /// Draws per chain at the next check.
     next_at: usize,
     /// Chains with at least `next_at` draws.
@@ -83,12 +125,14 @@ pub struct TargetCheck {
 
 impl TargetCheck {
     pub fn new(target: EssTarget, n_chains: usize) -> TargetCheck {
+        let checkpoints = Checkpoints::new(target, n_chains);
         TargetCheck {
             target,
             width: 0,
             draws: vec![Vec::new(); n_chains],
             counts: vec![0; n_chains],
-            next_at: FIRST_CHECK,
+            checkpoints,
+            next_at: checkpoints.first(),
             ready: 0,
             worst: 0,
             checks: 0,
@@ -118,17 +162,18 @@ impl TargetCheck {
     }
 
     /// Adds `chain`'s next kept post-warmup draw (`numbers`: every element
-    /// of every variable, in stored order), then checks when every chain
-    /// has reached the checkpoint. Returns the check that found the draws
-    /// enough, the first time one does.
-    pub fn push(&mut self, chain: usize, numbers: &[f64]) -> Option<Reached> {
+    /// of every variable, in stored order; `lp`: its `lp__`), then checks
+    /// when every chain has reached the checkpoint. Returns the check that
+    /// found the draws enough, the first time one does.
+    pub fn push(&mut self, chain: usize, numbers: &[f64], lp: f64) -> Option<Reached> {
         if !self.wants(chain) {
             return None;
         }
         if self.width == 0 {
-            self.width = numbers.len();
+            self.width = numbers.len() + 1;
         }
         self.draws[chain].extend_from_slice(numbers);
+        self.draws[chain].push(lp);
         self.counts[chain] += 1;
         if self.counts[chain] == self.next_at {
             self.ready += 1;
@@ -150,7 +195,7 @@ impl TargetCheck {
                 }
             }
             None => {
-                self.next_at += CHECK_EVERY.max(self.next_at / 10);
+                self.next_at = self.checkpoints.after(self.next_at);
                 self.ready = self.counts.iter().filter(|&&n| n >= self.next_at).count();
             }
         }
@@ -210,7 +255,8 @@ mod tests {
 
     /// The checks happen at 100, 150, 200, ... draws per chain and only
     /// once every chain has the draws; the verdict is the summary's
-    /// diagnostics of exactly those draws.
+    /// diagnostics of exactly those draws, and the checkpoint before did
+    /// not meet the target.
     #[test]
     fn checks_at_the_checkpoints_with_the_summarys_diagnostics() {
         let chains = 4;
@@ -218,34 +264,77 @@ mod tests {
             min_ess_bulk: 300.0,
             max_rhat: 1.05,
         };
+        let checkpoints = Checkpoints::new(target, chains);
+        assert_eq!(checkpoints.first(), 75, "300 ÷ 4 chains");
         let mut check = TargetCheck::new(target, chains);
         let mut reached = None;
         let mut i = 0;
         'draws: for _ in 0..1000 {
             for chain in 0..chains {
                 i += 1;
-                // A constant second element is skipped.
-                if let Some(r) = check.push(chain, &[scrambled(i), 7.0]) {
+                // A constant lp__ is skipped.
+                if let Some(r) = check.push(chain, &[scrambled(i)], 7.0) {
                     reached = Some(r);
                     break 'draws;
                 }
             }
         }
         let reached = reached.expect("independent draws reach 300 quickly");
-        assert_eq!(reached.draws, FIRST_CHECK, "4 × 100 independent draws");
-        assert_eq!(check.checks, 1);
-        // The same numbers, chain-major, through the summary's code.
-        let mut column = Vec::new();
-        for chain in 0..chains {
-            for draw in 0..reached.draws {
-                column.push(scrambled(draw * chains + chain + 1));
-            }
+        let mut at = vec![checkpoints.first()];
+        while *at.last().unwrap() < reached.draws {
+            at.push(checkpoints.after(*at.last().unwrap()));
         }
-        let (r_hat, ess) = rank_diagnostics(ChainDraws::new(&column, chains, 100).unwrap());
+        assert_eq!(*at.last().unwrap(), reached.draws, "{at:?}");
+        assert_eq!(check.checks, at.len());
+        // The same numbers, chain-major, through the summary's code.
+        let diagnostics = |draws: usize| {
+            let mut column = Vec::new();
+            for chain in 0..chains {
+                for draw in 0..draws {
+                    column.push(scrambled(draw * chains + chain + 1));
+                }
+            }
+            rank_diagnostics(ChainDraws::new(&column, chains, draws).unwrap())
+        };
+        let (r_hat, ess) = diagnostics(reached.draws);
         assert_eq!((reached.max_rhat, reached.min_ess_bulk), (r_hat, ess));
         assert!(ess >= 300.0 && r_hat < 1.05);
+        if at.len() > 1 {
+            let (r_hat, ess) = diagnostics(at[at.len() - 2]);
+            assert!(
+                !(ess >= 300.0 && r_hat < 1.05),
+                "met one checkpoint earlier"
+            );
+        }
         // Past the target no draw is wanted.
         assert!(!check.wants(0));
+    }
+
+    /// Many chains check early and often: 1,024 chains for ESS 10,000 at
+    /// 10, 15, 20, ... draws per chain; a few chains at 100, 150, ...; no
+    /// first check below 10 draws however many chains.
+    #[test]
+    fn the_first_check_comes_when_the_chains_together_could_meet_the_target() {
+        let target = |n: f64| EssTarget {
+            min_ess_bulk: n,
+            max_rhat: 1.01,
+        };
+        let many = Checkpoints::new(target(10_000.0), 1024);
+        assert_eq!(many.first(), 10);
+        assert_eq!(
+            (many.after(10), many.after(15), many.after(60)),
+            (15, 20, 66)
+        );
+        let few = Checkpoints::new(target(10_000.0), 4);
+        assert_eq!(
+            (few.first(), few.after(100), few.after(500)),
+            (100, 150, 550)
+        );
+        assert_eq!(
+            Checkpoints::new(target(400.0), 100_000).first(),
+            MIN_FIRST_CHECK
+        );
+        assert_eq!(Checkpoints::new(target(2_000.0), 64).first(), 32);
     }
 
     /// A target out of reach checks at every checkpoint (100, 150, 200,
@@ -259,11 +348,11 @@ mod tests {
         };
         let mut check = TargetCheck::new(target, 2);
         for draw in 0..1000 {
-            assert_eq!(check.push(0, &[scrambled(draw)]), None);
+            assert_eq!(check.push(0, &[], scrambled(draw)), None);
         }
         assert_eq!(check.checks, 0, "chain 1 has no draws yet");
         for draw in 0..1000 {
-            assert_eq!(check.push(1, &[scrambled(draw + 5000)]), None);
+            assert_eq!(check.push(1, &[], scrambled(draw + 5000)), None);
         }
         // 100, 150, ..., 500 (9 checks), then 550, 605, 665, 731, 804, 884, 972.
         assert_eq!(check.checks, 9 + 7);
