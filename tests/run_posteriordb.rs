@@ -195,13 +195,15 @@ fn eight_schools_noncentered_matches_the_reference() {
 }
 
 /// Pooled warmup: 16 chains share one kernel adapted in 100 iterations.
+/// 300 draws per chain: with 150, tau's heavy tail put its sd outside
+/// ±20% at some seeds (1 of 13 tried).
 #[test]
 fn eight_schools_noncentered_matches_the_reference_with_pooled_warmup() {
     assert_posterior_with(
         "eight_schools-eight_schools_noncentered",
         16,
         100,
-        150,
+        300,
         &["--adapt", "pooled"],
     );
 }

@@ -22,7 +22,8 @@
 //!   The first segment starts each chain from Stan's step-size heuristic;
 //!   the shared step size is then the geometric mean of theirs. The
 //!   sampling step size is the geometric mean of the targets of the
-//!   segments after the last metric update.
+//!   later half of the segments after the last metric update (at least
+//!   [`TERMINAL_UPDATES`] of them).
 //! - **metric**: Stan's windows (initial buffer, doubling windows,
 //!   terminal buffer: `window_params` and `next_window` of `nuts.stan`),
 //!   but each window's variance is over all chains' iterations in it,
@@ -109,8 +110,14 @@ struct Segment {
     restarts: bool,
 }
 
+/// Step-size updates in the terminal buffer (after the last metric
+/// update), at least: its segments are shorter than [`SYNC_EVERY`] where
+/// the buffer is short.
+const TERMINAL_UPDATES: usize = 3;
+
 /// The segments of `num_warmup` iterations: every [`SYNC_EVERY`]
-/// iterations and at the ends of Stan's metric windows.
+/// iterations and at the ends of Stan's metric windows, and at least
+/// [`TERMINAL_UPDATES`] in the terminal buffer.
 fn schedule(num_warmup: usize) -> Vec<Segment> {
     // Stan's windowed adaptation (`window_params`, `next_window`).
     let adapt_metric = num_warmup >= 20;
@@ -141,6 +148,14 @@ fn schedule(num_warmup: usize) -> Vec<Segment> {
     }
     let in_window = |i: usize| adapt_metric && i >= init_buffer && i < num_warmup - term_buffer;
     let mut cuts: Vec<usize> = (SYNC_EVERY..num_warmup).step_by(SYNC_EVERY).collect();
+    // The step size has to settle to the last metric in the terminal
+    // buffer: at least TERMINAL_UPDATES updates there, however short it
+    // is (with a 3-iteration buffer of a 30-iteration warmup, one update
+    // left the logistic regression's acceptance at 0.99).
+    let term_start = num_warmup - term_buffer;
+    let term_step = term_buffer.div_ceil(TERMINAL_UPDATES).clamp(1, SYNC_EVERY);
+    cuts.retain(|&c| c <= term_start);
+    cuts.extend((term_start..num_warmup).step_by(term_step).skip(1));
     cuts.extend(window_ends.iter().map(|e| e + 1));
     if adapt_metric {
         cuts.push(init_buffer);
@@ -481,10 +496,13 @@ pub fn warmup(
         );
     }
     let kernel = kernel.map(|mut kernel| {
-        // The geometric mean of the targets since the last metric update.
-        let logs: f64 = targets.iter().map(|t| t.ln()).sum();
-        if !targets.is_empty() {
-            kernel.step_size = (logs / targets.len() as f64).exp();
+        // The geometric mean of the later half of the targets since the
+        // last metric update: the first ones still move from the step
+        // size of the metric before.
+        let later = &targets[targets.len() / 2..];
+        if !later.is_empty() {
+            let logs: f64 = later.iter().map(|t| t.ln()).sum();
+            kernel.step_size = (logs / later.len() as f64).exp();
         }
         kernel
     });
@@ -546,6 +564,23 @@ mod tests {
             .collect();
         assert_eq!(closes, vec![90]);
         assert_eq!(short.iter().find(|s| s.in_window).unwrap().start, 15);
+        // At least three step-size updates after the last metric update,
+        // however short the terminal buffer (30 iterations: 3 of them).
+        for warmup in [30, 100, 1000] {
+            let segments = schedule(warmup);
+            let last_close = segments.iter().rposition(|s| s.closes_window).unwrap();
+            let after = segments.len() - 1 - last_close;
+            assert!(after >= TERMINAL_UPDATES, "{warmup}: {segments:?}");
+        }
+        assert_eq!(
+            schedule(30)
+                .iter()
+                .rev()
+                .take(3)
+                .map(|s| s.end - s.start)
+                .sum::<usize>(),
+            3
+        );
         // No metric adaptation under 20 iterations.
         assert!(
             schedule(10)
