@@ -79,14 +79,21 @@ impl SamplerExecutor for NativeExecutor {
         if chains.is_empty() {
             return;
         }
+        // Fewer chains than threads × 16 are cut in smaller groups so that
+        // every thread gets some: 4 chains in one group of 4 ran on one
+        // core of two.
+        let group = chains
+            .len()
+            .div_ceil(self.threads)
+            .clamp(1, LANES_PER_GROUP);
         let template = self
             .template
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .sibling(LANES_PER_GROUP.min(chains.len()));
-        let group_bytes = (template.lane_bytes() * LANES_PER_GROUP).max(1);
+            .sibling(group);
+        let group_bytes = (template.lane_bytes() * group).max(1);
         let turns = Turns {
-            fresh: GroupQueue::new(chains, LANES_PER_GROUP),
+            fresh: GroupQueue::new(chains, group),
             active: Mutex::new(VecDeque::new()),
             live: AtomicUsize::new(0),
             max_live: (state_in_flight_bytes() / group_bytes).max(2 * self.threads),
