@@ -273,8 +273,9 @@ impl ChainReport {
     /// The record's width for a segment of `iterations` iterations.
     fn width(dim: usize, iterations: usize, algorithm: Algorithm) -> usize {
         let trajectories = match algorithm {
-            Algorithm::Nuts => 0,
-            Algorithm::Chees => iterations * TrajectoryRecord::width(dim),
+            // A model without parameters runs no trajectories.
+            Algorithm::Chees if dim > 0 => iterations * TrajectoryRecord::width(dim),
+            _ => 0,
         };
         6 + 3 * dim + trajectories
     }

@@ -813,6 +813,15 @@ mod tests {
                     step_size: 0.5,
                     inv_metric: odd.to_vec(),
                 },
+                Event::Trajectory {
+                    chain: 5,
+                    trajectory: super::super::Trajectory {
+                        start: odd.to_vec(),
+                        end: vec![1.0, -2.0],
+                        velocity: odd[1..].to_vec(),
+                        time: 0.75,
+                    },
+                },
             ]),
         ];
         let second = vec![
@@ -886,6 +895,12 @@ mod tests {
         if let Event::Adaptation { inv_metric, .. } = &mut e {
             numbers.extend(inv_metric.iter().map(|x| x.to_bits()));
             inv_metric.clear();
+        }
+        if let Event::Trajectory { trajectory, .. } = &mut e {
+            for part in [&mut trajectory.start, &mut trajectory.end, &mut trajectory.velocity] {
+                numbers.extend(part.iter().map(|x| x.to_bits()));
+                part.clear();
+            }
         }
         (format!("{e:?}"), numbers)
     }
