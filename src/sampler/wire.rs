@@ -897,7 +897,11 @@ mod tests {
             inv_metric.clear();
         }
         if let Event::Trajectory { trajectory, .. } = &mut e {
-            for part in [&mut trajectory.start, &mut trajectory.end, &mut trajectory.velocity] {
+            for part in [
+                &mut trajectory.start,
+                &mut trajectory.end,
+                &mut trajectory.velocity,
+            ] {
                 numbers.extend(part.iter().map(|x| x.to_bits()));
                 part.clear();
             }
