@@ -637,18 +637,18 @@ const CHEES_MAX_LOG_STEP: f64 = 0.35;
 
 /// ChEES adaptation of jittered HMC's trajectory length T (Hoffman, Radul
 /// & Sountsov 2021): gradient ascent with Adam on log T of the ChEES rate
-/// ChEES/T, ChEES = ¼ E[(‖q′ − E q′‖² − ‖q − E q‖²)²] being the change in
-/// the chains' expected squared distance from their mean over one
-/// trajectory, and T its cost (TFP's default criterion: ChEES alone is
+/// ChEES/T (TFP's `chees_rate_criterion`), ChEES = ¼ E[(‖q′ − E q′‖² −
+/// ‖q − E q‖²)²] being the change in the chains' expected squared distance
+/// from their mean over one trajectory and T its cost: ChEES alone is
 /// nearly flat past its first maximum, with later local maxima that cost
-/// more gradients for nothing). Every iteration, across all chains,
-/// ChEES is estimated as the acceptance-weighted mean of
-/// ¼(‖q̃′‖² − ‖q̃‖²)² and its gradient in log T as that of
-/// t·(‖q̃′‖² − ‖q̃‖²)·(q̃′·ṽ′), over non-divergent trajectories (t the
-/// trajectory's length, ⌈u·T/ε⌉·ε, which grows with T as u·T does), q̃ the start and q̃′ the end of the trajectory centered
-/// on the chains' means, ṽ′ the velocity there), with coordinates scaled
-/// by the metric (q/√M⁻¹), so that every coordinate counts alike; the rate's
-/// gradient in log T is then gradient/ChEES − 1.
+/// more gradients for nothing. Every iteration, across all chains, ChEES
+/// is estimated as the acceptance-weighted mean of ¼(‖q̃′‖² − ‖q̃‖²)² and
+/// its gradient in log T as that of t·(‖q̃′‖² − ‖q̃‖²)·(q̃′·ṽ′), over
+/// non-divergent trajectories: t is the trajectory's length ⌈u·T/ε⌉·ε
+/// (which grows with T as u·T does), q̃ its start and q̃′ its end centered
+/// on the chains' means, ṽ′ the velocity there, all in coordinates scaled
+/// by the metric (q/√M⁻¹) so that every coordinate counts alike. The
+/// rate's gradient in log T is then gradient/ChEES − 1.
 #[derive(Clone, Debug)]
 struct TrajectoryLengthAdaptation {
     /// Adam's moments and steps taken.
