@@ -29,7 +29,12 @@
 //!    pooled time (and `BAT_BENCH_TIMEOUT`): a warmup that does not pass by
 //!    then counts as not passing, and when none passes the row says so
 //!    (the ratio is then above the limit factor).
-//! 4. `ChEES`, synthetic problems only: `scripts/python/chees_time_to_result.py`
+//! 4. `bat ChEES s`: `bat run --chains C --algorithm chees --target-ess T
+//!    --samples CAP` (bat's jittered HMC with ChEES adaptation over pooled
+//!    warmup's default 200 iterations), start to exit, passing as above;
+//!    `draws` the draws per chain at the stop, `bCh/pool` its time ÷
+//!    `pooled s`.
+//! 5. `ChEES`, synthetic problems only: `scripts/python/chees_time_to_result.py`
 //!    in the venv of `scripts/install-peers.sh` (BlackJAX, JAX, ArviZ; run
 //!    on first use): BlackJAX's `chees_adaptation` for `BAT_BENCH_CHEES_WARMUP`
 //!    steps, then jittered HMC in chunks of 50 draws, checked at bat's
@@ -56,6 +61,7 @@
 //! `50,100,200,400,1000`; empty: not run), `BAT_BENCH_DEFAULT_LIMIT` (10), `BAT_BENCH_SEED`
 //! (20240601), `BAT_BENCH_TIMEOUT` (seconds per run, 900),
 //! `BAT_BENCH_CHEES_WARMUP` (200), `BAT_BENCH_CHEES=0` (leave ChEES out),
+//! `BAT_BENCH_BAT_CHEES=0` (leave `bat ChEES` out),
 //! `BAT_PEERS_VENV` (default `~/.cache/bat-peers-venv`).
 
 #[path = "../tests/support/bench.rs"]
@@ -278,12 +284,12 @@ fn compile(problem: &Problem, s: &Settings) -> Result<f64, String> {
     Ok(wall.as_secs_f64())
 }
 
-/// `bat run --target-ess` with `adapt` ("pooled" or "stan") and `warmup`
-/// (none: the adaptation's default), stopped after `limit`.
+/// `bat run --target-ess` with `flags` (the adaptation or algorithm) and
+/// `warmup` (none: the adaptation's default), stopped after `limit`.
 fn run_bat(
     problem: &Problem,
     s: &Settings,
-    adapt: &str,
+    flags: &[&str],
     warmup: Option<u64>,
     limit: Duration,
 ) -> Result<BatRun, String> {
@@ -292,7 +298,7 @@ fn run_bat(
     let mut command = bat_command(problem, s, &output);
     command
         .args(["--chains", &s.chains.to_string()])
-        .args(["--adapt", adapt])
+        .args(flags)
         .args(["--target-ess", &s.target_ess.to_string()])
         .args(["--max-rhat", &s.max_rhat.to_string()])
         .args(["--samples", &s.samples.to_string()]);
@@ -481,6 +487,7 @@ fn main() {
     };
     let problems = problems();
     let with_chees = env_or("BAT_BENCH_CHEES", "1") != "0" && problems.iter().any(|p| p.synthetic);
+    let with_bat_chees = env_or("BAT_BENCH_BAT_CHEES", "1") != "0";
     let python = if with_chees {
         Some(peers_python())
     } else {
@@ -497,11 +504,14 @@ fn main() {
         settings.warmups, settings.default_limit
     );
     println!(
-        "{:40} {:>7} {:>8} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>3} {:>6}",
+        "{:40} {:>7} {:>8} {:>6} {:>9} {:>6} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>3} {:>6}",
         "problem",
         "compile",
         "pooled s",
         "draws",
+        "batCh s",
+        "draws",
+        "bCh/pool",
         "def wu",
         "def s",
         "def/pool",
@@ -522,7 +532,22 @@ fn main() {
                 continue;
             }
         };
-        let pooled = run_bat(problem, &settings, "pooled", None, settings.timeout);
+        let pooled = run_bat(
+            problem,
+            &settings,
+            &["--adapt", "pooled"],
+            None,
+            settings.timeout,
+        );
+        let bat_chees = with_bat_chees.then(|| {
+            run_bat(
+                problem,
+                &settings,
+                &["--algorithm", "chees"],
+                None,
+                settings.timeout,
+            )
+        });
         // The default adaptation: the first warmup that passes.
         let limit = match &pooled {
             Ok(p) => Duration::from_secs_f64(
@@ -534,7 +559,13 @@ fn main() {
         let mut default: Option<Default> = None;
         let mut timeouts = 0;
         for &warmup in &settings.warmups {
-            match run_bat(problem, &settings, "stan", Some(warmup), limit) {
+            match run_bat(
+                problem,
+                &settings,
+                &["--adapt", "stan"],
+                Some(warmup),
+                limit,
+            ) {
                 Ok(run) if run.passes() => {
                     tried.push(format!("{warmup}: pass {:.1} s", run.wall));
                     default = Some(Default { warmup, run });
@@ -560,6 +591,18 @@ fn main() {
             Err(_) => ("failed".to_string(), dash()),
         };
         let pooled_wall = pooled.as_ref().ok().filter(|p| p.passes()).map(|p| p.wall);
+        let (bat_chees_s, bat_chees_draws, bat_chees_ratio) = match &bat_chees {
+            None => (dash(), dash(), dash()),
+            Some(Err(_)) => ("failed".to_string(), dash(), dash()),
+            Some(Ok(c)) => (
+                format!("{:.1}{}", c.wall, if c.passes() { "" } else { "!" }),
+                c.draws.to_string(),
+                match pooled_wall {
+                    Some(p) if c.passes() => format!("{:.2}", c.wall / p),
+                    _ => dash(),
+                },
+            ),
+        };
         let (def_warmup, def_s, def_ratio, three) = match (&default, pooled_wall) {
             (Some(d), Some(p)) => {
                 let ratio = d.run.wall / p;
@@ -610,7 +653,7 @@ fn main() {
             }
         };
         println!(
-            "{name:40} {compile_s:>7} {pooled_s:>8} {pooled_draws:>6} {def_warmup:>7} {def_s:>8} {def_ratio:>8} {ch_s:>8} {ch_nojit:>8} {ch_draws:>6} {ch_ratio:>8} {three:>3} {beat:>6}"
+            "{name:40} {compile_s:>7} {pooled_s:>8} {pooled_draws:>6} {bat_chees_s:>9} {bat_chees_draws:>6} {bat_chees_ratio:>8} {def_warmup:>7} {def_s:>8} {def_ratio:>8} {ch_s:>8} {ch_nojit:>8} {ch_draws:>6} {ch_ratio:>8} {three:>3} {beat:>6}"
         );
         match &pooled {
             Ok(p) => notes.push(format!(
@@ -619,6 +662,15 @@ fn main() {
                 p.breakdown(200)
             )),
             Err(e) => notes.push(format!("{name}: pooled {e}")),
+        }
+        match &bat_chees {
+            Some(Ok(c)) => notes.push(format!(
+                "{name}: bat ChEES {}; {}",
+                c.marks(),
+                c.breakdown(200)
+            )),
+            Some(Err(e)) => notes.push(format!("{name}: bat ChEES {e}")),
+            None => {}
         }
         if !tried.is_empty() {
             notes.push(format!("{name}: default warmups {}", tried.join("; ")));

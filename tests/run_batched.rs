@@ -102,6 +102,7 @@ fn events(
         let chain = match &event {
             Event::Iteration { chain, .. }
             | Event::Adaptation { chain, .. }
+            | Event::Trajectory { chain, .. }
             | Event::Finished { chain, .. } => *chain,
             // Executor statistics, not a chain's.
             Event::Batches(_) => continue,
@@ -193,7 +194,9 @@ fn emits_of_a_batch_are_one_message() {
                     iterations += 1;
                     seen.push(chain);
                 }
-                Event::Adaptation { chain, .. } => seen.push(chain),
+                Event::Adaptation { chain, .. } | Event::Trajectory { chain, .. } => {
+                    seen.push(chain)
+                }
                 Event::Finished { .. } | Event::Batches(_) => assert!(seen.is_empty()),
                 Event::Many(_) => panic!("nested Event::Many"),
             }
@@ -575,7 +578,7 @@ fn sixty_four_batched_chains_recover_the_reference_posterior() {
                 gradient_evaluations += result.expect("chain finishes").gradient_evaluations;
                 finished += 1;
             }
-            Event::Adaptation { .. } | Event::Many(_) => {}
+            Event::Adaptation { .. } | Event::Trajectory { .. } | Event::Many(_) => {}
         }
     }
     assert_eq!(finished, 64);
@@ -713,4 +716,96 @@ fn pooled_warmup_is_the_same_on_every_executor() {
     assert_eq!(stats.len(), chains.len() * 40);
     let accept = mean(&stats);
     assert!((0.7..0.9).contains(&accept), "mean acceptance {accept}");
+}
+
+/// ChEES-HMC (`--algorithm chees`): its pooled warmup pools in chain
+/// order too, so the adapted kernel (step size, metric, trajectory length)
+/// and every chain's end point are the same bit for bit on the
+/// interpreter, the batched executor and the compiled sampler, and so are
+/// the draws of the sampling run that follows; the trajectory length is
+/// adapted (several leapfrog steps, not the one it starts from), and the
+/// sampling run accepts about as often as the target asks.
+#[test]
+fn chees_is_the_same_on_every_executor() {
+    use bat::sampler::pooled::{self, OneProcess};
+    use bat::sampler::{Algorithm, Init};
+    let (model, grad) = eight_schools();
+    let s = Settings {
+        algorithm: Algorithm::Chees,
+        adapt_delta: 0.651,
+        ..settings(100, 0)
+    };
+    let job = ChainJob {
+        model: &model,
+        grad: &grad,
+        settings: &s,
+    };
+    let chains: Vec<usize> = (0..16).collect();
+    let stop = AtomicBool::new(false);
+    let run = |executor: &dyn SamplerExecutor| {
+        pooled::warmup(executor, &job, &chains, chains.len(), &OneProcess, &stop)
+            .unwrap_or_else(|e| panic!("{e:?}"))
+    };
+    let truth = run(&InterpreterExecutor { threads: 2 });
+    let ours = run(&batched(Batching::ProgramCounter, 2));
+    assert_eq!(ours.kernel, truth.kernel, "pc");
+    assert_eq!(ours.starts, truth.starts, "pc");
+    let ours = run(&native(&model, &grad, &s, 2));
+    assert_eq!(ours.kernel, truth.kernel, "native");
+    assert_eq!(ours.starts, truth.starts, "native");
+    let kernel = &truth.kernel;
+    let length = kernel.trajectory_length.expect("a trajectory length");
+    let steps = length / kernel.step_size;
+    assert!(steps > 2.0, "{steps} steps of {}", kernel.step_size);
+    let sampling = Settings {
+        num_warmup: 0,
+        num_samples: 30,
+        init: Init::PerChain(truth.starts.clone()),
+        kernel: Some(truth.kernel.clone()),
+        jitter_start: 100,
+        ..s.clone()
+    };
+    let reference = events(
+        &InterpreterExecutor { threads: 1 },
+        &model,
+        &grad,
+        &sampling,
+        &chains,
+    );
+    assert_eq!(reference.len(), chains.len());
+    assert_eq!(
+        events(
+            &native(&model, &grad, &sampling, 2),
+            &model,
+            &grad,
+            &sampling,
+            &chains
+        ),
+        reference,
+        "native"
+    );
+    let stats: Vec<(f64, i64)> = messages(
+        &batched(Batching::ProgramCounter, 2),
+        &model,
+        &grad,
+        &sampling,
+        &chains,
+    )
+    .into_iter()
+    .flat_map(Event::flatten)
+    .filter_map(|e| match e {
+        Event::Iteration { record, .. } => {
+            Some((record.stats.accept_stat, record.stats.n_leapfrog))
+        }
+        Event::Trajectory { .. } => panic!("a sampling run reports no trajectories"),
+        _ => None,
+    })
+    .collect();
+    assert_eq!(stats.len(), chains.len() * 30);
+    let accept = mean(&stats.iter().map(|s| s.0).collect::<Vec<_>>());
+    assert!((0.5..0.85).contains(&accept), "mean acceptance {accept}");
+    // Jittered lengths: every chain takes ceil(u·T/ε) steps, u in (0, 1).
+    let most = steps.ceil() as i64;
+    assert!(stats.iter().all(|s| (1..=most).contains(&s.1)), "{most}");
+    assert!(stats.iter().any(|s| s.1 > 1));
 }

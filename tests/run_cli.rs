@@ -1170,3 +1170,68 @@ fn prints_of_kept_draws_are_shown_and_the_model_blocks_are_announced() {
         );
     }
 }
+
+/// `--algorithm chees` needs pooled warmup and runs no NUTS trees: the
+/// flags that contradict it are refused in one line before anything runs.
+#[test]
+fn chees_refuses_stan_adaptation_and_tree_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let output = dir.path().join("o.h5");
+    for (flags, says) in [
+        (["--adapt", "stan"], "drop --adapt stan"),
+        (["--max-depth", "8"], "drop --max-depth"),
+    ] {
+        let mut args = vec!["run", s(&model), "--algorithm", "chees", "-o", s(&output)];
+        args.extend(flags);
+        let out = bat(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("error: ") && err.contains(says), "{err}");
+        assert!(!output.exists(), "nothing ran");
+    }
+}
+
+/// A ChEES run's file says which algorithm ran and the kernel it adapted
+/// (step size, trajectory length), and its draws say the step size too.
+#[test]
+fn chees_records_its_kernel_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let settings = [
+        "--algorithm",
+        "chees",
+        "--chains",
+        "8",
+        "--warmup",
+        "60",
+        "--samples",
+        "20",
+        "--seed",
+        "5",
+    ];
+    let (file, stderr) = run_ok(&model, &settings, &dir.path().join("o.h5"));
+    let settings: serde_json::Value =
+        serde_json::from_str(&file.attributes["settings"]).expect("settings are JSON");
+    assert_eq!(settings["algorithm"], "chees", "{settings}");
+    assert_eq!(settings["adapt"], "pooled", "{settings}");
+    assert_eq!(settings["adapt_delta"], 0.651, "{settings}");
+    let step_size = settings["step_size"].as_f64().expect("a step size");
+    let length = settings["trajectory_length"]
+        .as_f64()
+        .expect("a trajectory length");
+    assert!(length >= step_size && step_size > 0.0, "{settings}");
+    assert!(stderr.contains("trajectory length"), "{stderr}");
+    let stats = file.sample_stats.as_ref().expect("sample stats");
+    let step_sizes = stats
+        .iter()
+        .find(|v| v.name == "step_size")
+        .expect("step sizes");
+    assert!(
+        step_sizes.values.iter().all(|&x| x == step_size),
+        "{stderr}"
+    );
+}

@@ -13,7 +13,8 @@
 //! that bat cannot compile yet are listed, not hidden; `BAT_SWEEP_ARGS` adds
 //! options to every run, such as `--adapt pooled`. Two posteriors of
 //! the fast subset are also checked with `--target-ess`: draws stopped
-//! early must pass the same check.
+//! early must pass the same check; eight schools also with
+//! `--algorithm chees`.
 
 #[path = "support/posteriordb.rs"]
 mod posteriordb;
@@ -206,6 +207,21 @@ fn eight_schools_noncentered_matches_the_reference_with_pooled_warmup() {
         300,
         &["--adapt", "pooled"],
     );
+}
+
+/// ChEES-HMC: 64 chains adapt the step size, metric and jittered
+/// trajectory length together in 200 iterations, then sample with them
+/// fixed; and the run says what it adapted.
+#[test]
+fn eight_schools_noncentered_matches_the_reference_with_chees() {
+    let stderr = assert_posterior_with(
+        "eight_schools-eight_schools_noncentered",
+        64,
+        200,
+        100,
+        &["--algorithm", "chees"],
+    );
+    assert!(stderr.contains("trajectory length"), "{stderr}");
 }
 
 #[test]

@@ -534,7 +534,12 @@ impl NativeSampler {
                 .get(rec[0] as usize)
                 .filter(|e| e.id == id);
             let result = match call {
-                Some(call) => host.record_numbers(lane, &call.function, &call.args, &rec[1..]),
+                Some(call) => {
+                    // Records are as wide as the widest call's: this
+                    // call's numbers come first.
+                    let len: usize = call.args.iter().map(|shape| shape.len()).sum();
+                    host.record_numbers(lane, &call.function, &call.args, &rec[1..][..len])
+                }
                 None => Err(RuntimeError::fatal(format!(
                     "the native sampler wrote a record of an unknown call {}",
                     rec[0]

@@ -85,8 +85,8 @@ enum Command {
         color: ColorChoice,
     },
     /// Sample from a model's posterior with Stan's NUTS (adaptive, diagonal
-    /// metric) over many chains; writes an HDF5 InferenceData file and
-    /// prints its summary.
+    /// metric), or jittered HMC with ChEES adaptation, over many chains;
+    /// writes an HDF5 InferenceData file and prints its summary.
     Run {
         #[arg(value_name = "FILE")]
         file: PathBuf,
@@ -109,18 +109,25 @@ enum Command {
         /// Random seed (default: from the clock; stored in the output).
         #[arg(long)]
         seed: Option<u64>,
-        /// Maximum tree depth of NUTS.
-        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=30))]
-        max_depth: u32,
-        /// Target acceptance statistic of step-size adaptation, in (0, 1).
-        #[arg(long, default_value_t = 0.8, value_parser = parse_adapt_delta)]
-        adapt_delta: f64,
+        /// The transition: Stan's NUTS, or jittered HMC whose trajectory
+        /// length is adapted across all chains by the ChEES criterion
+        /// (chees: needs pooled warmup, so it implies --adapt pooled and
+        /// refuses --adapt stan and --max-depth).
+        #[arg(long, value_enum, default_value_t = run::Algorithm::Nuts)]
+        algorithm: run::Algorithm,
+        /// Maximum tree depth of NUTS [default: 10].
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=30))]
+        max_depth: Option<u32>,
+        /// Target acceptance statistic of step-size adaptation, in (0, 1)
+        /// [default: 0.8, or 0.651 with --algorithm chees].
+        #[arg(long, value_parser = parse_adapt_delta)]
+        adapt_delta: Option<f64>,
         /// Warmup adaptation: each chain its own step size and metric, as
         /// Stan (stan), or one shared by all chains and adapted from all
         /// their iterations at once (pooled: with many chains a short warmup
-        /// suffices).
-        #[arg(long, value_enum, default_value_t = run::Adapt::Stan)]
-        adapt: run::Adapt,
+        /// suffices) [default: stan, or pooled with --algorithm chees].
+        #[arg(long, value_enum)]
+        adapt: Option<run::Adapt>,
         /// Initial values: a radius R (uniform(-R, R) on the unconstrained
         /// scale; 0 for all zeros) or a Stan JSON file of constrained values.
         #[arg(long, value_name = "0|R|FILE.json")]
@@ -534,6 +541,7 @@ fn dispatch(cli: Cli, ranks: &ranks::Ranks) -> ExitCode {
             samples,
             thin,
             seed,
+            algorithm,
             max_depth,
             adapt_delta,
             adapt,
@@ -550,36 +558,40 @@ fn dispatch(cli: Cli, ranks: &ranks::Ranks) -> ExitCode {
             host_sampler,
             device_sampler,
             color,
-        } => run::run(
-            &run::Options {
-                file: &file,
-                data: data.as_deref(),
-                chains: chains as usize,
-                warmup: warmup.map_or(adapt.default_warmup(), |w| w as usize),
-                samples: samples as usize,
-                thin: thin as usize,
-                seed,
-                max_depth: max_depth as usize,
-                adapt_delta,
-                adapt,
-                init: init.as_deref(),
-                output: output.as_deref(),
-                save_warmup,
-                ignore_disk_space,
-                target: target_ess.map(|n| bat::sampler::EssTarget {
-                    min_ess_bulk: f64::from(n),
-                    max_rhat,
-                }),
-                backend,
-                batching,
-                threads,
-                lanes,
-                host_sampler,
-                device_sampler,
-                color: color.for_stderr(),
-            },
-            ranks,
-        ),
+        } => {
+            let adapt = adapt.unwrap_or(algorithm.default_adapt());
+            run::run(
+                &run::Options {
+                    file: &file,
+                    data: data.as_deref(),
+                    chains: chains as usize,
+                    warmup: warmup.map_or(adapt.default_warmup(), |w| w as usize),
+                    samples: samples as usize,
+                    thin: thin as usize,
+                    seed,
+                    algorithm,
+                    max_depth: max_depth.map(|d| d as usize),
+                    adapt_delta: adapt_delta.unwrap_or(algorithm.default_adapt_delta()),
+                    adapt,
+                    init: init.as_deref(),
+                    output: output.as_deref(),
+                    save_warmup,
+                    ignore_disk_space,
+                    target: target_ess.map(|n| bat::sampler::EssTarget {
+                        min_ess_bulk: f64::from(n),
+                        max_rhat,
+                    }),
+                    backend,
+                    batching,
+                    threads,
+                    lanes,
+                    host_sampler,
+                    device_sampler,
+                    color: color.for_stderr(),
+                },
+                ranks,
+            )
+        }
         Command::Bench {
             file,
             data,

@@ -49,6 +49,50 @@ pub enum Adapt {
     Pooled,
 }
 
+/// The transition every iteration runs (`bat run --algorithm`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algorithm {
+    /// Stan's NUTS.
+    Nuts,
+    /// Jittered HMC, its trajectory length adapted across chains by the
+    /// ChEES criterion during pooled warmup.
+    Chees,
+}
+
+impl Algorithm {
+    /// Warmup adaptation when `--adapt` is not given.
+    pub fn default_adapt(self) -> Adapt {
+        match self {
+            Algorithm::Nuts => Adapt::Stan,
+            Algorithm::Chees => Adapt::Pooled,
+        }
+    }
+
+    /// Target acceptance when `--adapt-delta` is not given: Stan's for
+    /// NUTS; for HMC, the optimal acceptance rate of Beskos et al. (2013),
+    /// as BlackJAX's ChEES.
+    pub fn default_adapt_delta(self) -> f64 {
+        match self {
+            Algorithm::Nuts => 0.8,
+            Algorithm::Chees => 0.651,
+        }
+    }
+
+    fn sampler(self) -> bat::sampler::Algorithm {
+        match self {
+            Algorithm::Nuts => bat::sampler::Algorithm::Nuts,
+            Algorithm::Chees => bat::sampler::Algorithm::Chees,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Algorithm::Nuts => "nuts",
+            Algorithm::Chees => "chees",
+        }
+    }
+}
+
 impl Adapt {
     /// Warmup iterations when `--warmup` is not given.
     pub fn default_warmup(self) -> usize {
@@ -75,7 +119,9 @@ pub struct Options<'a> {
     pub samples: usize,
     pub thin: usize,
     pub seed: Option<u64>,
-    pub max_depth: usize,
+    pub algorithm: Algorithm,
+    /// `--max-depth` if given (NUTS only).
+    pub max_depth: Option<usize>,
     pub adapt_delta: f64,
     pub adapt: Adapt,
     pub init: Option<&'a str>,
@@ -99,6 +145,9 @@ pub struct Options<'a> {
     pub device_sampler: bool,
     pub color: bool,
 }
+
+/// NUTS's maximum tree depth when `--max-depth` is not given (Stan's).
+pub const DEFAULT_MAX_DEPTH: usize = 10;
 
 /// Developer switch: `BAT_EXECUTOR=interp` runs the reference executor
 /// (the scalar interpreter, one chain per task) instead of the batched one.
@@ -304,6 +353,18 @@ fn check_sampler_options(opts: &Options) -> Result<(), Reported> {
             "--batching local batches the CPU backend's sampler program; with --backend native the sampler is compiled and each chain runs alone up to its next gradient, so there is no batching to choose (drop --batching, or use --backend cpu)",
         );
     }
+    if opts.algorithm == Algorithm::Chees {
+        if opts.adapt == Adapt::Stan {
+            return refuse(
+                "--algorithm chees adapts its trajectory length across all chains, which needs pooled warmup: drop --adapt stan",
+            );
+        }
+        if opts.max_depth.is_some() {
+            return refuse(
+                "--max-depth bounds NUTS's trees, but --algorithm chees runs jittered HMC (its trajectory length is adapted): drop --max-depth",
+            );
+        }
+    }
     if opts.adapt == Adapt::Pooled && opts.save_warmup {
         return refuse(
             "--save-warmup with --adapt pooled: pooled warmup runs every chain in short synchronized segments, each with the kernel adapted so far, and does not write them; drop --save-warmup (the adapted step size and metric are in the file's sample_stats and attributes either way)",
@@ -394,13 +455,15 @@ fn prepare(opts: &Options, ranks: &Ranks) -> Result<Prepared, Reported> {
         num_warmup: opts.warmup,
         num_samples: opts.samples,
         thin: opts.thin,
-        max_depth: opts.max_depth,
+        max_depth: opts.max_depth.unwrap_or(DEFAULT_MAX_DEPTH),
         adapt_delta: opts.adapt_delta,
         save_warmup: opts.save_warmup,
         seed,
         init,
         kernel: None,
         report_points: false,
+        algorithm: opts.algorithm.sampler(),
+        jitter_start: 0,
     };
     let output_path = opts
         .output
@@ -472,13 +535,13 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
     setup.finish();
     let seed = settings.seed;
     let mut settings_json = serde_json::json!({
-        "algorithm": "nuts",
+        "algorithm": opts.algorithm.name(),
         "metric": "diag_e",
         "chains": opts.chains,
         "num_warmup": opts.warmup,
         "num_samples": opts.samples,
         "thin": opts.thin,
-        "max_depth": opts.max_depth,
+        "max_depth": settings.max_depth,
         "adapt_delta": opts.adapt_delta,
         "adapt": format!("{:?}", opts.adapt).to_lowercase(),
         "init": opts.init.unwrap_or("2"),
@@ -505,6 +568,12 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
     let pooled_settings;
     let (settings, job) = if opts.adapt == Adapt::Pooled && settings.num_warmup > 0 {
         pooled_settings = pooled_warmup(opts, ranks, compiled, executor.as_ref(), &job, &chains)?;
+        if let Some(kernel) = &pooled_settings.kernel {
+            settings_json["step_size"] = kernel.step_size.into();
+            if let Some(length) = kernel.trajectory_length {
+                settings_json["trajectory_length"] = length.into();
+            }
+        }
         let job = ChainJob {
             settings: &pooled_settings,
             ..job
@@ -674,8 +743,15 @@ fn pooled_warmup(
     match pooled::warmup(executor, job, chains, opts.chains, gather, &STOP) {
         Ok(warmed) => {
             if speak {
+                let length = match warmed.kernel.trajectory_length {
+                    Some(length) => format!(
+                        ", trajectory length {length:.3} ({:.0} steps)",
+                        (length / warmed.kernel.step_size).ceil()
+                    ),
+                    None => String::new(),
+                };
                 eprintln!(
-                    "Pooled warmup done in {} s: step size {:.3}, {} divergent transitions",
+                    "Pooled warmup done in {} s: step size {:.3}{length}, {} divergent transitions",
                     seconds_text(started.elapsed().as_secs_f64()),
                     warmed.kernel.step_size,
                     warmed.divergences
@@ -698,6 +774,8 @@ fn pooled_warmup(
                 save_warmup: false,
                 init: Init::PerChain(warmed.starts),
                 kernel: Some(warmed.kernel),
+                // The jitters go on from where warmup's left off.
+                jitter_start: job.settings.jitter_start + job.settings.num_warmup,
                 ..job.settings.clone()
             })
         }

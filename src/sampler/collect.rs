@@ -293,6 +293,8 @@ pub fn collect(
                         .copy_from_slice(&inv_metric);
                 }
             }
+            // Only pooled warmup's segments use them.
+            Event::Trajectory { .. } => {}
             Event::Batches(totals) => report.batches.add(totals),
             Event::Finished { chain, result } => {
                 state.chains_finished += 1;

@@ -143,7 +143,8 @@ pub fn device_sampler_program(
     let cfg = language::batch::lower(program, &[], 0)
         .map_err(|d| format!("internal error: the sampler program does not batch: {d:?}"))?;
     // sample_chain_rng(init, init_radius, max_init_tries, num_warmup,
-    // num_samples, max_depth, delta, step_size, metric)
+    // num_samples, max_depth, delta, step_size, metric, hmc_steps,
+    // jitter_start, report_trajectories)
     let params = vec![
         Shape::of(Inner::Vector(n)),
         Shape::REAL,
@@ -154,6 +155,9 @@ pub fn device_sampler_program(
         Shape::REAL,
         Shape::REAL,
         Shape::of(Inner::Vector(n)),
+        Shape::REAL,
+        Shape::INT,
+        Shape::INT,
     ];
     Ok((cfg, params))
 }

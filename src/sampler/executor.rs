@@ -4,7 +4,9 @@
 
 use super::host::{ChainHost, Emitter, INTERRUPTED};
 use super::program::{CHAIN_FUNCTION, nuts_program};
-use super::{ChainError, ChainJob, ChainTotals, Event, Init, MAX_INIT_TRIES, PARTIAL_INIT_RADIUS};
+use super::{
+    Algorithm, ChainError, ChainJob, ChainTotals, Event, Init, MAX_INIT_TRIES, PARTIAL_INIT_RADIUS,
+};
 use language::interp::{Rng, RuntimeError, run_function};
 use language::value::Value;
 use rayon::prelude::*;
@@ -110,6 +112,15 @@ pub(super) fn chain_args(job: &ChainJob<'_>, chain: usize) -> Vec<Value> {
         Some(kernel) => (kernel.step_size, kernel.inv_metric.to_vec()),
         None => (0.0, vec![1.0; n]),
     };
+    // Jittered HMC's full trajectory in leapfrog steps (0: NUTS); one step
+    // until a trajectory length is known.
+    let hmc_steps = match (settings.algorithm, &settings.kernel) {
+        (Algorithm::Nuts, _) => 0.0,
+        (Algorithm::Chees, Some(kernel)) => kernel
+            .trajectory_length
+            .map_or(1.0, |length| length / kernel.step_size),
+        (Algorithm::Chees, None) => 1.0,
+    };
     vec![
         Value::Vector(init),
         Value::Real(radius),
@@ -120,6 +131,11 @@ pub(super) fn chain_args(job: &ChainJob<'_>, chain: usize) -> Vec<Value> {
         Value::Real(settings.adapt_delta),
         Value::Real(step_size),
         Value::Vector(inv_metric),
+        Value::Real(hmc_steps),
+        Value::Int(settings.jitter_start as i64),
+        Value::Int(i64::from(
+            settings.report_points && settings.algorithm == Algorithm::Chees,
+        )),
     ]
 }
 

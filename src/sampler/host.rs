@@ -2,7 +2,7 @@
 //! answered from the model (log density gradient, generated quantities)
 //! and turned into [`Event`]s for the driver.
 
-use super::{DrawRecord, DrawValues, Event, SampleStats};
+use super::{DrawRecord, DrawValues, Event, SampleStats, Trajectory};
 use language::ad::GradProgram;
 use language::interp::{ErrorKind, Host, Model, Rng, RuntimeError};
 use language::value::Value;
@@ -127,15 +127,15 @@ impl ChainHost<'_> {
 impl Emitter<'_> {
     /// Whether `name` is an external function the emitter answers.
     pub fn answers(name: &str) -> bool {
-        matches!(name, "emit_draw" | "emit_adaptation")
+        matches!(name, "emit_draw" | "emit_adaptation" | "emit_trajectory")
     }
 
     /// Chain `chain`'s call of `name` (one [`Emitter::answers`]) as an event.
     pub fn event(&self, name: &str, chain: usize, args: Vec<Value>) -> Result<Event, RuntimeError> {
-        if name == "emit_draw" {
-            self.draw(chain, args)
-        } else {
-            self.adaptation(chain, args)
+        match name {
+            "emit_draw" => self.draw(chain, args),
+            "emit_trajectory" => trajectory(chain, args),
+            _ => self.adaptation(chain, args),
         }
     }
 
@@ -267,6 +267,29 @@ impl Emitter<'_> {
             }),
             _ => Err(bad_call("emit_adaptation")),
         }
+    }
+}
+
+/// Chain `chain`'s `emit_trajectory(args)`.
+fn trajectory(chain: usize, args: Vec<Value>) -> Result<Event, RuntimeError> {
+    match <[Value; 4]>::try_from(args) {
+        Ok(
+            [
+                Value::Vector(start),
+                Value::Vector(end),
+                Value::Vector(velocity),
+                Value::Real(time),
+            ],
+        ) => Ok(Event::Trajectory {
+            chain,
+            trajectory: Trajectory {
+                start,
+                end,
+                velocity,
+                time,
+            },
+        }),
+        _ => Err(bad_call("emit_trajectory")),
     }
 }
 

@@ -67,11 +67,27 @@ pub enum Init {
 }
 
 /// A kernel given to every chain instead of the one it would find alone:
-/// the step size and diagonal inverse metric that pooled warmup adapted.
+/// the step size and diagonal inverse metric that pooled warmup adapted
+/// (and for [`Algorithm::Chees`] the trajectory length).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
     pub step_size: f64,
     pub inv_metric: Arc<[f64]>,
+    /// Jittered HMC's (untruncated) trajectory length in time units; None
+    /// for NUTS, and for ChEES before it is known (one step of the step
+    /// size).
+    pub trajectory_length: Option<f64>,
+}
+
+/// The transition every iteration runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algorithm {
+    /// Stan's NUTS.
+    Nuts,
+    /// Jittered HMC (trajectory length T·u, u a Halton point in (0, 1)),
+    /// whose trajectory length pooled warmup adapts by the ChEES criterion
+    /// across chains (Hoffman, Radul & Sountsov 2021).
+    Chees,
 }
 
 /// The radius of the random init of parameters an init file leaves out
@@ -96,8 +112,14 @@ pub struct Settings {
     pub kernel: Option<Kernel>,
     /// A run of pooled warmup: every iteration's event carries the
     /// chain's unconstrained point ([`DrawRecord::point`]) and no draw is
-    /// kept (no generated quantities run).
+    /// kept (no generated quantities run); with [`Algorithm::Chees`] every
+    /// iteration also sends its [`Event::Trajectory`].
     pub report_points: bool,
+    pub algorithm: Algorithm,
+    /// The index of the run's first iteration in the sequence of jitters
+    /// of [`Algorithm::Chees`] (pooled warmup's segments and the sampling
+    /// run after them continue one sequence).
+    pub jitter_start: usize,
 }
 
 impl Settings {
@@ -115,6 +137,8 @@ impl Settings {
             init: Init::Radius(2.0),
             kernel: None,
             report_points: false,
+            algorithm: Algorithm::Nuts,
+            jitter_start: 0,
         }
     }
 
@@ -166,6 +190,19 @@ pub struct DrawRecord {
     pub point: Option<Vec<f64>>,
 }
 
+/// What ChEES adaptation needs of one jittered-HMC iteration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trajectory {
+    /// Where the trajectory started (the chain's point before the iteration).
+    pub start: Vec<f64>,
+    /// Where it ended (the proposal, accepted or not).
+    pub end: Vec<f64>,
+    /// The velocity M⁻¹p at its end.
+    pub velocity: Vec<f64>,
+    /// Its length in time: leapfrog steps × step size (⌈u·T/ε⌉·ε).
+    pub time: f64,
+}
+
 /// A kept draw's values.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DrawValues {
@@ -205,6 +242,12 @@ pub enum Event {
         chain: usize,
         step_size: f64,
         inv_metric: Vec<f64>,
+    },
+    /// A jittered-HMC iteration's trajectory (sent before its
+    /// `Iteration`, in runs of pooled warmup).
+    Trajectory {
+        chain: usize,
+        trajectory: Trajectory,
     },
     Finished {
         chain: usize,

@@ -8,7 +8,10 @@
 // divergence when H - H0 > 1000, max depth, dual averaging, windowed
 // diagonal metric adaptation, initial step-size heuristic), so that the
 // batched executors can later run it for every chain at once and
-// synchronize chains at gradient granularity.
+// synchronize chains at gradient granularity. With hmc_steps > 0 the chain
+// runs jittered HMC instead of NUTS (`--algorithm chees`: pooled warmup
+// adapts its trajectory length on the host from what emit_trajectory
+// reports).
 //
 // The program talks to the host only through the external functions
 // declared below without a body. Random numbers come from the chain's own
@@ -39,6 +42,13 @@ functions {
 
   // The adapted step size and inverse metric, once at the end of warmup.
   void emit_adaptation(real step_size, vector inv_metric);
+
+  // A jittered-HMC iteration's trajectory, before its Metropolis step and
+  // before its emit_draw: where it started, where it ended and the velocity
+  // M^-1 p there, and its length in time, leapfrog steps × step size (what
+  // ChEES adaptation of the trajectory length needs).
+  void emit_trajectory(vector q_start, vector q_end, vector velocity_end,
+                       real time);
 
   // -------------------------------------------------------------- dynamics
 
@@ -266,6 +276,61 @@ functions {
             divergent, energy);
   }
 
+  // ------------------------------------------------------ jittered HMC
+
+  // The jitter of iteration i (counted from 0 over warmup and sampling, the
+  // same for every chain, so lanes run trajectories of one length): the
+  // base-2 Halton (van der Corput) point of i + 1, in (0, 1).
+  real halton_jitter(int i) {
+    real x = 0;
+    real f = 0.5;
+    int k = i + 1;
+    while (k > 0) {
+      x += f * (k % 2);
+      k = k %/% 2;
+      f *= 0.5;
+    }
+    return x;
+  }
+
+  // One transition of HMC with n_steps leapfrog steps of size eps from
+  // (q0, lp0, g0) and a Metropolis accept (a trajectory stops early once
+  // divergent, H - H0 > 1000, and is then rejected). Returns the new point
+  // (q, lp, g), accept_stat (the acceptance probability), n_leapfrog,
+  // divergent, energy, and the trajectory's end q_end with its velocity
+  // M^-1 p_end.
+  tuple(vector, real, vector, real, int, int, real, vector, vector)
+  hmc_transition_rng(vector q0, real lp0, vector g0, real eps,
+                     vector inv_metric, int n_steps) {
+    int n = rows(q0);
+    real max_delta_h = 1000;
+    vector[n] p = sample_momentum_rng(inv_metric);
+    real H0 = hamiltonian(lp0, p, inv_metric);
+    vector[n] q = q0;
+    real lp = lp0;
+    vector[n] g = g0;
+    real h = H0;
+    int divergent = 0;
+    int steps = 0;
+    while (steps < n_steps && !divergent) {
+      vector[n] p_half = p + (0.5 * eps) * g;
+      q = q + eps * (inv_metric .* p_half);
+      tuple(real, vector[n]) lp_grad = model_log_density_gradient(q);
+      lp = lp_grad.1;
+      g = lp_grad.2;
+      p = p_half + (0.5 * eps) * g;
+      h = hamiltonian(lp, p, inv_metric);
+      divergent = (h - H0) > max_delta_h;
+      steps += 1;
+    }
+    real accept_prob = divergent ? 0.0 : (H0 - h > 0 ? 1.0 : exp(H0 - h));
+    vector[n] velocity = inv_metric .* p;
+    if (uniform_rng(0, 1) < accept_prob) {
+      return (q, lp, g, accept_prob, steps, divergent, h, q, velocity);
+    }
+    return (q0, lp0, g0, accept_prob, steps, divergent, H0, q, velocity);
+  }
+
   // ------------------------------------------------------------ adaptation
 
   // Stan's initial step-size heuristic: double or halve eps until the
@@ -414,9 +479,15 @@ functions {
   // Stan's start is step size 0 (found by the heuristic) and a unit metric;
   // a run of pooled warmup gives the kernel it adapted over all chains
   // (with num_warmup 0 the chain then keeps it).
+  // hmc_steps 0 runs NUTS; hmc_steps > 0 runs jittered HMC instead (ChEES),
+  // iteration i taking ceil(u * hmc_steps) leapfrog steps with u the
+  // jitter of jitter_start + i - 1, and with report_trajectories calls
+  // emit_trajectory for every iteration.
   void sample_chain_rng(vector init, real init_radius, int max_init_tries,
                         int num_warmup, int num_samples, int max_depth,
-                        real delta, real step_size, vector metric) {
+                        real delta, real step_size, vector metric,
+                        real hmc_steps, int jitter_start,
+                        int report_trajectories) {
     int n = rows(init);
     vector[n] q;
     real lp;
@@ -469,8 +540,27 @@ functions {
       int n_leapfrog;
       int divergent;
       real energy;
-      (q, lp, g, accept_stat, depth, n_leapfrog, divergent, energy)
-          = transition_rng(q, lp, g, eps, inv_metric, max_depth);
+      if (hmc_steps > 0) {
+        real jitter = halton_jitter(jitter_start + iteration - 1);
+        // ceil(jitter * hmc_steps), at least 1 (to_int takes only data).
+        int n_steps = 1;
+        while (n_steps < jitter * hmc_steps) {
+          n_steps += 1;
+        }
+        vector[n] q_start = q;
+        vector[n] q_end;
+        vector[n] velocity_end;
+        (q, lp, g, accept_stat, n_leapfrog, divergent, energy, q_end,
+         velocity_end)
+            = hmc_transition_rng(q, lp, g, eps, inv_metric, n_steps);
+        depth = 0;
+        if (report_trajectories) {
+          emit_trajectory(q_start, q_end, velocity_end, n_leapfrog * eps);
+        }
+      } else {
+        (q, lp, g, accept_stat, depth, n_leapfrog, divergent, energy)
+            = transition_rng(q, lp, g, eps, inv_metric, max_depth);
+      }
       if (iteration <= num_warmup) {
         (eps, da_counter, s_bar, x_bar)
             = dual_averaging_update(accept_stat, delta, mu, da_counter, s_bar, x_bar);

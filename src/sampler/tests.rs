@@ -62,7 +62,12 @@ fn the_sampler_program_compiles() {
         .collect();
     assert_eq!(
         externals,
-        ["model_log_density_gradient", "emit_draw", "emit_adaptation"]
+        [
+            "model_log_density_gradient",
+            "emit_draw",
+            "emit_adaptation",
+            "emit_trajectory"
+        ]
     );
 }
 

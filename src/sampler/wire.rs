@@ -31,6 +31,7 @@ const BATCHES: u8 = 3;
 const MANY: u8 = 4;
 const LAYOUT: u8 = 5;
 const WARMUP: u8 = 6;
+const TRAJECTORY: u8 = 7;
 
 /// Flags of an encoded iteration.
 const IS_WARMUP: u8 = 1;
@@ -82,6 +83,7 @@ fn chain_of(event: &Event) -> Option<usize> {
     match event {
         Event::Iteration { chain, .. }
         | Event::Adaptation { chain, .. }
+        | Event::Trajectory { chain, .. }
         | Event::Finished { chain, .. } => Some(*chain),
         Event::Batches(_) | Event::Many(_) => None,
     }
@@ -261,6 +263,15 @@ impl Encoder {
                 put_f64(b, *step_size);
                 put_f64s(b, inv_metric);
             }
+            Event::Trajectory { chain, trajectory } => {
+                let b = &mut self.buf;
+                b.push(TRAJECTORY);
+                put_usize(b, *chain);
+                put_f64s(b, &trajectory.start);
+                put_f64s(b, &trajectory.end);
+                put_f64s(b, &trajectory.velocity);
+                put_f64(b, trajectory.time);
+            }
             Event::Finished { chain, result } => {
                 let b = &mut self.buf;
                 b.push(FINISHED);
@@ -436,6 +447,15 @@ impl Decoder {
                 chain: r.usize()?,
                 step_size: r.f64()?,
                 inv_metric: r.f64s()?,
+            },
+            TRAJECTORY => Event::Trajectory {
+                chain: r.usize()?,
+                trajectory: super::Trajectory {
+                    start: r.f64s()?,
+                    end: r.f64s()?,
+                    velocity: r.f64s()?,
+                    time: r.f64()?,
+                },
             },
             FINISHED => {
                 let chain = r.usize()?;
@@ -793,6 +813,15 @@ mod tests {
                     step_size: 0.5,
                     inv_metric: odd.to_vec(),
                 },
+                Event::Trajectory {
+                    chain: 5,
+                    trajectory: super::super::Trajectory {
+                        start: odd.to_vec(),
+                        end: vec![1.0, -2.0],
+                        velocity: odd[1..].to_vec(),
+                        time: 0.75,
+                    },
+                },
             ]),
         ];
         let second = vec![
@@ -866,6 +895,16 @@ mod tests {
         if let Event::Adaptation { inv_metric, .. } = &mut e {
             numbers.extend(inv_metric.iter().map(|x| x.to_bits()));
             inv_metric.clear();
+        }
+        if let Event::Trajectory { trajectory, .. } = &mut e {
+            for part in [
+                &mut trajectory.start,
+                &mut trajectory.end,
+                &mut trajectory.velocity,
+            ] {
+                numbers.extend(part.iter().map(|x| x.to_bits()));
+                part.clear();
+            }
         }
         (format!("{e:?}"), numbers)
     }
