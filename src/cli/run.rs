@@ -203,11 +203,16 @@ fn auto_executor(
     let started = Instant::now();
     match NativeExecutor::new(job, opts.threads) {
         Ok(executor) => {
-            let took = started.elapsed();
-            if took > Duration::from_secs(1) {
+            let took = started.elapsed().as_secs_f64();
+            if executor.starts_quick() {
                 eprintln!(
-                    "note: compiled the model to machine code in {:.1} s (cached: later runs of it start at once)",
-                    took.as_secs_f64()
+                    "note: compiled the model to machine code in {took:.1} s, a quick build; \
+                     an optimized build compiles meanwhile and takes over when ready (the same \
+                     draws; cached: later runs start with it)"
+                );
+            } else if took > 1.0 {
+                eprintln!(
+                    "note: compiled the model to machine code in {took:.1} s (cached: later runs of it start at once)"
                 );
             }
             (Box::new(executor), Backend::Native)
