@@ -203,6 +203,7 @@ impl Optimization {
 
 /// Generated C ready to compile: its source, lane-major state of
 /// `n_slots` per lane, the kernels to export.
+#[derive(Clone)]
 pub struct LibrarySource {
     source: String,
     defines: String,

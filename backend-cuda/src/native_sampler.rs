@@ -40,7 +40,8 @@ use crate::codegen::{FATAL_STATUS, STATUS_SLOT};
 use crate::gradient::GradientDeviceError;
 use crate::native::{
     GeneratedGradient, LaneGradientFn, LibrarySource, NativeGradient, NativeLibrary, NativeProgram,
-    ONE_LANE_LAUNCH, Optimization, arg, call, data_values, lane_major_state, one_lane_call,
+    ONE_LANE_LAUNCH, Optimization, PendingLibrary, arg, call, data_values, lane_major_state,
+    one_lane_call,
 };
 use crate::sampler::{LaneOutcome, RecordHost, lane_outcomes, pack_entry_args, runnable_program};
 use crate::shim::LaunchFn;
@@ -92,8 +93,6 @@ pub enum Start {
     /// full one compiling in the background into the cache, ready for
     /// [`NativeSampler::upgrade`] when the compiler is done.
     Background,
-    /// Quick builds only, never upgraded.
-    Quick,
     /// Quick builds, and the full ones compiled now too: ready for
     /// [`NativeSampler::upgrade`] whenever its caller chooses.
     Upgraded,
@@ -256,7 +255,7 @@ impl NativeSampler {
         let gradient_source = gradient.library_source();
         let quick = |source: &LibrarySource, level: Optimization| match start {
             Start::Full => None,
-            Start::Quick | Start::Upgraded => Some(level),
+            Start::Upgraded => Some(level),
             // A build already in the cache costs nothing to load.
             Start::Background if source.is_cached(Optimization::FULL) => None,
             Start::Background => Some(level),
@@ -286,7 +285,7 @@ impl NativeSampler {
             failures: Mutex::new(Vec::new()),
         });
         match start {
-            Start::Full | Start::Quick => {}
+            Start::Full => {}
             Start::Upgraded => {
                 if let Some(upgrade) = &upgrades.sampler {
                     let library = sampler.source.compile(Optimization::FULL)?;
@@ -301,15 +300,13 @@ impl NativeSampler {
             }
             Start::Background => {
                 // Both compilers start now: a build still running when
-                // the process exits still lands in the cache.
-                let pending_gradient = upgrades
-                    .gradient
-                    .as_ref()
-                    .and_then(|_| gradient_source.spawn(Optimization::FULL));
-                let pending_sampler = upgrades
-                    .sampler
-                    .as_ref()
-                    .and_then(|_| sampler.source.spawn(Optimization::FULL));
+                // the process exits still lands in the cache. Without a
+                // writable cache, this process compiles them itself.
+                let spawn = |source: &LibrarySource, upgrade: bool| {
+                    upgrade.then(|| (source.spawn(Optimization::FULL), source.clone()))
+                };
+                let pending_gradient = spawn(&gradient_source, upgrades.gradient.is_some());
+                let pending_sampler = spawn(&sampler.source, upgrades.sampler.is_some());
                 let filled = upgrades.clone();
                 let programs = (sampler.program.clone(), gradient.program.clone());
                 std::thread::spawn(move || {
@@ -317,8 +314,14 @@ impl NativeSampler {
                         (filled.failures.lock().unwrap_or_else(|p| p.into_inner()))
                             .push(e.to_string())
                     };
+                    let library = |(pending, source): (Option<PendingLibrary>, LibrarySource)| {
+                        match pending {
+                            Some(pending) => pending.wait(),
+                            None => source.compile(Optimization::FULL),
+                        }
+                    };
                     if let (Some(upgrade), Some(pending)) = (&filled.gradient, pending_gradient) {
-                        match (pending.wait())
+                        match library(pending)
                             .and_then(|l| NativeProgram::from_library(programs.1, l))
                         {
                             Ok(full) => drop(upgrade.full.set(Arc::new(full))),
@@ -326,7 +329,7 @@ impl NativeSampler {
                         }
                     }
                     if let (Some(upgrade), Some(pending)) = (&filled.sampler, pending_sampler) {
-                        match pending.wait().and_then(|l| Compiled::new(programs.0, l)) {
+                        match library(pending).and_then(|l| Compiled::new(programs.0, l)) {
                             Ok(full) => drop(upgrade.full.set(Arc::new(full))),
                             Err(e) => fail(e),
                         }
