@@ -7,6 +7,7 @@
 //! (posteriordb).
 
 use backend_cpu::exec::Batching;
+use backend_cuda::native_sampler::Start;
 use bat::sampler::native::NativeExecutor;
 use bat::sampler::{
     BatchedExecutor, ChainJob, DrawValues, Event, InterpreterExecutor, SamplerExecutor, Settings,
@@ -16,7 +17,7 @@ use language::data::DataFile;
 use language::interp::Model;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 fn posteriordb() -> PathBuf {
@@ -421,6 +422,58 @@ fn native_chains_equal_the_interpreters(
         }
     }
     truth
+}
+
+/// A run that starts on the quick builds of the sampler and gradient
+/// programs (g++ at a low `-O` level, compiled in a second where the full
+/// build takes several) and takes the full builds between two turns gives
+/// every chain the interpreter's events, bit for bit: the builds share
+/// their source, so the lanes' state carries over and every value is
+/// computed the same (eight schools, and a model with the generated code's
+/// own branch-free `exp` and loops that leave early).
+#[test]
+fn native_chains_switching_builds_mid_run_equal_the_interpreter_chains() {
+    for (name, (model, grad)) in [
+        ("eight schools", eight_schools()),
+        ("loop_jumps", example("loop_jumps")),
+    ] {
+        let s = settings(40, 20);
+        // Two groups of lanes: four turns each.
+        let chains: Vec<usize> = (0..19).collect();
+        let truth = events(
+            &InterpreterExecutor { threads: 2 },
+            &model,
+            &grad,
+            &s,
+            &chains,
+        );
+        for threads in [1, 2] {
+            let job = ChainJob {
+                model: &model,
+                grad: &grad,
+                settings: &s,
+            };
+            let switch_at = 3;
+            let executor = NativeExecutor::starting(&job, threads, Start::Upgraded, switch_at)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                executor.starts_quick(),
+                "{name}: starts on the quick builds"
+            );
+            let ours = events(&executor, &model, &grad, &s, &chains);
+            assert_eq!(ours.len(), chains.len(), "{name}: every chain ran");
+            for chain in &chains {
+                assert_eq!(
+                    ours[chain], truth[chain],
+                    "{name}, chain {chain}, {threads} threads"
+                );
+            }
+            let quick = executor.quick_turns.load(Ordering::Relaxed);
+            let full = executor.full_turns.load(Ordering::Relaxed);
+            assert_eq!(quick, switch_at, "{name}: turns on the quick builds");
+            assert!(full >= 2, "{name}: turns on the full builds: {full}");
+        }
+    }
 }
 
 /// A model rejected where x > `limit`: with 0.8 every leapfrog step past

@@ -909,6 +909,67 @@ fn native_backend_writes_the_cpu_backends_draws() {
     }
 }
 
+/// A model never compiled before (an empty cache) starts on a quick build
+/// and says so, with the CPU backend's draws bit for bit; the optimized
+/// builds, compiled meanwhile by processes of their own, land in the cache
+/// even when the run ends first, and the next run starts on them at once,
+/// with the same draws.
+#[test]
+fn a_first_native_run_starts_on_a_quick_build_and_caches_the_optimized_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("native-cache");
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let run = |name: &str, backend: &str| {
+        let output = dir.path().join(name);
+        let out = Command::new(env!("CARGO_BIN_EXE_bat"))
+            .args(["run", s(&model), "--chains", "3", "--warmup", "50"])
+            .args(["--samples", "30", "--seed", "5", "--backend", backend, "-o"])
+            .arg(&output)
+            .env("BAT_NATIVE_CACHE", &cache)
+            .output()
+            .expect("run bat");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{name}: {stderr}");
+        (read_draws(&output).unwrap(), stderr)
+    };
+    let bits = |f: &bat::output::DrawFile| {
+        let stats = f.sample_stats.clone().unwrap();
+        (f.posterior.iter().chain(&stats))
+            .map(|v| {
+                (
+                    v.name.clone(),
+                    v.values.iter().map(|x| x.to_bits()).collect(),
+                )
+            })
+            .collect::<Vec<(String, Vec<u64>)>>()
+    };
+    let (cpu, _) = run("cpu.h5", "cpu");
+    let (first, stderr) = run("first.h5", "native");
+    assert!(stderr.contains("a quick build"), "{stderr}");
+    assert_eq!(bits(&first), bits(&cpu), "first run");
+    // Two quick and two optimized libraries, no build directory left.
+    let libraries = || {
+        let entries: Vec<_> = std::fs::read_dir(&cache).unwrap().flatten().collect();
+        let so = entries
+            .iter()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "so"));
+        (so.count(), entries.len())
+    };
+    let waited = Instant::now();
+    while libraries() != (4, 4) {
+        assert!(
+            waited.elapsed() < Duration::from_secs(300),
+            "the optimized builds never reached the cache: {:?}",
+            libraries()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (second, stderr) = run("second.h5", "native");
+    assert!(!stderr.contains("quick build"), "{stderr}");
+    assert_eq!(bits(&second), bits(&cpu), "second run");
+}
+
 #[test]
 fn native_backend_refuses_local_batching() {
     let dir = tempfile::tempdir().unwrap();

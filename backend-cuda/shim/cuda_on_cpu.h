@@ -13,6 +13,9 @@
 //
 // BAT_SHIM_EXPORT_SERIAL(kernel) runs a launch's threads one after another on
 // the calling thread instead (for kernels whose threads never synchronize).
+// Defining BAT_SHIM_SERIAL_ONLY before the include leaves out the threaded
+// launch, barriers and shuffles, and with them <thread>, <barrier> and
+// <atomic>: those headers were most of a small module's compile time.
 //
 // BAT_SHIM_EXPORT(kernel) defines the C entry point the stub libcuda calls:
 //   extern "C" void bat_shim_launch_<kernel>(unsigned gx, unsigned gy, unsigned gz,
@@ -20,17 +23,19 @@
 // where args[i] points to the i-th kernel argument (cuLaunchKernel's kernelParams).
 #pragma once
 
-#include <atomic>
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <type_traits>
 #include <utility>
+#ifndef BAT_SHIM_SERIAL_ONLY
+#include <atomic>
+#include <barrier>
+#include <thread>
 #include <vector>
+#endif
 
 struct dim3 {
     unsigned x, y, z;
@@ -43,9 +48,36 @@ inline thread_local dim3 thread_idx{0, 0, 0};
 inline thread_local dim3 block_idx{0, 0, 0};
 inline thread_local dim3 block_dim{1, 1, 1};
 inline thread_local dim3 grid_dim{1, 1, 1};
+constexpr unsigned warp_size = 32;
+
+template <typename... Args, std::size_t... I>
+void call_with(void (*kernel)(Args...), void** args, std::index_sequence<I...>) {
+    kernel(*static_cast<std::remove_cv_t<std::remove_reference_t<Args>>*>(args[I])...);
+}
+
+// A launch whose threads run one after another on the calling thread: for
+// kernels without block-level synchronization (each thread independent),
+// where this is one valid CUDA schedule and much cheaper than real threads.
+template <typename... Args>
+void launch_serial(void (*kernel)(Args...), dim3 grid, dim3 block, void** args) {
+    block_dim = block;
+    grid_dim = grid;
+    for (unsigned bz = 0; bz < grid.z; ++bz)
+        for (unsigned by = 0; by < grid.y; ++by)
+            for (unsigned bx = 0; bx < grid.x; ++bx) {
+                block_idx = dim3(bx, by, bz);
+                for (unsigned tz = 0; tz < block.z; ++tz)
+                    for (unsigned ty = 0; ty < block.y; ++ty)
+                        for (unsigned tx = 0; tx < block.x; ++tx) {
+                            thread_idx = dim3(tx, ty, tz);
+                            call_with(kernel, args, std::index_sequence_for<Args...>{});
+                        }
+            }
+}
+
+#ifndef BAT_SHIM_SERIAL_ONLY
 inline thread_local std::barrier<>* block_barrier = nullptr;
 inline thread_local std::vector<std::uint64_t>* shuffle_slots = nullptr;
-constexpr unsigned warp_size = 32;
 
 inline unsigned linear_thread() {
     return thread_idx.x + block_dim.x * (thread_idx.y + block_dim.y * thread_idx.z);
@@ -67,11 +99,6 @@ T shuffle_from(T value, unsigned source_lane_in_warp_or_self) {
     }
     block_barrier->arrive_and_wait();
     return out;
-}
-
-template <typename... Args, std::size_t... I>
-void call_with(void (*kernel)(Args...), void** args, std::index_sequence<I...>) {
-    kernel(*static_cast<std::remove_cv_t<std::remove_reference_t<Args>>*>(args[I])...);
 }
 
 template <typename... Args>
@@ -99,27 +126,7 @@ void launch(void (*kernel)(Args...), dim3 grid, dim3 block, void** args) {
                 for (auto& worker : workers) worker.join();
             }
 }
-// A launch whose threads run one after another on the calling thread: for
-// kernels without block-level synchronization (each thread independent),
-// where this is one valid CUDA schedule and much cheaper than real threads.
-template <typename... Args>
-void launch_serial(void (*kernel)(Args...), dim3 grid, dim3 block, void** args) {
-    block_barrier = nullptr;
-    shuffle_slots = nullptr;
-    block_dim = block;
-    grid_dim = grid;
-    for (unsigned bz = 0; bz < grid.z; ++bz)
-        for (unsigned by = 0; by < grid.y; ++by)
-            for (unsigned bx = 0; bx < grid.x; ++bx) {
-                block_idx = dim3(bx, by, bz);
-                for (unsigned tz = 0; tz < block.z; ++tz)
-                    for (unsigned ty = 0; ty < block.y; ++ty)
-                        for (unsigned tx = 0; tx < block.x; ++tx) {
-                            thread_idx = dim3(tx, ty, tz);
-                            call_with(kernel, args, std::index_sequence_for<Args...>{});
-                        }
-            }
-}
+#endif
 }  // namespace bat_shim
 
 #define threadIdx (::bat_shim::thread_idx)
@@ -136,6 +143,16 @@ void launch_serial(void (*kernel)(Args...), dim3 grid, dim3 block, void** args) 
 #define __shared__ static
 #define __constant__ static const
 
+#ifdef BAT_SHIM_SERIAL_ONLY
+// A serial launch runs its threads one after another: nothing runs between
+// an atomic's read and its write.
+template <typename T>
+T atomicAdd(T* address, T value) {
+    const T old = *address;
+    *address = old + value;
+    return old;
+}
+#else
 inline void __syncthreads() {
     if (::bat_shim::block_barrier == nullptr) {
         std::fprintf(stderr, "bat shim: __syncthreads in a kernel exported with BAT_SHIM_EXPORT_SERIAL\n");
@@ -164,6 +181,7 @@ T __shfl_xor_sync(unsigned /*mask*/, T value, int lane_mask, int width = 32) {
     const bool same_group = source / width == lane / width;
     return ::bat_shim::shuffle_from(value, same_group ? source : lane);
 }
+#endif
 
 // Classification functions CUDA has in the global namespace.
 using std::isfinite;
@@ -191,9 +209,11 @@ inline long long __double_as_longlong(double x) {
         ::bat_shim::launch_serial(kernel, dim3(gx, gy, gz), dim3(bx, by, bz), args);  \
     }
 
+#ifndef BAT_SHIM_SERIAL_ONLY
 #define BAT_SHIM_EXPORT(kernel)                                                        \
     extern "C" void bat_shim_launch_##kernel(unsigned gx, unsigned gy, unsigned gz,    \
                                              unsigned bx, unsigned by, unsigned bz,    \
                                              unsigned /*shared_bytes*/, void** args) { \
         ::bat_shim::launch(kernel, dim3(gx, gy, gz), dim3(bx, by, bz), args);        \
     }
+#endif

@@ -30,9 +30,40 @@
 //! `n_lanes` doubles apart (a page apart at 1,024 lanes: one TLB miss per
 //! slot read, 10× slower).
 //!
-//! Compiled libraries are cached by a hash of their source under
-//! `$BAT_NATIVE_CACHE` (default `$XDG_CACHE_HOME/bat/native` or
+//! Compiled libraries are cached by a hash of their source and flags
+//! under `$BAT_NATIVE_CACHE` (default `$XDG_CACHE_HOME/bat/native` or
 //! `~/.cache/bat/native`), so a model compiles once per data set.
+//!
+//! **A first run starts on a quick build.** g++ at `-O3` took 5–6 s of
+//! CPU for the sampler program (333 kB of C, one per parameter count) and
+//! 1–1.5 s for a gradient program: the first draw of a model never run
+//! before came 4.9–7.3 s after starting `bat run` on an idle 2-core
+//! machine, nearly all of it g++. So where a program's `-O3` build is not
+//! in the cache, the run starts on a quick build ([`Optimization`]: the
+//! sampler at `-O0`, ~1 s; the gradient at `-O1`, ~0.6 s; both at once)
+//! while the `-O3` builds compile in the background, in compiler processes
+//! that rename their library into the cache themselves (so a build still
+//! running when a short run exits lands there for the next run). Between
+//! turns of a group of chains, each group takes the `-O3` code as soon as
+//! it is loaded (`native_sampler::NativeSampler::upgrade`): the builds
+//! come from one source, so the lanes' state carries over, and every
+//! level computes the same values (no reassociation, no contraction), so
+//! the draws are those of an `-O3` run bit for bit (tested mid-run against
+//! the interpreter; whole runs of eight schools and arK at `-O0` and `-O3`
+//! wrote identical files). Why these levels (CPU seconds of g++, measured
+//! on a loaded 2-core host, and run times of 4 chains): the sampler at
+//! `-O0`/`-O1`/`-O3` compiles in 0.97/2.27/5.31 s, arK's gradient in
+//! 0.38/0.59/1.43 s; arK (gradient-bound) ran 300 iterations in 2.43 s at
+//! `-O3`, 2.79 s with the sampler at `-O0` and the gradient at `-O1`, 13.0 s
+//! with both at `-O0`; eight schools (sampler-bound) 2,000 iterations in
+//! 0.13 s at `-O3`, 0.49 s at `-O0`. Builds export serial kernels only,
+//! so the shim leaves out `<thread>`, `<barrier>` and `<atomic>`
+//! (`BAT_SHIM_SERIAL_ONLY`): they were 0.6 of the 0.77 s an empty module
+//! took to compile. The alternative of a sampler compiled once per
+//! machine for every parameter count would need the code generator to
+//! size the sampler's vectors at run time; a sample on the interpreter
+//! while g++ runs would need a chain's state moved between executors
+//! that lay it out differently.
 
 use crate::lane_state::LaneState;
 use std::ffi::c_void;
@@ -155,28 +186,191 @@ extern "C" int {LANE_GRADIENT}(double* __restrict__ state, const double* __restr
 unsafe impl Send for NativeProgram {}
 unsafe impl Sync for NativeProgram {}
 
-/// Generated code compiled for the host and loaded: a shim library with
-/// lane-major state (`n_slots` per lane).
-pub(crate) struct NativeLibrary {
-    module: ShimModule,
+/// How hard g++ optimizes a native library (its `-O` level). Every level
+/// computes the same values (none reassociates or contracts floating-point
+/// operations: [`shim::NATIVE_FLAGS`]); only speed and compile time differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Optimization(&'static str);
+
+impl Optimization {
+    /// The build the executors are measured at.
+    pub const FULL: Optimization = Optimization("-O3");
+    /// A first build of the sampler program (see the module docs).
+    pub const QUICK_SAMPLER: Optimization = Optimization("-O0");
+    /// A first build of a gradient program (see the module docs).
+    pub const QUICK_GRADIENT: Optimization = Optimization("-O1");
 }
 
-impl NativeLibrary {
-    /// Compile `source` exporting `kernels` (from the cache when it was
-    /// compiled before) and load it.
-    pub(crate) fn compile(
-        source: &str,
-        n_slots: usize,
-        kernels: &[String],
-    ) -> Result<NativeLibrary, GradientDeviceError> {
-        let failed = |e: String| GradientDeviceError::Compile(e);
+/// Generated C ready to compile: its source, lane-major state of
+/// `n_slots` per lane, the kernels to export.
+#[derive(Clone)]
+pub struct LibrarySource {
+    source: String,
+    defines: String,
+    kernels: Vec<String>,
+}
+
+impl LibrarySource {
+    pub(crate) fn new(source: String, n_slots: usize, kernels: Vec<String>) -> LibrarySource {
         let defines = format!(
             "#define BAT_N_SLOTS {n_slots}LL\n\
              #define BAT_SLOT(k) ((long long)lane * BAT_N_SLOTS + (long long)(k))\n\
              #define BAT_SLOT_STRIDE 1LL\n"
         );
-        let library = cached_library(source, &defines, kernels).map_err(failed)?;
-        let module = ShimModule::load(&library).map_err(|e| failed(e.to_string()))?;
+        LibrarySource {
+            source,
+            defines,
+            kernels,
+        }
+    }
+
+    /// Where the build at `level` is cached (None: no cache directory).
+    fn cached(&self, level: Optimization) -> Option<PathBuf> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (
+            env!("CARGO_PKG_VERSION"),
+            shim::SHIM_HEADER,
+            level.0,
+            shim::NATIVE_FLAGS,
+            host_cpu(),
+            &self.defines,
+            &self.source,
+            &self.kernels,
+        )
+            .hash(&mut hasher);
+        cache_dir().map(|d| d.join(format!("{:016x}.so", hasher.finish())))
+    }
+
+    /// Whether the build at `level` is in the cache.
+    pub fn is_cached(&self, level: Optimization) -> bool {
+        self.cached(level).is_some_and(|path| path.exists())
+    }
+
+    /// Compile at `level` (from the cache when it was compiled before) and
+    /// load it.
+    pub(crate) fn compile(
+        &self,
+        level: Optimization,
+    ) -> Result<NativeLibrary, GradientDeviceError> {
+        let failed = |e: String| GradientDeviceError::Compile(e);
+        let library = self.cached_library(level).map_err(failed)?;
+        NativeLibrary::load(&library)
+    }
+
+    /// Start compiling at `level` into the cache in a compiler process
+    /// that finishes the build even if this process exits first (the next
+    /// run then finds it); None without a writable cache directory.
+    pub(crate) fn spawn(&self, level: Optimization) -> Option<PendingLibrary> {
+        let target = self.cached(level)?;
+        let dir = target.parent()?;
+        std::fs::create_dir_all(dir).ok()?;
+        // The child removes the directory once done.
+        let build_dir = tempfile::tempdir_in(dir).ok()?.keep();
+        let names: Vec<&str> = self.kernels.iter().map(String::as_str).collect();
+        let spawned = shim::spawn_module_native(
+            &self.source,
+            &self.defines,
+            &names,
+            &build_dir,
+            "model",
+            level.0,
+            &target,
+        );
+        match spawned {
+            Ok(child) => Some(PendingLibrary { child, target }),
+            Err(_) => {
+                let _ = std::fs::remove_dir_all(&build_dir);
+                None
+            }
+        }
+    }
+
+    /// The library at `level`: from the cache, or compiled into it (built
+    /// in a temporary directory and renamed, so concurrent processes never
+    /// load a half-written file). Without a cache directory, compiled into
+    /// a temporary directory that lives as long as the process.
+    fn cached_library(&self, level: Optimization) -> Result<PathBuf, String> {
+        let cached = self.cached(level);
+        if let Some(path) = &cached
+            && path.exists()
+        {
+            return Ok(path.clone());
+        }
+        let names: Vec<&str> = self.kernels.iter().map(String::as_str).collect();
+        // A cache directory that cannot be written: compile without caching.
+        let in_cache = cached.as_ref().and_then(|path| {
+            let dir = path.parent().expect("a file in the cache directory");
+            std::fs::create_dir_all(dir).ok()?;
+            tempfile::tempdir_in(dir).ok()
+        });
+        let cached = cached.filter(|_| in_cache.is_some());
+        let build_dir = match in_cache {
+            Some(dir) => dir,
+            None => tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?,
+        };
+        let built = shim::build_module_native(
+            &self.source,
+            &self.defines,
+            &names,
+            build_dir.path(),
+            "model",
+            level.0,
+        )
+        .map_err(|e| e.to_string())?;
+        match cached {
+            Some(path) => {
+                std::fs::rename(&built, &path).map_err(|e| {
+                    format!(
+                        "could not move {} to {}: {e}",
+                        built.display(),
+                        path.display()
+                    )
+                })?;
+                Ok(path)
+            }
+            None => {
+                // The library must outlive this function: keep its directory.
+                let kept = build_dir.keep();
+                Ok(kept.join(built.file_name().expect("a library file")))
+            }
+        }
+    }
+}
+
+/// A library being compiled by a child process ([`LibrarySource::spawn`]).
+pub(crate) struct PendingLibrary {
+    child: std::process::Child,
+    target: PathBuf,
+}
+
+impl PendingLibrary {
+    /// Wait for the compiler and load the library.
+    pub(crate) fn wait(self) -> Result<NativeLibrary, GradientDeviceError> {
+        let output = self
+            .child
+            .wait_with_output()
+            .map_err(|e| GradientDeviceError::Compile(format!("{}: {e}", shim::COMPILER)))?;
+        if !output.status.success() {
+            return Err(GradientDeviceError::Compile(format!(
+                "{} failed:\n{}",
+                shim::COMPILER,
+                String::from_utf8_lossy(&output.stderr)
+            )));
+        }
+        NativeLibrary::load(&self.target)
+    }
+}
+
+/// Generated code compiled for the host and loaded: a shim library with
+/// lane-major state.
+pub(crate) struct NativeLibrary {
+    module: ShimModule,
+}
+
+impl NativeLibrary {
+    fn load(path: &std::path::Path) -> Result<NativeLibrary, GradientDeviceError> {
+        let module =
+            ShimModule::load(path).map_err(|e| GradientDeviceError::Compile(e.to_string()))?;
         Ok(NativeLibrary { module })
     }
 
@@ -197,11 +391,31 @@ impl NativeLibrary {
 }
 
 impl NativeProgram {
-    /// Compile `program` (from the cache when it was compiled before).
-    fn compile(program: DeviceProgram) -> Result<NativeProgram, GradientDeviceError> {
-        let source = format!("{}{}", program.source, lane_gradient_source(&program));
-        let library =
-            NativeLibrary::compile(&source, program.layout.n_slots(), &program.kernel_names())?;
+    /// The C of `program` for the host: its kernels and one lane's whole
+    /// evaluation.
+    fn library_source(program: &DeviceProgram) -> LibrarySource {
+        LibrarySource::new(
+            format!("{}{}", program.source, lane_gradient_source(program)),
+            program.layout.n_slots(),
+            program.kernel_names(),
+        )
+    }
+
+    /// Compile `program` at `level` (from the cache when it was compiled
+    /// before).
+    fn compile(
+        program: DeviceProgram,
+        level: Optimization,
+    ) -> Result<NativeProgram, GradientDeviceError> {
+        let library = NativeProgram::library_source(&program).compile(level)?;
+        NativeProgram::from_library(program, library)
+    }
+
+    /// `program` run by its compiled `library`.
+    pub(crate) fn from_library(
+        program: DeviceProgram,
+        library: NativeLibrary,
+    ) -> Result<NativeProgram, GradientDeviceError> {
         // SAFETY: `lane_gradient_source` defines it with this signature.
         let lane_gradient: LaneGradientFn =
             unsafe { std::mem::transmute(library.function(LANE_GRADIENT)?) };
@@ -267,68 +481,11 @@ fn host_cpu() -> String {
         .join("\n")
 }
 
-/// The library for `source`: from the cache, or compiled into it (built
-/// in a temporary directory and renamed, so concurrent processes never
-/// load a half-written file). Without a cache directory, compiled into a
-/// temporary directory that lives as long as the process.
-fn cached_library(source: &str, defines: &str, kernels: &[String]) -> Result<PathBuf, String> {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    let flags = shim::OPTIMIZED_FLAGS;
-    (
-        env!("CARGO_PKG_VERSION"),
-        shim::SHIM_HEADER,
-        flags,
-        host_cpu(),
-        defines,
-        source,
-        kernels,
-    )
-        .hash(&mut hasher);
-    let key = format!("{:016x}", hasher.finish());
-    let cached = cache_dir().map(|d| d.join(format!("{key}.so")));
-    if let Some(path) = &cached
-        && path.exists()
-    {
-        return Ok(path.clone());
-    }
-    let names: Vec<&str> = kernels.iter().map(String::as_str).collect();
-    // A cache directory that cannot be written: compile without caching.
-    let in_cache = cached.as_ref().and_then(|path| {
-        let dir = path.parent().expect("a file in the cache directory");
-        std::fs::create_dir_all(dir).ok()?;
-        tempfile::tempdir_in(dir).ok()
-    });
-    let cached = cached.filter(|_| in_cache.is_some());
-    let build_dir = match in_cache {
-        Some(dir) => dir,
-        None => tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?,
-    };
-    let built = shim::build_module_optimized(source, defines, &names, build_dir.path(), "model")
-        .map_err(|e| e.to_string())?;
-    match cached {
-        Some(path) => {
-            std::fs::rename(&built, &path).map_err(|e| {
-                format!(
-                    "could not move {} to {}: {e}",
-                    built.display(),
-                    path.display()
-                )
-            })?;
-            Ok(path)
-        }
-        None => {
-            // The library must outlive this function: keep its directory.
-            let kept = build_dir.keep();
-            Ok(kept.join(built.file_name().expect("a library file")))
-        }
-    }
-}
-
 /// A model's gradient program generated as C, not yet compiled
 /// ([`NativeGradient::generate`]).
 pub struct GeneratedGradient {
     pc: pc::Program,
-    program: DeviceProgram,
+    pub(crate) program: DeviceProgram,
     stack_capacities: Vec<usize>,
     model: Model,
 }
@@ -337,14 +494,31 @@ impl GeneratedGradient {
     /// Compile the program (from the cache when it was compiled before),
     /// with the state of `lanes` lanes.
     pub fn compile(self, lanes: usize) -> Result<NativeGradient, GradientDeviceError> {
-        let compiled = Arc::new(NativeProgram::compile(self.program)?);
-        Ok(NativeGradient::with_program(
+        let compiled = Arc::new(NativeProgram::compile(
+            self.program.clone(),
+            Optimization::FULL,
+        )?);
+        Ok(self.into_gradient(compiled, lanes))
+    }
+
+    /// The C to compile.
+    pub fn library_source(&self) -> LibrarySource {
+        NativeProgram::library_source(&self.program)
+    }
+
+    /// An executor of the program compiled as `compiled`, for `lanes` lanes.
+    pub(crate) fn into_gradient(
+        self,
+        compiled: Arc<NativeProgram>,
+        lanes: usize,
+    ) -> NativeGradient {
+        NativeGradient::with_program(
             self.pc,
             Arc::new(self.model),
             self.stack_capacities,
             compiled,
             lanes,
-        ))
+        )
     }
 }
 
@@ -454,6 +628,20 @@ impl NativeGradient {
         &self.compiled.program
     }
 
+    /// Run `full` in place of `quick` if that is the program this
+    /// executor runs (same source, so the same state layout and values).
+    /// A program recompiled with larger stacks is neither.
+    pub(crate) fn upgrade(&mut self, quick: &Arc<NativeProgram>, full: &Arc<NativeProgram>) {
+        if Arc::ptr_eq(&self.compiled, quick) {
+            self.compiled = full.clone();
+        }
+    }
+
+    /// Whether this executor runs `program`.
+    pub(crate) fn runs(&self, program: &Arc<NativeProgram>) -> bool {
+        Arc::ptr_eq(&self.compiled, program)
+    }
+
     /// Room on each AD stack per lane (grown when a lane overflows it).
     pub fn stack_capacities(&self) -> &[usize] {
         &self.stack_capacities
@@ -555,7 +743,7 @@ impl NativeGradient {
             *c *= 2;
         }
         let program = regenerate(&self.pc, &self.model, &self.stack_capacities)?;
-        let compiled = Arc::new(NativeProgram::compile(program)?);
+        let compiled = Arc::new(NativeProgram::compile(program, Optimization::FULL)?);
         let block_lanes = self.block_lanes;
         *self = NativeGradient::with_program(
             self.pc.clone(),

@@ -39,12 +39,13 @@ use crate::codegen::shape::Shape;
 use crate::codegen::{FATAL_STATUS, STATUS_SLOT};
 use crate::gradient::GradientDeviceError;
 use crate::native::{
-    LaneGradientFn, NativeGradient, NativeLibrary, ONE_LANE_LAUNCH, arg, call, data_values,
-    lane_major_state, one_lane_call,
+    GeneratedGradient, LaneGradientFn, LibrarySource, NativeGradient, NativeLibrary, NativeProgram,
+    ONE_LANE_LAUNCH, Optimization, PendingLibrary, arg, call, data_values, lane_major_state,
+    one_lane_call,
 };
 use crate::sampler::{LaneOutcome, RecordHost, lane_outcomes, pack_entry_args, runnable_program};
 use crate::shim::LaunchFn;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Records a lane's buffer holds (each is handed over at once).
 const RECORD_CAPACITY: usize = 2;
@@ -73,9 +74,52 @@ enum Reached {
     End,
 }
 
-/// A sampler program compiled for the host, waiting for its gradient
-/// program ([`NativeSampler::compile`]).
-pub struct CompiledSampler(Arc<Compiled>);
+/// The sampler program generated as C, not compiled yet
+/// ([`NativeSampler::generate`]).
+pub struct GeneratedSampler {
+    program: EntryProgram,
+    source: LibrarySource,
+}
+
+/// How [`NativeSampler::compile`] builds the two programs. g++ takes
+/// seconds at `-O3` (the sampler program ~5 s on an idle core) where a
+/// quick build at a lower level takes about one, and runs at least a
+/// fifth as fast (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// Full builds, compiled now (from the cache when they are there).
+    Full,
+    /// Where a full build is not in the cache: a quick build now, and the
+    /// full one compiling in the background into the cache, ready for
+    /// [`NativeSampler::upgrade`] when the compiler is done.
+    Background,
+    /// Quick builds, and the full ones compiled now too: ready for
+    /// [`NativeSampler::upgrade`] whenever its caller chooses.
+    Upgraded,
+}
+
+/// Full builds replacing the quick builds an executor started on
+/// ([`NativeSampler::upgrade`]), set as they become ready.
+pub struct Upgrades {
+    sampler: Option<Upgrade<Compiled>>,
+    gradient: Option<Upgrade<NativeProgram>>,
+    /// Why a full build failed (the run goes on with the quick build).
+    pub failures: Mutex<Vec<String>>,
+}
+
+struct Upgrade<T> {
+    quick: Arc<T>,
+    full: OnceLock<Arc<T>>,
+}
+
+impl<T> Upgrade<T> {
+    fn of(quick: &Arc<T>) -> Upgrade<T> {
+        Upgrade {
+            quick: quick.clone(),
+            full: OnceLock::new(),
+        }
+    }
+}
 
 /// The sampler program compiled for the host (shared by siblings).
 struct Compiled {
@@ -90,6 +134,43 @@ struct Compiled {
     record_width: usize,
     /// The program's data, read only, shared by its executors.
     data: Arc<[f64]>,
+}
+
+impl Compiled {
+    /// `program` run by its compiled `library`.
+    fn new(program: EntryProgram, library: NativeLibrary) -> Result<Compiled, GradientDeviceError> {
+        // SAFETY: `advance_source` defines the function with this signature.
+        let advance: AdvanceFn = unsafe { std::mem::transmute(library.function(ADVANCE)?) };
+        let mut blocks = Vec::with_capacity(program.blocks.len());
+        for launches in &program.blocks {
+            let mut steps = Vec::with_capacity(launches.len());
+            for launch in launches {
+                steps.push(match launch {
+                    Launch::Lanes { .. } | Launch::Gemm { .. } => Step::Lanes,
+                    Launch::External(e) => match &e.answer {
+                        None => Step::Record {
+                            pack: library.launcher(&e.pack)?,
+                            call: e.id,
+                        },
+                        Some(answer) => Step::Gradient {
+                            pack: library.launcher(&e.pack)?,
+                            answer: library.launcher(answer)?,
+                        },
+                    },
+                });
+            }
+            blocks.push(steps);
+        }
+        Ok(Compiled {
+            data: data_values(&program.layout),
+            record_width: program.record_width(),
+            advance,
+            start: library.launcher(&program.helper(START_KERNEL))?,
+            blocks,
+            _library: library,
+            program,
+        })
+    }
 }
 
 // SAFETY: see `NativeProgram` (plain functions of a loaded library).
@@ -144,57 +225,149 @@ struct Started {
 }
 
 impl NativeSampler {
-    /// Generate and compile `program_cfg` run from `entry` with arguments
-    /// of `params`' shapes (a program with an op the generator lacks is
-    /// refused), for [`NativeSampler::with_program`]: apart from the
-    /// gradient program, so that the two compile at once.
-    pub fn compile(
+    /// Generate `program_cfg` run from `entry` with arguments of
+    /// `params`' shapes (a program with an op the generator lacks is
+    /// refused), to compile with a gradient program
+    /// ([`NativeSampler::compile`]).
+    pub fn generate(
         program_cfg: &cfg::Program,
         entry: &str,
         params: &[Shape],
-    ) -> Result<CompiledSampler, GradientDeviceError> {
+    ) -> Result<GeneratedSampler, GradientDeviceError> {
         let program = runnable_program(program_cfg, entry, params)?;
-        let source = format!("{}{}", program.source, advance_source(&program));
-        let library =
-            NativeLibrary::compile(&source, program.layout.n_slots(), &program.kernel_names())?;
-        // SAFETY: `advance_source` defines the function with this signature.
-        let advance: AdvanceFn = unsafe { std::mem::transmute(library.function(ADVANCE)?) };
-        let mut blocks = Vec::with_capacity(program.blocks.len());
-        for launches in &program.blocks {
-            let mut steps = Vec::with_capacity(launches.len());
-            for launch in launches {
-                steps.push(match launch {
-                    Launch::Lanes { .. } | Launch::Gemm { .. } => Step::Lanes,
-                    Launch::External(e) => match &e.answer {
-                        None => Step::Record {
-                            pack: library.launcher(&e.pack)?,
-                            call: e.id,
-                        },
-                        Some(answer) => Step::Gradient {
-                            pack: library.launcher(&e.pack)?,
-                            answer: library.launcher(answer)?,
-                        },
-                    },
-                });
-            }
-            blocks.push(steps);
-        }
-        let compiled = Compiled {
-            data: data_values(&program.layout),
-            record_width: program.record_width(),
-            advance,
-            start: library.launcher(&program.helper(START_KERNEL))?,
-            blocks,
-            _library: library,
-            program,
-        };
-        Ok(CompiledSampler(Arc::new(compiled)))
+        let source = LibrarySource::new(
+            format!("{}{}", program.source, advance_source(&program)),
+            program.layout.n_slots(),
+            program.kernel_names(),
+        );
+        Ok(GeneratedSampler { program, source })
     }
 
-    /// An executor of the compiled sampler `program` whose gradient calls
-    /// `gradient` answers (one lane per lane of this program).
-    pub fn with_program(program: &CompiledSampler, gradient: NativeGradient) -> NativeSampler {
-        NativeSampler::with_compiled(program.0.clone(), gradient)
+    /// An executor of `sampler` whose gradient calls `gradient` answers
+    /// (one lane), the two compiled as `start` says, and the full builds
+    /// that replace its quick ones as they become ready
+    /// ([`NativeSampler::upgrade`]).
+    pub fn compile(
+        sampler: &GeneratedSampler,
+        gradient: GeneratedGradient,
+        start: Start,
+    ) -> Result<(NativeSampler, Arc<Upgrades>), GradientDeviceError> {
+        let gradient_source = gradient.library_source();
+        let quick = |source: &LibrarySource, level: Optimization| match start {
+            Start::Full => None,
+            Start::Upgraded => Some(level),
+            // A build already in the cache costs nothing to load.
+            Start::Background if source.is_cached(Optimization::FULL) => None,
+            Start::Background => Some(level),
+        };
+        let sampler_level = quick(&sampler.source, Optimization::QUICK_SAMPLER);
+        let gradient_level = quick(&gradient_source, Optimization::QUICK_GRADIENT);
+        // The two compile at once, each with its own compiler process.
+        let sampler_source = &sampler.source;
+        let (sampler_library, gradient_library) = std::thread::scope(|scope| {
+            let first =
+                scope.spawn(|| sampler_source.compile(sampler_level.unwrap_or(Optimization::FULL)));
+            let gradient_library =
+                gradient_source.compile(gradient_level.unwrap_or(Optimization::FULL));
+            let sampler_library = first
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (sampler_library, gradient_library)
+        });
+        let compiled_sampler = Arc::new(Compiled::new(sampler.program.clone(), sampler_library?)?);
+        let compiled_gradient = Arc::new(NativeProgram::from_library(
+            gradient.program.clone(),
+            gradient_library?,
+        )?);
+        let upgrades = Arc::new(Upgrades {
+            sampler: sampler_level.map(|_| Upgrade::of(&compiled_sampler)),
+            gradient: gradient_level.map(|_| Upgrade::of(&compiled_gradient)),
+            failures: Mutex::new(Vec::new()),
+        });
+        match start {
+            Start::Full => {}
+            Start::Upgraded => {
+                if let Some(upgrade) = &upgrades.sampler {
+                    let library = sampler.source.compile(Optimization::FULL)?;
+                    let _ = (upgrade.full)
+                        .set(Arc::new(Compiled::new(sampler.program.clone(), library)?));
+                }
+                if let Some(upgrade) = &upgrades.gradient {
+                    let library = gradient_source.compile(Optimization::FULL)?;
+                    let full = NativeProgram::from_library(gradient.program.clone(), library)?;
+                    let _ = upgrade.full.set(Arc::new(full));
+                }
+            }
+            Start::Background => {
+                // Both compilers start now: a build still running when
+                // the process exits still lands in the cache. Without a
+                // writable cache, this process compiles them itself.
+                let spawn = |source: &LibrarySource, upgrade: bool| {
+                    upgrade.then(|| (source.spawn(Optimization::FULL), source.clone()))
+                };
+                let pending_gradient = spawn(&gradient_source, upgrades.gradient.is_some());
+                let pending_sampler = spawn(&sampler.source, upgrades.sampler.is_some());
+                let filled = upgrades.clone();
+                let programs = (sampler.program.clone(), gradient.program.clone());
+                std::thread::spawn(move || {
+                    let fail = |e: GradientDeviceError| {
+                        (filled.failures.lock().unwrap_or_else(|p| p.into_inner()))
+                            .push(e.to_string())
+                    };
+                    let library = |(pending, source): (Option<PendingLibrary>, LibrarySource)| {
+                        match pending {
+                            Some(pending) => pending.wait(),
+                            None => source.compile(Optimization::FULL),
+                        }
+                    };
+                    if let (Some(upgrade), Some(pending)) = (&filled.gradient, pending_gradient) {
+                        match library(pending)
+                            .and_then(|l| NativeProgram::from_library(programs.1, l))
+                        {
+                            Ok(full) => drop(upgrade.full.set(Arc::new(full))),
+                            Err(e) => fail(e),
+                        }
+                    }
+                    if let (Some(upgrade), Some(pending)) = (&filled.sampler, pending_sampler) {
+                        match library(pending).and_then(|l| Compiled::new(programs.0, l)) {
+                            Ok(full) => drop(upgrade.full.set(Arc::new(full))),
+                            Err(e) => fail(e),
+                        }
+                    }
+                });
+            }
+        }
+        let gradient = gradient.into_gradient(compiled_gradient, 1);
+        Ok((
+            NativeSampler::with_compiled(compiled_sampler, gradient),
+            upgrades,
+        ))
+    }
+
+    /// Run the full builds of `upgrades` in place of the quick ones this
+    /// executor runs, those that are ready. Call it between turns: the
+    /// builds share their source, so the lanes' state means the same to
+    /// both, and every value is computed the same.
+    pub fn upgrade(&mut self, upgrades: &Upgrades) {
+        if let Some(upgrade) = &upgrades.sampler
+            && let Some(full) = upgrade.full.get()
+            && Arc::ptr_eq(&self.compiled, &upgrade.quick)
+        {
+            self.compiled = full.clone();
+        }
+        if let Some(upgrade) = &upgrades.gradient
+            && let Some(full) = upgrade.full.get()
+        {
+            self.gradient.upgrade(&upgrade.quick, full);
+        }
+    }
+
+    /// Whether this executor runs a quick build of `upgrades`.
+    pub fn runs_quick(&self, upgrades: &Upgrades) -> bool {
+        let sampler =
+            (upgrades.sampler.as_ref()).is_some_and(|u| Arc::ptr_eq(&self.compiled, &u.quick));
+        let gradient = (upgrades.gradient.as_ref()).is_some_and(|u| self.gradient.runs(&u.quick));
+        sampler || gradient
     }
 
     /// Another executor of the same compiled programs for `lanes` lanes

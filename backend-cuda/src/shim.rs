@@ -61,7 +61,7 @@ fn write(path: &Path, text: &str) -> Result<(), ShimError> {
     })
 }
 
-fn run(compiler: &str, args: &[&str], dir: &Path) -> Result<(), ShimError> {
+fn run(compiler: &str, args: &[impl AsRef<std::ffi::OsStr>], dir: &Path) -> Result<(), ShimError> {
     let output = Command::new(compiler)
         .args(args)
         .current_dir(dir)
@@ -106,48 +106,97 @@ pub fn build_module_serial(
     build(source, kernels, dir, name, "BAT_SHIM_EXPORT_SERIAL", "-O1")
 }
 
-/// [`build_module_serial`] optimized for speed (`-O3`, still without
-/// fused multiply-adds, so results stay the shim's bit for bit), with
-/// `defines` (preprocessor lines) before the kernels: the native
-/// executor's build ([`crate::native`]).
-pub fn build_module_optimized(
+/// [`build_module_serial`] for the native executors ([`crate::native`]):
+/// `defines` (preprocessor lines) before the kernels, compiled at
+/// `level` (`-O0` to `-O3`) with [`NATIVE_FLAGS`], still without fused
+/// multiply-adds, so results stay the shim's bit for bit at every level.
+pub fn build_module_native(
     source: &str,
     defines: &str,
     kernels: &[&str],
     dir: &Path,
     name: &str,
+    level: &str,
 ) -> Result<PathBuf, ShimError> {
+    let (args, library) = native_build(source, defines, kernels, dir, name, level)?;
+    run(COMPILER, &args, dir)?;
+    Ok(library)
+}
+
+/// [`build_module_native`] in a compiler process that outlives this one
+/// if need be: it builds in `dir`, moves the library to `target` (an
+/// atomic rename within one file system) and removes `dir`, so a build
+/// still running when the process exits still lands at `target`. Wait for
+/// the child to use the library; its stderr holds the compiler's log.
+pub fn spawn_module_native(
+    source: &str,
+    defines: &str,
+    kernels: &[&str],
+    dir: &Path,
+    name: &str,
+    level: &str,
+    target: &Path,
+) -> Result<std::process::Child, ShimError> {
+    let (args, library) = native_build(source, defines, kernels, dir, name, level)?;
+    let script = r#"dir=$1; built=$2; target=$3; shift 3
+cd "$dir" && "$0" "$@" && mv -f "$built" "$target"; status=$?
+cd / && rm -rf "$dir"; exit $status"#;
+    Command::new("sh")
+        .args(["-c", script, COMPILER])
+        .arg(dir)
+        .arg(&library)
+        .arg(target)
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|error| ShimError::NoCompiler {
+            compiler: "sh".into(),
+            error,
+        })
+}
+
+fn native_build(
+    source: &str,
+    defines: &str,
+    kernels: &[&str],
+    dir: &Path,
+    name: &str,
+    level: &str,
+) -> Result<(Vec<String>, PathBuf), ShimError> {
     let source = format!("{defines}{source}");
-    build(
+    let flags = format!("{level} {NATIVE_FLAGS}");
+    prepare(
         &source,
         kernels,
         dir,
         name,
         "BAT_SHIM_EXPORT_SERIAL",
-        OPTIMIZED_FLAGS,
+        &flags,
     )
 }
 
-/// The optimization flags of [`build_module_optimized`]. Initial-exec TLS:
-/// the shim's launch indices are thread-locals, read by every kernel call;
-/// the general model's `__tls_get_addr` call per read cost a quarter of a
-/// one-lane gradient (a library loaded after start-up may use it: glibc
-/// keeps static TLS room for such small thread-locals). `-O3` and no
-/// semantic interposition (calls between the kernels and the sampler's
-/// dispatcher may be inlined): 13% fewer instructions than `-O2` on eight
-/// schools' native run (callgrind), with the same values — neither lets
-/// the compiler reassociate or contract floating-point operations.
-/// `-march=native`: this CPU's vector instructions (AVX2 where there is
-/// one) for the element loops: 10% fewer instructions in the sampler's
-/// blocks, the same values (IEEE operations give the same result at any
-/// vector width; no contraction, no reassociation). The native library
-/// cache key includes the CPU (`native::host_cpu`).
+/// The flags of [`build_module_native`] besides the optimization level.
+/// Initial-exec TLS: the shim's launch indices are thread-locals, read by
+/// every kernel call; the general model's `__tls_get_addr` call per read
+/// cost a quarter of a one-lane gradient (a library loaded after start-up
+/// may use it: glibc keeps static TLS room for such small thread-locals).
+/// No semantic interposition (calls between the kernels and the sampler's
+/// dispatcher may be inlined). At `-O3`: 13% fewer instructions than
+/// `-O2` on eight schools' native run (callgrind), with the same values —
+/// no level lets the compiler reassociate or contract floating-point
+/// operations. `-march=native`: this CPU's vector instructions (AVX2
+/// where there is one) for the element loops: 10% fewer instructions in
+/// the sampler's blocks, the same values (IEEE operations give the same
+/// result at any vector width; no contraction, no reassociation). The
+/// native library cache key includes the CPU (`native::host_cpu`).
 /// `-fno-tree-loop-distribute-patterns`: the generated code's element
 /// loops copy and clear a few to a hundred numbers each (a call frame's
 /// saves, a function's result); g++ turned them into `memcpy`/`memset`
 /// calls, whose entry and size dispatch cost more than the copies (8% of
 /// eight schools' sampler instructions); inline they are vector moves.
-pub const OPTIMIZED_FLAGS: &str = "-O3 -march=native -ftls-model=initial-exec \
+pub const NATIVE_FLAGS: &str = "-march=native -ftls-model=initial-exec \
     -fno-semantic-interposition -fno-tree-loop-distribute-patterns";
 
 fn build(
@@ -158,10 +207,32 @@ fn build(
     export: &str,
     optimization: &str,
 ) -> Result<PathBuf, ShimError> {
+    let (args, library) = prepare(source, kernels, dir, name, export, optimization)?;
+    run(COMPILER, &args, dir)?;
+    Ok(library)
+}
+
+/// Write the files of a build in `dir`: the compiler's arguments (run in
+/// `dir`) and the library they make.
+fn prepare(
+    source: &str,
+    kernels: &[&str],
+    dir: &Path,
+    name: &str,
+    export: &str,
+    optimization: &str,
+) -> Result<(Vec<String>, PathBuf), ShimError> {
     write(&dir.join("cuda_on_cpu.h"), SHIM_HEADER)?;
     let kernel_file = format!("{name}.cu");
     write(&dir.join(&kernel_file), source)?;
-    let mut wrapper = format!("#include \"cuda_on_cpu.h\"\n#include \"{kernel_file}\"\n");
+    // Serial kernels need none of the threaded launch's headers.
+    let serial_only = if export == "BAT_SHIM_EXPORT_SERIAL" {
+        "#define BAT_SHIM_SERIAL_ONLY\n"
+    } else {
+        ""
+    };
+    let mut wrapper =
+        format!("{serial_only}#include \"cuda_on_cpu.h\"\n#include \"{kernel_file}\"\n");
     for kernel in kernels {
         wrapper.push_str(&format!("{export}({kernel})\n"));
     }
@@ -171,7 +242,7 @@ fn build(
     let out = library.to_string_lossy().into_owned();
     // -ffp-contract=off: no fused multiply-adds, like NVRTC with --fmad=false.
     let mut args = vec!["-std=c++20"];
-    args.extend(optimization.split(' '));
+    args.extend(optimization.split_whitespace());
     args.extend([
         "-ffp-contract=off",
         "-fPIC",
@@ -186,8 +257,8 @@ fn build(
         &out,
         &wrapper_file,
     ]);
-    run(COMPILER, &args, dir)?;
-    Ok(library)
+    let args = args.into_iter().map(String::from).collect();
+    Ok((args, library))
 }
 
 /// The module image the stub driver loads for a shim library.

@@ -252,13 +252,7 @@ fn auto_executor(
     let started = Instant::now();
     match NativeExecutor::new(job, opts.threads) {
         Ok(executor) => {
-            let took = started.elapsed();
-            if took > Duration::from_secs(1) {
-                eprintln!(
-                    "note: compiled the model to machine code in {:.1} s (cached: later runs of it start at once)",
-                    took.as_secs_f64()
-                );
-            }
+            compiled_note(&executor, started.elapsed());
             (Box::new(executor), Backend::Native)
         }
         Err(e @ GradientDeviceError::Refused(_)) => {
@@ -284,6 +278,22 @@ fn auto_executor(
     }
 }
 
+/// What compiling the model cost, when it took time.
+fn compiled_note(executor: &NativeExecutor, took: Duration) {
+    let took = took.as_secs_f64();
+    if executor.starts_quick() {
+        eprintln!(
+            "note: compiled the model to machine code in {took:.1} s, a quick build; \
+             an optimized build compiles meanwhile and takes over when ready (the same \
+             draws; cached: later runs start with it)"
+        );
+    } else if took > 1.0 {
+        eprintln!(
+            "note: compiled the model to machine code in {took:.1} s (cached: later runs of it start at once)"
+        );
+    }
+}
+
 /// Lines of a compiler's log shown with an internal error.
 const MAX_INTERNAL_ERROR_LINES: usize = 20;
 
@@ -293,8 +303,12 @@ fn native_executor(
     job: &ChainJob<'_>,
     compiled: &model::Compiled,
 ) -> Result<Box<dyn SamplerExecutor + Send>, Reported> {
+    let started = Instant::now();
     match NativeExecutor::new(job, opts.threads) {
-        Ok(executor) => Ok(Box::new(executor)),
+        Ok(executor) => {
+            compiled_note(&executor, started.elapsed());
+            Ok(Box::new(executor))
+        }
         Err(e) => {
             match &e {
                 // It compiles the CUDA backend's generated code: the same

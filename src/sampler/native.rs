@@ -17,7 +17,7 @@ use backend_cpu::exec::{BatchedModel, Batching, ExecConfig, KeptDraws};
 use backend_cuda::codegen::shape::{Inner, Shape};
 use backend_cuda::gradient::GradientDeviceError;
 use backend_cuda::native::NativeGradient;
-use backend_cuda::native_sampler::{LANES_PER_GROUP, NativeSampler};
+use backend_cuda::native_sampler::{LANES_PER_GROUP, NativeSampler, Start, Upgrades};
 use backend_cuda::sampler::{RecordHost, values};
 use language::interp::{Rng, RuntimeError};
 use language::value::Value;
@@ -37,31 +37,42 @@ pub struct NativeExecutor {
     /// warmup runs the chains again and again, a few iterations at a time).
     spares: Mutex<Vec<NativeSampler>>,
     threads: usize,
+    /// Full builds taking over from the quick ones the run started on.
+    upgrades: Arc<Upgrades>,
+    /// Turns begun over all runs; groups upgrade from turn `upgrade_from`.
+    turns_begun: AtomicUsize,
+    upgrade_from: usize,
+    /// Turns run with a quick build, and with full builds only.
+    pub quick_turns: AtomicUsize,
+    pub full_turns: AtomicUsize,
 }
 
 impl NativeExecutor {
     /// Generate and compile the sampler program and `job`'s gradient
     /// program (refused, naming the ops, when the generator lacks one).
-    ///
-    /// The two programs compile at once, each with its own compiler
-    /// process: a first run's wait is the longer compile, not the sum
-    /// (the sampler's, ~5 s, is the longer one; the gradient's takes 1–2 s).
+    /// A program not in the cache starts on a quick build while its full
+    /// build compiles in the background ([`Start::Background`]).
     pub fn new(job: &ChainJob<'_>, threads: usize) -> Result<NativeExecutor, GradientDeviceError> {
+        NativeExecutor::starting(job, threads, Start::Background, 0)
+    }
+
+    /// [`NativeExecutor::new`] compiled as `start` says, its groups
+    /// taking the full builds from the `upgrade_from`-th turn on (a test
+    /// chooses where the builds change mid-run with [`Start::Upgraded`]).
+    pub fn starting(
+        job: &ChainJob<'_>,
+        threads: usize,
+        start: Start,
+        upgrade_from: usize,
+    ) -> Result<NativeExecutor, GradientDeviceError> {
         let grad_cfg = gradient_cfg(job)?;
         // Generated first, so that a model with ops the generator lacks is
         // refused before any compiler runs.
         let generated = NativeGradient::generate(&grad_cfg, job.model.clone())?;
         let (cfg, params) = device_sampler_program(job.model.num_unconstrained())
             .map_err(GradientDeviceError::Setup)?;
-        let (gradient, compiled) = std::thread::scope(|scope| {
-            let sampler = scope.spawn(|| NativeSampler::compile(&cfg, CHAIN_FUNCTION, &params));
-            let gradient = generated.compile(1);
-            let compiled = sampler
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (gradient, compiled)
-        });
-        let sampler = NativeSampler::with_program(&compiled?, gradient?);
+        let sampler = NativeSampler::generate(&cfg, CHAIN_FUNCTION, &params)?;
+        let (sampler, upgrades) = NativeSampler::compile(&sampler, generated, start)?;
         let threads = match threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             t => t,
@@ -70,7 +81,31 @@ impl NativeExecutor {
             template: Mutex::new(sampler),
             spares: Mutex::new(Vec::new()),
             threads,
+            upgrades,
+            turns_begun: AtomicUsize::new(0),
+            upgrade_from,
+            quick_turns: AtomicUsize::new(0),
+            full_turns: AtomicUsize::new(0),
         })
+    }
+
+    /// Whether the run starts on a quick build (a full one compiling).
+    pub fn starts_quick(&self) -> bool {
+        let template = self.template.lock().unwrap_or_else(|p| p.into_inner());
+        template.runs_quick(&self.upgrades)
+    }
+
+    /// A group's sampler before its turn: on the full builds where they
+    /// are ready and its turn may take them.
+    fn before_turn(&self, sampler: &mut NativeSampler) {
+        if self.turns_begun.fetch_add(1, Ordering::Relaxed) >= self.upgrade_from {
+            sampler.upgrade(&self.upgrades);
+        }
+        let count = match sampler.runs_quick(&self.upgrades) {
+            true => &self.quick_turns,
+            false => &self.full_turns,
+        };
+        count.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -101,10 +136,21 @@ impl SamplerExecutor for NativeExecutor {
         let workers = self.threads.min(turns.fresh.len());
         std::thread::scope(|scope| {
             for _ in 0..workers {
-                let (turns, template, spares) = (&turns, &template, &self.spares);
-                scope.spawn(move || run_turns(template, spares, job, turns, events, stop));
+                let (turns, template) = (&turns, &template);
+                scope.spawn(move || run_turns(self, template, job, turns, events, stop));
             }
         });
+        let failures = std::mem::take(
+            &mut *(self.upgrades.failures.lock()).unwrap_or_else(|p| p.into_inner()),
+        );
+        for failure in failures {
+            eprintln!(
+                "internal error: the optimized build of the model failed; the run went on with its quick build (the same draws, slower). Please report it:"
+            );
+            for line in failure.lines().take(20) {
+                eprintln!("  {line}");
+            }
+        }
     }
 }
 
@@ -237,8 +283,8 @@ impl<'a> GroupQueue<'a> {
 /// One worker: turns of groups of chains, one lane each, until every
 /// group has ended.
 fn run_turns<'a>(
+    executor: &NativeExecutor,
     template: &NativeSampler,
-    spares: &Mutex<Vec<NativeSampler>>,
     job: &ChainJob<'a>,
     turns: &Turns<'a>,
     events: &'a Sender<Event>,
@@ -253,6 +299,7 @@ fn run_turns<'a>(
         kept: Vec::new(),
         layout: None,
     };
+    let spares = &executor.spares;
     // The executor of the last group this worker saw end, for the next.
     let mut spare: Option<NativeSampler> = None;
     while let Some(turn) = turns.next() {
@@ -287,6 +334,7 @@ fn run_turns<'a>(
             }
         };
         hosts.chains = group.chains;
+        executor.before_turn(&mut group.sampler);
         let outcome = match group.sampler.resume(&mut hosts, RECORDS_PER_TURN) {
             Ok(None) => {
                 turns.put_back(group);
