@@ -7,7 +7,7 @@
 //! | lex + parse | [`syntax::parse`] | [`syntax::ast::Program`] + syntax diagnostics |
 //! | check | [`check::check_program`] | [`check::CheckedProgram`] + semantic diagnostics |
 //! | lower | [`mir::lower`] | [`mir::Program`] (model IR) |
-//! | differentiate | [`ad::gradient`] | [`ad::GradProgram`] (forward + reverse sweep, simplified by [`simplify`]) |
+//! | differentiate | [`ad::gradient`] | [`mir::GradProgram`] (forward + reverse sweep, simplified by [`simplify`]) |
 //! | run (reference) | [`interp::Model`] | log density, gradient, generated quantities |
 //!
 //! The batching IRs (later) consume the gradient program.
@@ -76,7 +76,9 @@ pub fn lower_checked(fe: FrontEnd, name: &str) -> (Option<mir::Program>, Vec<Dia
         Some(c) if !diagnostics.iter().any(Diagnostic::is_error) => c,
         _ => return (None, diagnostics),
     };
-    match mir::lower(&fe.program, &checked, name) {
+    // ODE solves with autodiff inputs integrate their sensitivities, which
+    // need the reverse function of their right-hand side.
+    match mir::lower(&fe.program, &checked, name).and_then(ad::attach_ode_sensitivities) {
         Ok(program) => (Some(program), diagnostics),
         Err(more) => {
             diagnostics.extend(more);

@@ -10,9 +10,9 @@
 
 mod common;
 
-use language::ad::GradProgram;
 use language::data::DataFile;
 use language::interp::{Model, RuntimeError};
+use language::mir::GradProgram;
 use language::simplify::{OpCount, count_ops};
 use std::path::{Path, PathBuf};
 

@@ -5,9 +5,9 @@
 
 mod common;
 
-use language::ad;
 use language::data::DataFile;
 use language::interp::{ErrorKind, Model, RuntimeError};
+use language::{ad, mir};
 
 const DATA: &str = r#"{"ts": [1.0, 2.5, 4.0]}"#;
 const WEIGHTS: [f64; 3] = [1.5, 2.5, 3.5];
@@ -68,7 +68,7 @@ fn legacy(name: &str, tol: &str) -> String {
     )
 }
 
-fn load(source: &str) -> (Model, ad::GradProgram) {
+fn load(source: &str) -> (Model, mir::GradProgram) {
     let program = common::compile(source, "decay").unwrap_or_else(|e| panic!("{e}\n{source}"));
     let model = Model::new(&program, &DataFile::parse(DATA).unwrap()).unwrap();
     let grad = ad::gradient(&program).unwrap();

@@ -366,7 +366,7 @@ pub(super) fn print_op_profile() {
 /// What every rank sets up before sampling.
 struct Prepared {
     compiled: model::Compiled,
-    grad: language::ad::GradProgram,
+    grad: language::mir::GradProgram,
     model: language::interp::Model,
     data: Option<PathBuf>,
     settings: Settings,

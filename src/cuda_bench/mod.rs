@@ -203,7 +203,7 @@ fn header() -> String {
 /// A problem compiled for the host.
 struct Loaded {
     model: Model,
-    grad: language::ad::GradProgram,
+    grad: language::mir::GradProgram,
 }
 
 fn load(problem: &Problem, examples: &Path) -> Result<Loaded, String> {

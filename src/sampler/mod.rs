@@ -44,8 +44,8 @@ pub use executor::{InterpreterExecutor, SamplerExecutor, run_chain};
 pub use target::EssTarget;
 
 use crate::output::VarSpec;
-use language::ad::GradProgram;
 use language::interp::{Model, RuntimeError};
+use language::mir::GradProgram;
 use language::value::Value;
 use std::sync::Arc;
 

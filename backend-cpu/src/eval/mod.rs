@@ -299,7 +299,7 @@ fn finish(
     if let Some(slot) = shape_query(p, &args, st, active, e) {
         return Ok(slot);
     }
-    if lane::is_rng(p) {
+    if p.is_rng() {
         return Ok(Arc::new(draw(p, &args, st, active, e.span)));
     }
     if !args.iter().all(|a| a.is_shared())

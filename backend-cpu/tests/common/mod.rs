@@ -13,7 +13,7 @@ use language::interp::{Model, Rng};
 pub struct Compiled {
     pub program: language::mir::Program,
     pub data: DataFile,
-    pub g: language::ad::GradProgram,
+    pub g: language::mir::GradProgram,
     pub cfg: language::batch::cfg::Program,
 }
 

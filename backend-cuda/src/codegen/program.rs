@@ -293,7 +293,7 @@ fn draws_random_numbers(p: &pc::Program) -> bool {
             };
             language::mir::visit::for_each_expr(&mut stmts, &mut |e| {
                 if let ExprKind::Prim(p, _) = &e.kind {
-                    found |= language::interp::is_rng_prim(*p);
+                    found |= p.is_rng();
                 }
             });
         }

@@ -197,14 +197,14 @@ impl<'p> Machine<'p> {
             ExprKind::Var(v) => self.get(*v)?.clone(),
             ExprKind::Prim(p, args) => {
                 let args = self.eval_all(args)?;
-                if let Some(rng) = rng::is_rng(*p) {
+                if p.is_rng() {
                     let state = self.rng.as_mut().ok_or_else(|| {
                         RuntimeError::fatal(format!(
                             "`{}` draws random numbers outside generated quantities",
                             p.name()
                         ))
                     })?;
-                    return rng::draw(rng, state, &args);
+                    return rng::draw(*p, state, &args);
                 }
                 prims::eval(*p, &args)?
             }

@@ -6,8 +6,8 @@ use super::Model;
 use super::error::RuntimeError;
 use super::exec::Machine;
 use super::grad::GradState;
-use crate::ad::GradProgram;
 use crate::batch::cfg;
+use crate::mir::GradProgram;
 use crate::mir::{self, Stmt};
 use crate::value::Value;
 

@@ -1,4 +1,4 @@
-//! Running gradient programs ([`crate::ad::GradProgram`]): the statements
+//! Running gradient programs ([`crate::mir::GradProgram`]): the statements
 //! and expressions that only the AD transformation produces — stacks,
 //! accumulation, derivative rules of primitives, and the parameter
 //! transform with its reverse.
@@ -9,7 +9,7 @@ use super::exec::Machine;
 use super::index::{self, Ix};
 use super::values::{flat, is_scalar, real, with_data};
 use super::{Model, ParamLayout};
-use crate::ad::GradProgram;
+use crate::mir::GradProgram;
 use crate::mir::{Expr, Index, LValue, LValueStep, Prim, StackId, Transform, VarId};
 use crate::value::Value;
 use bat_math::transforms::{self as tf, Transform as _};
@@ -191,7 +191,7 @@ impl Machine<'_> {
     /// the adjoint's own static type has the adjoint's shape.
     fn check_share_shape(&self, var: VarId, rhs: &Expr, r: &Value) {
         let ty = &self.program.vars[var.0 as usize].ty;
-        if rhs.ty != *ty || !crate::simplify::visit::is_real_typed(ty) {
+        if rhs.ty != *ty || !ty.is_real_typed() {
             return;
         }
         // Ints stand for reals here (a function's `real` argument may hold

@@ -24,11 +24,6 @@ pub fn eval_prim(p: Prim, args: &[Value]) -> Result<Value> {
     super::prims::eval(p, args)
 }
 
-/// True for the `_rng` primitives, which draw from the lane's [`super::Rng`].
-pub fn is_rng(p: Prim) -> bool {
-    super::rng::is_rng(p).is_some()
-}
-
 /// Draw from `_rng` primitive `p` at `args`.
 pub fn draw_rng(p: Prim, rng: &mut super::Rng, args: &[Value]) -> Result<Value> {
     super::rng::draw(p, rng, args)

@@ -42,17 +42,22 @@ pub use ode::MEMO_CAPACITY as ODE_MEMO_CAPACITY;
 pub use pc_exec::SharedTrace;
 pub use rng::{Rng, philox4x32};
 
-/// Does primitive `p` draw random numbers (an `_rng` function)?
-pub fn is_rng_prim(p: crate::mir::Prim) -> bool {
-    rng::is_rng(p).is_some()
-}
-
 use crate::data::{DataFile, Shape};
 use crate::mir::{self, Origin, Program, StmtKind, VarId};
 use crate::value::Value;
 use constrain::Evaluated;
 use error::Result;
 use exec::Machine;
+
+/// What `bat run` does with a data file's bytes: read them as UTF-8 Stan
+/// JSON, conform every variable to `program`'s `data` block and run
+/// transformed data. Every bad input is an error message, never a panic;
+/// the data fuzz target and its regression tests call this.
+pub fn model_from_json(program: &Program, bytes: &[u8]) -> std::result::Result<Model, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8 text: {e}"))?;
+    let data = DataFile::parse(text).map_err(|e| e.to_string())?;
+    Model::new(program, &data).map_err(|e| e.message)
+}
 
 /// What a program's external functions ([`mir::Function::external`],
 /// declared without a body and compiled by [`crate::compile_with_externals`])

@@ -152,38 +152,6 @@ impl Rng {
     }
 }
 
-/// The `_rng` primitives; `None` for every other primitive.
-pub(crate) fn is_rng(p: Prim) -> Option<Prim> {
-    use Prim::*;
-    matches!(
-        p,
-        NormalRng
-            | LognormalRng
-            | UniformRng
-            | ExponentialRng
-            | GammaRng
-            | BetaRng
-            | StudentTRng
-            | CauchyRng
-            | BernoulliRng
-            | BernoulliLogitRng
-            | BinomialRng
-            | PoissonRng
-            | PoissonLogRng
-            | CategoricalRng
-            | CategoricalLogitRng
-            | NegBinomial2Rng
-            | NegBinomial2LogRng
-            | DoubleExponentialRng
-            | LogisticRng
-            | WeibullRng
-            | ChiSquareRng
-            | InvGammaRng
-            | GumbelRng
-    )
-    .then_some(p)
-}
-
 fn domain(name: &str, what: &str, x: f64) -> RuntimeError {
     RuntimeError::rejection(format!("{name}: {what} is {x}, but must be valid"))
 }

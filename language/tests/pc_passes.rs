@@ -1,11 +1,11 @@
 //! The PC IR passes, each shown before/after on a small program, with the
 //! scalar PC runner agreeing with the structured interpreter at every
-//! stage (see also language/tests/pc_lowering.rs over the corpus).
+//! stage (see also pc_lowering.rs over the corpus).
 
-use super::liveness::{self, CallEdges};
-use super::sharing::Share;
-use super::{Op, Program, Storage, Terminator};
-use crate::mir::VarId;
+use language::batch::pc::liveness::{self, CallEdges};
+use language::batch::pc::sharing::Share;
+use language::batch::pc::{self, Op, Program, Storage, Terminator};
+use language::mir::VarId;
 
 const RECURSIVE: &str = "
   functions {
@@ -50,25 +50,25 @@ const RECURSIVE: &str = "
     for (i in 1:4) ws[i] = fib(i) > 1 ? walk_rng(i) : mu;
   }";
 
-fn gq_program(source: &str) -> (crate::interp::Model, crate::batch::cfg::Program) {
-    let (mir, diags) = crate::compile_model(source, "t");
+fn gq_program(source: &str) -> (language::interp::Model, language::batch::cfg::Program) {
+    let (mir, diags) = language::compile_model(source, "t");
     let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
-    let cfg = crate::batch::lower_generated_quantities(&mir).unwrap();
-    let data = crate::data::DataFile::parse("{}").unwrap();
-    let model = crate::interp::Model::new(&mir, &data).unwrap();
+    let cfg = language::batch::lower_generated_quantities(&mir).unwrap();
+    let data = language::data::DataFile::parse("{}").unwrap();
+    let model = language::interp::Model::new(&mir, &data).unwrap();
     (model, cfg)
 }
 
 /// The PC program gives the structured interpreter's draws.
-fn assert_runs_like_structured(model: &crate::interp::Model, pc: &Program) {
+fn assert_runs_like_structured(model: &language::interp::Model, pc: &Program) {
     pc.validate().unwrap();
     for chain in 0..4 {
         let theta = [chain as f64 * 0.7 - 1.0];
-        let rng = || crate::interp::Rng::new(42, chain, 3);
+        let rng = || language::interp::Rng::new(42, chain, 3);
         let a = model.generated_quantities(&theta, rng()).unwrap();
         let b = model
             .generated_quantities_pc(pc, &theta, rng())
-            .unwrap_or_else(|e| panic!("{e:?}\n{}", super::print::print_pc(pc)));
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", pc::print::print_pc(pc)));
         assert_eq!(a.values, b.values);
     }
 }
@@ -102,9 +102,9 @@ fn saves(p: &Program, name: &str) -> Vec<Vec<String>> {
 #[test]
 fn naive_lowering_saves_whole_frames_and_runs_like_the_interpreter() {
     let (model, cfg) = gq_program(RECURSIVE);
-    let pc = super::lower::lower(&cfg).unwrap();
+    let pc = pc::lower::lower(&cfg).unwrap();
     // Every call saves the caller's whole frame, even a non-recursive one.
-    let entry_saves = saves(&pc, crate::batch::GENERATED_QUANTITIES_ENTRY);
+    let entry_saves = saves(&pc, language::batch::GENERATED_QUANTITIES_ENTRY);
     assert!(
         entry_saves.iter().all(|s| s.contains(&"f".to_string())),
         "{entry_saves:?}"
@@ -120,7 +120,7 @@ fn naive_lowering_saves_whole_frames_and_runs_like_the_interpreter() {
 #[test]
 fn liveness_knows_what_a_call_must_keep() {
     let (_, cfg) = gq_program(RECURSIVE);
-    let pc = super::lower::lower(&cfg).unwrap();
+    let pc = pc::lower::lower(&cfg).unwrap();
     let n = var(&pc, "n");
     let fib = fun_blocks(&pc, "fib");
     let caller = liveness::analyse(&pc, CallEdges::CallerFrame);
@@ -140,7 +140,7 @@ fn liveness_knows_what_a_call_must_keep() {
         _ => unreachable!(),
     };
     let after = |b: usize| {
-        let r = super::BlockId(ret(b) as u32);
+        let r = pc::BlockId(ret(b) as u32);
         let ops = &pc.block(r).ops;
         let last_pop = ops.iter().rposition(|o| matches!(o, Op::Pop(_))).unwrap();
         caller.after_ops(&pc, r)[last_pop].clone()
@@ -156,9 +156,9 @@ fn liveness_knows_what_a_call_must_keep() {
 #[test]
 fn prune_saves_keeps_only_values_live_across_recursive_calls() {
     let (model, cfg) = gq_program(RECURSIVE);
-    let mut pc = super::lower::lower(&cfg).unwrap();
+    let mut pc = pc::lower::lower(&cfg).unwrap();
     let before = pc.count_stack_ops();
-    super::prune_saves::run(&mut pc);
+    pc::prune_saves::run(&mut pc);
     assert!(
         pc.count_stack_ops() < before / 4,
         "{before} -> {}",
@@ -172,7 +172,7 @@ fn prune_saves_keeps_only_values_live_across_recursive_calls() {
     assert_eq!(fib[1].len(), 1);
     assert_ne!(fib[1][0], "n");
     for f in [
-        crate::batch::GENERATED_QUANTITIES_ENTRY,
+        language::batch::GENERATED_QUANTITIES_ENTRY,
         "is_odd",
         "is_even",
     ] {
@@ -205,8 +205,8 @@ fn parameters_passed_on_unchanged_need_no_save() {
       model { mu ~ normal(0, 1); }
       generated quantities { real y = tree(3, 0.5 + mu, mu); }";
     let (model, cfg) = gq_program(source);
-    let mut pc = super::lower::lower(&cfg).unwrap();
-    super::prune_saves::run(&mut pc);
+    let mut pc = pc::lower::lower(&cfg).unwrap();
+    pc::prune_saves::run(&mut pc);
     let tree = saves(&pc, "tree");
     assert_eq!(tree, vec![vec!["n"], vec!["a"]], "{tree:?}");
     assert_runs_like_structured(&model, &pc);
@@ -221,17 +221,17 @@ fn parameters_passed_on_unchanged_need_no_save() {
             .collect()
     };
     assert_eq!(args(&pc), ["n", "scale", "x", "n", "scale", "x"]);
-    assert_eq!(super::identity_args::run(&mut pc), 2);
+    assert_eq!(pc::identity_args::run(&mut pc), 2);
     assert_eq!(args(&pc), ["n", "x", "n", "x"]);
     assert_runs_like_structured(&model, &pc);
-    assert_runs_like_structured(&model, &super::build(&cfg).unwrap());
+    assert_runs_like_structured(&model, &pc::build(&cfg).unwrap());
 }
 
 #[test]
 fn fuse_turns_pop_push_pairs_into_in_place_updates() {
     let (model, cfg) = gq_program(RECURSIVE);
-    let mut pc = super::lower::lower(&cfg).unwrap();
-    super::prune_saves::run(&mut pc);
+    let mut pc = pc::lower::lower(&cfg).unwrap();
+    pc::prune_saves::run(&mut pc);
     let ops_of = |p: &Program, f: &str| -> Vec<Op> {
         fun_blocks(p, f)
             .flat_map(|b| p.blocks[b].ops.clone())
@@ -253,7 +253,7 @@ fn fuse_turns_pop_push_pairs_into_in_place_updates() {
     // again for the second.
     assert_eq!(counts(&pc, "twice"), (2, 2, 0));
     assert_eq!(counts(&pc, "peeks"), (2, 2, 0));
-    super::fuse::run(&mut pc);
+    pc::fuse::run(&mut pc);
     // twice(0) overwrites `n` without reading it: the pair disappears.
     assert_eq!(counts(&pc, "twice"), (1, 1, 0));
     // peeks(n - 2) reads `n`: the pair becomes one Peek.
@@ -268,8 +268,8 @@ fn assert_block_local(p: &Program, v: VarId) {
         let touches: Vec<_> = block
             .ops
             .iter()
-            .map(super::effects::of_op)
-            .chain([super::effects::of_terminator(&block.term)])
+            .map(pc::effects::of_op)
+            .chain([pc::effects::of_terminator(&block.term)])
             .filter(|e| e.reads.contains(&v) || e.writes.contains(&v))
             .collect();
         if let Some(first) = touches.first() {
@@ -285,11 +285,11 @@ fn assert_block_local(p: &Program, v: VarId) {
 #[test]
 fn temps_are_block_local_and_everything_else_keeps_storage() {
     let (model, cfg) = gq_program(RECURSIVE);
-    let mut pc = super::lower::lower(&cfg).unwrap();
-    super::prune_saves::run(&mut pc);
-    super::fuse::run(&mut pc);
+    let mut pc = pc::lower::lower(&cfg).unwrap();
+    pc::prune_saves::run(&mut pc);
+    pc::fuse::run(&mut pc);
     let before: Vec<Storage> = pc.storage.clone();
-    super::temps::run(&mut pc);
+    pc::temps::run(&mut pc);
     let temps: Vec<VarId> = (0..pc.storage.len())
         .filter(|&i| pc.storage[i] == Storage::Temp)
         .map(|i| VarId(i as u32))
@@ -315,12 +315,12 @@ fn temps_are_block_local_and_everything_else_keeps_storage() {
 }
 
 /// The lowering and passes (a), (e), (b) and (c), in `build`'s order.
-fn through_registers(cfg: &crate::batch::cfg::Program) -> Program {
-    let mut pc = super::lower::lower(cfg).unwrap();
-    super::prune_saves::run(&mut pc);
-    super::fuse::run(&mut pc);
-    super::temps::run(&mut pc);
-    super::registers::run(&mut pc);
+fn through_registers(cfg: &language::batch::cfg::Program) -> Program {
+    let mut pc = pc::lower::lower(cfg).unwrap();
+    pc::prune_saves::run(&mut pc);
+    pc::fuse::run(&mut pc);
+    pc::temps::run(&mut pc);
+    pc::registers::run(&mut pc);
     pc
 }
 
@@ -358,7 +358,7 @@ fn registers_replace_stacks_except_across_recursion_and_tops_are_cached() {
         assert!(!stacked.contains(&name), "{name} in {stacked:?}");
     }
     assert_eq!(pc.stack_vars().len(), stacked.len());
-    super::cached_tops::run(&mut pc);
+    pc::cached_tops::run(&mut pc);
     assert!(
         pc.storage
             .iter()
@@ -373,10 +373,10 @@ fn result_copies(p: &Program, function: &str) -> Vec<String> {
     fun_blocks(p, function)
         .flat_map(|b| p.blocks[b].ops.iter())
         .filter_map(|op| match op {
-            Op::Stmt(crate::mir::Stmt {
-                kind: crate::mir::StmtKind::Let { var, value },
+            Op::Stmt(language::mir::Stmt {
+                kind: language::mir::StmtKind::Let { var, value },
                 ..
-            }) if matches!(value.kind, crate::mir::ExprKind::Var(r) if results.contains(&r)) => {
+            }) if matches!(value.kind, language::mir::ExprKind::Var(r) if results.contains(&r)) => {
                 Some(p.var_name(*var).to_string())
             }
             _ => None,
@@ -412,13 +412,13 @@ fn forward_results_reads_tuple_results_in_place() {
          parameters { real mu; } model { mu ~ normal(0, 1); }
          generated quantities { real t = total_rng(4) + mu + sum_rng(mu, 3); }",
     );
-    let mut pc = super::lower::lower(&cfg).unwrap();
+    let mut pc = pc::lower::lower(&cfg).unwrap();
     // The naive lowering saves the temporaries too (pass (a) drops that).
-    super::prune_saves::run(&mut pc);
+    pc::prune_saves::run(&mut pc);
     assert_runs_like_structured(&model, &pc);
     let before = result_copies(&pc, "pair_rng");
     assert_eq!(before.len(), 2, "{before:?}");
-    let forwarded = super::forward_results::run(&mut pc);
+    let forwarded = pc::forward_results::run(&mut pc);
     assert!(forwarded >= 2, "{forwarded}");
     assert_eq!(result_copies(&pc, "pair_rng"), Vec::<String>::new());
     assert_eq!(result_copies(&pc, "total_rng"), Vec::<String>::new());
@@ -428,16 +428,16 @@ fn forward_results_reads_tuple_results_in_place() {
         assert!(
             !pc.blocks
                 .iter()
-                .flat_map(|b| b.ops.iter().map(super::effects::of_op))
+                .flat_map(|b| b.ops.iter().map(pc::effects::of_op))
                 .any(|e| e.reads.contains(&v) || e.writes.contains(&v)),
             "{name} still occurs"
         );
     }
     assert_runs_like_structured(&model, &pc);
     // The whole pipeline with the pass, and the recursive corpus.
-    assert_runs_like_structured(&model, &super::build(&cfg).unwrap());
+    assert_runs_like_structured(&model, &pc::build(&cfg).unwrap());
     let (model, cfg) = gq_program(RECURSIVE);
-    assert_runs_like_structured(&model, &super::build(&cfg).unwrap());
+    assert_runs_like_structured(&model, &pc::build(&cfg).unwrap());
 }
 
 /// Blocks without ops that only jump, reachable from an entry by jumps,
@@ -447,7 +447,7 @@ fn reachable_empty_jumps(p: &Program) -> Vec<usize> {
     let mut todo: Vec<usize> = p
         .functions
         .iter()
-        .filter(|f| f.kind == super::FunctionKind::Entry)
+        .filter(|f| f.kind == pc::FunctionKind::Entry)
         .map(|f| f.first_block.0 as usize)
         .collect();
     while let Some(b) = todo.pop() {
@@ -476,11 +476,11 @@ fn reachable_empty_jumps(p: &Program) -> Vec<usize> {
 fn thread_jumps_skips_empty_jump_blocks() {
     let (model, cfg) = gq_program(RECURSIVE);
     let mut pc = through_registers(&cfg);
-    super::cached_tops::run(&mut pc);
+    pc::cached_tops::run(&mut pc);
     let before = reachable_empty_jumps(&pc);
     assert!(!before.is_empty());
     let blocks = pc.blocks.len();
-    let changed = super::thread_jumps::run(&mut pc);
+    let changed = pc::thread_jumps::run(&mut pc);
     assert!(changed >= before.len(), "{changed} < {before:?}");
     assert_eq!(pc.blocks.len(), blocks);
     // Left reachable: only function entries (call targets stay).
@@ -495,9 +495,9 @@ fn thread_jumps_skips_empty_jump_blocks() {
     assert_runs_like_structured(&model, &pc);
     // A chain of empty jumps that loops on itself is left as it is: make
     // one of the empty blocks jump to itself before threading.
-    let mut pc = super::lower::lower(&cfg).unwrap();
+    let mut pc = pc::lower::lower(&cfg).unwrap();
     let e = reachable_empty_jumps(&pc)[0];
-    pc.blocks[e].term = Terminator::Jump(super::BlockId(e as u32));
+    pc.blocks[e].term = Terminator::Jump(pc::BlockId(e as u32));
     let into_e = |p: &Program| {
         p.blocks
             .iter()
@@ -505,7 +505,7 @@ fn thread_jumps_skips_empty_jump_blocks() {
             .count()
     };
     let before = into_e(&pc);
-    super::thread_jumps::run(&mut pc);
+    pc::thread_jumps::run(&mut pc);
     assert_eq!(into_e(&pc), before);
     pc.validate().unwrap();
 }
@@ -518,8 +518,8 @@ fn non_recursive_programs_have_no_variable_stacks() {
          parameters { real mu; } model { mu ~ normal(0, 1); }
          generated quantities { real q = quad(mu) + sq(2); }",
     );
-    let pc = super::build(&cfg).unwrap();
-    assert_eq!(pc.count_stack_ops(), 0, "{}", super::print::print_pc(&pc));
+    let pc = pc::build(&cfg).unwrap();
+    assert_eq!(pc.count_stack_ops(), 0, "{}", pc::print::print_pc(&pc));
     assert!(pc.stack_vars().is_empty());
     assert!(
         !pc.storage
@@ -530,11 +530,11 @@ fn non_recursive_programs_have_no_variable_stacks() {
 }
 
 fn gradient_pc(source: &str) -> Program {
-    let (mir, diags) = crate::compile_model(source, "t");
+    let (mir, diags) = language::compile_model(source, "t");
     let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
-    let g = crate::ad::gradient(&mir).expect("gradient");
-    let cfg = crate::batch::lower_gradient(&g).unwrap();
-    super::build(&cfg).unwrap()
+    let g = language::ad::gradient(&mir).expect("gradient");
+    let cfg = language::batch::lower_gradient(&g).unwrap();
+    pc::build(&cfg).unwrap()
 }
 
 #[test]
@@ -552,7 +552,7 @@ fn data_is_shared_and_parameters_batched() {
          }",
     );
     let s = pc.sharing.as_ref().unwrap();
-    assert!(s.lanes_in_step, "{}", super::print::print_pc(&pc));
+    assert!(s.lanes_in_step, "{}", pc::print::print_pc(&pc));
     for name in ["x", "X", "x2", "scaled", "acc", "n"] {
         assert_eq!(s.var(var(&pc, name)), Share::Shared, "{name}");
     }
@@ -566,7 +566,7 @@ fn data_is_shared_and_parameters_batched() {
             .iter()
             .enumerate()
             .flat_map(|(b, blk)| blk.ops.iter().enumerate().map(move |(i, o)| (b, i, o)))
-            .find(|(_, _, o)| super::effects::of_op(o).kills.contains(&v))
+            .find(|(_, _, o)| pc::effects::of_op(o).kills.contains(&v))
             .map(|(b, i, _)| s.ops[b][i])
             .unwrap()
     };
@@ -608,8 +608,8 @@ fn deep_recursion_stops_with_the_function_and_depth() {
          parameters { real mu; } model { mu ~ normal(0, 1); }
          generated quantities { int d = down(0); }",
     );
-    let pc = super::build(&cfg).unwrap();
-    let rng = || crate::interp::Rng::new(1, 0, 0);
+    let pc = pc::build(&cfg).unwrap();
+    let rng = || language::interp::Rng::new(1, 0, 0);
     let a = model.generated_quantities(&[0.1], rng()).unwrap_err();
     let b = model
         .generated_quantities_pc(&pc, &[0.1], rng())
@@ -625,10 +625,10 @@ fn deep_recursion_stops_with_the_function_and_depth() {
 #[test]
 fn the_full_pipeline_runs_like_the_interpreter() {
     let (model, cfg) = gq_program(RECURSIVE);
-    let pc = super::build(&cfg).unwrap();
+    let pc = pc::build(&cfg).unwrap();
     assert!(pc.sharing.is_some());
     assert_runs_like_structured(&model, &pc);
-    let text = super::print::print_pc(&pc);
+    let text = pc::print::print_pc(&pc);
     assert!(
         text.contains("stack (cached top)") && text.contains("push_jump"),
         "{text}"
@@ -641,7 +641,7 @@ fn recursion_out_of_step_makes_parameters_batched() {
     // lane) parameter: lanes fall out of step, and a mutually recursive
     // parameter changes value at every depth — never shared.
     let (_, cfg) = gq_program(RECURSIVE);
-    let pc = super::build(&cfg).unwrap();
+    let pc = pc::build(&cfg).unwrap();
     let s = pc.sharing.as_ref().unwrap();
     assert!(!s.lanes_in_step);
     for f in ["fib", "is_odd", "is_even", "twice"] {
@@ -659,9 +659,9 @@ fn recursion_out_of_step_makes_parameters_batched() {
          parameters { real mu; } model { mu ~ normal(0, 1); }
          generated quantities { int e = is_even(7); real m = e * mu; }",
     );
-    let pc = super::build(&cfg).unwrap();
+    let pc = pc::build(&cfg).unwrap();
     let s = pc.sharing.as_ref().unwrap();
-    assert!(s.lanes_in_step, "{}", super::print::print_pc(&pc));
+    assert!(s.lanes_in_step, "{}", pc::print::print_pc(&pc));
     assert_eq!(s.var(var(&pc, "e")), Share::Shared);
     assert_eq!(s.var(var(&pc, "m")), Share::Batched);
 }
@@ -678,13 +678,13 @@ fn per_lane_while_loop_gradient_runs_like_the_interpreter() {
         for (n in 1:N) y[n] ~ normal(mu, 1);
         target += -s;
       }";
-    let (mir, diags) = crate::compile_model(source, "t");
+    let (mir, diags) = language::compile_model(source, "t");
     let mir = mir.unwrap_or_else(|| panic!("{diags:?}"));
-    let g = crate::ad::gradient(&mir).expect("gradient");
-    let cfg = crate::batch::lower_gradient(&g).unwrap();
-    let pc = super::build(&cfg).unwrap();
-    let data = crate::data::DataFile::parse(r#"{"N": 3, "y": [0.5, 1.5, -0.25]}"#).unwrap();
-    let model = crate::interp::Model::new(&mir, &data).unwrap();
+    let g = language::ad::gradient(&mir).expect("gradient");
+    let cfg = language::batch::lower_gradient(&g).unwrap();
+    let pc = pc::build(&cfg).unwrap();
+    let data = language::data::DataFile::parse(r#"{"N": 3, "y": [0.5, 1.5, -0.25]}"#).unwrap();
+    let model = language::interp::Model::new(&mir, &data).unwrap();
     for theta in [[-2.0], [0.3], [1.7]] {
         let a = model.log_density_gradient(&g, &theta, true).unwrap();
         let b = model.log_density_gradient_pc(&pc, &theta, true).unwrap();
