@@ -7,9 +7,9 @@
 use crate::eval::{BatchError, Result, eval};
 use crate::lanes::{Lanes, Slot, State};
 use crate::ops::exec_op;
-use language::interp::{Model, RuntimeError, lane};
 use language::mir::{Expr, Stmt, StmtKind, VarId};
 use language::value::Value;
+use runtime::{Model, RuntimeError, lane};
 use std::sync::Arc;
 
 /// How a branch taken by only some lanes runs.

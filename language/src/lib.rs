@@ -8,11 +8,12 @@
 //! | check | [`check::check_program`] | [`check::CheckedProgram`] + semantic diagnostics |
 //! | lower | [`mir::lower`] | [`mir::Program`] (model IR) |
 //! | differentiate | [`ad::gradient`] | [`mir::GradProgram`] (forward + reverse sweep, simplified by [`simplify`]) |
-//! | run (reference) | [`interp::Model`] | log density, gradient, generated quantities |
+//! | batch | [`batch::lower_gradient`], [`batch::pc::build`] | CFG and program-counter IRs |
 //!
-//! The batching IRs (later) consume the gradient program.
-//! This crate does no I/O beyond the source text it is handed and knows no
-//! backend.
+//! Modules depend on each other in that order only (tests/module_graph.rs).
+//! Running a program is the `runtime` crate's (the reference interpreter,
+//! the model instance) and the executors'. This crate does no I/O beyond
+//! the source text it is handed and knows no backend.
 
 pub mod ad;
 pub mod batch;
@@ -21,7 +22,6 @@ pub mod check;
 pub mod data;
 pub mod diagnostic;
 pub mod format;
-pub mod interp;
 pub mod mir;
 pub mod simplify;
 pub mod span;

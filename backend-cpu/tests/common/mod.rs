@@ -7,7 +7,7 @@
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
 use language::data::DataFile;
-use language::interp::{Model, Rng};
+use runtime::{Model, Rng};
 
 /// A compiled model's gradient program and its pieces.
 pub struct Compiled {

@@ -31,9 +31,9 @@
 
 use language::batch::GRADIENT_ENTRY;
 use language::batch::pc::{self, Op, Terminator};
-use language::interp::Model;
 use language::mir::{Expr, ExprKind, FunId, Prim, Stmt, StmtKind, VarId};
 use language::span::Span;
+use runtime::Model;
 
 use super::emit::{Emitter, Restore, Site};
 use super::layout::{
