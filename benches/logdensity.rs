@@ -9,7 +9,7 @@
 //! so the table shows what the simplification gains.
 
 use language::data::DataFile;
-use language::interp::Model;
+use runtime::Model;
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -37,7 +37,7 @@
 use bat::sampler::native::NativeExecutor;
 use bat::sampler::{BatchedExecutor, ChainJob, SamplerExecutor, Settings};
 use language::data::DataFile;
-use language::interp::Model;
+use runtime::Model;
 use std::path::Path;
 
 struct Problem {

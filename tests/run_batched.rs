@@ -12,9 +12,9 @@ use bat::sampler::native::NativeExecutor;
 use bat::sampler::{
     BatchedExecutor, ChainJob, DrawValues, Event, InterpreterExecutor, SamplerExecutor, Settings,
 };
-use language::ad::GradProgram;
 use language::data::DataFile;
-use language::interp::Model;
+use language::mir::GradProgram;
+use runtime::Model;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -8,7 +8,7 @@
 
 use backend_cpu::structured::{Branching, GradientRunner, Options};
 use language::data::DataFile;
-use language::interp::{Model, Rng};
+use runtime::{Model, Rng};
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -20,8 +20,8 @@
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
 use language::data::DataFile;
-use language::interp::{Model, Rng};
 use language::value::Value;
+use runtime::{Model, Rng};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -105,7 +105,7 @@ fn load(model: &Path, data: &Path) -> Option<(language::batch::cfg::Program, Mod
 }
 
 fn reals(v: &Value) -> Vec<f64> {
-    language::interp::lane::flat_reals(v)
+    runtime::lane::flat_reals(v)
 }
 
 /// Hand-written log density gradients (with the Jacobian, constants

@@ -6,7 +6,7 @@
 //! The contract of every batched operation: for each active lane, the
 //! result (value, error, printed output, target, gradient, stacks,
 //! random stream) is exactly what the scalar reference interpreter
-//! (`language::interp`) gives for that lane alone; inactive lanes are
+//! (`runtime`) gives for that lane alone; inactive lanes are
 //! untouched. Shared-matrix × per-lane-vector products run as one
 //! lane-parallel matrix product that sums in the interpreter's order, so
 //! they are bit-identical too.

@@ -7,9 +7,9 @@
 use crate::eval::{BatchError, Result, eval};
 use crate::lanes::{Lanes, Slot, State};
 use crate::ops::exec_op;
-use language::interp::{Model, RuntimeError, lane};
 use language::mir::{Expr, Stmt, StmtKind, VarId};
 use language::value::Value;
+use runtime::{Model, RuntimeError, lane};
 use std::sync::Arc;
 
 /// How a branch taken by only some lanes runs.
@@ -235,12 +235,12 @@ impl Driver {
 /// data are shared between runs without copying.
 pub struct GradientRunner<'m> {
     model: &'m Model,
-    g: &'m language::ad::GradProgram,
+    g: &'m language::mir::GradProgram,
     globals: Vec<Option<Arc<Slot>>>,
 }
 
 impl<'m> GradientRunner<'m> {
-    pub fn new(model: &'m Model, g: &'m language::ad::GradProgram) -> GradientRunner<'m> {
+    pub fn new(model: &'m Model, g: &'m language::mir::GradProgram) -> GradientRunner<'m> {
         let mut globals = vec![None; g.program.vars.len()];
         // Data, transformed data and the program's hoisted values.
         for (i, v) in model.globals_for(&g.program).iter().enumerate() {
@@ -280,7 +280,7 @@ pub type LaneGradient = std::result::Result<(f64, Vec<f64>), RuntimeError>;
 /// [`GradientRunner::run`] once.
 pub fn log_density_gradient(
     model: &Model,
-    g: &language::ad::GradProgram,
+    g: &language::mir::GradProgram,
     thetas: &[Vec<f64>],
     jacobian: bool,
     options: Options,

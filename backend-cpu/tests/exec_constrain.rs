@@ -10,7 +10,7 @@
 mod common;
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
-use language::interp::Rng;
+use runtime::Rng;
 
 const MODEL: &str = "
   data { vector[2] lo; }

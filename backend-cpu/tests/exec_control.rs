@@ -7,8 +7,8 @@
 
 use backend_cpu::exec::{BatchedModel, Batching, EarliestFirst, ExecConfig, MostWaiting};
 use language::data::DataFile;
-use language::interp::{Model, Rng};
 use language::value::Value;
+use runtime::{Model, Rng};
 use std::sync::Arc;
 
 const CONTROL: &str = "
@@ -135,7 +135,7 @@ fn recursion_loops_and_draws_match_the_interpreter_per_lane() {
 fn too_deep_recursion_fails_only_the_lanes_that_go_too_deep() {
     // D + poisson(3) crosses the interpreter's limit of nested calls
     // (MAX_CALL_DEPTH) in some lanes only.
-    let data = format!(r#"{{"D": {}}}"#, language::interp::MAX_CALL_DEPTH - 3);
+    let data = format!(r#"{{"D": {}}}"#, runtime::MAX_CALL_DEPTH - 3);
     // The interpreter recurses on the host stack: give it room (debug).
     let draws = std::thread::Builder::new()
         .stack_size(256 << 20)

@@ -6,11 +6,11 @@
 //! without the batched shared-matrix product — for Z = 7 (and 1, 64 with
 //! BAT_FULL_SWEEP=1; on two examples always). Models the
 //! AD cannot differentiate yet are those of
-//! `language/tests/ad_gradients_exceptions.txt`, and only those.
+//! `runtime/tests/ad_gradients_exceptions.txt`, and only those.
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig, MostWaiting};
 use language::data::DataFile;
-use language::interp::{Model, Rng, RuntimeError};
+use runtime::{Model, Rng, RuntimeError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -45,7 +45,7 @@ fn cases() -> Vec<(String, PathBuf, PathBuf)> {
 
 fn ad_exceptions() -> Vec<String> {
     let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../language/tests/ad_gradients_exceptions.txt");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/tests/ad_gradients_exceptions.txt");
     std::fs::read_to_string(path)
         .unwrap()
         .lines()

@@ -1,7 +1,7 @@
 //! External functions under both executors: every lane that reaches a call
 //! of a host function is answered by one [`BatchHost`] call, and each
 //! lane's value, error, random stream and the sequence of host calls it
-//! made equal the scalar interpreter's (`language::interp::run_function`
+//! made equal the scalar interpreter's (`runtime::run_function`
 //! with a per-lane [`Host`]) for that lane alone — for every executor
 //! setting, thread split and batch size.
 
@@ -10,8 +10,8 @@ use backend_cpu::exec::{
 };
 use backend_cpu::lanes::{Lanes, Slot};
 use language::data::DataFile;
-use language::interp::{Host, Model, Rng, RuntimeError, run_function};
 use language::value::Value;
+use runtime::{Host, Model, Rng, RuntimeError, run_function};
 use std::sync::{Arc, Mutex};
 
 const PROGRAM: &str = "

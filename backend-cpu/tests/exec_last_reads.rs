@@ -6,9 +6,9 @@
 use backend_cpu::exec::last_reads::LastReads;
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
 use language::data::DataFile;
-use language::interp::{Host, Model, Rng, RuntimeError};
 use language::mir::{Program, Stmt};
 use language::value::Value;
+use runtime::{Host, Model, Rng, RuntimeError};
 
 const SOURCE: &str = "
   functions {
@@ -130,14 +130,8 @@ fn moved_temporaries_give_the_interpreters_values() {
     let expected: Vec<Option<Value>> = args
         .iter()
         .map(|a| {
-            language::interp::run_function(
-                &mir,
-                "f",
-                a.clone(),
-                Rng::new(1, 0, 0),
-                &mut NoExternals,
-            )
-            .expect("the interpreter runs f")
+            runtime::run_function(&mir, "f", a.clone(), Rng::new(1, 0, 0), &mut NoExternals)
+                .expect("the interpreter runs f")
         })
         .collect();
     for batching in [Batching::Local, Batching::ProgramCounter] {

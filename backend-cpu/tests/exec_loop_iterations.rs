@@ -9,7 +9,7 @@
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
 use language::data::DataFile;
-use language::interp::{Model, Rng};
+use runtime::{Model, Rng};
 
 const MODEL: &str = "
   data {

@@ -5,7 +5,7 @@
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig, profile};
 use language::data::DataFile;
-use language::interp::{Model, Rng};
+use runtime::{Model, Rng};
 
 /// Straight-line model: every statement runs once per evaluation.
 const STRAIGHT: &str = r#"

@@ -6,8 +6,8 @@
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig, MostWaiting};
 use language::data::DataFile;
-use language::interp::{Model, Rng};
 use proptest::prelude::*;
+use runtime::{Model, Rng};
 use std::sync::Arc;
 
 const REALS: [&str; 3] = ["a", "b", "c"];

@@ -12,7 +12,7 @@
 mod common;
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig, KeptDraws};
-use language::interp::Rng;
+use runtime::Rng;
 
 const MODEL: &str = "
   data { int N; vector[N] x; }

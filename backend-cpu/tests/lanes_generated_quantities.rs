@@ -16,8 +16,8 @@
 use backend_cpu::lanes::{LaneStatus, Lanes, Slot, State};
 use backend_cpu::structured::{self, Branching};
 use language::data::DataFile;
-use language::interp::{Model, Rng};
 use language::mir::{Origin, StmtKind};
+use runtime::{Model, Rng};
 use std::sync::Arc;
 
 const MODEL: &str = r#"

@@ -10,7 +10,7 @@
 
 use backend_cpu::structured::{self, Branching, Options};
 use language::data::DataFile;
-use language::interp::{Model, Rng, RuntimeError};
+use runtime::{Model, Rng, RuntimeError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -7,8 +7,8 @@
 
 use backend_cpu::structured::{self, Branching, Options};
 use language::data::DataFile;
-use language::interp::{Model, Rng};
 use proptest::prelude::*;
+use runtime::{Model, Rng};
 
 /// A tiny deterministic generator of program text.
 struct Gen {
@@ -269,7 +269,7 @@ model {
         }
     }
     assert!(ok > 0 && failed > 0, "{ok} ok, {failed} failed");
-    use language::interp::ErrorKind;
+    use runtime::ErrorKind;
     assert!(kinds.contains(&ErrorKind::IndexOutOfRange), "{kinds:?}");
     assert!(kinds.contains(&ErrorKind::Rejection), "{kinds:?}");
 }

@@ -17,7 +17,7 @@ use std::time::Instant;
 use backend_cuda::gradient::GradientDevice;
 use backend_cuda::shim::STUB_DEVICE_NAME;
 use language::data::DataFile;
-use language::interp::{Model, Rng};
+use runtime::{Model, Rng};
 
 fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples")

@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use language::batch::{cfg, pc};
-use language::interp::{ErrorKind, Model, RuntimeError};
 use language::span::Span;
+use runtime::{ErrorKind, Model, RuntimeError};
 
 use crate::codegen::program::{
     self, DeviceProgram, GATHER_KERNEL, GATHERED_HEADER, GEMM_ROWS_PER_THREAD, Launch,

@@ -72,7 +72,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use language::batch::{cfg, pc};
-use language::interp::{Model, RuntimeError};
+use runtime::{Model, RuntimeError};
 
 use crate::codegen::program::{
     DeviceProgram, GATHER_KERNEL, GATHERED_HEADER, GEMM_ROWS_PER_THREAD, Launch, START_KERNEL,

@@ -29,8 +29,8 @@
 //! the [`RecordHost`] as soon as the lane makes them.
 
 use language::batch::cfg;
-use language::interp::RuntimeError;
 use language::value::Value;
+use runtime::RuntimeError;
 
 use crate::codegen::entry::EntryProgram;
 use crate::codegen::lane_body_call;

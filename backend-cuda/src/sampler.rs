@@ -26,8 +26,8 @@
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use language::batch::{cfg, pc};
-use language::interp::{ErrorKind, RuntimeError};
 use language::value::Value;
+use runtime::{ErrorKind, RuntimeError};
 
 use crate::codegen::entry::{self, EntryProgram};
 use crate::codegen::program::{

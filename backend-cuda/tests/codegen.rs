@@ -20,7 +20,7 @@ use backend_cuda::gradient;
 use backend_cuda::nvrtc::{CHECKED_TARGETS, compile};
 use language::batch::pc;
 use language::data::DataFile;
-use language::interp::Model;
+use runtime::Model;
 
 use common::ode_models::{TIMES_DATA, TIMES_MODEL};
 

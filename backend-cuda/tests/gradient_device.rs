@@ -221,7 +221,7 @@ fn lanes_fail_like_backend_cpu_through_the_stub_driver() {
 #[test]
 #[ignore = "child process of lanes_fail_like_backend_cpu_through_the_stub_driver"]
 fn child_lanes_fail_like_backend_cpu() {
-    use language::interp::ErrorKind;
+    use runtime::ErrorKind;
     let dir = tempfile::tempdir().unwrap();
     let case = case_from(
         dir.path(),
@@ -307,7 +307,7 @@ fn dense_linear_algebra_and_per_call_site_functions_through_the_stub_driver() {
 #[test]
 #[ignore = "child process of dense_linear_algebra_and_per_call_site_functions_through_the_stub_driver"]
 fn child_dense_linear_algebra_and_per_call_site_functions() {
-    use language::interp::ErrorKind;
+    use runtime::ErrorKind;
     let dir = tempfile::tempdir().unwrap();
     let dense = case_from(
         dir.path(),

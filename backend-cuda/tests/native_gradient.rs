@@ -14,7 +14,7 @@ use common::lanes::{Case, case_from, check_lane, load, reference, theta};
 use std::path::PathBuf;
 
 use backend_cuda::native::NativeGradient;
-use language::interp::ErrorKind;
+use runtime::ErrorKind;
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")

@@ -11,7 +11,7 @@ use common::ode_models::{LEGACY_BDF_MODEL, TIMES_DATA, TIMES_MODEL, solver_model
 use common::run_child_on_the_device;
 
 use backend_cuda::gradient::{GradientDeviceError, device_program};
-use language::interp::ErrorKind;
+use runtime::ErrorKind;
 
 #[test]
 fn ode_solves_match_backend_cpu_through_the_stub_driver() {

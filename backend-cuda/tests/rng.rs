@@ -1,5 +1,5 @@
 //! The device's Philox-4x32-10 streams (`codegen::rng`) against the CPU's
-//! (`language::interp::Rng`): through the CUDA-on-CPU shim every uniform
+//! (`runtime::Rng`): through the CUDA-on-CPU shim every uniform
 //! and normal draw (the ziggurat's fast path, wedges and tail) of every
 //! chain's stream equals the CPU's bit for bit,
 //! also after the stream is stored to lane state and loaded back; the same
@@ -11,7 +11,7 @@ use backend_cuda::codegen::prelude;
 use backend_cuda::codegen::rng::RNG_SLOTS;
 use backend_cuda::nvrtc::{CHECKED_TARGETS, compile};
 use backend_cuda::shim::{ShimModule, build_module_serial};
-use language::interp::Rng;
+use runtime::Rng;
 
 /// Chain `t`'s stream of draw `draw`: `n_draws` pairs (uniform, normal)
 /// into `out[(2i + j) * n_chains + t]`, stored to and reloaded from lane
@@ -74,7 +74,7 @@ fn device_streams_equal_the_cpu_streams_bit_for_bit() {
             let mut rng = Rng::new(seed, chain as u32, draw);
             for i in 0..n_draws {
                 let (u, z) = (rng.uniform(), rng.std_normal());
-                tail_draws += usize::from(z.abs() > language::interp::ziggurat::R);
+                tail_draws += usize::from(z.abs() > runtime::ziggurat::R);
                 let (du, dz) = (
                     out[2 * i * n_chains + chain],
                     out[(2 * i + 1) * n_chains + chain],

@@ -21,8 +21,8 @@ use backend_cuda::device_mode::DeviceMode;
 use backend_cuda::gradient::GradientDevice;
 use backend_cuda::sampler::{RecordHost, SamplerDevice};
 use language::data::DataFile;
-use language::interp::{Host, Model, Rng, RuntimeError, run_function};
 use language::value::Value;
+use runtime::{Host, Model, Rng, RuntimeError, run_function};
 
 /// Draws of every kind the sampler program makes (vectorised normals, a
 /// uniform with per-lane bounds, a uniform drawn only when a conditional

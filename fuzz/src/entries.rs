@@ -79,7 +79,7 @@ pub fn data_reader(data: &[u8]) -> Option<Result<(), String>> {
     let (&pick, json) = data.split_first()?;
     let programs = data_programs();
     let program = &programs[usize::from(pick) % programs.len()];
-    Some(language::data::model_from_json(program, json).map(drop))
+    Some(runtime::model_from_json(program, json).map(drop))
 }
 
 /// `draws_file`: the bytes as a draws file given to `bat summary`.

@@ -7,12 +7,13 @@
 //! | lex + parse | [`syntax::parse`] | [`syntax::ast::Program`] + syntax diagnostics |
 //! | check | [`check::check_program`] | [`check::CheckedProgram`] + semantic diagnostics |
 //! | lower | [`mir::lower`] | [`mir::Program`] (model IR) |
-//! | differentiate | [`ad::gradient`] | [`ad::GradProgram`] (forward + reverse sweep, simplified by [`simplify`]) |
-//! | run (reference) | [`interp::Model`] | log density, gradient, generated quantities |
+//! | differentiate | [`ad::gradient`] | [`mir::GradProgram`] (forward + reverse sweep, simplified by [`simplify`]) |
+//! | batch | [`batch::lower_gradient`], [`batch::pc::build`] | CFG and program-counter IRs |
 //!
-//! The batching IRs (later) consume the gradient program.
-//! This crate does no I/O beyond the source text it is handed and knows no
-//! backend.
+//! Modules depend on each other in that order only (tests/module_graph.rs).
+//! Running a program is the `runtime` crate's (the reference interpreter,
+//! the model instance) and the executors'. This crate does no I/O beyond
+//! the source text it is handed and knows no backend.
 
 pub mod ad;
 pub mod batch;
@@ -21,7 +22,6 @@ pub mod check;
 pub mod data;
 pub mod diagnostic;
 pub mod format;
-pub mod interp;
 pub mod mir;
 pub mod simplify;
 pub mod span;
@@ -76,7 +76,9 @@ pub fn lower_checked(fe: FrontEnd, name: &str) -> (Option<mir::Program>, Vec<Dia
         Some(c) if !diagnostics.iter().any(Diagnostic::is_error) => c,
         _ => return (None, diagnostics),
     };
-    match mir::lower(&fe.program, &checked, name) {
+    // ODE solves with autodiff inputs integrate their sensitivities, which
+    // need the reverse function of their right-hand side.
+    match mir::lower(&fe.program, &checked, name).and_then(ad::attach_ode_sensitivities) {
         Ok(program) => (Some(program), diagnostics),
         Err(more) => {
             diagnostics.extend(more);

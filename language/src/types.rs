@@ -68,6 +68,15 @@ impl Type {
         matches!(self, Type::Error)
     }
 
+    /// Reals, real containers (no ints, tuples or complex values).
+    pub fn is_real_typed(&self) -> bool {
+        match self {
+            Type::Real | Type::Vector | Type::RowVector | Type::Matrix => true,
+            Type::Array(t) => t.is_real_typed(),
+            _ => false,
+        }
+    }
+
     /// True if any complex type occurs inside.
     pub fn contains_complex(&self) -> bool {
         match self {

@@ -7,8 +7,8 @@
 use super::model::{self, Reported};
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
 use backend_cuda::native::NativeGradient;
-use language::interp::Rng;
 use rayon::prelude::*;
+use runtime::Rng;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ pub struct Options<'a> {
 /// lane of each set from its own stream, as `[coordinate][lane]` columns
 /// (the layout the sampler hands its gradient batches in). Repeating one
 /// point would time ODE solves remembered from the previous batch (see
-/// [`language::interp::ODE_MEMO_CAPACITY`]) instead of real ones, so the
+/// [`runtime::ODE_MEMO_CAPACITY`]) instead of real ones, so the
 /// cycle holds more points per thread than a thread remembers.
 fn init_sets(n: usize, chains: usize, threads: usize) -> Vec<Vec<f64>> {
     let threads = match threads {
@@ -38,7 +38,7 @@ fn init_sets(n: usize, chains: usize, threads: usize) -> Vec<Vec<f64>> {
         n => n,
     };
     let per_thread = chains.div_ceil(threads).max(1);
-    let count = (2 * language::interp::ODE_MEMO_CAPACITY / per_thread + 1).max(2);
+    let count = (2 * runtime::ODE_MEMO_CAPACITY / per_thread + 1).max(2);
     (0..count)
         .map(|set| {
             let mut columns = vec![0.0; n * chains];
@@ -356,7 +356,7 @@ mod tests {
     /// be answered from the memo.
     #[test]
     fn init_sets_cycle_through_more_points_than_a_thread_remembers() {
-        let capacity = language::interp::ODE_MEMO_CAPACITY;
+        let capacity = runtime::ODE_MEMO_CAPACITY;
         for (chains, threads) in [(1, 1), (4, 1), (4, 2), (16, 2), (17, 2), (1024, 1), (3, 0)] {
             let n = 3;
             let sets = init_sets(n, chains, threads);

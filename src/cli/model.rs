@@ -9,10 +9,10 @@ use super::front_end;
 use super::source::{self, LoadFailure, SourceFile};
 use super::stack::run_guarded;
 use language::LineIndex;
-use language::ad::GradProgram;
 use language::data::DataFile;
-use language::interp::{ErrorKind, Model, RuntimeError};
 use language::mir;
+use language::mir::GradProgram;
+use runtime::{ErrorKind, Model, RuntimeError};
 use std::path::{Path, PathBuf};
 
 /// Why a model could not be prepared; the message was already printed.

@@ -441,8 +441,8 @@ pub(super) fn print_op_profile() {
 /// What every rank sets up before sampling.
 struct Prepared {
     compiled: model::Compiled,
-    grad: language::ad::GradProgram,
-    model: language::interp::Model,
+    grad: language::mir::GradProgram,
+    model: runtime::Model,
     data: Option<PathBuf>,
     settings: Settings,
     output_path: PathBuf,
@@ -976,7 +976,7 @@ fn write_failure_message(failed: &WriteFailure, path: &Path, settings: &Settings
 /// free), or the run stops with what it needs and how to change it.
 fn check_disk_space(
     path: &Path,
-    model: &language::interp::Model,
+    model: &runtime::Model,
     settings: &Settings,
     chains: usize,
 ) -> Result<(), Reported> {
@@ -1007,13 +1007,9 @@ fn check_disk_space(
 /// The draws file's size for this run: the variables of one draw (from
 /// the generated quantities at the origin, or the parameters alone when
 /// they fail there) laid out as the writer lays them out.
-fn estimated_file_bytes(
-    model: &language::interp::Model,
-    settings: &Settings,
-    chains: usize,
-) -> u64 {
+fn estimated_file_bytes(model: &runtime::Model, settings: &Settings, chains: usize) -> u64 {
     let theta = vec![0.0; model.num_unconstrained()];
-    let rng = language::interp::Rng::new(settings.seed, 0, 0);
+    let rng = runtime::Rng::new(settings.seed, 0, 0);
     let specs = model
         .generated_quantities(&theta, rng)
         .ok()
@@ -1096,7 +1092,7 @@ pub(super) fn random_seed() -> u64 {
 }
 
 /// `--init`: a radius (`0`, `0.5`, ...) or a Stan JSON file of constrained values.
-fn parse_init(init: Option<&str>, model: &language::interp::Model) -> Result<Init, Reported> {
+fn parse_init(init: Option<&str>, model: &runtime::Model) -> Result<Init, Reported> {
     let Some(text) = init else {
         return Ok(Init::Radius(2.0));
     };

@@ -24,7 +24,7 @@ use std::time::Instant;
 use backend_cuda::gradient::GradientDevice;
 use backend_cuda::shim::STUB_DEVICE_NAME;
 use language::data::DataFile;
-use language::interp::{Model, Rng};
+use runtime::{Model, Rng};
 
 use crate::sampler::cuda::{CudaSamplerExecutor, gradient_device};
 use crate::sampler::{ChainJob, Settings};
@@ -203,7 +203,7 @@ fn header() -> String {
 /// A problem compiled for the host.
 struct Loaded {
     model: Model,
-    grad: language::ad::GradProgram,
+    grad: language::mir::GradProgram,
 }
 
 fn load(problem: &Problem, examples: &Path) -> Result<Loaded, String> {

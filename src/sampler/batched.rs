@@ -22,8 +22,8 @@ use backend_cpu::exec::{BatchAnswer, BatchHost, BatchedModel, Batching, ExecConf
 use backend_cpu::lanes::{Dense, Lanes, Slot};
 use language::data::DataFile;
 use language::data::Shape;
-use language::interp::{Model, RuntimeError};
 use language::value::Value;
+use runtime::{Model, RuntimeError};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
@@ -151,7 +151,7 @@ impl BatchedExecutor {
         &self,
         job: &ChainJob<'_>,
         hosts: &[Mutex<ChainHost>],
-        starts: Vec<(Vec<Value>, language::interp::Rng)>,
+        starts: Vec<(Vec<Value>, runtime::Rng)>,
         emits: &Emits<'_>,
         counters: &BatchCounters,
         gradients: Option<&dyn GradientBatch>,
@@ -214,7 +214,7 @@ impl BatchedExecutor {
 /// (index into the executor's chains) starts with `starts[i]`; each
 /// finished chain's outcome goes to `results[i]`.
 struct ChainQueue<'s> {
-    starts: Vec<(Vec<Value>, language::interp::Rng)>,
+    starts: Vec<(Vec<Value>, runtime::Rng)>,
     next: AtomicUsize,
     results: Mutex<Vec<Option<LaneResult<Option<Value>>>>>,
     /// Set when the run is stopped: no chain starts after that.
@@ -479,7 +479,7 @@ impl BatchHost for SamplerHost<'_, '_> {
             .iter()
             .map(|l| {
                 let values = args.iter().map(|a| a.lane_value(l)).collect();
-                language::interp::Host::call_external(&mut *self.host(l), name, values)
+                runtime::Host::call_external(&mut *self.host(l), name, values)
             })
             .collect()
     }
@@ -496,10 +496,7 @@ impl BatchHost for SamplerHost<'_, '_> {
         }
     }
 
-    fn next_invocation(
-        &mut self,
-        lane: usize,
-    ) -> Option<(Vec<Value>, Option<language::interp::Rng>)> {
+    fn next_invocation(&mut self, lane: usize) -> Option<(Vec<Value>, Option<runtime::Rng>)> {
         self.lane_chain[lane] = None;
         if self.queue.stop.load(Ordering::Relaxed) {
             return None;

@@ -16,8 +16,8 @@ use std::sync::mpsc::Sender;
 use backend_cuda::codegen::shape::{Inner, Shape};
 use backend_cuda::gradient::{GradientDevice, GradientDeviceError};
 use backend_cuda::sampler::{LaneOutcome, RecordHost, SamplerDevice};
-use language::interp::{Host, RuntimeError};
 use language::value::Value;
+use runtime::{Host, RuntimeError};
 
 use super::executor::{chain_error, chain_start};
 use super::gradients::{GradientBatch, GradientValues};

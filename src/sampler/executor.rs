@@ -7,9 +7,9 @@ use super::program::{CHAIN_FUNCTION, nuts_program};
 use super::{
     Algorithm, ChainError, ChainJob, ChainTotals, Event, Init, MAX_INIT_TRIES, PARTIAL_INIT_RADIUS,
 };
-use language::interp::{Rng, RuntimeError, run_function};
 use language::value::Value;
 use rayon::prelude::*;
+use runtime::{Rng, RuntimeError, run_function};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
 

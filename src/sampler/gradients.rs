@@ -6,7 +6,7 @@
 
 use backend_cpu::exec::{BatchedModel, ExecConfig};
 use backend_cpu::lanes::LaneWork;
-use language::interp::RuntimeError;
+use runtime::RuntimeError;
 
 use super::ChainJob;
 

@@ -3,9 +3,9 @@
 //! and turned into [`Event`]s for the driver.
 
 use super::{DrawRecord, DrawValues, Event, SampleStats, Trajectory};
-use language::ad::GradProgram;
-use language::interp::{ErrorKind, Host, Model, Rng, RuntimeError};
+use language::mir::GradProgram;
 use language::value::Value;
+use runtime::{ErrorKind, Host, Model, Rng, RuntimeError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 

@@ -44,9 +44,9 @@ pub use executor::{InterpreterExecutor, SamplerExecutor, run_chain};
 pub use target::EssTarget;
 
 use crate::output::VarSpec;
-use language::ad::GradProgram;
-use language::interp::{Model, RuntimeError};
+use language::mir::GradProgram;
 use language::value::Value;
+use runtime::{Model, RuntimeError};
 use std::sync::Arc;
 
 pub use backend_cpu::lanes::LaneWork;

@@ -19,8 +19,8 @@ use backend_cuda::gradient::GradientDeviceError;
 use backend_cuda::native::NativeGradient;
 use backend_cuda::native_sampler::{LANES_PER_GROUP, NativeSampler, Start, Upgrades};
 use backend_cuda::sampler::{RecordHost, values};
-use language::interp::{Rng, RuntimeError};
 use language::value::Value;
+use runtime::{Rng, RuntimeError};
 
 use super::cuda::{device_sampler_program, finish_chains, gradient_cfg};
 use super::executor::chain_args;
@@ -598,7 +598,7 @@ mod tests {
         let (source, name) = ("parameters { real x; } model { x ~ normal(0, 1); }", "one");
         let (mir, diagnostics) = language::compile_model(source, name);
         let mir = mir.unwrap_or_else(|| panic!("{diagnostics:?}"));
-        let model = language::interp::Model::new(&mir, &language::data::DataFile::empty()).unwrap();
+        let model = runtime::Model::new(&mir, &language::data::DataFile::empty()).unwrap();
         let stop = AtomicBool::new(false);
         let emitter = Emitter {
             model: &model,

@@ -4,8 +4,8 @@
 
 use super::program::nuts_program;
 use super::*;
-use language::interp::{Host, Rng, run_function};
 use language::value::Value;
+use runtime::{Host, Rng, run_function};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 

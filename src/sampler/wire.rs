@@ -20,8 +20,8 @@ use super::{
     BatchTotals, ChainError, ChainTotals, DrawRecord, DrawValues, Event, LaneWork, SampleStats,
 };
 use crate::output::{Dtype, VarSpec};
-use language::interp::{ErrorKind, RuntimeError};
 use language::span::Span;
+use runtime::{ErrorKind, RuntimeError};
 use std::sync::Arc;
 
 const ITERATION: u8 = 0;

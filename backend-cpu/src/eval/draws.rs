@@ -20,10 +20,10 @@
 
 use crate::lanes::{Dense, Lanes, Slot, State, dense_shape};
 use language::data::Shape;
-use language::interp::{RuntimeError, lane};
 use language::mir::Prim;
 use language::span::Span;
 use language::value::Value;
+use runtime::{RuntimeError, lane};
 
 /// One operand: its elements for every lane.
 enum Arg<'a> {

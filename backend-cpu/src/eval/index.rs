@@ -5,11 +5,11 @@
 use super::{Result, eval, fail_all, per_lane};
 use crate::lanes::{Dense, Lanes, Slot, State, build_real, dense_shape};
 use language::data::Shape;
-use language::interp::RuntimeError;
-use language::interp::lane::{self, Ix};
 use language::mir::Index;
 use language::span::Span;
 use language::value::Value;
+use runtime::RuntimeError;
+use runtime::lane::{self, Ix};
 use std::sync::Arc;
 
 /// An index with its expressions evaluated for the batch.

@@ -1,5 +1,5 @@
 //! Batched kernels over dense slots for the hot primitives. Each applies
-//! the same scalar function as the interpreter (`language::interp`'s
+//! the same scalar function as the interpreter (`runtime`'s
 //! prims and `bat_math`), element by element and lane by lane, in the
 //! same order, so results are bit-identical. A kernel returns `None` when
 //! its operands are not of the form it handles (including every case in
@@ -8,10 +8,10 @@
 use super::gemm;
 use crate::lanes::{Dense, Lanes, Slot, State};
 use language::data::Shape;
-use language::interp::lane;
 use language::mir::{Expr, Prim};
 use language::types::Type;
 use language::value::Value;
+use runtime::lane;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -1102,7 +1102,7 @@ fn check(p: Prim, args: &[&Slot], st: &mut State, active: &Lanes, e: &Expr) -> O
 /// Whether `x` passes the argument check `p`: the interpreter's test.
 #[inline(always)]
 fn passes(p: Prim, x: f64) -> bool {
-    language::interp::passes_check(p, x)
+    runtime::passes_check(p, x)
 }
 
 /// How many of `xs` fail the check `p`. One loop per check with the

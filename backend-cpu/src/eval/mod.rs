@@ -14,7 +14,7 @@
 //! Operands are evaluated first (left to right, as the interpreter), then
 //! the operation chooses a kernel from the operands' slots:
 //! - only [`Slot::Shared`] operands and no side effect: computed once with
-//!   the interpreter's own code (`language::interp::lane`), result shared;
+//!   the interpreter's own code (`runtime::lane`), result shared;
 //! - dense operands of a hot operation (arithmetic, elementwise math,
 //!   reductions, indexing, shared-matrix × per-lane-vector products as one
 //!   GEMM, derivative rules, argument checks): a batched kernel
@@ -37,10 +37,10 @@ pub mod logistic_pair;
 mod scalars;
 
 use crate::lanes::{Lanes, Slot, State};
-use language::interp::{RuntimeError, lane};
 use language::mir::{Expr, ExprKind, Prim, VarId};
 use language::span::Span;
 use language::value::Value;
+use runtime::{RuntimeError, lane};
 use std::sync::Arc;
 
 pub use index::{LaneIx, eval_indexes};
@@ -299,7 +299,7 @@ fn finish(
     if let Some(slot) = shape_query(p, &args, st, active, e) {
         return Ok(slot);
     }
-    if lane::is_rng(p) {
+    if p.is_rng() {
         return Ok(Arc::new(draw(p, &args, st, active, e.span)));
     }
     if !args.iter().all(|a| a.is_shared())

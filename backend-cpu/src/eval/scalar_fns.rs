@@ -1,5 +1,5 @@
 //! The scalar functions of the elementwise primitives, exactly as the
-//! interpreter applies them (`language::interp`'s prims), for the batched
+//! interpreter applies them (`runtime`'s prims), for the batched
 //! kernels: `unary!(p, f => body)` / `binary!(p, f => body)` evaluate
 //! `body` with `f` bound to primitive `p`'s function (monomorphised per
 //! primitive so the lane loops inline it), or give `None` when `p` is not

@@ -11,9 +11,9 @@
 
 use crate::lanes::{Dense, Lanes, Slot, State, pool};
 use language::data::Shape;
-use language::interp::lane;
 use language::mir::{Expr, Prim};
 use language::value::Value;
+use runtime::lane;
 use std::borrow::Cow;
 
 /// One scalar operand over the lanes.

@@ -8,9 +8,9 @@ use crate::lanes::{Dense, Footprint, Lanes, Slot, State, dense_shape};
 use crate::ops::exec_op;
 use language::batch::pc::Op;
 use language::batch::pc::effects;
-use language::interp::{RuntimeError, lane};
 use language::mir::{Expr, Stmt, VarId};
 use language::types::Type;
+use runtime::{RuntimeError, lane};
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -13,8 +13,8 @@
 use super::LaneResult;
 use super::block;
 use crate::lanes::{Lanes, Slot, State};
-use language::interp::{Rng, RuntimeError};
 use language::value::Value;
+use runtime::{Rng, RuntimeError};
 use std::sync::Arc;
 
 /// Answers a batch's external calls.

@@ -27,9 +27,9 @@ use crate::ops::exec_op;
 use language::batch::pc::liveness::Liveness;
 use language::batch::pc::{BlockId, Op, Program, Terminator, effects};
 use language::data::Shape;
-use language::interp::RuntimeError;
 use language::mir::{Expr, ExprKind, Index, LValueStep, Prim, Stmt, StmtKind, VarId};
 use language::value::Value;
+use runtime::RuntimeError;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 

@@ -33,8 +33,8 @@
 
 use language::batch::pc::effects::{self, Effects};
 use language::batch::{cfg, pc};
-use language::interp::IntHasher;
 use language::mir::{Expr, ExprKind, Origin, Stmt, StmtKind, VarId, VarInfo};
+use runtime::IntHasher;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::Arc;

@@ -9,8 +9,8 @@ use super::{ExecConfig, ExecError, Result};
 use crate::eval::eval;
 use crate::lanes::{Lanes, Slot, State};
 use language::batch::cfg::{FunctionKind, Program, Terminator};
-use language::interp::RuntimeError;
 use language::mir::FunId;
+use runtime::RuntimeError;
 use std::sync::Arc;
 
 pub(super) fn run(
@@ -185,7 +185,7 @@ impl Local<'_> {
             st.vars[param.0 as usize] = Some(arg);
         }
         self.depth += 1;
-        let result = language::interp::nested_call(|| self.blocks(g, st, lanes));
+        let result = runtime::nested_call(|| self.blocks(g, st, lanes));
         self.depth -= 1;
         for (v, s) in frame.into_iter().zip(saved) {
             st.vars[v] = s;

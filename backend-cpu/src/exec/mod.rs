@@ -30,7 +30,7 @@
 //! `Model::*_pc`, which agrees with it) for that lane alone, whatever the other
 //! lanes of its batch do; a lane that fails (reject, domain error, too deep
 //! recursion) abandons the invocation and reports its error. The stack
-//! depth limit is the interpreter's [`language::interp::MAX_CALL_DEPTH`]
+//! depth limit is the interpreter's [`runtime::MAX_CALL_DEPTH`]
 //! unless configured, with the interpreter's message (naming the function
 //! and the depth).
 //!
@@ -118,7 +118,7 @@ impl Default for ExecConfig {
             gather_below: 0.25,
             threads: 1,
             max_sub_batch: 0,
-            max_depth: language::interp::MAX_CALL_DEPTH,
+            max_depth: runtime::MAX_CALL_DEPTH,
             gemm: true,
             synchronize_at: Vec::new(),
         }
@@ -155,8 +155,8 @@ impl From<BatchError> for ExecError {
 pub type Result<T> = std::result::Result<T, ExecError>;
 
 /// The interpreter's error for a call nested deeper than `limit`.
-fn too_deep(function: &str, limit: usize) -> language::interp::RuntimeError {
-    language::interp::RuntimeError::fatal(format!(
+fn too_deep(function: &str, limit: usize) -> runtime::RuntimeError {
+    runtime::RuntimeError::fatal(format!(
         "recursion too deep: more than {limit} nested calls of user functions (in `{function}`)"
     ))
 }

@@ -9,9 +9,9 @@ use crate::lanes::{LaneStatus, LaneWork, Lanes, Slot, State};
 use language::batch::cfg::{FunctionKind, Program};
 use language::batch::pc;
 use language::batch::pc::liveness::{self, CallEdges};
-use language::interp::{Draw, Model, Rng, RuntimeError};
 use language::mir::{FunId, Origin, StmtKind, VarId};
 use language::value::Value;
+use runtime::{Draw, Model, Rng, RuntimeError};
 use std::sync::Arc;
 
 /// One lane's outcome: its value, or the runtime error that stopped it

@@ -18,9 +18,9 @@ use crate::lanes::{Lanes, Slot, State};
 use language::batch::pc::liveness::{Liveness, VarSet};
 use language::batch::pc::lower::external_call;
 use language::batch::pc::{BlockId, FunctionKind, Op, Program, Terminator};
-use language::interp::RuntimeError;
 use language::mir::{FunId, VarId};
 use language::value::Value;
+use runtime::RuntimeError;
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -3,9 +3,9 @@
 
 use super::{Lanes, Slot};
 use language::batch::pc::liveness::VarSet;
-use language::interp::{ParamLayout, Rng, RuntimeError};
 use language::mir::{Program, VarId};
 use language::value::Value;
+use runtime::{ParamLayout, Rng, RuntimeError};
 use std::sync::Arc;
 
 /// The variables a run of straight-line ops reads or writes (sorted), the

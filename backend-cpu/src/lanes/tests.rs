@@ -37,9 +37,9 @@ fn shifted(v: &Value, l: usize) -> Value {
         Value::Int(i) => Value::Int(i + l as i64),
         Value::Array(items) => Value::Array(items.iter().map(|i| shifted(i, l)).collect()),
         Value::Tuple(items) => Value::Tuple(items.iter().map(|i| shifted(i, l)).collect()),
-        other => language::interp::lane::with_data(
+        other => runtime::lane::with_data(
             other,
-            &mut language::interp::lane::flat_reals(other)
+            &mut runtime::lane::flat_reals(other)
                 .into_iter()
                 .map(|x| x + l as f64),
         ),
@@ -287,7 +287,7 @@ fn scalar_truth_is_the_interpreters_for_dense_scalars_only() {
     let int = Slot::from_lane_values(ints.iter().map(|&i| Value::Int(i)).collect());
     for slot in [&real, &int] {
         for l in 0..5 {
-            let want = language::interp::lane::truthy(&slot.lane_value(l)).unwrap();
+            let want = runtime::lane::truthy(&slot.lane_value(l)).unwrap();
             assert_eq!(slot.scalar_truth(l), Some(want), "{slot:?} lane {l}");
         }
     }

@@ -6,10 +6,10 @@ use crate::eval::index::{LaneIx, index_slots, ixs_from_values, positions, shared
 use crate::eval::{Result, eval, eval_indexes, fail_all};
 use crate::lanes::{Dense, Lanes, Slot, State, dense_shape};
 use language::data::Shape;
-use language::interp::lane::{self, Ix, Step};
-use language::interp::{ErrorKind, RuntimeError};
 use language::mir::{Expr, LValue, LValueStep, Stmt};
 use language::value::Value;
+use runtime::lane::{self, Ix, Step};
+use runtime::{ErrorKind, RuntimeError};
 use std::sync::Arc;
 
 /// An lvalue's path with its indexes evaluated.

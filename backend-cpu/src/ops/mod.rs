@@ -22,9 +22,9 @@ pub mod product_then_add;
 
 use crate::eval::{BatchError, Result, eval, per_lane};
 use crate::lanes::{Lanes, Slot, State};
-use language::interp::{RuntimeError, lane};
 use language::mir::{Expr, ExprKind, Printable, SizedType, Stmt, StmtKind, Transform, VarId};
 use language::value::Value;
+use runtime::{RuntimeError, lane};
 use std::sync::Arc;
 
 /// Run straight-line statement `s` for the running lanes of `active`.

@@ -8,9 +8,9 @@ use super::{Evaluated, get_var, set_var, transform_exprs};
 use crate::eval::Result;
 use crate::lanes::{Dense, Lanes, Slot, State};
 use bat_math::transforms as tf;
-use language::interp::{RuntimeError, lane};
 use language::mir::{Stmt, Transform, VarId};
 use language::value::Value;
+use runtime::{RuntimeError, lane};
 use std::sync::Arc;
 
 /// A scalarwise transform the batched loops handle.

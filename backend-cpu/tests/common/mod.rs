@@ -7,13 +7,13 @@
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
 use language::data::DataFile;
-use language::interp::{Model, Rng};
+use runtime::{Model, Rng};
 
 /// A compiled model's gradient program and its pieces.
 pub struct Compiled {
     pub program: language::mir::Program,
     pub data: DataFile,
-    pub g: language::ad::GradProgram,
+    pub g: language::mir::GradProgram,
     pub cfg: language::batch::cfg::Program,
 }
 

@@ -2,7 +2,7 @@
 //! frames at Stan-style random initial points.
 
 use language::batch::pc;
-use language::interp::{GradFrame, Model, RuntimeError};
+use runtime::{GradFrame, Model, RuntimeError};
 
 /// A lane: its unconstrained point and the interpreter's frame there.
 pub struct Lane {

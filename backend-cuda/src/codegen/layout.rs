@@ -28,15 +28,15 @@
 use std::collections::HashMap;
 
 use language::data::Shape as DataShape;
-use language::interp::ParamLayout;
 use language::mir::{Origin, Program, StackId, VarId};
 use language::value::Value;
+use runtime::ParamLayout;
 
 use super::shape::Shape;
 
 /// Deepest user-function recursion on the device. Every lane's variable
 /// and program-counter stacks are this deep in device memory, so it stays
-/// below the CPU backends' [`language::interp::MAX_CALL_DEPTH`]: at the
+/// below the CPU backends' [`runtime::MAX_CALL_DEPTH`]: at the
 /// CPU's depth NUTS's `build_tree_rng`, which saves about 8 vectors per
 /// level, would need 10× the per-lane memory for recursion it never
 /// reaches (its depth is the tree depth, at most `--max-depth`). A lane

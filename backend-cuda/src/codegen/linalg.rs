@@ -1,7 +1,7 @@
 //! Dense linear algebra run by one lane's thread: the device functions
 //! behind `cholesky_decompose`, the lower-triangular solves and
 //! `gp_exp_quad_cov`. Each is the interpreter's own loop
-//! (`language::interp::linalg`, bat-math's `transforms::linalg`) in the
+//! (`runtime::linalg`, bat-math's `transforms::linalg`) in the
 //! same order, so results equal backend-cpu's to rounding.
 //!
 //! Matrices are column-major; a matrix is a pointer and a stride (element

@@ -25,7 +25,7 @@
 //! rounding, and the solution by far less than the tolerances.
 //!
 //! The right-hand side comes from the interpreter's own compiled form of
-//! the system function, `language::interp::ode_tape::Tape`: [`System`]
+//! the system function, `runtime::ode_tape::Tape`: [`System`]
 //! emits its operations in order (values, then the forward-mode tangents
 //! along the n states and m parameters), so f and both Jacobians are the
 //! tape's to the bit, and the coupled sensitivity system is
@@ -35,23 +35,23 @@
 //! compile runs in the interpreter on the CPU (whose Jacobians differ in
 //! rounding): such a solve is refused on the device.
 //!
-//! Stan's argument checks (`language::interp::ode`) run before the solve
+//! Stan's argument checks (`runtime::ode`) run before the solve
 //! with the same messages and kinds (rejections; an empty state or output
 //! list is refused at generation, the sizes being fixed by the data). The
 //! reverse mode's node (`adjoint=` in the PC IR) integrates the same
 //! coupled system again (the CPU recalls the forward solve from its memo,
 //! which is the same computation) and contracts the sensitivities with the
 //! solution's adjoint at each output time as it is produced, summing in the
-//! CPU's order (`language::interp::ode::adjoints`): ∂/∂y₀ and ∂/∂θ from the
+//! CPU's order (`runtime::ode::adjoints`): ∂/∂y₀ and ∂/∂θ from the
 //! sensitivity columns; an initial time that is a parameter gets
 //! Σᵢ Σₖ ȳᵢ[k]·(−Σⱼ f(t₀, y₀)ⱼ·∂y_k/∂y₀ⱼ) (the coupled system then carries
 //! ∂y/∂y₀, as Stan's does); output times that are parameters get
 //! Σₖ ȳᵢ[k]·f(tᵢ, y(tᵢ))ₖ, f evaluated by the tape's values alone.
 
-use language::interp::ode_tape::{Op, Tape};
 use language::mir::ode::{OdeMethod, OdeSolve};
 use language::mir::{Expr, Program};
 use language::value::Value;
+use runtime::ode_tape::{Op, Tape};
 
 use super::shape::{Inner, Shape};
 use super::typing::{ShapeEnv, Unsupported, shape_of};

@@ -31,9 +31,9 @@
 
 use language::batch::GRADIENT_ENTRY;
 use language::batch::pc::{self, Op, Terminator};
-use language::interp::Model;
 use language::mir::{Expr, ExprKind, FunId, Prim, Stmt, StmtKind, VarId};
 use language::span::Span;
+use runtime::Model;
 
 use super::emit::{Emitter, Restore, Site};
 use super::layout::{
@@ -293,7 +293,7 @@ fn draws_random_numbers(p: &pc::Program) -> bool {
             };
             language::mir::visit::for_each_expr(&mut stmts, &mut |e| {
                 if let ExprKind::Prim(p, _) = &e.kind {
-                    found |= language::interp::is_rng_prim(*p);
+                    found |= p.is_rng();
                 }
             });
         }

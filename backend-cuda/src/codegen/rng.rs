@@ -1,9 +1,9 @@
 //! The per-lane random streams on the device: Philox-4x32-10 with the
-//! CPU's stream layout (`language::interp::Rng`): a stream is keyed by the
+//! CPU's stream layout (`runtime::Rng`): a stream is keyed by the
 //! seed, its counter is (block, draw low, draw high, chain), each block
 //! gives four 32-bit words used in order; `uniform` takes 53 bits from two
 //! words, `std_normal` is the ziggurat over 64-bit words with the CPU's
-//! tables (`language::interp::ziggurat`). Uniform draws and the ziggurat's
+//! tables (`runtime::ziggurat`). Uniform draws and the ziggurat's
 //! fast path (98.5% of normals) are the CPU's bit for bit (integer
 //! arithmetic, exact conversions, one product); its wedges and tail use the
 //! device's `exp` and `log`, so they equal the CPU's where those do
@@ -20,12 +20,12 @@ pub const RNG_SLOTS: usize = 11;
 pub fn rng_source() -> String {
     format!(
         "{STREAM_SOURCE}{}{DRAW_SOURCE}",
-        language::interp::ziggurat::Ziggurat::get().c_source()
+        runtime::ziggurat::Ziggurat::get().c_source()
     )
 }
 
 /// CUDA C of a stream's words and uniforms.
-const STREAM_SOURCE: &str = r#"// ---- Philox-4x32-10 streams (language::interp::Rng)
+const STREAM_SOURCE: &str = r#"// ---- Philox-4x32-10 streams (runtime::Rng)
 struct BatRng {
     unsigned int key0, key1, chain, draw_lo, draw_hi, block;
     unsigned int buffer[4];

@@ -7,7 +7,7 @@ use std::path::Path;
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
 use backend_cuda::gradient::{GradientDevice, LaneGradient};
 use language::data::DataFile;
-use language::interp::{Model, Rng};
+use runtime::{Model, Rng};
 
 use super::device_close;
 
@@ -61,7 +61,7 @@ pub fn reference(case: &Case) -> Result<BatchedModel, backend_cpu::exec::ExecErr
 pub fn check_lane(
     at: &str,
     got: &LaneGradient,
-    want: &Result<(f64, Vec<f64>), language::interp::RuntimeError>,
+    want: &Result<(f64, Vec<f64>), runtime::RuntimeError>,
 ) -> Result<(), String> {
     match (got, want) {
         (Ok((lp, grad)), Ok((lp0, grad0))) => {

@@ -5,8 +5,8 @@
 use std::collections::HashSet;
 
 use super::sweep::{Ctx, Sweeps, Transformer};
+use crate::mir::visit::has_jump;
 use crate::mir::{Expr, ExprKind, LValue, Stmt, StmtKind, VarId};
-use crate::simplify::visit::has_jump;
 use crate::span::Span;
 use crate::types::{AdLevel, Type};
 

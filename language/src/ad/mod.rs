@@ -101,27 +101,11 @@ mod vjp;
 mod vjp_linalg;
 
 use crate::diagnostic::{Diagnostic, Kind};
-use crate::mir::{Program, Stmt, VarId};
+use crate::mir::{GradProgram, Program};
 use crate::span::Span;
 
 /// Diagnostic code: the program uses something the AD cannot differentiate yet.
 pub const AD_NOT_SUPPORTED: &str = "E0202";
-
-/// The gradient program of a model's log density.
-#[derive(Clone, Debug)]
-pub struct GradProgram {
-    /// The model; its `vars` include the temporaries and adjoints the
-    /// transformation introduced.
-    pub program: Program,
-    /// Forward sweep then reverse sweep. Reads the unconstrained input via
-    /// `ReadParam`, accumulates the target, and writes the gradient via
-    /// `ParamAdjoint`.
-    pub body: Vec<Stmt>,
-    /// Number of stacks used by `Push`/`Pop`.
-    pub num_stacks: u32,
-    /// The adjoint of the target (set to 1 where the reverse sweep starts).
-    pub target_adjoint: VarId,
-}
 
 /// Differentiate the log density of `program`, and simplify the result
 /// ([`crate::simplify`]): the gradient program every runner uses.

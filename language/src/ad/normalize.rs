@@ -19,6 +19,7 @@
 //! Flags are ints: they carry no adjoint, and the sweeps save them on
 //! stacks like any other overwritten variable.
 
+use crate::mir::visit::has_jump;
 use crate::mir::{Expr, ExprKind, LValue, Origin, Prim, SizedType, Stmt, StmtKind, VarId, VarInfo};
 use crate::span::Span;
 use crate::types::{AdLevel, Type};
@@ -92,21 +93,6 @@ fn escapes(s: &Stmt) -> Escapes {
         },
         _ => Escapes::default(),
     }
-}
-
-/// True if `stmts` contain `break`, `continue` or `return` anywhere.
-pub(super) fn has_jumps(stmts: &[Stmt]) -> bool {
-    stmts.iter().any(|s| match &s.kind {
-        StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => true,
-        StmtKind::If {
-            then, otherwise, ..
-        } => has_jumps(then) || has_jumps(otherwise),
-        StmtKind::Block(b)
-        | StmtKind::While { body: b, .. }
-        | StmtKind::For { body: b, .. }
-        | StmtKind::ForDown { body: b, .. } => has_jumps(b),
-        _ => false,
-    })
 }
 
 fn int(i: i64, span: Span) -> Expr {
@@ -185,7 +171,7 @@ impl Transformer {
     /// The log density's statements without `break` / `continue`.
     pub(super) fn normalize_block(&mut self, stmts: &[Stmt]) -> Vec<Stmt> {
         let stmts = self.split_unpacks(stmts);
-        if !has_jumps(&stmts) {
+        if !stmts.iter().any(has_jump) {
             return stmts;
         }
         self.norm_list(&stmts, LoopFlags::default(), None)

@@ -19,7 +19,7 @@
 //! unit adjoint eᵢ to get row i of both Jacobians, exactly as Stan runs one
 //! reverse pass per state. (Straight-line system functions skip it: the
 //! interpreter compiles them to a tape whose one forward-mode pass gives
-//! both Jacobians, `interp::ode_tape`.)
+//! both Jacobians, `runtime::ode_tape`.)
 //!
 //! # Reverse sweep
 //! The reverse of `t = ode(...)` evaluates the same node with

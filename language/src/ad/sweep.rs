@@ -731,7 +731,7 @@ impl Transformer {
 /// them) may make nonzero: everything they write except by `let a =
 /// zeros_like(x)`.
 fn add_contributions(stmts: &[Stmt], contributed: &mut HashSet<VarId>) {
-    use crate::simplify::visit::{bodies, own_writes};
+    use crate::mir::visit::{bodies, own_writes};
     for s in stmts {
         if let StmtKind::Let { value, .. } = &s.kind
             && matches!(value.kind, ExprKind::ZerosLike(_))

@@ -86,7 +86,7 @@ pub fn lower(
 
 /// The CFG of a model's gradient program: its user functions and the entry
 /// `log_density_gradient`.
-pub fn lower_gradient(g: &crate::ad::GradProgram) -> Result<Program, Vec<Diagnostic>> {
+pub fn lower_gradient(g: &crate::mir::GradProgram) -> Result<Program, Vec<Diagnostic>> {
     lower(
         &g.program,
         &[(super::GRADIENT_ENTRY, &g.body)],
@@ -747,7 +747,7 @@ pub(crate) fn contains_call(e: &Expr) -> bool {
 fn has_effect(e: &Expr) -> bool {
     any_node(e, &|x| match &x.kind {
         ExprKind::Call(..) | ExprKind::Pop(_) | ExprKind::Target => true,
-        ExprKind::Prim(p, _) => crate::interp::is_rng_prim(*p),
+        ExprKind::Prim(p, _) => p.is_rng(),
         _ => false,
     })
 }

@@ -112,7 +112,7 @@ fn exclude_in_stmt(op: &Stmt, candidates: &HashSet<VarId>, excluded: &mut HashSe
     let candidate = |v: &VarId| candidates.contains(v);
     // Whole variables in non-expression fields (constraint checks,
     // parameter adjoints).
-    crate::simplify::visit::field_reads(op, &mut |v| {
+    crate::mir::visit::field_reads(op, &mut |v| {
         if candidate(&v) {
             excluded.insert(v);
         }

@@ -86,18 +86,5 @@ impl DataFile {
     }
 }
 
-/// What `bat run` does with a data file's bytes: read them as UTF-8 Stan
-/// JSON, conform every variable to `program`'s `data` block and run
-/// transformed data. Every bad input is an error message, never a panic;
-/// the data fuzz target and its regression tests call this.
-pub fn model_from_json(
-    program: &crate::mir::Program,
-    bytes: &[u8],
-) -> Result<crate::interp::Model, String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8 text: {e}"))?;
-    let data = DataFile::parse(text).map_err(|e| e.to_string())?;
-    crate::interp::Model::new(program, &data).map_err(|e| e.message)
-}
-
 #[cfg(test)]
 mod tests;

@@ -11,10 +11,10 @@
 //! - `transformed_parameters` then `model`: together with the transform, the
 //!   log density;
 //! - `generated_quantities`: run once per draw with constrained values;
-//! - `hoisted`: only in gradient programs ([`crate::ad::GradProgram`]):
-//!   values computed from data, transformed data and constants alone,
-//!   moved out of the per-evaluation body by [`crate::simplify`] and
-//!   computed once per model ([`crate::interp::Model::globals_for`]).
+//! - `hoisted`: only in gradient programs ([`GradProgram`]): values
+//!   computed from data, transformed data and constants alone, moved out
+//!   of the per-evaluation body by `simplify` and computed once per model
+//!   (the interpreter's `Model::globals_for`).
 //!
 //! # Invariants
 //! - Every variable is a [`VarId`] into [`Program::vars`]; names are only
@@ -39,12 +39,16 @@
 //!   (transformed data, generated quantities, `_rng` functions); they have
 //!   no derivative rule.
 //! - ODE solver calls are [`ExprKind::Ode`] nodes; one with autodiff inputs
-//!   names the reverse function of its right-hand side, which lowering has
-//!   the AD generate ([`crate::ad`]), so the program's functions may include
-//!   such generated reverse functions (with `Push`/`Pop`) from the start.
+//!   names the reverse function of its right-hand side, which the AD
+//!   generates right after lowering (`ad::attach_ode_sensitivities`, called
+//!   by [`crate::lower_checked`]), so a compiled program's functions may
+//!   include such generated reverse functions (with `Push`/`Pop`).
+//!
+//! A [`GradProgram`] is a program with its log density's forward and
+//! reverse sweep as one body, written by `ad` and simplified by `simplify`.
 //!
 //! The reference semantics of every primitive and statement is the scalar
-//! interpreter, [`crate::interp`].
+//! interpreter.
 //!
 //! The MIR is printable (`bat ir FILE --emit mir`, [`print::print_program`]).
 
@@ -62,6 +66,22 @@ pub mod visit;
 pub use lower::{NOT_YET_SUPPORTED, lower};
 pub use ode::{OdeMethod, OdeSolve, SystemVjp};
 pub use prim::Prim;
+
+/// The gradient program of a model's log density.
+#[derive(Clone, Debug)]
+pub struct GradProgram {
+    /// The model; its `vars` include the temporaries and adjoints the
+    /// transformation introduced.
+    pub program: Program,
+    /// Forward sweep then reverse sweep. Reads the unconstrained input via
+    /// `ReadParam`, accumulates the target, and writes the gradient via
+    /// `ParamAdjoint`.
+    pub body: Vec<Stmt>,
+    /// Number of stacks used by `Push`/`Pop`.
+    pub num_stacks: u32,
+    /// The adjoint of the target (set to 1 where the reverse sweep starts).
+    pub target_adjoint: VarId,
+}
 
 /// Index into [`Program::vars`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -265,7 +285,7 @@ pub struct Function {
     pub uses_rng: bool,
     /// Declared without a body in a program compiled by
     /// [`crate::compile_with_externals`]: the host supplies it at run time
-    /// (the interpreter calls [`crate::interp::Host::call_external`]).
+    /// (the interpreter calls its host's `call_external`).
     /// `args` and `body` are empty.
     pub external: bool,
 }

@@ -97,7 +97,8 @@ pub struct OdeSolve {
     /// Relative tolerance, absolute tolerance, max_num_steps (empty: the
     /// method's defaults).
     pub control: Vec<Expr>,
-    /// Set (by `crate::ad`, at lowering) when some input is autodiff.
+    /// Set (by `ad::attach_ode_sensitivities`, right after lowering) when
+    /// some input is autodiff.
     pub sensitivity: Option<SystemVjp>,
     /// Reverse mode: the adjoint of the solution (see the module docs).
     pub solution_adjoint: Option<Expr>,

@@ -272,6 +272,39 @@ prims! {
     MachinePrecision => "machine_precision",
 }
 
+impl Prim {
+    /// Does this primitive draw random numbers (an `_rng` function)?
+    pub fn is_rng(self) -> bool {
+        use Prim::*;
+        matches!(
+            self,
+            NormalRng
+                | LognormalRng
+                | UniformRng
+                | ExponentialRng
+                | GammaRng
+                | BetaRng
+                | StudentTRng
+                | CauchyRng
+                | BernoulliRng
+                | BernoulliLogitRng
+                | BinomialRng
+                | PoissonRng
+                | PoissonLogRng
+                | CategoricalRng
+                | CategoricalLogitRng
+                | NegBinomial2Rng
+                | NegBinomial2LogRng
+                | DoubleExponentialRng
+                | LogisticRng
+                | WeibullRng
+                | ChiSquareRng
+                | InvGammaRng
+                | GumbelRng
+        )
+    }
+}
+
 impl fmt::Display for Prim {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -9,7 +9,7 @@ use super::{
 
 /// The gradient program (`bat ir FILE --emit grad`): the model's functions
 /// and the forward-then-reverse body.
-pub fn print_grad_program(g: &crate::ad::GradProgram) -> String {
+pub fn print_grad_program(g: &super::GradProgram) -> String {
     let mut pr = Printer {
         p: &g.program,
         out: String::new(),

@@ -7,9 +7,9 @@
 //! chains would print millions of lines — so bat does not show it and says
 //! so once, before sampling, rather than dropping it silently.
 
+use super::visit::{own_exprs, walk};
 use super::{ExprKind, Program, Stmt, StmtKind};
 use crate::diagnostic::{Diagnostic, Kind};
-use crate::simplify::visit::{own_exprs, walk};
 use crate::span::Span;
 
 /// Code of the warning that the model block's `print` is not shown.

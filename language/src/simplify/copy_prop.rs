@@ -24,7 +24,7 @@
 //!   its list; the `let` stays while something else reads `a` (e.g.
 //!   `param_adjoint`'s adjoint field, which must name a variable).
 
-use super::visit::{
+use crate::mir::visit::{
     bodies_mut, deep_exprs_mut, read_counts, reads_of, rewrite, write_counts, writes,
 };
 use crate::mir::{Expr, ExprKind, Program, Stmt, StmtKind, VarId};
@@ -192,10 +192,10 @@ fn coalesce(list: &mut Vec<Stmt>, i: usize, a: VarId, b: VarId, counts: &mut Cou
         return Outcome::Unchanged;
     };
     if *var != b
-        || super::visit::reads_var(value, a)
+        || crate::mir::visit::reads_var(value, a)
         || list[d + 1..i]
             .iter()
-            .any(|s| super::visit::mentions(s, a) || super::visit::has_jump(s))
+            .any(|s| crate::mir::visit::mentions(s, a) || crate::mir::visit::has_jump(s))
     {
         return Outcome::Unchanged;
     }

@@ -17,9 +17,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::visit::{
-    any_node, bodies_mut, children_mut, deep_writes, has_effect, key, own_exprs_mut, walk,
-    write_counts,
+use super::analysis::{has_effect, key};
+use crate::mir::visit::{
+    any_node, bodies_mut, children_mut, deep_writes, own_exprs_mut, walk, write_counts,
 };
 use crate::mir::{Expr, ExprKind, Program, Stmt, StmtKind, VarId};
 

@@ -28,15 +28,13 @@
 //!   its condition or bounds are pure (and, in the forward sweep, cannot
 //!   fail) and its loop variable is not read elsewhere.
 
-use super::visit::{
-    add_reads, bodies, bodies_mut, cannot_fail, has_effect, has_effect_given, own_exprs,
-    own_writes, read_counts,
-};
+use super::analysis::{cannot_fail, has_effect, has_effect_given};
+use crate::mir::visit::{add_reads, bodies, bodies_mut, own_exprs, own_writes, read_counts};
 use crate::mir::{Stmt, StmtKind};
 
 /// Remove dead statements from `body`, whose top-level statements from
 /// `reverse_start` on are the reverse sweep; `pure[f]`: calls of function
-/// `f` have no effect (see [`super::visit::pure_functions`]). Returns
+/// `f` have no effect (see [`super::analysis::pure_functions`]). Returns
 /// whether anything changed.
 pub(crate) fn run(
     body: &mut Vec<Stmt>,

@@ -5,7 +5,7 @@
 //!
 //! Each maximal such expression becomes a [`Hoisted`] value (one per
 //! distinct expression) that the model computes after transformed data
-//! ([`crate::interp::Model::globals_for`]) and every executor reads like
+//! (the interpreter's `Model::globals_for`) and every executor reads like
 //! transformed data.
 //!
 //! # Invariants
@@ -30,7 +30,8 @@
 
 use std::collections::HashMap;
 
-use super::visit::{bodies_mut, cannot_fail, children_mut, own_exprs_mut, walk, write_counts};
+use super::analysis::cannot_fail;
+use crate::mir::visit::{bodies_mut, children_mut, own_exprs_mut, walk, write_counts};
 use crate::mir::{Expr, ExprKind, Hoisted, Origin, Program, Stmt, StmtKind, VarId, VarInfo};
 use crate::span::Span;
 use crate::types::{AdLevel, Type};
@@ -49,7 +50,7 @@ pub(crate) fn run(program: &mut Program, body: &mut [Stmt]) -> bool {
         known: program
             .hoisted
             .iter()
-            .map(|h| (super::visit::key(&h.value), (h.var, h.ok)))
+            .map(|h| (super::analysis::key(&h.value), (h.var, h.ok)))
             .collect(),
         guards: program.hoisted.iter().filter_map(|h| h.ok).collect(),
         invariant_vars,
@@ -110,7 +111,7 @@ impl Hoister<'_> {
             ok &= match &x.kind {
                 ExprKind::Int(_) | ExprKind::Real(_) | ExprKind::Imag(_) => true,
                 ExprKind::Var(v) => self.invariant_vars[v.0 as usize],
-                ExprKind::Prim(p, _) => !crate::interp::is_rng_prim(*p),
+                ExprKind::Prim(p, _) => !p.is_rng(),
                 ExprKind::Cond(..) => !self.is_guard(x),
                 ExprKind::Index(..)
                 | ExprKind::ArrayLit(_)
@@ -130,7 +131,7 @@ impl Hoister<'_> {
     }
 
     fn hoist(&mut self, e: &mut Expr) {
-        let k = super::visit::key(e);
+        let k = super::analysis::key(e);
         let (var, ok) = match self.known.get(&k) {
             Some(&found) => found,
             None => {
@@ -199,7 +200,7 @@ fn worth_hoisting(e: &Expr) -> bool {
         ExprKind::Index(base, idx) if !cannot_fail(e) => {
             let mut simple = leaf(base);
             for i in idx {
-                super::visit::index_exprs(i, &mut |x| simple &= leaf(x));
+                crate::mir::visit::index_exprs(i, &mut |x| simple &= leaf(x));
             }
             !simple
         }
@@ -211,14 +212,14 @@ fn worth_hoisting(e: &Expr) -> bool {
 /// their uses). Returns whether anything changed.
 pub(crate) fn prune(program: &mut Program, body: &[Stmt]) -> bool {
     let n = program.vars.len();
-    let mut reads = super::visit::read_counts(body, n);
+    let mut reads = crate::mir::visit::read_counts(body, n);
     let before = program.hoisted.len();
     // Later hoisted values may read earlier ones: go backwards.
     let mut keep = vec![true; before];
     for (k, h) in program.hoisted.iter().enumerate().rev() {
         let used = reads[h.var.0 as usize] > 0 || h.ok.is_some_and(|ok| reads[ok.0 as usize] > 0);
         if used {
-            super::visit::count_var_reads(&h.value, &mut reads);
+            crate::mir::visit::count_var_reads(&h.value, &mut reads);
         } else {
             keep[k] = false;
         }

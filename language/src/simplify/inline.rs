@@ -14,9 +14,10 @@
 //!   fail ([`cannot_fail`]), so no failure moves. In the reverse sweep
 //!   nothing fails where the forward sweep succeeded (see `dce`).
 
-use super::visit::{
-    bodies_mut, cannot_fail, deep_exprs, field_reads, has_effect, own_exprs_mut, read_counts,
-    reads_var, rewrite, walk, write_counts,
+use super::analysis::{cannot_fail, has_effect};
+use crate::mir::visit::{
+    bodies_mut, deep_exprs, field_reads, own_exprs_mut, read_counts, reads_var, rewrite, walk,
+    write_counts,
 };
 use crate::mir::{ExprKind, Program, Stmt, StmtKind, VarId};
 

@@ -81,20 +81,21 @@
 //! Loops and branches keep more: their stacks and the statements between a
 //! push and its pop stay.
 
+mod analysis;
 mod copy_prop;
 mod cse;
 mod dce;
 mod hoist;
 mod inline;
-mod partials;
+pub mod partials;
 mod peephole;
 #[cfg(test)]
 mod testing;
 mod uniform;
-pub(crate) mod visit;
 mod zero_init;
 
-use crate::ad::GradProgram;
+use crate::mir::GradProgram;
+use crate::mir::visit::{bodies, own_exprs, walk};
 use crate::mir::{ExprKind, Stmt, StmtKind};
 
 /// Rounds of the passes at most (each round that changes nothing ends the
@@ -103,16 +104,16 @@ const MAX_ROUNDS: usize = 16;
 
 /// Simplify `g` in place (see the module docs).
 /// `e` certainly evaluates without error on well-typed operands (see
-/// `visit::cannot_fail`, conservative): a backend that has no use for its
+/// `analysis::cannot_fail`, conservative): a backend that has no use for its
 /// value (the log density's `print`, whose line `bat run` does not show)
 /// may leave it unevaluated and still fail exactly where the interpreter
 /// fails.
 pub fn cannot_fail(e: &crate::mir::Expr) -> bool {
-    visit::cannot_fail(e)
+    analysis::cannot_fail(e)
 }
 
 pub fn simplify(g: &mut GradProgram) {
-    let pure = visit::pure_functions(&g.program);
+    let pure = analysis::pure_functions(&g.program);
     simplify_body(g, &pure);
     for f in 0..g.program.functions.len() {
         let mut body = std::mem::take(&mut g.program.functions[f].body);
@@ -199,8 +200,8 @@ pub fn count_ops(g: &GradProgram) -> OpCount {
 fn count_list(stmts: &[Stmt], c: &mut OpCount) {
     for s in stmts {
         c.statements += 1;
-        visit::own_exprs(s, &mut |e| {
-            visit::walk(e, &mut |x| {
+        own_exprs(s, &mut |e| {
+            walk(e, &mut |x| {
                 c.operations += !matches!(
                     x.kind,
                     ExprKind::Var(_)
@@ -212,7 +213,7 @@ fn count_list(stmts: &[Stmt], c: &mut OpCount) {
                 ) as usize
             })
         });
-        for body in visit::bodies(s) {
+        for body in bodies(s) {
             count_list(body, c);
         }
     }

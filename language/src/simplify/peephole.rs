@@ -14,7 +14,7 @@
 //!   with the interpreter's f64 operations; int arithmetic (overflow,
 //!   integer division) is left to run time.
 
-use super::visit::{deep_exprs_mut, rewrite};
+use crate::mir::visit::{deep_exprs_mut, rewrite};
 use crate::mir::{Expr, ExprKind, Prim, Stmt};
 use crate::types::{AdLevel, Type};
 

@@ -1,7 +1,7 @@
 //! Small gradient programs written by hand for the passes' unit tests,
 //! printed one statement per line.
 
-use crate::ad::GradProgram;
+use crate::mir::GradProgram;
 use crate::mir::{
     Expr, ExprKind, Index, LValue, Origin, Prim, Program, Stmt, StmtKind, Transform, VarId, VarInfo,
 };

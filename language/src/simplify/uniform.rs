@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 
-use super::visit::{children_mut, deep_exprs_mut, mentions, write_counts};
+use crate::mir::visit::{children_mut, deep_exprs_mut, mentions, write_counts};
 use crate::mir::{Expr, ExprKind, Origin, Prim, Program, Stmt, StmtKind, VarId};
 use crate::types::{AdLevel, Type};
 
@@ -83,7 +83,7 @@ impl<'p> Shapes<'p> {
     /// A variable with one value for the whole evaluation.
     fn fixed(&self, v: VarId) -> bool {
         let info = &self.program.vars[v.0 as usize];
-        super::visit::is_real_typed(&info.ty)
+        info.ty.is_real_typed()
             && !info.ty.is_scalar()
             && (self.writes[v.0 as usize] == 1
                 || (matches!(info.origin, Origin::Data | Origin::TransformedData)
@@ -160,7 +160,7 @@ fn uniform_def(
         return None;
     };
     let ty = &program.vars[var.0 as usize].ty;
-    if ty.is_scalar() || !super::visit::is_real_typed(ty) {
+    if ty.is_scalar() || !ty.is_real_typed() {
         return None;
     }
     match &value.kind {

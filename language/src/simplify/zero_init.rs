@@ -17,7 +17,7 @@
 //!   interpreter checks it in debug builds).
 //! - `e` must not read `a` (it would read the zeros).
 
-use super::visit::{bodies_mut, has_jump, is_real_typed, mentions, reads_var};
+use crate::mir::visit::{bodies_mut, has_jump, mentions, reads_var};
 use crate::mir::{ExprKind, Program, Stmt, StmtKind};
 
 /// Fold every zero initialisation into the first accumulation that
@@ -67,7 +67,7 @@ fn first_accumulation(program: &Program, list: &[Stmt], i: usize) -> Option<usiz
         return None;
     }
     let ty = &program.vars[var.0 as usize].ty;
-    if !is_real_typed(ty) {
+    if !ty.is_real_typed() {
         return None;
     }
     let j = (i + 1..list.len()).find(|&j| mentions(&list[j], *var))?;

@@ -107,11 +107,11 @@ impl Site {
             .iter()
             .map(|p| match p {
                 MessagePart::Text(s) => s.clone(),
-                MessagePart::Value { slot, int: true } => language::interp::print_value(
-                    &language::value::Value::Int(slot_value(*slot) as i64),
-                ),
+                MessagePart::Value { slot, int: true } => {
+                    runtime::print_value(&language::value::Value::Int(slot_value(*slot) as i64))
+                }
                 MessagePart::Value { slot, int: false } => {
-                    language::interp::print_value(&language::value::Value::Real(slot_value(*slot)))
+                    runtime::print_value(&language::value::Value::Real(slot_value(*slot)))
                 }
                 MessagePart::Shortest { slot } => {
                     let x = slot_value(*slot);

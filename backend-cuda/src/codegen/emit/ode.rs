@@ -1,5 +1,5 @@
 //! ODE solves in a statement: the operands read into thread-local arrays,
-//! Stan's argument checks as `language::interp::ode` makes them (same
+//! Stan's argument checks as `runtime::ode` makes them (same
 //! order, kinds and messages), the system's right-hand side and the call
 //! of the device integrator ([`super::super::ode`]), and the solution (or,
 //! in reverse mode, the contracted adjoints) copied into the destination.
@@ -293,7 +293,7 @@ impl Emitter<'_> {
 
     /// Reverse mode: the accumulators of the adjoints, the observer
     /// `{p}_obs` adding each output time's terms to them (in the order of
-    /// `language::interp::ode::adjoints`' sums), and the returned code that
+    /// `runtime::ode::adjoints`' sums), and the returned code that
     /// writes them into `out` in the tuple's order after the solve.
     fn ode_adjoint_observer(
         &mut self,

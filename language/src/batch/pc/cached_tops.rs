@@ -4,7 +4,7 @@
 //! register onto the stack, `Pop` moves the stack's top into the register,
 //! `Peek` copies it. Without it a stacked variable's value is
 //! `stack[depth]` and every read gathers. The scalar runner
-//! ([`crate::interp`]'s PC runner) gives the same values either way; the
+//! (the interpreter's PC runner) gives the same values either way; the
 //! batched executors use the flag to choose their layout.
 
 use super::{Program, Storage};

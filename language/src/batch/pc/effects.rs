@@ -30,7 +30,7 @@ impl Effects {
             ExprKind::Int(_) | ExprKind::Real(_) | ExprKind::Imag(_) | ExprKind::JacobianOn => {}
             ExprKind::Var(v) => self.reads.push(*v),
             ExprKind::Prim(p, args) => {
-                if crate::interp::is_rng_prim(*p) {
+                if p.is_rng() {
                     self.per_lane_source = true;
                 }
                 self.exprs(args);

@@ -64,9 +64,6 @@ pub mod sharing;
 pub mod temps;
 pub mod thread_jumps;
 
-#[cfg(test)]
-mod tests;
-
 use crate::mir::{self, Expr, FunId, Stmt, VarId};
 use crate::types::Type;
 

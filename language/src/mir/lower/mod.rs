@@ -23,7 +23,9 @@ use crate::types::Type;
 /// Diagnostic code for constructs the MIR cannot express yet.
 pub const NOT_YET_SUPPORTED: &str = "E0201";
 
-/// Lower a checked program. `name` is the model name (file stem).
+/// Lower a checked program. `name` is the model name (file stem). ODE
+/// solves with autodiff inputs still lack their sensitivity functions
+/// ([`crate::lower_checked`] has the AD attach them).
 pub fn lower(
     program: &ast::Program,
     checked: &CheckedProgram,
@@ -32,9 +34,7 @@ pub fn lower(
     let mut lowerer = Lowerer::new(checked, name);
     lowerer.program(program);
     if lowerer.diags.is_empty() {
-        // ODE solves with autodiff inputs integrate their sensitivities,
-        // which need the reverse function of their right-hand side.
-        crate::ad::attach_ode_sensitivities(lowerer.out)
+        Ok(lowerer.out)
     } else {
         Err(lowerer.diags)
     }
