@@ -881,7 +881,7 @@ fn native_backend_writes_the_cpu_backends_draws() {
             .unwrap_or_else(|| panic!("{name}: no gradient evaluations reported: {stderr}"));
         (read_draws(&output).unwrap(), evaluations)
     };
-    let (cpu, cpu_evaluations) = run("cpu.h5", &[]);
+    let (cpu, cpu_evaluations) = run("cpu.h5", &["--backend", "cpu"]);
     for threads in ["1", "2"] {
         let (native, evaluations) = run(
             &format!("native{threads}.h5"),
