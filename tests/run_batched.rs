@@ -697,6 +697,26 @@ fn sd(xs: &[f64]) -> f64 {
     (xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (xs.len() as f64 - 1.0)).sqrt()
 }
 
+/// Pooled warmup (NUTS or ChEES, as `settings` says) of `chains` on
+/// `executor`, in one process.
+fn pooled_warmup(
+    executor: &dyn SamplerExecutor,
+    model: &Model,
+    grad: &GradProgram,
+    settings: &Settings,
+    chains: &[usize],
+) -> bat::sampler::pooled::Pooled {
+    let job = ChainJob {
+        model,
+        grad,
+        settings,
+    };
+    let stop = AtomicBool::new(false);
+    let one_process = bat::sampler::pooled::OneProcess;
+    bat::sampler::pooled::warmup(executor, &job, chains, chains.len(), &one_process, &stop)
+        .unwrap_or_else(|e| panic!("{e:?}"))
+}
+
 /// Pooled warmup pools in chain order, so its kernel and every chain's
 /// end point are the same bit for bit whatever runs the segments: the
 /// interpreter, the batched executors on one or two threads, or the
@@ -705,20 +725,10 @@ fn sd(xs: &[f64]) -> f64 {
 /// near the posterior's variances of the unconstrained coordinates).
 #[test]
 fn pooled_warmup_is_the_same_on_every_executor() {
-    use bat::sampler::pooled::{self, OneProcess};
     let (model, grad) = eight_schools();
     let s = settings(60, 0);
-    let job = ChainJob {
-        model: &model,
-        grad: &grad,
-        settings: &s,
-    };
     let chains: Vec<usize> = (0..24).collect();
-    let stop = AtomicBool::new(false);
-    let run = |executor: &dyn SamplerExecutor| {
-        pooled::warmup(executor, &job, &chains, chains.len(), &OneProcess, &stop)
-            .unwrap_or_else(|e| panic!("{e:?}"))
-    };
+    let run = |executor: &dyn SamplerExecutor| pooled_warmup(executor, &model, &grad, &s, &chains);
     let truth = run(&InterpreterExecutor { threads: 2 });
     for threads in [1, 2] {
         for batching in [Batching::ProgramCounter, Batching::Local] {
@@ -780,7 +790,6 @@ fn pooled_warmup_is_the_same_on_every_executor() {
 /// sampling run accepts about as often as the target asks.
 #[test]
 fn chees_is_the_same_on_every_executor() {
-    use bat::sampler::pooled::{self, OneProcess};
     use bat::sampler::{Algorithm, Init};
     let (model, grad) = eight_schools();
     let s = Settings {
@@ -788,17 +797,8 @@ fn chees_is_the_same_on_every_executor() {
         adapt_delta: 0.651,
         ..settings(100, 0)
     };
-    let job = ChainJob {
-        model: &model,
-        grad: &grad,
-        settings: &s,
-    };
     let chains: Vec<usize> = (0..16).collect();
-    let stop = AtomicBool::new(false);
-    let run = |executor: &dyn SamplerExecutor| {
-        pooled::warmup(executor, &job, &chains, chains.len(), &OneProcess, &stop)
-            .unwrap_or_else(|e| panic!("{e:?}"))
-    };
+    let run = |executor: &dyn SamplerExecutor| pooled_warmup(executor, &model, &grad, &s, &chains);
     let truth = run(&InterpreterExecutor { threads: 2 });
     let ours = run(&batched(Batching::ProgramCounter, 2));
     assert_eq!(ours.kernel, truth.kernel, "pc");
