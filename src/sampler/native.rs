@@ -37,6 +37,10 @@ pub struct NativeExecutor {
     /// warmup runs the chains again and again, a few iterations at a time).
     spares: Mutex<Vec<NativeSampler>>,
     threads: usize,
+    /// Bytes of sampler state the started groups may hold
+    /// ([`state_in_flight_bytes`], read once: pooled warmup runs the
+    /// executor again for every segment).
+    state_budget: usize,
     /// Full builds taking over from the quick ones the run started on.
     upgrades: Arc<Upgrades>,
     /// Turns begun over all runs; groups upgrade from turn `upgrade_from`.
@@ -81,6 +85,7 @@ impl NativeExecutor {
             template: Mutex::new(sampler),
             spares: Mutex::new(Vec::new()),
             threads,
+            state_budget: state_in_flight_bytes(),
             upgrades,
             turns_begun: AtomicUsize::new(0),
             upgrade_from,
@@ -131,7 +136,7 @@ impl SamplerExecutor for NativeExecutor {
             fresh: GroupQueue::new(chains, group),
             active: Mutex::new(VecDeque::new()),
             live: AtomicUsize::new(0),
-            max_live: (state_in_flight_bytes() / group_bytes).max(2 * self.threads),
+            max_live: (self.state_budget / group_bytes).max(2 * self.threads),
         };
         let workers = self.threads.min(turns.fresh.len());
         std::thread::scope(|scope| {
@@ -155,7 +160,7 @@ impl SamplerExecutor for NativeExecutor {
 }
 
 /// Bytes of sampler state that the started groups hold at most (about):
-/// a quarter of the memory available when the run starts, and at least
+/// a quarter of the memory available when the executor is made, and at least
 /// [`MIN_STATE_IN_FLIGHT_BYTES`]. A group starts only while the others
 /// hold less, so a run of millions of chains does not hold them all; but
 /// chains that do not all start move forward in two waves (the later ones
