@@ -50,7 +50,7 @@ fn main() -> ExitCode {
 /// this benchmark again with it first on the library path.
 fn run_again_on_the_stub() -> ExitCode {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    if let Err(e) = backend_cuda::shim::build_stub_libcuda(dir.path()) {
+    if let Err(e) = backend_cuda::stub::build_stub_libcuda(dir.path()) {
         eprintln!("error: building the stub driver: {e}");
         return ExitCode::FAILURE;
     }

@@ -19,7 +19,8 @@
 //!   (ArviZ's estimator), and ESS per second of sampling;
 //! - `ref`: whether bat's draws pass the posteriordb reference check (every
 //!   reference mean within 5 combined MCSE, sd within ±20%);
-//! - `backend`: the backend `bat run` chose.
+//! - `backend`: the backend `bat run` chose (`native+cpu`: the sampler
+//!   compiled, the model's gradient on the CPU backend's program).
 //!
 //! Then the geometric mean of the ratios and the slowest start.
 //!
@@ -107,6 +108,9 @@ fn run_bat(dir: &Path, refs: &[Reference], s: &Settings) -> Result<BatRun, Strin
         .ok_or_else(|| "no sampling time in bat's output".to_string())?;
     let backend = if stderr.contains("uses the interpreting CPU backend") {
         "cpu"
+    } else if stderr.contains("the sampler compiled") {
+        // The model's gradient on the CPU backend's program.
+        "native+cpu"
     } else {
         "native"
     };

@@ -3,13 +3,14 @@
 //! file, which is read back for the smallest ESS_bulk.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::Instant;
 
 use crate::output::RunMetadata;
 use crate::sampler::collect::OutputSpec;
-use crate::sampler::{ChainJob, Progress, ProgressState, RunReport, SamplerExecutor, collect};
+use crate::sampler::{
+    ChainJob, Control, Progress, ProgressState, RunReport, SamplerExecutor, collect,
+};
 
 /// What one measured run gave.
 pub struct Measured {
@@ -41,16 +42,16 @@ pub fn sample(
         n_chains: chains,
         dim: job.model.num_unconstrained(),
         settings: job.settings,
-        stop: None,
+        control: None,
         target: None,
     };
     let ids: Vec<usize> = (0..chains).collect();
-    let stop = AtomicBool::new(false);
+    let control = Control::new();
     let started = Instant::now();
     let (tx, rx) = mpsc::channel();
     let report = std::thread::scope(|scope| {
-        let (ids, stop) = (&ids, &stop);
-        scope.spawn(move || executor.run(job, ids, &tx, stop));
+        let (ids, control) = (&ids, &control);
+        scope.spawn(move || executor.run(job, ids, &tx, control));
         collect(rx, &spec, &mut Quiet)
     })
     .map_err(|e| e.to_string())?;

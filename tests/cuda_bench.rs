@@ -35,7 +35,7 @@ fn settings(allow_stub: bool, scratch: PathBuf) -> BenchSettings {
 #[test]
 fn the_benchmark_runs_its_whole_path_on_the_stub_driver() {
     let stub = tempfile::tempdir().unwrap();
-    backend_cuda::shim::build_stub_libcuda(stub.path()).unwrap();
+    backend_cuda::stub::build_stub_libcuda(stub.path()).unwrap();
     let path = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
     let output = Command::new(std::env::current_exe().unwrap())
         .args([

@@ -41,7 +41,7 @@ fn cuda_driver() -> Driver {
     match device_mode() {
         DeviceMode::Stub => {
             let dir = tempfile::tempdir().unwrap();
-            backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap();
+            backend_cuda::stub::build_stub_libcuda(dir.path()).unwrap();
             Driver::Stub(dir)
         }
         DeviceMode::Real => {
@@ -110,7 +110,7 @@ fn real_device_mode_without_a_gpu_fails_with_the_probes_reason() {
     );
     if backend_cuda::probe::driver_library_present() {
         assert!(
-            !text.contains(backend_cuda::shim::STUB_DEVICE_NAME),
+            !text.contains(backend_cuda::stub::STUB_DEVICE_NAME),
             "{text}"
         );
         return;
@@ -158,7 +158,7 @@ fn cuda_probe_reports_the_device_behind_a_driver() {
         ),
         Driver::Real => assert!(
             stdout.starts_with("CUDA device 0 of ")
-                && !stdout.contains(backend_cuda::shim::STUB_DEVICE_NAME),
+                && !stdout.contains(backend_cuda::stub::STUB_DEVICE_NAME),
             "{stdout}"
         ),
     }

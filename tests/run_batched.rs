@@ -7,7 +7,7 @@
 //! (posteriordb).
 
 use backend_cpu::exec::Batching;
-use backend_cuda::native_sampler::Start;
+use backend_native::sampler::Start;
 use bat::sampler::native::NativeExecutor;
 use bat::sampler::{
     BatchedExecutor, ChainJob, DrawValues, Event, InterpreterExecutor, SamplerExecutor, Settings,
@@ -17,7 +17,7 @@ use language::mir::GradProgram;
 use runtime::Model;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 
 fn posteriordb() -> PathBuf {
@@ -79,8 +79,8 @@ fn messages(
         settings,
     };
     let (tx, rx) = mpsc::channel();
-    let stop = AtomicBool::new(false);
-    executor.run(&job, chains, &tx, &stop);
+    let control = bat::sampler::Control::new();
+    executor.run(&job, chains, &tx, &control);
     drop(tx);
     rx.into_iter().collect()
 }
@@ -376,7 +376,7 @@ fn native(model: &Model, grad: &GradProgram, s: &Settings, threads: usize) -> Na
 
 /// The compiled sampler gives every chain the interpreter's events, bit
 /// for bit, with more chains than a group of lanes
-/// (`backend_cuda::native_sampler::LANES_PER_GROUP`) on one and two
+/// (`backend_native::sampler::LANES_PER_GROUP`) on one and two
 /// threads.
 #[test]
 fn native_chains_equal_the_interpreter_chains() {
@@ -514,6 +514,71 @@ fn native_chains_with_rejections_equal_the_interpreter_chains() {
         .filter(|e| e.contains("divergent: true"))
         .count();
     assert!(divergent > 10, "rejections make divergences: {divergent}");
+}
+
+/// A model with an op the compiled backend has no code for (`gamma_p`),
+/// rejected where mu > `limit`.
+fn gamma_p(limit: &str) -> (Model, GradProgram) {
+    let source = format!(
+        "parameters {{ real mu; real<lower=0, upper=1> x; }}\n\
+         model {{\n  if (mu > {limit}) reject(\"mu too large: \", mu);\n  \
+         mu ~ normal(1, 2);\n  target += gamma_p(2, x);\n}}\n"
+    );
+    let (program, diagnostics) = language::compile_model(&source, "gamma_p");
+    let program = program.unwrap_or_else(|| panic!("{diagnostics:?}"));
+    let grad = language::ad::gradient(&program).unwrap();
+    (Model::new(&program, &DataFile::empty()).unwrap(), grad)
+}
+
+/// A gradient program the compiled backend cannot build runs on the CPU
+/// backend's, the sampler program compiled: every chain gets the
+/// interpreter's events bit for bit, rejections and chains that cannot
+/// start included, on one and two threads, and when the run starts on the
+/// sampler's quick build and takes its full build mid-run.
+#[test]
+fn native_chains_with_the_gradient_on_the_cpu_equal_the_interpreter_chains() {
+    let (model, grad) = gamma_p("-10");
+    let s = settings(10, 10);
+    let job = ChainJob {
+        model: &model,
+        grad: &grad,
+        settings: &s,
+    };
+    let executor = NativeExecutor::new(&job, 1).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        matches!(
+            executor.gradient_fallback,
+            Some(codegen::gradient::GeneratedCodeError::Refused(_))
+        ),
+        "the generator refuses gamma_p"
+    );
+    let truth = native_chains_equal_the_interpreters(&model, &grad, s, 2);
+    let failed = (truth.values().flatten())
+        .filter(|e| e.contains("mu too large"))
+        .count();
+    assert_eq!(failed, 2, "both chains fail with the rejection: {truth:?}");
+
+    let (model, grad) = gamma_p("2.5");
+    let s = settings(40, 20);
+    let truth = native_chains_equal_the_interpreters(&model, &grad, s.clone(), 19);
+    let divergent = (truth.values().flatten())
+        .filter(|e| e.contains("divergent: true"))
+        .count();
+    assert!(divergent > 0, "rejections make divergences");
+    let job = ChainJob {
+        model: &model,
+        grad: &grad,
+        settings: &s,
+    };
+    let switch_at = 3;
+    let executor = NativeExecutor::starting(&job, 2, Start::Upgraded, switch_at)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(executor.starts_quick(), "starts on the quick sampler build");
+    let chains: Vec<usize> = (0..19).collect();
+    let ours = events(&executor, &model, &grad, &s, &chains);
+    assert_eq!(ours, truth);
+    assert_eq!(executor.quick_turns.load(Ordering::Relaxed), switch_at);
+    assert!(executor.full_turns.load(Ordering::Relaxed) >= 2);
 }
 
 /// Linear regression: the gradient multiplies a data matrix by every
@@ -711,9 +776,9 @@ fn pooled_warmup(
         grad,
         settings,
     };
-    let stop = AtomicBool::new(false);
+    let control = bat::sampler::Control::new();
     let one_process = bat::sampler::pooled::OneProcess;
-    bat::sampler::pooled::warmup(executor, &job, chains, chains.len(), &one_process, &stop)
+    bat::sampler::pooled::warmup(executor, &job, chains, chains.len(), &one_process, &control)
         .unwrap_or_else(|e| panic!("{e:?}"))
 }
 

@@ -236,6 +236,63 @@ fn tuple_outputs_are_stored_one_dataset_per_component() {
     }
 }
 
+/// Nested tuple parameters sample (they used to panic in the batched
+/// gradient's parameter adjoint): the same draws on the CPU backend and
+/// the default one, stored one dataset per component, centred where the
+/// model puts them.
+#[test]
+fn nested_tuple_parameters_sample_the_same_on_the_host_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(
+        dir.path(),
+        "nested.stan",
+        "parameters {\n\
+           tuple(real, real) ps;\n\
+           tuple(real, tuple(real, vector[2])) ps2;\n\
+         }\n\
+         model {\n\
+           ps.1 ~ normal(0, 1);\n\
+           ps.2 ~ normal(1, 2);\n\
+           ps2.1 ~ normal(2, 1);\n\
+           ps2.2.1 ~ normal(-1, 0.5);\n\
+           ps2.2.2 ~ normal(3, 1);\n\
+         }\n",
+    );
+    let run = |backend: &[&str], name: &str| {
+        let mut settings = vec![
+            "--chains",
+            "2",
+            "--warmup",
+            "150",
+            "--samples",
+            "150",
+            "--seed",
+            "9",
+        ];
+        settings.extend(backend);
+        run_ok(&model, &settings, &dir.path().join(name)).0
+    };
+    let cpu = run(&["--backend", "cpu"], "cpu.h5");
+    let default = run(&[], "default.h5");
+    let names: Vec<&str> = cpu.posterior.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["ps.1", "ps.2", "ps2.1", "ps2.2.1", "ps2.2.2"]);
+    for name in names {
+        let (a, b) = (
+            cpu.posterior_variable(name).unwrap(),
+            default.posterior_variable(name).unwrap(),
+        );
+        assert_eq!(a.values, b.values, "{name}");
+    }
+    // 300 draws of normal(-1, 0.5) and normal(2, 1): means within 0.3
+    // and 0.6 (several standard errors).
+    let mean = |name: &str| {
+        let v = &cpu.posterior_variable(name).unwrap().values;
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    assert!((mean("ps2.2.1") + 1.0).abs() < 0.3, "{}", mean("ps2.2.1"));
+    assert!((mean("ps2.1") - 2.0).abs() < 0.6, "{}", mean("ps2.1"));
+}
+
 /// An init file may leave parameters out (as Stan's): those start
 /// uniform(−2, 2) on the unconstrained scale, the given ones where the
 /// file puts them, and a note says which were left out.
@@ -1020,6 +1077,7 @@ fn the_default_backend_compiles_the_model() {
     ];
     let (auto, stderr) = run_ok(&model, &settings, &dir.path().join("auto.h5"));
     assert!(!stderr.contains("CPU backend"), "{stderr}");
+    assert!(!stderr.contains("no code yet"), "{stderr}");
     assert_eq!(backend_of(&auto), "native");
     let mut cpu_settings = settings.to_vec();
     cpu_settings.extend(["--backend", "cpu"]);
@@ -1032,31 +1090,184 @@ fn the_default_backend_compiles_the_model() {
     assert_eq!(auto.posterior.len(), cpu.posterior.len());
 }
 
-/// With no `--backend`, a model with an op the compiled backend has no
-/// code for runs on the CPU backend, saying so once with the op's line.
+/// A model with an op the compiled backend has no code for (`gamma_p`).
+const GAMMA_P_MODEL: &str = "parameters {
+  real mu;
+  real<lower=0, upper=1> x;
+}
+model {
+  mu ~ normal(1, 2);
+  target += gamma_p(2, x);
+}
+generated quantities {
+  real y = normal_rng(mu, 1);
+}
+";
+
+/// Every posterior and sample-statistics value of a draws file, as bits.
+fn draw_bits(file: &bat::output::DrawFile) -> Vec<(String, Vec<u64>)> {
+    let stats = file.sample_stats.clone().unwrap();
+    (file.posterior.iter().chain(&stats))
+        .map(|v| {
+            let bits = v.values.iter().map(|x| x.to_bits()).collect();
+            (v.name.clone(), bits)
+        })
+        .collect()
+}
+
+/// The `N gradient evaluations in ...` count a run reports.
+fn gradient_evaluations(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .find_map(|l| {
+            l.split_once(" gradient evaluations in ")?
+                .0
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no gradient evaluations reported: {stderr}"))
+}
+
+/// A model with an op the compiled backend has no code for runs, with no
+/// `--backend` and with `--backend native`: the sampler compiled, the
+/// model's gradient on the CPU backend's gradient program, said once with
+/// the op's line. Its draws are `--backend cpu`'s bit for bit, generated
+/// quantities included, on any number of threads.
 #[test]
-fn the_default_backend_falls_back_for_a_model_it_cannot_compile() {
+fn a_gradient_the_compiled_backend_lacks_runs_on_the_cpu_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", GAMMA_P_MODEL);
+    let settings = [
+        "--chains",
+        "5",
+        "--warmup",
+        "40",
+        "--samples",
+        "30",
+        "--seed",
+        "9",
+    ];
+    let (cpu, cpu_stderr) = run_ok(
+        &model,
+        &[&settings[..], &["--backend", "cpu"]].concat(),
+        &dir.path().join("cpu.h5"),
+    );
+    assert_eq!(backend_of(&cpu), "cpu");
+    let runs = [
+        ("auto", &[][..]),
+        ("native", &["--backend", "native"][..]),
+        ("native2", &["--backend", "native", "--threads", "2"][..]),
+    ];
+    for (name, extra) in runs {
+        let output = dir.path().join(format!("{name}.h5"));
+        let (file, stderr) = run_ok(&model, &[&settings[..], extra].concat(), &output);
+        assert_eq!(backend_of(&file), "native", "{name}: {stderr}");
+        assert_eq!(
+            stderr
+                .matches("note: the compiled backend has no code yet for the ops below")
+                .count(),
+            1,
+            "{name}: {stderr}"
+        );
+        assert!(
+            stderr.contains("line 7, column 13: `gamma_p(2, x)`: primitive gamma_p"),
+            "{name}: {stderr}"
+        );
+        assert!(stderr.contains("the sampler compiled"), "{name}: {stderr}");
+        assert!(!stderr.contains("internal error"), "{name}: {stderr}");
+        assert_eq!(
+            gradient_evaluations(&stderr),
+            gradient_evaluations(&cpu_stderr),
+            "{name}"
+        );
+        assert_eq!(draw_bits(&file), draw_bits(&cpu), "{name}");
+        assert_eq!(file.posterior_variable("y").unwrap().n_draws, 30);
+    }
+}
+
+/// g++ failing on the model's generated gradient code (a compiler that
+/// refuses it, here) is an internal error saying so, naming the model's
+/// statements whose code the compiler's log names, never a failed run:
+/// the sampler runs compiled and the gradient on the CPU backend's
+/// program, with `--backend cpu`'s draws.
+#[test]
+fn a_gradient_the_compiler_fails_on_runs_on_the_cpu_backends() {
+    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let model = write(
         dir.path(),
         "m.bat",
-        "parameters {\n  real<lower=0, upper=1> x;\n}\nmodel {\n  target += gamma_p(2, x);\n}\n",
+        "parameters {\n  real mu;\n  real<lower=0> sigma;\n}\n\
+         model {\n  mu ~ normal(0, 10);\n  sigma ~ lognormal(0, 1);\n}\n",
     );
-    let settings = ["--chains", "2", "--warmup", "30", "--samples", "20"];
-    let (file, stderr) = run_ok(&model, &settings, &dir.path().join("o.h5"));
-    assert_eq!(backend_of(&file), "cpu");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let gxx = std::env::split_paths(&path)
+        .map(|d| d.join("g++"))
+        .find(|p| p.is_file())
+        .expect("g++ on PATH");
+    // g++ that fails on the gradient program (the one defining the
+    // one-lane gradient function) and compiles the rest.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let wrapper = bin.join("g++");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nif grep -qs bat_native_lane_gradient model.cu; then\n  \
+             kernel=$(grep -o 'bat_b[0-9]*_[0-9]*_at' model.cu | head -n 1)\n  \
+             echo \"model.cu: In function 'void $kernel()':\" >&2\n  \
+             echo 'model.cu:1:1: error: injected failure' >&2\n  exit 1\nfi\nexec '{}' \"$@\"\n",
+            gxx.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut paths = vec![bin];
+    paths.extend(std::env::split_paths(&path));
+    let settings = [
+        "--chains",
+        "3",
+        "--warmup",
+        "40",
+        "--samples",
+        "30",
+        "--seed",
+        "3",
+    ];
+    let (cpu, _) = run_ok(
+        &model,
+        &[&settings[..], &["--backend", "cpu"]].concat(),
+        &dir.path().join("cpu.h5"),
+    );
+    let output = dir.path().join("o.h5");
+    let out = Command::new(env!("CARGO_BIN_EXE_bat"))
+        .args(["run", s(&model)])
+        .args(settings)
+        .args(["-o", s(&output)])
+        .env("PATH", std::env::join_paths(paths).unwrap())
+        .env("BAT_NATIVE_CACHE", dir.path().join("cache"))
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(
         stderr
-            .matches("this run uses the interpreting CPU backend")
+            .matches("internal error: compiling the model's log density gradient failed")
             .count(),
         1,
         "{stderr}"
     );
+    assert!(stderr.contains("injected failure"), "{stderr}");
     assert!(
-        stderr.contains("line 5, column 13: `gamma_p(2, x)`: primitive gamma_p"),
+        stderr.contains(
+            "m.bat: line 6, column 3: `mu ~ normal(0, 10);`: its generated code failed to compile"
+        ),
         "{stderr}"
     );
-    assert_eq!(file.posterior_variable("x").unwrap().n_draws, 20);
+    let file = read_draws(&output).unwrap();
+    assert_eq!(backend_of(&file), "native");
+    assert_eq!(draw_bits(&file), draw_bits(&cpu));
 }
 
 /// With no `--backend` and no C++ compiler, the run goes on on the CPU
@@ -1083,40 +1294,6 @@ fn the_default_backend_without_a_compiler_runs_on_the_cpu() {
         "{stderr}"
     );
     assert_eq!(backend_of(&read_draws(&output).unwrap()), "cpu");
-}
-
-/// A model with an op the code generator lacks is refused before
-/// sampling, naming the op's line; it never runs wrongly.
-#[test]
-fn native_backend_refuses_a_model_it_cannot_compile() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = write(
-        dir.path(),
-        "m.bat",
-        "parameters {\n  real<lower=0, upper=1> x;\n}\nmodel {\n  target += gamma_p(2, x);\n}\n",
-    );
-    let out = bat(&[
-        "run",
-        s(&model),
-        "--backend",
-        "native",
-        "--chains",
-        "2",
-        "-o",
-        s(&dir.path().join("o.h5")),
-    ]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("error: the native backend cannot run this model yet"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("line 5, column 13: `gamma_p(2, x)`: primitive gamma_p"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("(use --backend cpu)"), "{stderr}");
-    assert!(!dir.path().join("o.h5").exists());
 }
 
 /// What transformed parameters and generated quantities print is shown on

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use backend_cuda::gradient::GradientDevice;
-use backend_cuda::shim::STUB_DEVICE_NAME;
+use backend_cuda::stub::STUB_DEVICE_NAME;
 use language::data::DataFile;
 use runtime::{Model, Rng};
 

@@ -1,7 +1,7 @@
 //! Host orchestration through cudarc: context, lane-state buffers on the
 //! device, module load, kernel launches over the active lanes.
 //!
-//! Every generated kernel has the same signature ([`crate::codegen`]'s
+//! Every generated kernel has the same signature ([`codegen`]'s
 //! kernel ABI):
 //! `(double* state, const double* data, const int* active, int n_active, int n_lanes)`
 //! — `state` is the structure-of-arrays lane state (`state[slot * n_lanes +

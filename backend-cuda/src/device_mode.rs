@@ -26,7 +26,7 @@
 use std::sync::OnceLock;
 
 use crate::probe::{DeviceInfo, Unavailable, probe};
-use crate::shim::STUB_DEVICE_NAME;
+use crate::stub::STUB_DEVICE_NAME;
 
 /// The environment variable that selects the driver of the device tests.
 pub const DEVICE_MODE_VAR: &str = "BAT_CUDA_DEVICE";

@@ -13,97 +13,31 @@
 //! one copy back.
 //!
 //! A program with an op the code generator lacks is refused at
-//! construction ([`GradientDeviceError::Refused`], naming the ops and
+//! construction (`GeneratedCodeError::Refused` from [`codegen::gradient`], naming the ops and
 //! their source positions), never run. A lane whose AD stacks overflow
 //! the capacity sized from the interpreter is re-run with larger stacks.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use codegen::gradient::{GeneratedCodeError, LaneGradient, device_program, regenerate, site_error};
+use codegen::program::{
+    DeviceProgram, GATHER_KERNEL, GATHERED_HEADER, GEMM_ROWS_PER_THREAD, Launch, SCHEDULE_KERNEL,
+    START_KERNEL,
+};
+use codegen::{FailKind, PC_SLOT, shim};
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use language::batch::{cfg, pc};
-use language::span::Span;
-use runtime::{ErrorKind, Model, RuntimeError};
+use runtime::{Model, RuntimeError};
 
-use crate::codegen::program::{
-    self, DeviceProgram, GATHER_KERNEL, GATHERED_HEADER, GEMM_ROWS_PER_THREAD, Launch,
-    SCHEDULE_KERNEL, START_KERNEL,
-};
-use crate::codegen::{FailKind, NotGenerated, PC_SLOT, frames, specialise};
 use crate::device::{Device, DeviceError, Module, THREADS_PER_BLOCK, driver};
 use crate::nvrtc::{self, Compiled};
 use crate::probe::DeviceInfo;
-use crate::shim;
+use crate::stub::{STUB_DEVICE_NAME, module_image};
 
-/// One lane's outcome: log density and gradient, or the error that stopped it.
-pub type LaneGradient = Result<(f64, Vec<f64>), RuntimeError>;
-
-/// An op the device cannot run yet.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RefusedOp {
-    /// Where in the PC program (`function/bK/opN`).
-    pub at: String,
-    pub reason: String,
-    /// The op's statement in the model's source, when it has one.
-    pub span: Option<Span>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum GradientDeviceError {
-    #[error(transparent)]
-    Device(#[from] DeviceError),
-    #[error("the CUDA backend cannot run this model yet: {}", describe(.0))]
-    Refused(Vec<RefusedOp>),
-    #[error("compiling the model's kernels failed: {0}")]
-    Compile(String),
-    #[error("{0}")]
-    Setup(String),
-}
-
-fn describe(ops: &[RefusedOp]) -> String {
-    let first = &ops[0];
-    let more = if ops.len() > 1 {
-        format!(" (and {} more)", ops.len() - 1)
-    } else {
-        String::new()
-    };
-    format!("{} at {}{more}", first.reason, first.at)
-}
-
-impl GradientDeviceError {
-    /// The refused ops as `line L, column C: `text`: reason` lines of
-    /// `source` (the same op and reason once; at most `MAX_LINES`, then a
-    /// count of the rest).
-    pub fn refused_lines(&self, source: &str) -> Vec<String> {
-        const MAX_LINES: usize = 12;
-        let GradientDeviceError::Refused(ops) = self else {
-            return Vec::new();
-        };
-        let mut lines: Vec<String> = Vec::new();
-        for op in ops {
-            let line = match op.span.filter(|s| s.end > s.start) {
-                Some(span) => {
-                    let (line, column) = program::position(source, span);
-                    let text = source
-                        .get(span.start as usize..span.end as usize)
-                        .unwrap_or("")
-                        .lines()
-                        .next()
-                        .unwrap_or("");
-                    format!("line {line}, column {column}: `{text}`: {}", op.reason)
-                }
-                None => format!("{}: {}", op.at, op.reason),
-            };
-            if !lines.contains(&line) {
-                lines.push(line);
-            }
-        }
-        if lines.len() > MAX_LINES {
-            let more = lines.len() - MAX_LINES;
-            lines.truncate(MAX_LINES);
-            lines.push(format!("... and {more} more"));
-        }
-        lines
+impl From<DeviceError> for GeneratedCodeError {
+    fn from(e: DeviceError) -> GeneratedCodeError {
+        GeneratedCodeError::Device(Box::new(e))
     }
 }
 
@@ -118,10 +52,10 @@ pub(crate) enum Compiler {
 static SHIM_MODULES: AtomicUsize = AtomicUsize::new(0);
 
 impl Compiler {
-    fn for_device(info: &DeviceInfo) -> Result<Compiler, GradientDeviceError> {
-        if info.name == shim::STUB_DEVICE_NAME {
+    fn for_device(info: &DeviceInfo) -> Result<Compiler, GeneratedCodeError> {
+        if info.name == STUB_DEVICE_NAME {
             let dir = tempfile::tempdir()
-                .map_err(|e| GradientDeviceError::Setup(format!("temporary directory: {e}")))?;
+                .map_err(|e| GeneratedCodeError::Setup(format!("temporary directory: {e}")))?;
             return Ok(Compiler::Shim { dir });
         }
         let (major, minor) = info.compute_capability;
@@ -130,7 +64,7 @@ impl Compiler {
         })
     }
 
-    fn compile(&self, program: &DeviceProgram) -> Result<Compiled, GradientDeviceError> {
+    fn compile(&self, program: &DeviceProgram) -> Result<Compiled, GeneratedCodeError> {
         self.compile_source(&program.source, &program.kernel_names())
     }
 
@@ -139,8 +73,8 @@ impl Compiler {
         &self,
         source: &str,
         names: &[String],
-    ) -> Result<Compiled, GradientDeviceError> {
-        let failed = |e: String| GradientDeviceError::Compile(e);
+    ) -> Result<Compiled, GeneratedCodeError> {
+        let failed = |e: String| GeneratedCodeError::Compile(e);
         match self {
             Compiler::Nvrtc { arch } => {
                 nvrtc::compile_for(source, arch, false).map_err(|e| failed(e.to_string()))
@@ -151,7 +85,7 @@ impl Compiler {
                 let library: PathBuf =
                     shim::build_module_serial(source, &names, dir.path(), &format!("module{k}"))
                         .map_err(|e| failed(e.to_string()))?;
-                Ok(shim::module_image(&library))
+                Ok(module_image(&library))
             }
         }
     }
@@ -183,87 +117,6 @@ pub struct GradientDevice {
     pub last_steps: usize,
 }
 
-/// The PC program of a gradient CFG and its device code for `model`'s
-/// data (ops the generator lacks are listed in the program's
-/// `not_generated`), with the AD stack capacities it was sized for.
-pub fn generate(
-    grad_cfg: &cfg::Program,
-    model: &Model,
-) -> Result<(pc::Program, DeviceProgram, Vec<usize>), GradientDeviceError> {
-    let pc = pc::build(grad_cfg).map_err(|e| GradientDeviceError::Setup(e.to_string()))?;
-    let pc = sized_program(pc, model);
-    // AD stacks are sized from the interpreter at a few initial points.
-    let capacities = match frames::lanes(model, &pc, 8, 0x5eed) {
-        Ok(lanes) if !lanes.is_empty() => frames::stack_capacities(&pc, &lanes),
-        _ => vec![64; pc.num_ad_stacks as usize],
-    };
-    let layout = program::layout(&pc, model, &capacities).map_err(|reason| {
-        GradientDeviceError::Refused(vec![RefusedOp {
-            at: "layout".to_string(),
-            reason,
-            span: None,
-        }])
-    })?;
-    let program = program::generate(&pc, layout);
-    Ok((pc, program, capacities))
-}
-
-/// `pc`, or if a user function is called with arguments of different
-/// sizes (so that its variables have no one size on the device), the
-/// program with a copy of such functions per call site
-/// ([`specialise::per_call_site`]) when that gives every variable a size.
-fn sized_program(pc: pc::Program, model: &Model) -> pc::Program {
-    let has_layout =
-        |p: &pc::Program| program::layout(p, model, &vec![1; p.num_ad_stacks as usize]).is_ok();
-    if has_layout(&pc) {
-        return pc;
-    }
-    match specialise::per_call_site(&pc) {
-        Some(copies) if has_layout(&copies) => copies,
-        _ => pc,
-    }
-}
-
-/// [`generate`], refusing a program with any op the generator lacks.
-pub fn device_program(
-    grad_cfg: &cfg::Program,
-    model: &Model,
-) -> Result<(pc::Program, DeviceProgram, Vec<usize>), GradientDeviceError> {
-    let (pc, program, capacities) = generate(grad_cfg, model)?;
-    refuse_missing(&program.not_generated)?;
-    Ok((pc, program, capacities))
-}
-
-/// Refuse a program with ops the generator has no device code for (each
-/// named with its reason and span).
-pub(crate) fn refuse_missing(not_generated: &[NotGenerated]) -> Result<(), GradientDeviceError> {
-    if not_generated.is_empty() {
-        return Ok(());
-    }
-    Err(GradientDeviceError::Refused(
-        not_generated
-            .iter()
-            .map(|n| RefusedOp {
-                at: n.at.clone(),
-                reason: n.reason.clone(),
-                span: n.span,
-            })
-            .collect(),
-    ))
-}
-
-/// The device code for other AD stack capacities (after an overflow).
-pub(crate) fn regenerate(
-    pc: &pc::Program,
-    model: &Model,
-    capacities: &[usize],
-) -> Result<DeviceProgram, GradientDeviceError> {
-    let layout = program::layout(pc, model, capacities).map_err(GradientDeviceError::Setup)?;
-    let program = program::generate(pc, layout);
-    refuse_missing(&program.not_generated)?;
-    Ok(program)
-}
-
 fn launch_config(threads: usize, rows_blocks: usize) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (
@@ -283,7 +136,7 @@ impl GradientDevice {
         grad_cfg: &cfg::Program,
         model: Model,
         lanes: usize,
-    ) -> Result<GradientDevice, GradientDeviceError> {
+    ) -> Result<GradientDevice, GeneratedCodeError> {
         let (pc, program, stack_capacities) = device_program(grad_cfg, &model)?;
         let device = Device::open()?;
         let info = crate::probe().map_err(DeviceError::from)?;
@@ -326,11 +179,11 @@ impl GradientDevice {
         &mut self,
         thetas: &[Vec<f64>],
         jacobian: bool,
-    ) -> Result<Vec<LaneGradient>, GradientDeviceError> {
+    ) -> Result<Vec<LaneGradient>, GeneratedCodeError> {
         let lanes: Vec<usize> = (0..thetas.len()).collect();
         let n = self.model.num_unconstrained();
         if let Some(bad) = thetas.iter().find(|t| t.len() != n) {
-            return Err(GradientDeviceError::Setup(format!(
+            return Err(GeneratedCodeError::Setup(format!(
                 "expected {n} unconstrained parameters, found {}",
                 bad.len()
             )));
@@ -352,17 +205,17 @@ impl GradientDevice {
         lanes: &[usize],
         theta: &[f64],
         jacobian: bool,
-    ) -> Result<Vec<LaneGradient>, GradientDeviceError> {
+    ) -> Result<Vec<LaneGradient>, GeneratedCodeError> {
         let n = self.model.num_unconstrained();
         if theta.len() != n * lanes.len() {
-            return Err(GradientDeviceError::Setup(format!(
+            return Err(GeneratedCodeError::Setup(format!(
                 "{} coordinates given for {} lanes of {n}",
                 theta.len(),
                 lanes.len()
             )));
         }
         if let Some(&bad) = lanes.iter().find(|&&l| l >= self.n_lanes) {
-            return Err(GradientDeviceError::Setup(format!(
+            return Err(GeneratedCodeError::Setup(format!(
                 "lane {bad} is out of range for {} lanes",
                 self.n_lanes
             )));
@@ -398,7 +251,7 @@ impl GradientDevice {
     }
 
     /// Twice the AD stack capacity, recompiled and reloaded.
-    fn grow_stacks(&mut self) -> Result<(), GradientDeviceError> {
+    fn grow_stacks(&mut self) -> Result<(), GeneratedCodeError> {
         for c in &mut self.stack_capacities {
             *c *= 2;
         }
@@ -429,7 +282,7 @@ impl GradientDevice {
         active: &cudarc::driver::CudaView<'_, i32>,
         k: usize,
         theta: &cudarc::driver::CudaView<'_, f64>,
-    ) -> Result<&CudaSlice<f64>, GradientDeviceError> {
+    ) -> Result<&CudaSlice<f64>, GeneratedCodeError> {
         if k == 0 {
             return Ok(&self.loaded.gathered);
         }
@@ -499,7 +352,7 @@ impl GradientDevice {
         lanes: &[usize],
         theta: &[f64],
         jacobian: bool,
-    ) -> Result<Vec<Outcome>, GradientDeviceError> {
+    ) -> Result<Vec<Outcome>, GeneratedCodeError> {
         let stream = self.device.stream().clone();
         let k = lanes.len();
         if k == 0 {
@@ -554,13 +407,13 @@ impl GradientDevice {
     /// Start the `k` lanes in `active` at the points in `theta` (both
     /// already on the device), run them to the end and gather their
     /// results into `gathered`.
-    fn launch_evaluation(&mut self, k: usize, jacobian: bool) -> Result<(), GradientDeviceError> {
+    fn launch_evaluation(&mut self, k: usize, jacobian: bool) -> Result<(), GeneratedCodeError> {
         let stream = self.device.stream().clone();
         let l = &mut self.loaded;
         let n_lanes = self.n_lanes as i32;
-        let kernel = |name: &str| -> Result<&CudaFunction, GradientDeviceError> {
+        let kernel = |name: &str| -> Result<&CudaFunction, GeneratedCodeError> {
             l.module.kernel(name).ok_or_else(|| {
-                GradientDeviceError::Setup(format!("kernel {name} missing from the module"))
+                GeneratedCodeError::Setup(format!("kernel {name} missing from the module"))
             })
         };
         let (n_active, jac, entry) = (
@@ -608,20 +461,20 @@ impl GradientDevice {
             };
             let waiting = counts[b];
             if l.program.blocks[b].is_empty() {
-                return Err(GradientDeviceError::Setup(format!(
+                return Err(GeneratedCodeError::Setup(format!(
                     "lanes wait at block {b}, which has no kernels"
                 )));
             }
             let lists = l.lists.slice(b * self.n_lanes..(b + 1) * self.n_lanes);
             for step in &l.program.blocks[b] {
                 let f = l.module.kernel(step.kernel()).ok_or_else(|| {
-                    GradientDeviceError::Setup(format!("kernel {} missing", step.kernel()))
+                    GeneratedCodeError::Setup(format!("kernel {} missing", step.kernel()))
                 })?;
                 let row_blocks = match step {
                     Launch::Lanes { .. } => 1,
                     Launch::Gemm { rows, .. } => rows.div_ceil(GEMM_ROWS_PER_THREAD),
                     Launch::External(e) => {
-                        return Err(GradientDeviceError::Setup(format!(
+                        return Err(GeneratedCodeError::Setup(format!(
                             "the gradient program calls the external function {}",
                             e.function
                         )));
@@ -669,7 +522,7 @@ fn load(
     compiler: &Compiler,
     program: DeviceProgram,
     n_lanes: usize,
-) -> Result<Loaded, GradientDeviceError> {
+) -> Result<Loaded, GeneratedCodeError> {
     let image = compiler.compile(&program)?;
     let names = program.kernel_names();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -698,21 +551,5 @@ fn load(
         gathered: alloc_f64((GATHERED_HEADER + n) * n_lanes)?,
         module,
         program,
-    })
-}
-
-/// Failure site `site` of `program` as the error the interpreter would
-/// give (None for an unknown site).
-pub(crate) fn site_error(program: &DeviceProgram, site: usize) -> Option<RuntimeError> {
-    let site = program.sites.get(site)?;
-    Some(RuntimeError {
-        kind: match site.kind {
-            FailKind::Rejection => ErrorKind::Rejection,
-            FailKind::Constraint => ErrorKind::Constraint,
-            FailKind::IndexOutOfRange => ErrorKind::IndexOutOfRange,
-            FailKind::Fatal | FailKind::StackOverflow => ErrorKind::Fatal,
-        },
-        message: site.message.clone(),
-        span: Some(site.span),
     })
 }

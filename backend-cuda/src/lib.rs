@@ -1,7 +1,10 @@
-//! bat's CUDA backend.
+//! bat's CUDA backend: the CUDA C that [`codegen`] generates for a
+//! gradient program or the sampler program (one thread per lane,
+//! structure-of-arrays lane state), compiled with NVRTC and run on an
+//! NVIDIA GPU. What is not specific to the device — the code generator,
+//! the shim that builds its code for the host, the compiled CPU executors
+//! (`backend-native`) — lives in other crates.
 //!
-//! - [`codegen`]: CUDA C for the blocks of a gradient program (PC IR), one
-//!   thread per lane, structure-of-arrays lane state.
 //! - [`probe`]: is there a CUDA driver and device? Never panics; a machine
 //!   without CUDA gets "no CUDA driver found; use --backend cpu".
 //! - [`nvrtc`]: compile generated CUDA C to PTX or cubin with NVRTC.
@@ -12,11 +15,6 @@
 //!   entry for every lane — bat's sampler program, NUTS itself
 //!   ([`sampler::SamplerDevice`]) — with the model's gradient device
 //!   answering its gradient calls on the device.
-//! - [`native`]: the same generated code compiled for the host CPU with
-//!   g++ and run in-process lane by lane ([`native::NativeGradient`],
-//!   `bat bench --backend native`): gradients without an interpreter's
-//!   per-op cost; [`native_sampler::NativeSampler`] runs the sampler
-//!   program so too (`bat run --backend native`).
 //! - [`device`]: host orchestration through cudarc (context, buffers,
 //!   module load, launches over the active lanes).
 //! - [`device_mode`]: which driver the device tests run against — the
@@ -24,9 +22,9 @@
 //!   `BAT_CUDA_DEVICE=stub` forces the stub, `BAT_CUDA_DEVICE=real` the
 //!   GPU (the tests then fail, never fall back to the stub, when there is
 //!   none).
-//! - [`shim`]: build generated kernels with g++ against the CUDA-on-CPU
-//!   shim header (`shim/cuda_on_cpu.h`) and a stub `libcuda` that runs them,
-//!   so that kernels and host code are verified on machines without a GPU.
+//! - [`stub`]: a stub `libcuda` that runs kernels built with g++ against
+//!   the CUDA-on-CPU shim header (`codegen::shim`), so that kernels and
+//!   host code are verified on machines without a GPU.
 //!
 //! cudarc loads libcuda and libnvrtc dynamically, so bat builds and runs
 //! without a CUDA toolkit.
@@ -49,16 +47,12 @@
 //! cargo bench --bench cuda   # grad evals/s, ESS/s, bandwidth %: bat::cuda_bench
 //! ```
 
-pub mod codegen;
 pub mod device;
 pub mod device_mode;
 pub mod gradient;
-mod lane_state;
-pub mod native;
-pub mod native_sampler;
 pub mod nvrtc;
 pub mod probe;
 pub mod sampler;
-pub mod shim;
+pub mod stub;
 
 pub use probe::{DeviceInfo, Unavailable, probe};

@@ -4,7 +4,7 @@
 //! ([`SamplerDevice`]).
 //!
 //! Lane state, variable and program-counter stacks and each lane's random
-//! stream stay in device memory ([`crate::codegen::entry`]). The host loop
+//! stream stay in device memory ([`codegen::entry`]). The host loop
 //! is the gradient device's: a kernel lists the running lanes by the
 //! block each waits at, the host reads back only the counts, and launches
 //! the lowest-numbered waiting block's kernels over exactly its lanes.
@@ -24,59 +24,22 @@
 //! A lane that fails stops with its failure site; a record the host
 //! refuses (an error, or Ctrl-C) stops that lane at the next copy.
 
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
-use language::batch::{cfg, pc};
-use language::value::Value;
-use runtime::{ErrorKind, RuntimeError};
-
-use crate::codegen::entry::{self, EntryProgram};
-use crate::codegen::program::{
-    GEMM_ROWS_PER_THREAD, GRADIENT_EVALUATIONS, GRADIENT_FAILED_SITE, LAST_GRADIENT_SITE, Launch,
-    RECORD_COUNT, RECORD_OVERFLOW_SITE, SCHEDULE_KERNEL, START_KERNEL,
+use codegen::entry::EntryProgram;
+use codegen::gradient::GeneratedCodeError;
+use codegen::program::{
+    GEMM_ROWS_PER_THREAD, GRADIENT_EVALUATIONS, LAST_GRADIENT_SITE, Launch, RECORD_COUNT,
+    SCHEDULE_KERNEL, START_KERNEL,
 };
-use crate::codegen::shape::{Inner, Shape};
-use crate::codegen::{FATAL_STATUS, FailKind, PC_SLOT, SITE_SLOT, STATUS_SLOT};
+use codegen::sampler::{LaneOutcome, RecordHost, lane_outcomes, pack_entry_args, runnable_program};
+use codegen::shape::Shape;
+use codegen::{FATAL_STATUS, PC_SLOT, SITE_SLOT, STATUS_SLOT};
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use language::batch::cfg;
+use language::value::Value;
+use runtime::RuntimeError;
+
 use crate::device::{Module, THREADS_PER_BLOCK, driver};
-use crate::gradient::{GradientDevice, GradientDeviceError, RefusedOp};
-
-/// The external function answered by the gradient device.
-pub const GRADIENT_FUNCTION: &str = "model_log_density_gradient";
-
-/// Receives the records of external calls without a result.
-pub trait RecordHost {
-    /// Lane `lane` called `function` with `args`; an error stops the lane.
-    fn record(&mut self, lane: usize, function: &str, args: Vec<Value>)
-    -> Result<(), RuntimeError>;
-
-    /// [`RecordHost::record`] of a call whose arguments come as numbers
-    /// laid out by `shapes` (a compiled sampler's record buffer: each
-    /// argument's elements in turn, ints as reals). By default they become
-    /// values ([`values`]); a host can read the numbers directly instead.
-    fn record_numbers(
-        &mut self,
-        lane: usize,
-        function: &str,
-        shapes: &[Shape],
-        numbers: &[f64],
-    ) -> Result<(), RuntimeError> {
-        self.record(lane, function, values(shapes, numbers))
-    }
-
-    /// Finish records the host kept for later (all of them when `all`,
-    /// else as many as it likes): the lanes whose kept records failed,
-    /// with their errors (they stop). The native executor calls it
-    /// between gradient evaluations; hosts that finish every record at
-    /// once keep nothing.
-    fn flush(&mut self, all: bool) -> Vec<(usize, RuntimeError)> {
-        let _ = all;
-        Vec::new()
-    }
-}
-
-/// How one lane ended: its gradient evaluations, or its error with the
-/// last failed gradient evaluation (which explains a failed
-/// initialization).
-pub type LaneOutcome = Result<u64, (RuntimeError, Option<RuntimeError>)>;
+use crate::gradient::GradientDevice;
 
 /// A program resident on the device for `lanes` lanes, with the model's
 /// gradient device.
@@ -124,7 +87,7 @@ impl SamplerDevice {
         params: &[Shape],
         gradient: GradientDevice,
         record_capacity: usize,
-    ) -> Result<SamplerDevice, GradientDeviceError> {
+    ) -> Result<SamplerDevice, GeneratedCodeError> {
         let program = runnable_program(program_cfg, entry, params)?;
         let n_lanes = gradient.lanes();
         let names = program.kernel_names();
@@ -197,7 +160,7 @@ impl SamplerDevice {
         chains: &[u32],
         seed: u64,
         host: &mut dyn RecordHost,
-    ) -> Result<Vec<LaneOutcome>, GradientDeviceError> {
+    ) -> Result<Vec<LaneOutcome>, GeneratedCodeError> {
         let n_lanes = self.n_lanes;
         let packed_args = pack_entry_args(&self.program, args, chains, n_lanes)?;
         let stream = self.gradient.device().stream().clone();
@@ -205,7 +168,7 @@ impl SamplerDevice {
         let chains_dev = stream
             .clone_htod(&chains.iter().map(|&c| c as i32).collect::<Vec<_>>())
             .map_err(driver)?;
-        let missing = |name: &str| GradientDeviceError::Setup(format!("kernel {name} missing"));
+        let missing = |name: &str| GeneratedCodeError::Setup(format!("kernel {name} missing"));
         {
             let name = self.program.helper(START_KERNEL);
             let f = self.module.kernel(&name).ok_or_else(|| missing(&name))?;
@@ -261,7 +224,7 @@ impl SamplerDevice {
             };
             let waiting = counts[b] as usize;
             if self.program.blocks[b].is_empty() {
-                return Err(GradientDeviceError::Setup(format!(
+                return Err(GeneratedCodeError::Setup(format!(
                     "lanes wait at block {b}, which has no kernels"
                 )));
             }
@@ -359,7 +322,7 @@ impl SamplerDevice {
     }
 
     /// One column of lane state (slot `slot` of every lane).
-    fn column(&self, slot: usize) -> Result<Vec<f64>, GradientDeviceError> {
+    fn column(&self, slot: usize) -> Result<Vec<f64>, GeneratedCodeError> {
         let stream = self.gradient.device().stream().clone();
         let n = self.n_lanes;
         let mut out = vec![0.0; n];
@@ -376,7 +339,7 @@ impl SamplerDevice {
         &mut self,
         host: &mut dyn RecordHost,
         failed: &mut [Option<RuntimeError>],
-    ) -> Result<(), GradientDeviceError> {
+    ) -> Result<(), GeneratedCodeError> {
         let stream = self.gradient.device().stream().clone();
         let n = self.n_lanes;
         let count_slot = self.program.layout.reserved + RECORD_COUNT;
@@ -430,7 +393,7 @@ impl SamplerDevice {
     fn outcomes(
         &self,
         failed: Vec<Option<RuntimeError>>,
-    ) -> Result<Vec<LaneOutcome>, GradientDeviceError> {
+    ) -> Result<Vec<LaneOutcome>, GeneratedCodeError> {
         let reserved = self.program.layout.reserved;
         let columns = [
             STATUS_SLOT,
@@ -454,157 +417,4 @@ impl SamplerDevice {
             |lane, site| self.gradient.lane_site_error(site, lane),
         ))
     }
-}
-
-/// [`generate`], refusing a program with an op the generator lacks or an
-/// external call other than the gradient that returns a value.
-pub(crate) fn runnable_program(
-    program_cfg: &cfg::Program,
-    entry: &str,
-    params: &[Shape],
-) -> Result<EntryProgram, GradientDeviceError> {
-    let program = generate(program_cfg, entry, params)?;
-    crate::gradient::refuse_missing(&program.not_generated)?;
-    if let Some(e) = program
-        .externals
-        .iter()
-        .find(|e| e.answer.is_some() && e.function != GRADIENT_FUNCTION)
-    {
-        return Err(GradientDeviceError::Setup(format!(
-            "the program's external function {} returns a value (only {GRADIENT_FUNCTION} may)",
-            e.function
-        )));
-    }
-    Ok(program)
-}
-
-/// The entry's arguments of every lane as `[value][lane]` (checked
-/// against the program's parameters).
-pub(crate) fn pack_entry_args(
-    program: &EntryProgram,
-    args: &[Vec<Value>],
-    chains: &[u32],
-    n_lanes: usize,
-) -> Result<Vec<f64>, GradientDeviceError> {
-    if args.len() != n_lanes || chains.len() != n_lanes {
-        return Err(GradientDeviceError::Setup(format!(
-            "{} argument lists and {} chains for {n_lanes} lanes",
-            args.len(),
-            chains.len()
-        )));
-    }
-    let width = program.args_width();
-    let mut packed_args = vec![0.0; (width * n_lanes).max(1)];
-    for (lane, lane_args) in args.iter().enumerate() {
-        let mut flat = Vec::new();
-        for a in lane_args {
-            a.flatten_reals(&mut flat);
-        }
-        if flat.len() != width {
-            return Err(GradientDeviceError::Setup(format!(
-                "lane {lane}: {} argument values, expected {width}",
-                flat.len()
-            )));
-        }
-        for (k, x) in flat.into_iter().enumerate() {
-            packed_args[k * n_lanes + lane] = x;
-        }
-    }
-    Ok(packed_args)
-}
-
-/// Every lane's outcome after a run of `program`: `failed[lane]` the error
-/// of a record the host refused, `slot(lane, k)` the lane's slot `k`,
-/// `gradient_error(lane, site)` the error of its last failed gradient
-/// evaluation (at failure site `site` of the gradient program).
-pub(crate) fn lane_outcomes(
-    program: &EntryProgram,
-    failed: Vec<Option<RuntimeError>>,
-    slot: impl Fn(usize, usize) -> f64,
-    gradient_error: impl Fn(usize, usize) -> Option<RuntimeError>,
-) -> Vec<LaneOutcome> {
-    let reserved = program.layout.reserved;
-    failed
-        .into_iter()
-        .enumerate()
-        .map(|(lane, host_error)| {
-            let last_error = match slot(lane, reserved + LAST_GRADIENT_SITE) {
-                -2.0 => Some(RuntimeError::rejection(
-                    "the log density is not finite".to_string(),
-                )),
-                x if x >= 0.0 => gradient_error(lane, x as usize),
-                _ => None,
-            };
-            if let Some(e) = host_error {
-                return Err((e, last_error));
-            }
-            let status = slot(lane, STATUS_SLOT);
-            if status == 0.0 {
-                return Ok(slot(lane, reserved + GRADIENT_EVALUATIONS) as u64);
-            }
-            let site = slot(lane, SITE_SLOT);
-            let error = if site == GRADIENT_FAILED_SITE {
-                last_error.clone().unwrap_or_else(|| {
-                    RuntimeError::fatal("the model's log density failed".to_string())
-                })
-            } else if site == RECORD_OVERFLOW_SITE {
-                RuntimeError::fatal("internal error: a record buffer overflowed".to_string())
-            } else {
-                match program.sites.get(site as usize) {
-                    Some(s) => RuntimeError {
-                        message: s.lane_message(|k| slot(lane, k)),
-                        kind: match s.kind {
-                            FailKind::Rejection => ErrorKind::Rejection,
-                            FailKind::Constraint => ErrorKind::Constraint,
-                            FailKind::IndexOutOfRange => ErrorKind::IndexOutOfRange,
-                            FailKind::Fatal | FailKind::StackOverflow => ErrorKind::Fatal,
-                        },
-                        span: Some(s.span),
-                    },
-                    None => RuntimeError::fatal(format!(
-                        "the program reported an unknown failure (status {status}, site {site})"
-                    )),
-                }
-            };
-            Err((error, last_error))
-        })
-        .collect()
-}
-
-/// The values of arguments of `shapes` packed in `flat` (a record's: each
-/// shape's numbers in turn, ints as reals).
-pub fn values(shapes: &[Shape], flat: &[f64]) -> Vec<Value> {
-    let mut out = Vec::with_capacity(shapes.len());
-    let mut at = 0;
-    for shape in shapes {
-        let n = shape.len();
-        let xs = &flat[at..at + n];
-        at += n;
-        out.push(match (shape.arrays.as_slice(), shape.inner) {
-            ([], Inner::Scalar) if shape.int => Value::Int(xs[0] as i64),
-            ([], Inner::Scalar) => Value::Real(xs[0]),
-            ([], Inner::Vector(_)) => Value::Vector(xs.to_vec()),
-            ([], Inner::RowVector(_)) => Value::RowVector(xs.to_vec()),
-            _ => Value::Array(xs.iter().map(|&x| Value::Real(x)).collect()),
-        });
-    }
-    out
-}
-
-/// The device code of `program_cfg` run from `entry` (ops it lacks are
-/// listed in `not_generated`).
-pub fn generate(
-    program_cfg: &cfg::Program,
-    entry: &str,
-    params: &[Shape],
-) -> Result<EntryProgram, GradientDeviceError> {
-    let pc = pc::build(program_cfg).map_err(|e| GradientDeviceError::Setup(e.to_string()))?;
-    let globals = vec![None; pc.mir.vars.len()];
-    entry::generate(&pc, &globals, entry, params, "smp").map_err(|reason| {
-        GradientDeviceError::Refused(vec![RefusedOp {
-            at: "layout".to_string(),
-            reason,
-            span: None,
-        }])
-    })
 }

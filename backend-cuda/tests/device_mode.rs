@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 use backend_cuda::device_mode::{DEVICE_MODE_VAR, DeviceMode};
-use backend_cuda::shim::{STUB_DEVICE_NAME, build_stub_libcuda};
+use backend_cuda::stub::{STUB_DEVICE_NAME, build_stub_libcuda};
 use common::{device_mode, run_child};
 
 const LAUNCHER: &str = "the_child_launcher_runs_its_child_on_the_selected_driver";

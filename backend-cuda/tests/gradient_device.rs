@@ -22,7 +22,8 @@ use common::lanes::{
 use common::run_child_on_the_device;
 use std::path::PathBuf;
 
-use backend_cuda::gradient::{GradientDevice, GradientDeviceError, device_program};
+use backend_cuda::gradient::GradientDevice;
+use codegen::gradient::{GeneratedCodeError, device_program};
 
 /// Lanes resident on the device.
 const LANES: usize = 300;
@@ -151,7 +152,7 @@ fn child_compares_every_generated_model() {
         };
         let started = std::time::Instant::now();
         match device_program(&case.cfg, &case.model) {
-            Err(GradientDeviceError::Refused(ops)) => {
+            Err(GeneratedCodeError::Refused(ops)) => {
                 assert!(!ops.is_empty());
                 let reasons: Vec<String> = ops
                     .iter()
@@ -368,7 +369,7 @@ fn child_dense_linear_algebra_and_per_call_site_functions() {
     // One size per variable only with a copy per call site.
     let pc = language::batch::pc::build(&sizes.cfg).unwrap();
     let capacities = vec![1; pc.num_ad_stacks as usize];
-    assert!(backend_cuda::codegen::program::layout(&pc, &sizes.model, &capacities).is_err());
+    assert!(codegen::program::layout(&pc, &sizes.model, &capacities).is_err());
     let (specialised, _, _) = device_program(&sizes.cfg, &sizes.model).unwrap();
     assert!(specialised.functions.len() > pc.functions.len());
     let points: Vec<Vec<f64>> = (0..6).map(|l| theta(2, l, 5)).collect();

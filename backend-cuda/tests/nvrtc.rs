@@ -72,7 +72,7 @@ fn compile_errors_carry_the_nvrtc_log() {
 fn the_ode_integrator_compiles_for_every_checked_target() {
     let source = format!(
         "{}\n{}",
-        backend_cuda::codegen::prelude(),
+        codegen::prelude(),
         r#"
 extern "C" __global__ void decay(const double* k, double* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

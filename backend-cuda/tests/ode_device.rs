@@ -10,7 +10,7 @@ use common::lanes::{case_from, compare_points, reference, theta};
 use common::ode_models::{LEGACY_BDF_MODEL, TIMES_DATA, TIMES_MODEL, solver_model};
 use common::run_child_on_the_device;
 
-use backend_cuda::gradient::{GradientDeviceError, device_program};
+use codegen::gradient::{GeneratedCodeError, device_program};
 use runtime::ErrorKind;
 
 #[test]
@@ -228,7 +228,7 @@ fn ode_solves_not_on_the_device_are_refused_with_their_line() {
             r#"{"ts": [0.5, 1.0]}"#,
         );
         match device_program(&case.cfg, &case.model) {
-            Err(GradientDeviceError::Refused(ops)) => {
+            Err(GeneratedCodeError::Refused(ops)) => {
                 assert!(!ops.is_empty());
                 for op in &ops {
                     assert!(op.reason.contains(reason), "{name}: {}", op.reason);

@@ -7,10 +7,10 @@
 
 use std::ffi::c_void;
 
-use backend_cuda::codegen::prelude;
-use backend_cuda::codegen::rng::RNG_SLOTS;
 use backend_cuda::nvrtc::{CHECKED_TARGETS, compile};
-use backend_cuda::shim::{ShimModule, build_module_serial};
+use codegen::prelude;
+use codegen::rng::RNG_SLOTS;
+use codegen::shim::{ShimModule, build_module_serial};
 use runtime::Rng;
 
 /// Chain `t`'s stream of draw `draw`: `n_draws` pairs (uniform, normal)

@@ -16,10 +16,11 @@ mod common;
 use common::{device_close, device_mode, run_child_on_the_device};
 use std::path::PathBuf;
 
-use backend_cuda::codegen::shape::{Inner, Shape};
 use backend_cuda::device_mode::DeviceMode;
 use backend_cuda::gradient::GradientDevice;
-use backend_cuda::sampler::{RecordHost, SamplerDevice};
+use backend_cuda::sampler::SamplerDevice;
+use codegen::sampler::RecordHost;
+use codegen::shape::{Inner, Shape};
 use language::data::DataFile;
 use language::value::Value;
 use runtime::{Host, Model, Rng, RuntimeError, run_function};
@@ -199,8 +200,8 @@ fn draws_program_compiles_with_nvrtc() {
     let program = program.unwrap_or_else(|| panic!("{diagnostics:?}"));
     let cfg = language::batch::lower(&program, &[], 0).unwrap();
     let params = [Shape::of(Inner::Vector(3)), Shape::REAL, Shape::INT];
-    let generated = backend_cuda::sampler::generate(&cfg, "draws_rng", &params)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let generated =
+        codegen::sampler::generate(&cfg, "draws_rng", &params).unwrap_or_else(|e| panic!("{e}"));
     assert!(
         generated.not_generated.is_empty(),
         "{:?}",

@@ -5,7 +5,7 @@
 use std::ffi::c_void;
 
 use backend_cuda::nvrtc::{CHECKED_TARGETS, compile};
-use backend_cuda::shim::{ShimModule, build_module};
+use codegen::shim::{ShimModule, build_module};
 
 /// Each block sums its slice of `x` (shared memory, a barrier, then warp
 /// shuffles) and adds its partial sum to `total` atomically; every thread

@@ -18,7 +18,8 @@ use backend_cuda::device::{Device, DeviceError, THREADS_PER_BLOCK};
 use backend_cuda::device_mode::DeviceMode;
 use backend_cuda::nvrtc::Compiled;
 use backend_cuda::probe::{Unavailable, probe};
-use backend_cuda::shim::{STUB_DEVICE_NAME, build_module, build_stub_libcuda, module_image};
+use backend_cuda::stub::{STUB_DEVICE_NAME, build_stub_libcuda, module_image};
+use codegen::shim::build_module;
 
 /// A lane kernel of the backend's ABI: slot 2 = exp(slot 0) * data[1] + slot 1.
 const LANE_KERNEL: &str = r#"

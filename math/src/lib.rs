@@ -1,8 +1,8 @@
 //! Numeric primitives and constraint transforms shared by every part of bat.
 //!
 //! This is a leaf crate with no dependency on the compiler: the scalar
-//! reference interpreter (in `language`), the CPU backend and the CUDA backend
-//! all need the *same* special functions, the *same* derivative rules and the
+//! reference interpreter (in `runtime`), the CPU backend and the generated
+//! code of the native and CUDA backends all need the *same* special functions, the *same* derivative rules and the
 //! *same* constraint transforms, and a small crate keeps them shared, quick to
 //! compile and testable on its own.
 //!

@@ -5,7 +5,7 @@
 
 use super::constrain::{self, Evaluated, PerElement, Scalarwise};
 use super::error::{ErrorKind, Result, RuntimeError, mismatch};
-use super::exec::Machine;
+use super::exec::{Machine, Step};
 use super::index::{self, Ix};
 use super::values::{flat, is_scalar, real, with_data};
 use super::{Model, ParamLayout};
@@ -109,8 +109,8 @@ impl Machine<'_> {
                 let mut steps = Vec::new();
                 for step in path {
                     steps.push(match step {
-                        LValueStep::Index(idx) => PathStep::Index(self.eval_indexes(idx)?),
-                        LValueStep::TupleProj(k) => PathStep::Proj(*k),
+                        LValueStep::Index(idx) => Step::Index(self.eval_indexes(idx)?),
+                        LValueStep::TupleProj(k) => Step::Proj(*k),
                     });
                 }
                 let slot = self.slot_mut(lhs.var)?;
@@ -254,19 +254,14 @@ pub(crate) fn zeros_like(v: &Value) -> Value {
     }
 }
 
-enum PathStep {
-    Index(Vec<Ix>),
-    Proj(usize),
-}
-
 /// `slot[path] += r` along a path of single indexes and tuple projections.
-fn add_at(slot: &mut Value, path: &[PathStep], r: &Value) -> Result<()> {
+pub(crate) fn add_at(slot: &mut Value, path: &[Step], r: &Value) -> Result<()> {
     match path.split_first() {
         None => {
             *slot = add_values(slot, r)?;
             Ok(())
         }
-        Some((PathStep::Index(idx), rest)) => {
+        Some((Step::Index(idx), rest)) => {
             if idx.iter().any(|i| !matches!(i, Ix::Single(_))) {
                 return Err(RuntimeError::new(
                     ErrorKind::Unsupported,
@@ -277,7 +272,7 @@ fn add_at(slot: &mut Value, path: &[PathStep], r: &Value) -> Result<()> {
             add_at(&mut inner, rest, r)?;
             index::set(slot, idx, inner)
         }
-        Some((PathStep::Proj(k), rest)) => match slot {
+        Some((Step::Proj(k), rest)) => match slot {
             Value::Tuple(items) if *k >= 1 && *k <= items.len() => {
                 add_at(&mut items[k - 1], rest, r)
             }
@@ -419,6 +414,17 @@ pub(crate) fn param_adjoint_values(
 ) -> Result<(Vec<f64>, Vec<Option<Value>>)> {
     let n = shape.num_reals();
     let ev = constrain::evaluate_with(eval, transform, n)?;
+    // The value's adjoint has the value's elements, and x the transform's
+    // unconstrained ones: a mismatch is an executor's error, not a panic.
+    let expected_x = constrain::unconstrained_len(transform, shape)?;
+    if y_bar.len() != n || x.len() != expected_x {
+        return Err(RuntimeError::fatal(format!(
+            "parameter adjoint: {} adjoint values and {} unconstrained values \
+             for a parameter of {n} values and {expected_x} unconstrained ones",
+            y_bar.len(),
+            x.len()
+        )));
+    }
     let mut x_bar = vec![0.0; x.len()];
     // Adjoints of the transform's arguments, per element of the variable.
     let mut args_bar = [vec![0.0; n], vec![0.0; n]];

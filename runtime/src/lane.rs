@@ -149,6 +149,12 @@ pub fn add_assign(slot: &mut Value, idx: Option<&[Ix]>, r: &Value) -> Result<()>
     super::grad::add_assign_at(slot, idx, r)
 }
 
+/// `slot[steps] += r` along a path of single indexes and tuple
+/// projections (the reverse sweep's accumulation into a tuple component).
+pub fn add_at_path(slot: &mut Value, steps: &[Step], r: &Value) -> Result<()> {
+    super::grad::add_at(slot, steps, r)
+}
+
 /// [`language::mir::StmtKind::CheckConstraint`] of `value`; the transform's
 /// arguments are evaluated by `eval`.
 pub fn check_constraint(

@@ -1,12 +1,12 @@
 //! `bat bench`: how many log-density gradient evaluations per second the
 //! batched CPU executor (or, with `--backend native`, the gradient program
-//! compiled to machine code: [`backend_cuda::native`]) does on a user's
+//! compiled to machine code: [`backend_native::gradient`]) does on a user's
 //! model, per number of chains (lanes of one batch), at random inits
 //! (uniform(−2, 2) unconstrained, as Stan's).
 
 use super::model::{self, Reported};
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig};
-use backend_cuda::native::NativeGradient;
+use backend_native::gradient::NativeGradient;
 use rayon::prelude::*;
 use runtime::Rng;
 use std::path::Path;
@@ -127,7 +127,7 @@ fn measure(opts: &Options) -> Result<Vec<Row>, Reported> {
         Backend::Cpu => false,
         Backend::Auto => {
             opts.batching == [Batching::ProgramCounter]
-                && backend_cuda::shim::compiler_available()
+                && codegen::shim::compiler_available()
                     .map_err(|why| eprintln!("note: {why}: measuring the CPU backend"))
                     .is_ok()
         }

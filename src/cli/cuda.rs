@@ -2,7 +2,7 @@
 //! generated source and whether this machine can run it.
 
 use super::model;
-use backend_cuda::codegen::program;
+use codegen::program;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -32,7 +32,7 @@ pub fn emit(path: &Path, data: Option<&Path>, color: bool) -> ExitCode {
     let Ok(instance) = model::instantiate(&compiled, data.as_deref()) else {
         return ExitCode::FAILURE;
     };
-    let (pc, generated, _) = match backend_cuda::gradient::generate(&cfg, &instance) {
+    let (pc, generated, _) = match codegen::gradient::generate(&cfg, &instance) {
         Ok(generated) => generated,
         Err(e) => {
             eprintln!("error: {}: {e}", compiled.file.name);
@@ -74,9 +74,9 @@ pub fn emit_sampler(path: &Path, data: Option<&Path>, color: bool) -> ExitCode {
         return ExitCode::FAILURE;
     };
     let generated = bat::sampler::cuda::device_sampler_program(instance.num_unconstrained())
-        .map_err(backend_cuda::gradient::GradientDeviceError::Setup)
+        .map_err(codegen::gradient::GeneratedCodeError::Setup)
         .and_then(|(cfg, params)| {
-            backend_cuda::sampler::generate(&cfg, bat::sampler::program::CHAIN_FUNCTION, &params)
+            codegen::sampler::generate(&cfg, bat::sampler::program::CHAIN_FUNCTION, &params)
         });
     let generated = match generated {
         Ok(generated) => generated,

@@ -4,40 +4,44 @@
 
 use super::model::{self, Reported, render_span};
 use super::ranks::{ChainQueue, Ranks, Setup, share};
-use backend_cuda::gradient::GradientDeviceError;
-use backend_cuda::native_sampler::LANES_PER_GROUP;
+use backend_native::sampler::LANES_PER_GROUP;
 use bat::output::{RunMetadata, VarSpec, WriterOptions};
 use bat::sampler::collect::{OutputSpec, WriteFailure};
 use bat::sampler::cuda::{CudaExecutor, CudaGradients, CudaSamplerExecutor};
 use bat::sampler::native::NativeExecutor;
 use bat::sampler::pooled;
 use bat::sampler::{
-    BatchedExecutor, ChainError, ChainJob, Init, InterpreterExecutor, Progress, ProgressState,
-    SamplerExecutor, Settings, collect,
+    BatchedExecutor, ChainError, ChainJob, Control, Init, InterpreterExecutor, Progress,
+    ProgressState, SamplerExecutor, Settings, collect,
 };
+use codegen::gradient::GeneratedCodeError;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// Set by Ctrl-C: chains stop at their next draw and the file is closed cleanly.
-static STOP: AtomicBool = AtomicBool::new(false);
+/// Stopped by Ctrl-C (chains stop at their next draw and the file is closed
+/// cleanly), by the collector, or held while it checks the draws.
+static CONTROL: Control = Control::new();
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
     /// The fastest this machine runs the model on: `native` where a C++
-    /// compiler (g++) is present and has code for every op of the model,
-    /// else `cpu` (said once, with the reason). The same draws either way.
+    /// compiler (g++) is present, its gradient on the CPU backend where
+    /// the compiled backend has no code for an op of the model (said
+    /// once, with the ops' lines); else `cpu` (said once, with the
+    /// reason). The same draws either way.
     Auto,
     /// The batched executors interpreting the batching IR over all chains.
     Cpu,
     /// The CUDA device (the sampler program and the gradients on the GPU).
     Cuda,
     /// The sampler and gradient programs compiled to machine code (g++),
-    /// each chain a lane of host state, chains split over the threads.
+    /// each chain a lane of host state, chains split over the threads (a
+    /// gradient it has no code for runs on `cpu`'s, said once).
     Native,
 }
 
@@ -199,12 +203,12 @@ fn cuda_executor(
     job: &ChainJob<'_>,
     compiled: &model::Compiled,
 ) -> Result<Box<dyn SamplerExecutor + Send>, Reported> {
-    let refused = |e: GradientDeviceError| {
+    let refused = |e: GeneratedCodeError| {
         eprintln!("error: {e}");
         for line in e.refused_lines(&compiled.file.text) {
             eprintln!("  {}: {line}", compiled.file.name);
         }
-        if matches!(e, GradientDeviceError::Refused(_)) {
+        if matches!(e, GeneratedCodeError::Refused(_)) {
             eprintln!("  (use --backend cpu)");
         }
         Reported
@@ -230,8 +234,10 @@ fn cuda_executor(
 }
 
 /// `--backend auto`: the compiled sampler and gradient programs where this
-/// machine can build them for the model, else the CPU backend's batched
-/// executor, with one note saying why. Returns the backend that runs.
+/// machine can build them for the model (the gradient on the CPU
+/// backend's gradient program where the compiled backend cannot build
+/// it, said once), else the CPU backend's batched executor, with one note
+/// saying why. Returns the backend that runs.
 fn auto_executor(
     opts: &Options,
     job: &ChainJob<'_>,
@@ -242,7 +248,7 @@ fn auto_executor(
     if opts.batching != Batching::Pc || opts.lanes > 0 || interpreter_requested() {
         return (cpu(), Backend::Cpu);
     }
-    if let Err(why) = backend_cuda::shim::compiler_available() {
+    if let Err(why) = codegen::shim::compiler_available() {
         eprintln!(
             "note: {why}: this run uses the interpreting CPU backend (the same draws, \
              several times slower on most models); install g++ to compile models"
@@ -253,17 +259,8 @@ fn auto_executor(
     match NativeExecutor::new(job, opts.threads) {
         Ok(executor) => {
             compiled_note(&executor, started.elapsed());
+            gradient_fallback_note(&executor, compiled);
             (Box::new(executor), Backend::Native)
-        }
-        Err(e @ GradientDeviceError::Refused(_)) => {
-            eprintln!(
-                "note: the compiled backend has no code yet for the ops below; this run uses \
-                 the interpreting CPU backend (the same draws, slower)"
-            );
-            for line in e.refused_lines(&compiled.file.text) {
-                eprintln!("  {}: {line}", compiled.file.name);
-            }
-            (cpu(), Backend::Cpu)
         }
         Err(e) => {
             eprintln!(
@@ -294,6 +291,48 @@ fn compiled_note(executor: &NativeExecutor, took: Duration) {
     }
 }
 
+/// Said once when the compiled sampler's gradient calls are answered by
+/// the CPU backend's gradient program: which ops the generator lacks (by
+/// the model's lines), or that compiling the generated gradient failed.
+fn gradient_fallback_note(executor: &NativeExecutor, compiled: &model::Compiled) {
+    let Some(why) = &executor.gradient_fallback else {
+        return;
+    };
+    let runs = "the model's log density and its gradient (the transformed parameters and model \
+                blocks) run on the interpreting CPU backend, the sampler compiled (the same draws)";
+    if let GeneratedCodeError::Refused(_) = why {
+        eprintln!("note: the compiled backend has no code yet for the ops below: {runs}");
+        for line in why.refused_lines(&compiled.file.text) {
+            eprintln!("  {}: {line}", compiled.file.name);
+        }
+        return;
+    }
+    eprintln!(
+        "internal error: compiling the model's log density gradient failed: {runs}. Please report it:"
+    );
+    let source = &compiled.file.text;
+    let at = &executor.gradient_failed_at;
+    for &span in at.iter().take(MAX_FAILED_STATEMENTS) {
+        let (line, column) = codegen::program::position(source, span);
+        let text = (source.get(span.start as usize..span.end as usize))
+            .and_then(|t| t.lines().next())
+            .unwrap_or("");
+        eprintln!(
+            "  {}: line {line}, column {column}: `{text}`: its generated code failed to compile",
+            compiled.file.name
+        );
+    }
+    if at.len() > MAX_FAILED_STATEMENTS {
+        eprintln!("  ... and {} more", at.len() - MAX_FAILED_STATEMENTS);
+    }
+    for line in why.to_string().lines().take(MAX_INTERNAL_ERROR_LINES) {
+        eprintln!("  {line}");
+    }
+}
+
+/// The model's statements named with a compile error in generated code.
+const MAX_FAILED_STATEMENTS: usize = 12;
+
 /// Lines of a compiler's log shown with an internal error.
 const MAX_INTERNAL_ERROR_LINES: usize = 20;
 
@@ -307,22 +346,17 @@ fn native_executor(
     match NativeExecutor::new(job, opts.threads) {
         Ok(executor) => {
             compiled_note(&executor, started.elapsed());
+            gradient_fallback_note(&executor, compiled);
             Ok(Box::new(executor))
         }
+        // Only the sampler program failing (a model's gradient the
+        // backend cannot compile runs on the CPU backend's).
         Err(e) => {
-            match &e {
-                // It compiles the CUDA backend's generated code: the same
-                // ops are missing.
-                GradientDeviceError::Refused(_) => eprintln!(
-                    "error: the native backend cannot run this model yet (it has no code for the ops below)"
-                ),
-                _ => eprintln!("error: the native backend: {e}"),
-            }
-            for line in e.refused_lines(&compiled.file.text) {
-                eprintln!("  {}: {line}", compiled.file.name);
-            }
-            if matches!(e, GradientDeviceError::Refused(_)) {
-                eprintln!("  (use --backend cpu)");
+            let message = e.to_string();
+            let mut lines = message.lines();
+            eprintln!("error: the native backend: {}", lines.next().unwrap_or(""));
+            for line in lines.take(MAX_INTERNAL_ERROR_LINES) {
+                eprintln!("  {line}");
             }
             Err(Reported)
         }
@@ -523,13 +557,13 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
     } = &prepared;
     // A second Ctrl-C (or one before the handler is set) kills the process as usual.
     let _ = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::SeqCst) {
+        if CONTROL.stop.swap(true, Ordering::SeqCst) {
             std::process::exit(130);
         }
     });
     #[cfg(feature = "mpi")]
     if let Ranks::World(_) = ranks {
-        super::ranks::world::stop_on_sigterm(&STOP);
+        super::ranks::world::stop_on_sigterm(&CONTROL.stop);
     }
     let job = ChainJob {
         model,
@@ -608,7 +642,7 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
         n_chains: opts.chains,
         dim: model.num_unconstrained(),
         settings,
-        stop: Some(&STOP),
+        control: Some(&CONTROL),
         target: opts.target,
     };
     // Under MPI, ranks take groups of chains from rank 0's queue as they
@@ -646,17 +680,17 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
         let sent = std::thread::scope(|scope| {
             scope.spawn(move || {
                 if !dynamic {
-                    executor.run(&job, &chains, &tx, &STOP);
+                    executor.run(&job, &chains, &tx, &CONTROL);
                     return;
                 }
                 // Groups from rank 0 until it has none left.
                 while want.send(()).is_ok()
                     && let Ok(group) = granted.recv()
                 {
-                    executor.run(&job, &group.collect::<Vec<_>>(), &tx, &STOP);
+                    executor.run(&job, &group.collect::<Vec<_>>(), &tx, &CONTROL);
                 }
             });
-            world.send_events(rx, &STOP, asking)
+            world.send_events(rx, &CONTROL.stop, asking)
         });
         match sent {
             Ok(bytes) if super::ranks::times_requested() => {
@@ -680,10 +714,10 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
         scope.spawn(move || match queue {
             Some(queue) => {
                 while let Some(group) = queue.take(at_once) {
-                    executor.run(&job, &group.collect::<Vec<_>>(), &own, &STOP);
+                    executor.run(&job, &group.collect::<Vec<_>>(), &own, &CONTROL);
                 }
             }
-            None => executor.run(&job, &chains, &own, &STOP),
+            None => executor.run(&job, &chains, &own, &CONTROL),
         });
         match ranks {
             Ranks::Single => {
@@ -702,7 +736,7 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
                     })
                     .expect("start the collector thread");
                 let received = world
-                    .receive_events(tx, &STOP, queue)
+                    .receive_events(tx, &CONTROL.stop, queue)
                     .unwrap_or_else(|why| {
                         eprintln!("error: {why}");
                         world.abort(1)
@@ -754,7 +788,7 @@ fn pooled_warmup(
             pooled::SYNC_EVERY
         );
     }
-    match pooled::warmup(executor, job, chains, opts.chains, gather, &STOP) {
+    match pooled::warmup(executor, job, chains, opts.chains, gather, &CONTROL) {
         Ok(warmed) => {
             if speak {
                 let length = match warmed.kernel.trajectory_length {
@@ -853,7 +887,7 @@ fn report(
     // The collector stops the chains with the same flag once the target
     // is reached: that is no interruption.
     let reached = report.target.and_then(|t| t.reached);
-    let interrupted = STOP.load(Ordering::SeqCst) && reached.is_none();
+    let interrupted = CONTROL.is_stopped() && reached.is_none();
     let failures: Vec<&ChainError> = report
         .chain_errors
         .iter()

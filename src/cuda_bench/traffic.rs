@@ -11,7 +11,7 @@
 //! real traffic can be larger or smaller; the figure says which way the
 //! program leans, not how close to the hardware it runs.
 
-use backend_cuda::codegen::Layout;
+use codegen::Layout;
 
 /// What the benchmark prints about the bandwidth column.
 pub const EXPLANATION: &str = "bandwidth % = B/eval x grad evals/s / peak memory bandwidth; \

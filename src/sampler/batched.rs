@@ -17,7 +17,7 @@ use super::executor::{chain_error, chain_start, emitter};
 use super::gradients::{CpuGradients, GradientBatch};
 use super::host::{ChainHost, DrawCall, Emitter, INTERRUPTED};
 use super::program::{CHAIN_FUNCTION, nuts_program};
-use super::{BatchTotals, ChainJob, ChainTotals, DrawValues, Event, SamplerExecutor};
+use super::{BatchTotals, ChainJob, ChainTotals, Control, DrawValues, Event, SamplerExecutor};
 use backend_cpu::exec::{BatchAnswer, BatchHost, BatchedModel, Batching, ExecConfig, LaneResult};
 use backend_cpu::lanes::{Dense, Lanes, Slot};
 use language::data::DataFile;
@@ -54,8 +54,8 @@ pub struct BatchedExecutor {
 const GRADIENT: &str = "model_log_density_gradient";
 
 impl SamplerExecutor for BatchedExecutor {
-    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, stop: &AtomicBool) {
-        self.run_with(job, chains, events, stop, None);
+    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, control: &Control) {
+        self.run_with(job, chains, events, control, None);
     }
 }
 
@@ -68,19 +68,19 @@ impl BatchedExecutor {
         job: &ChainJob<'_>,
         chains: &[usize],
         events: &Sender<Event>,
-        stop: &AtomicBool,
+        control: &Control,
         gradients: Option<&dyn GradientBatch>,
     ) {
         let mut hosts: Vec<Mutex<ChainHost>> = Vec::with_capacity(chains.len());
         let mut starts = Vec::with_capacity(chains.len());
         for &chain in chains {
-            let (host, args, rng) = chain_start(job, chain, events.clone(), stop);
+            let (host, args, rng) = chain_start(job, chain, events.clone(), control);
             hosts.push(Mutex::new(host));
             starts.push((args, rng));
         }
         let counters = BatchCounters::default();
         let emits = Emits {
-            emitter: emitter(job, stop),
+            emitter: emitter(job, control),
             chains,
             events,
             draws: self.draws_model(job),
@@ -106,7 +106,19 @@ impl BatchedExecutor {
         }
     }
 
-    fn config(&self, threads: usize) -> ExecConfig {
+    /// The executor `--backend cpu` runs by default, whose gradient
+    /// program's [`BatchedExecutor::config`] other executors evaluate
+    /// gradients with for the same values.
+    pub(super) fn for_gradients() -> BatchedExecutor {
+        BatchedExecutor {
+            batching: Batching::ProgramCounter,
+            threads: 1,
+            gemm: true,
+            lanes: 0,
+        }
+    }
+
+    pub(super) fn config(&self, threads: usize) -> ExecConfig {
         ExecConfig {
             batching: self.batching,
             threads,
@@ -183,7 +195,7 @@ impl BatchedExecutor {
             starts,
             next: AtomicUsize::new(0),
             results: Mutex::new(vec![None; hosts.len()]),
-            stop: emits.emitter.stop,
+            stop: &emits.emitter.control.stop,
         };
         let n = job.model.num_unconstrained();
         sampler

@@ -6,6 +6,7 @@
 //! incomplete block and the blocks completed in the last
 //! [`super::flushes::FLUSH_EVERY`]).
 
+use super::Control;
 use super::blocks::{self, BLOCK_DRAWS, ChainBuffer};
 use super::flushes::Flushes;
 use super::target::{EssTarget, Reached, TargetCheck};
@@ -17,7 +18,6 @@ use crate::output::{
 use language::value::Value;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Instant;
 
@@ -29,9 +29,9 @@ pub struct OutputSpec<'a> {
     /// Length of the unconstrained parameter vector (the metric's size).
     pub dim: usize,
     pub settings: &'a Settings,
-    /// Set when writing fails or the target is reached, to stop the chains
-    /// (the executor's stop flag).
-    pub stop: Option<&'a AtomicBool>,
+    /// The executor's [`Control`]: the chains stop when writing fails or
+    /// the target is reached, and are held while their draws are checked.
+    pub control: Option<&'a Control>,
     /// Stop once the draws reach this (`--target-ess`, `--max-rhat`).
     pub target: Option<EssTarget>,
 }
@@ -267,11 +267,17 @@ pub fn collect(
                     let buffered = buffer.len();
                     if let (Some(check), Some(numbers), false) =
                         (target.as_mut(), numbers, record.warmup)
-                        && check.push(chain, &numbers, record.stats.lp).is_some()
-                        && let Some(stop) = output.stop
+                        && check.add(chain, &numbers, record.stats.lp)
                     {
-                        // Every chain has the draws: the rest are not needed.
-                        stop.store(true, Ordering::SeqCst);
+                        // The chains wait while their draws are checked.
+                        let held = output.control.map(Control::hold);
+                        if check.check_now().is_some()
+                            && let Some(control) = output.control
+                        {
+                            // Every chain has the draws: the rest are not needed.
+                            control.stop();
+                        }
+                        drop(held);
                     }
                     if buffered.is_multiple_of(BLOCK_DRAWS) {
                         flushes.block_ready(Instant::now());
@@ -432,8 +438,8 @@ fn stop_attributes(
 
 /// After a failed write: stops the chains (nothing more can be kept).
 fn stop_writing(error: CollectError, output: &OutputSpec<'_>) -> WriteFailure {
-    if let Some(stop) = output.stop {
-        stop.store(true, Ordering::SeqCst);
+    if let Some(control) = output.control {
+        control.stop();
     }
     let error = match error {
         CollectError::Output(e) => e,
@@ -689,7 +695,7 @@ mod tests {
             n_chains,
             dim: 1,
             settings,
-            stop: None,
+            control: None,
             target: None,
         }
     }

@@ -10,12 +10,13 @@
 //! with IEEE arithmetic; a GPU's `exp`/`log` may differ in the last bits).
 
 use std::sync::Mutex;
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
 
-use backend_cuda::codegen::shape::{Inner, Shape};
-use backend_cuda::gradient::{GradientDevice, GradientDeviceError};
-use backend_cuda::sampler::{LaneOutcome, RecordHost, SamplerDevice};
+use backend_cuda::gradient::GradientDevice;
+use backend_cuda::sampler::SamplerDevice;
+use codegen::gradient::GeneratedCodeError;
+use codegen::sampler::{LaneOutcome, RecordHost};
+use codegen::shape::{Inner, Shape};
 use language::value::Value;
 use runtime::{Host, RuntimeError};
 
@@ -23,7 +24,7 @@ use super::executor::{chain_error, chain_start};
 use super::gradients::{GradientBatch, GradientValues};
 use super::host::ChainHost;
 use super::program::{CHAIN_FUNCTION, nuts_program};
-use super::{BatchTotals, BatchedExecutor, ChainJob, ChainTotals, Event, SamplerExecutor};
+use super::{BatchTotals, BatchedExecutor, ChainJob, ChainTotals, Control, Event, SamplerExecutor};
 
 /// The model's gradient program on the device, one lane per chain.
 pub struct CudaGradients {
@@ -34,7 +35,7 @@ impl CudaGradients {
     /// Generate, compile and load the gradient program of `job`'s model for
     /// `chains` lanes. A model with an op the device cannot run yet is
     /// refused (the error names the ops).
-    pub fn new(job: &ChainJob<'_>, chains: usize) -> Result<CudaGradients, GradientDeviceError> {
+    pub fn new(job: &ChainJob<'_>, chains: usize) -> Result<CudaGradients, GeneratedCodeError> {
         Ok(CudaGradients {
             device: Mutex::new(gradient_device(job, chains)?),
         })
@@ -47,17 +48,17 @@ impl CudaGradients {
 pub fn gradient_device(
     job: &ChainJob<'_>,
     lanes: usize,
-) -> Result<GradientDevice, GradientDeviceError> {
+) -> Result<GradientDevice, GeneratedCodeError> {
     GradientDevice::new(&gradient_cfg(job)?, job.model.clone(), lanes)
 }
 
 /// `job`'s gradient program as a CFG, for the generated-code backends.
 pub(super) fn gradient_cfg(
     job: &ChainJob<'_>,
-) -> Result<language::batch::cfg::Program, GradientDeviceError> {
+) -> Result<language::batch::cfg::Program, GeneratedCodeError> {
     language::batch::lower_gradient(job.grad).map_err(|d| {
         let messages: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
-        GradientDeviceError::Setup(format!(
+        GeneratedCodeError::Setup(format!(
             "the model cannot run batched: {}",
             messages.join("; ")
         ))
@@ -93,9 +94,9 @@ pub struct CudaExecutor {
 }
 
 impl SamplerExecutor for CudaExecutor {
-    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, stop: &AtomicBool) {
+    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, control: &Control) {
         self.sampler
-            .run_with(job, chains, events, stop, Some(&self.gradients));
+            .run_with(job, chains, events, control, Some(&self.gradients));
     }
 }
 
@@ -115,7 +116,7 @@ impl CudaSamplerExecutor {
     pub fn new(
         job: &ChainJob<'_>,
         chains: usize,
-    ) -> Result<CudaSamplerExecutor, GradientDeviceError> {
+    ) -> Result<CudaSamplerExecutor, GeneratedCodeError> {
         CudaSamplerExecutor::with_gradients(gradient_device(job, chains)?)
     }
 
@@ -124,9 +125,9 @@ impl CudaSamplerExecutor {
     /// calls.
     pub fn with_gradients(
         gradient: GradientDevice,
-    ) -> Result<CudaSamplerExecutor, GradientDeviceError> {
+    ) -> Result<CudaSamplerExecutor, GeneratedCodeError> {
         let (cfg, params) = device_sampler_program(gradient.model().num_unconstrained())
-            .map_err(GradientDeviceError::Setup)?;
+            .map_err(GeneratedCodeError::Setup)?;
         let device = SamplerDevice::new(&cfg, CHAIN_FUNCTION, &params, gradient, RECORD_CHUNK)?;
         Ok(CudaSamplerExecutor {
             device: Mutex::new(device),
@@ -177,11 +178,11 @@ impl RecordHost for Hosts<'_> {
 }
 
 impl SamplerExecutor for CudaSamplerExecutor {
-    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, stop: &AtomicBool) {
+    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, control: &Control) {
         let mut hosts = Vec::with_capacity(chains.len());
         let mut args = Vec::with_capacity(chains.len());
         for &chain in chains {
-            let (host, a, _) = chain_start(job, chain, events.clone(), stop);
+            let (host, a, _) = chain_start(job, chain, events.clone(), control);
             hosts.push(host);
             args.push(a);
         }
@@ -205,7 +206,7 @@ impl SamplerExecutor for CudaSamplerExecutor {
 /// Every chain's `Finished` event from its lane's outcome (lane `i` ran
 /// chain `chains[i]`), or the run's error for all of them.
 pub(super) fn finish_chains(
-    outcome: &Result<Vec<LaneOutcome>, GradientDeviceError>,
+    outcome: &Result<Vec<LaneOutcome>, GeneratedCodeError>,
     chains: &[usize],
     events: &Sender<Event>,
 ) {

@@ -5,12 +5,12 @@
 use super::host::{ChainHost, Emitter, INTERRUPTED};
 use super::program::{CHAIN_FUNCTION, nuts_program};
 use super::{
-    Algorithm, ChainError, ChainJob, ChainTotals, Event, Init, MAX_INIT_TRIES, PARTIAL_INIT_RADIUS,
+    Algorithm, ChainError, ChainJob, ChainTotals, Control, Event, Init, MAX_INIT_TRIES,
+    PARTIAL_INIT_RADIUS,
 };
 use language::value::Value;
 use rayon::prelude::*;
 use runtime::{Rng, RuntimeError, run_function};
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
 
 /// Runs the sampler program for chains, reporting through `events`.
@@ -18,7 +18,7 @@ pub trait SamplerExecutor: Sync {
     /// Run every chain in `chains`; each sends its iterations, its
     /// adaptation and finally [`Event::Finished`]. Returns when all are done.
     /// Chains stop early (as interrupted) once `stop` is set.
-    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, stop: &AtomicBool);
+    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, control: &Control);
 }
 
 /// The reference executor: the scalar interpreter, one chain per rayon task.
@@ -32,7 +32,7 @@ pub struct InterpreterExecutor {
 const CHAIN_STACK_BYTES: usize = 64 * 1024 * 1024;
 
 impl SamplerExecutor for InterpreterExecutor {
-    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, stop: &AtomicBool) {
+    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, control: &Control) {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(self.threads)
             .stack_size(CHAIN_STACK_BYTES)
@@ -41,7 +41,7 @@ impl SamplerExecutor for InterpreterExecutor {
             chains
                 .par_iter()
                 .for_each_with(events.clone(), |events, &chain| {
-                    let result = run_chain(job, chain, events.clone(), stop);
+                    let result = run_chain(job, chain, events.clone(), control);
                     let _ = events.send(Event::Finished { chain, result });
                 })
         };
@@ -57,11 +57,11 @@ pub fn run_chain(
     job: &ChainJob<'_>,
     chain: usize,
     events: Sender<Event>,
-    stop: &AtomicBool,
+    control: &Control,
 ) -> Result<ChainTotals, ChainError> {
     let program =
         nuts_program().map_err(|message| chain_error(chain, RuntimeError::fatal(message), None))?;
-    let (mut host, args, rng) = chain_start(job, chain, events, stop);
+    let (mut host, args, rng) = chain_start(job, chain, events, control);
     match run_function(program, CHAIN_FUNCTION, args, rng, &mut host) {
         Ok(_) => Ok(ChainTotals {
             gradient_evaluations: host.gradient_evaluations,
@@ -77,10 +77,10 @@ pub(super) fn chain_start<'a>(
     job: &ChainJob<'a>,
     chain: usize,
     events: Sender<Event>,
-    stop: &'a AtomicBool,
+    control: &'a Control,
 ) -> (ChainHost<'a>, Vec<Value>, Rng) {
     let host = ChainHost {
-        emitter: emitter(job, stop),
+        emitter: emitter(job, control),
         grad: job.grad,
         chain,
         events,
@@ -140,7 +140,7 @@ pub(super) fn chain_args(job: &ChainJob<'_>, chain: usize) -> Vec<Value> {
 }
 
 /// What answers every chain's `emit_draw` and `emit_adaptation` in `job`.
-pub(super) fn emitter<'a>(job: &ChainJob<'a>, stop: &'a AtomicBool) -> Emitter<'a> {
+pub(super) fn emitter<'a>(job: &ChainJob<'a>, control: &'a Control) -> Emitter<'a> {
     let settings = job.settings;
     Emitter {
         model: job.model,
@@ -149,7 +149,7 @@ pub(super) fn emitter<'a>(job: &ChainJob<'a>, stop: &'a AtomicBool) -> Emitter<'
         thin: settings.thin.max(1),
         save_warmup: settings.save_warmup,
         report_points: settings.report_points,
-        stop,
+        control,
     }
 }
 

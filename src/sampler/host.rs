@@ -2,11 +2,11 @@
 //! answered from the model (log density gradient, generated quantities)
 //! and turned into [`Event`]s for the driver.
 
+use super::Control;
 use super::{DrawRecord, DrawValues, Event, SampleStats, Trajectory};
 use language::mir::GradProgram;
 use language::value::Value;
 use runtime::{ErrorKind, Host, Model, Rng, RuntimeError};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 
 /// Message of the error the host raises to stop a chain on Ctrl-C.
@@ -25,7 +25,7 @@ pub struct Emitter<'a> {
     pub save_warmup: bool,
     /// Pooled warmup: events carry the point, no draw is kept.
     pub report_points: bool,
-    pub stop: &'a AtomicBool,
+    pub control: &'a Control,
 }
 
 /// One `emit_draw` call: the iteration, its statistics and unconstrained
@@ -155,7 +155,8 @@ impl Emitter<'_> {
     /// The arguments of an `emit_draw` call (an error once the run is
     /// stopped, which ends the chain).
     pub fn read_draw(&self, args: Vec<Value>) -> Result<DrawCall, RuntimeError> {
-        if self.stop.load(Ordering::Relaxed) {
+        self.control.wait_while_held();
+        if self.control.is_stopped() {
             return Err(RuntimeError::fatal(INTERRUPTED));
         }
         let [
@@ -187,13 +188,14 @@ impl Emitter<'_> {
     /// [`Emitter::read_draw`] of the numbers of an `emit_draw` record
     /// (`record`: the iteration, the `n` numbers of θ, lp, accept_stat,
     /// step_size, tree_depth, n_leapfrog, divergent, energy; ints as
-    /// reals, read as [`backend_cuda::sampler::values`] reads them): the
+    /// reals, read as [`codegen::sampler::values`] reads them): the
     /// same call without the values in between (building and taking apart
     /// nine of them per iteration was 5% of a compiled sampler's
     /// instructions on eight schools). An error when there are not
     /// `n + 8` numbers.
     pub fn read_draw_numbers(&self, record: &[f64], n: usize) -> Result<DrawCall, RuntimeError> {
-        if self.stop.load(Ordering::Relaxed) {
+        self.control.wait_while_held();
+        if self.control.is_stopped() {
             return Err(RuntimeError::fatal(INTERRUPTED));
         }
         let (&[iteration], rest) = record

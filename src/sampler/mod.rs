@@ -27,6 +27,7 @@
 mod batched;
 mod blocks;
 pub mod collect;
+mod control;
 pub mod cuda;
 mod executor;
 mod flushes;
@@ -40,6 +41,7 @@ pub mod wire;
 
 pub use batched::BatchedExecutor;
 pub use collect::{CollectError, Progress, ProgressState, RunReport, TargetOutcome, collect};
+pub use control::Control;
 pub use executor::{InterpreterExecutor, SamplerExecutor, run_chain};
 pub use target::EssTarget;
 

@@ -1,32 +1,38 @@
 //! `--backend native`: the sampler program and the model's gradient
 //! program compiled to machine code (the CUDA backend's generated code
-//! built with g++ for the host: [`backend_cuda::native_sampler`]), each
+//! built with g++ for the host: [`backend_native::sampler`]), each
 //! chain one lane of host-resident state. `--threads` workers (one per
 //! core by default) take groups of chains from one queue ([`GroupQueue`]),
 //! each running a group's lanes with its own executor of the one compiled
 //! program. Chain `i`'s draws are the CPU
 //! backend's (the same IEEE arithmetic in the same order, the same
-//! counter-based streams).
+//! counter-based streams). A gradient program the compiled backend cannot
+//! build is evaluated by the CPU backend's ([`host_gradient`]), the
+//! sampler program still compiled.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig, KeptDraws};
-use backend_cuda::codegen::shape::{Inner, Shape};
-use backend_cuda::gradient::GradientDeviceError;
-use backend_cuda::native::NativeGradient;
-use backend_cuda::native_sampler::{LANES_PER_GROUP, NativeSampler, Start, Upgrades};
-use backend_cuda::sampler::{RecordHost, values};
+use backend_native::gradient::NativeGradient;
+use backend_native::sampler::{
+    HostGradient, HostValues, NativeSampler, SamplerGradient, Start, Upgrades,
+};
+use codegen::gradient::GeneratedCodeError;
+use codegen::sampler::{RecordHost, values};
+use codegen::shape::{Inner, Shape};
 use language::value::Value;
 use runtime::{Rng, RuntimeError};
 
+use super::batched::BatchedExecutor;
 use super::cuda::{device_sampler_program, finish_chains, gradient_cfg};
 use super::executor::chain_args;
+use super::gradients::{CpuGradients, GradientBatch};
 use super::host::{DrawCall, Emitter};
 use super::program::CHAIN_FUNCTION;
-use super::{BatchTotals, ChainJob, DrawValues, Event, SamplerExecutor};
+use super::{BatchTotals, ChainJob, Control, DrawValues, Event, SamplerExecutor};
 use crate::output::VarSpec;
 
 /// The compiled sampler (one executor per worker thread).
@@ -49,14 +55,25 @@ pub struct NativeExecutor {
     /// Turns run with a quick build, and with full builds only.
     pub quick_turns: AtomicUsize,
     pub full_turns: AtomicUsize,
+    /// Why the model's gradient is evaluated by the CPU backend's batched
+    /// gradient program while the sampler program runs compiled: the
+    /// generator refused it ([`GeneratedCodeError::Refused`], naming the
+    /// ops) or its generated code failed to compile. None when compiled.
+    pub gradient_fallback: Option<GeneratedCodeError>,
+    /// Where the compiler failed on the generated gradient: the model's
+    /// statements whose code its log names.
+    pub gradient_failed_at: Vec<language::span::Span>,
 }
 
 impl NativeExecutor {
     /// Generate and compile the sampler program and `job`'s gradient
-    /// program (refused, naming the ops, when the generator lacks one).
+    /// program. A gradient program the generator refuses (an op it lacks)
+    /// or the compiler fails on is evaluated by the CPU backend instead,
+    /// the sampler program still compiled ([`NativeExecutor::gradient_fallback`]
+    /// says why); an error only when the sampler program cannot be built.
     /// A program not in the cache starts on a quick build while its full
     /// build compiles in the background ([`Start::Background`]).
-    pub fn new(job: &ChainJob<'_>, threads: usize) -> Result<NativeExecutor, GradientDeviceError> {
+    pub fn new(job: &ChainJob<'_>, threads: usize) -> Result<NativeExecutor, GeneratedCodeError> {
         NativeExecutor::starting(job, threads, Start::Background, 0)
     }
 
@@ -68,15 +85,40 @@ impl NativeExecutor {
         threads: usize,
         start: Start,
         upgrade_from: usize,
-    ) -> Result<NativeExecutor, GradientDeviceError> {
-        let grad_cfg = gradient_cfg(job)?;
-        // Generated first, so that a model with ops the generator lacks is
-        // refused before any compiler runs.
-        let generated = NativeGradient::generate(&grad_cfg, job.model.clone())?;
+    ) -> Result<NativeExecutor, GeneratedCodeError> {
+        let generated = gradient_cfg(job)
+            .and_then(|grad_cfg| NativeGradient::generate(&grad_cfg, job.model.clone()));
         let (cfg, params) = device_sampler_program(job.model.num_unconstrained())
-            .map_err(GradientDeviceError::Setup)?;
+            .map_err(GeneratedCodeError::Setup)?;
         let sampler = NativeSampler::generate(&cfg, CHAIN_FUNCTION, &params)?;
-        let (sampler, upgrades) = NativeSampler::compile(&sampler, generated, start)?;
+        let (mut gradient_fallback, gradient) = match generated {
+            Ok(generated) => (None, SamplerGradient::Generated(Box::new(generated))),
+            Err(why) => (Some(why), SamplerGradient::Host(host_gradient(job))),
+        };
+        let mut gradient_failed_at = Vec::new();
+        let (sampler, upgrades) = match NativeSampler::compile(&sampler, gradient, start) {
+            Ok(compiled) => compiled,
+            // The generated gradient failed to compile (with the sampler
+            // program, it compiles alone): the host evaluates it.
+            Err(e) if gradient_fallback.is_none() => {
+                let host = SamplerGradient::Host(host_gradient(job));
+                match NativeSampler::compile(&sampler, host, start) {
+                    Ok(compiled) => {
+                        if let GeneratedCodeError::Compile(log) = &e {
+                            // Generated again (it is deterministic) for
+                            // the model's lines of the kernels it names.
+                            gradient_failed_at = gradient_cfg(job)
+                                .and_then(|cfg| NativeGradient::generate(&cfg, job.model.clone()))
+                                .map_or_else(|_| Vec::new(), |g| g.spans_named_in(log));
+                        }
+                        gradient_fallback = Some(e);
+                        compiled
+                    }
+                    Err(_) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
         let threads = match threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             t => t,
@@ -91,6 +133,8 @@ impl NativeExecutor {
             upgrade_from,
             quick_turns: AtomicUsize::new(0),
             full_turns: AtomicUsize::new(0),
+            gradient_fallback,
+            gradient_failed_at,
         })
     }
 
@@ -115,22 +159,18 @@ impl NativeExecutor {
 }
 
 impl SamplerExecutor for NativeExecutor {
-    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, stop: &AtomicBool) {
+    fn run(&self, job: &ChainJob<'_>, chains: &[usize], events: &Sender<Event>, control: &Control) {
         if chains.is_empty() {
             return;
         }
-        // Fewer chains than threads × 16 are cut in smaller groups so that
-        // every thread gets some: 4 chains in one group of 4 ran on one
-        // core of two.
-        let group = chains
-            .len()
-            .div_ceil(self.threads)
-            .clamp(1, LANES_PER_GROUP);
-        let template = self
-            .template
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .sibling(group);
+        // Fewer chains than threads × the lanes per group are cut in
+        // smaller groups so that every thread gets some: 4 chains in one
+        // group of 4 ran on one core of two.
+        let (template, group) = {
+            let template = (self.template.lock()).unwrap_or_else(|p| p.into_inner());
+            let group = (chains.len().div_ceil(self.threads)).clamp(1, template.lanes_per_group());
+            (template.sibling(group), group)
+        };
         let group_bytes = (template.lane_bytes() * group).max(1);
         let turns = Turns {
             fresh: GroupQueue::new(chains, group),
@@ -142,7 +182,7 @@ impl SamplerExecutor for NativeExecutor {
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 let (turns, template) = (&turns, &template);
-                scope.spawn(move || run_turns(self, template, job, turns, events, stop));
+                scope.spawn(move || run_turns(self, template, job, turns, events, control));
             }
         });
         let failures = std::mem::take(
@@ -156,6 +196,78 @@ impl SamplerExecutor for NativeExecutor {
                 eprintln!("  {line}");
             }
         }
+    }
+}
+
+/// The model's gradient on the host, for a compiled sampler whose
+/// gradient program did not compile ([`SamplerGradient::Host`]): the CPU
+/// backend's batched gradient program, one thread per call (each worker
+/// evaluates its own group's lanes), so every chain gets the draws
+/// `--backend cpu` gives it; the interpreter, lane by lane, where the
+/// model does not batch.
+fn host_gradient(job: &ChainJob<'_>) -> Arc<dyn HostGradient> {
+    let n = job.model.num_unconstrained();
+    let config = BatchedExecutor::for_gradients().config(1);
+    match CpuGradients::new(job, config) {
+        Ok(batched) => Arc::new(BatchedHostGradient { batched, n }),
+        Err(_) => Arc::new(InterpretedHostGradient {
+            model: job.model.clone(),
+            grad: job.grad.clone(),
+        }),
+    }
+}
+
+struct BatchedHostGradient {
+    batched: CpuGradients,
+    n: usize,
+}
+
+impl HostGradient for BatchedHostGradient {
+    fn n_params(&self) -> usize {
+        self.n
+    }
+
+    fn evaluate(&self, theta: &[f64], k: usize) -> Result<HostValues, String> {
+        let lanes: Vec<usize> = (0..k).collect();
+        let values = self.batched.log_density_gradient(&lanes, theta)?;
+        Ok(HostValues {
+            lp: values.lp,
+            gradient: values.gradient,
+            errors: values.errors,
+        })
+    }
+}
+
+struct InterpretedHostGradient {
+    model: runtime::Model,
+    grad: language::mir::GradProgram,
+}
+
+impl HostGradient for InterpretedHostGradient {
+    fn n_params(&self) -> usize {
+        self.model.num_unconstrained()
+    }
+
+    fn evaluate(&self, theta: &[f64], k: usize) -> Result<HostValues, String> {
+        let n = self.n_params();
+        let mut values = HostValues {
+            lp: vec![f64::NAN; k],
+            gradient: vec![0.0; n * k],
+            errors: vec![None; k],
+        };
+        for i in 0..k {
+            let point: Vec<f64> = (0..n).map(|c| theta[c * k + i]).collect();
+            match self.model.log_density_gradient(&self.grad, &point, true) {
+                Ok((lp, gradient)) => {
+                    values.lp[i] = lp;
+                    for (c, g) in gradient.into_iter().enumerate() {
+                        values.gradient[c * k + i] = g;
+                    }
+                }
+                Err(e) => values.errors[i] = Some(e),
+            }
+        }
+        Ok(values)
     }
 }
 
@@ -293,10 +405,10 @@ fn run_turns<'a>(
     job: &ChainJob<'a>,
     turns: &Turns<'a>,
     events: &'a Sender<Event>,
-    stop: &'a AtomicBool,
+    control: &'a Control,
 ) {
     let mut hosts = Records {
-        emitter: super::executor::emitter(job, stop),
+        emitter: super::executor::emitter(job, control),
         chains: &[],
         events,
         draws: draws_model(job),
@@ -330,7 +442,7 @@ fn run_turns<'a>(
                     finish_chains(&Err(e), chains, events);
                     continue;
                 }
-                let blocks_before = sampler.gradient().block_lanes;
+                let blocks_before = sampler.gradient_block_lanes();
                 Box::new(Group {
                     chains,
                     sampler,
@@ -352,7 +464,7 @@ fn run_turns<'a>(
         let sampler = &group.sampler;
         // Each block of the compiled gradient runs exactly the lanes
         // waiting at it.
-        let blocks = sampler.gradient().block_lanes - group.blocks_before;
+        let blocks = sampler.gradient_block_lanes() - group.blocks_before;
         let _ = events.send(Event::Batches(BatchTotals {
             calls: sampler.gradient_calls,
             lanes: sampler.gradient_lanes,
@@ -579,8 +691,7 @@ mod tests {
     use super::{GroupQueue, emit_draw_theta_len};
     use crate::sampler::cuda::device_sampler_program;
     use crate::sampler::program::CHAIN_FUNCTION;
-    use backend_cuda::sampler::values;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use codegen::sampler::values;
 
     /// The compiled sampler's `emit_draw` records take the numbers path,
     /// which reads each record as the values path does: the iteration's
@@ -589,7 +700,7 @@ mod tests {
     #[test]
     fn emit_draw_records_read_as_their_values() {
         let (cfg, params) = device_sampler_program(3).unwrap();
-        let program = backend_cuda::sampler::generate(&cfg, CHAIN_FUNCTION, &params).unwrap();
+        let program = codegen::sampler::generate(&cfg, CHAIN_FUNCTION, &params).unwrap();
         let shapes = &program
             .externals
             .iter()
@@ -604,7 +715,7 @@ mod tests {
         let (mir, diagnostics) = language::compile_model(source, name);
         let mir = mir.unwrap_or_else(|| panic!("{diagnostics:?}"));
         let model = runtime::Model::new(&mir, &language::data::DataFile::empty()).unwrap();
-        let stop = AtomicBool::new(false);
+        let control = crate::sampler::Control::new();
         let emitter = Emitter {
             model: &model,
             seed: 1,
@@ -612,7 +723,7 @@ mod tests {
             thin: 3,
             save_warmup: true,
             report_points: false,
-            stop: &stop,
+            control: &control,
         };
         for iteration in 1..=12 {
             let it = iteration as f64;
@@ -641,7 +752,7 @@ mod tests {
             emitter.read_draw_numbers(&[1.0; 10], 3).is_err(),
             "a number short"
         );
-        stop.store(true, Ordering::Relaxed);
+        control.stop();
         let record = [1.0; 11];
         let by_numbers = emitter.read_draw_numbers(&record, 3).err().unwrap();
         let by_values = emitter.read_draw(values(shapes, &record)).err().unwrap();

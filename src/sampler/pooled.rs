@@ -42,9 +42,10 @@
 //! (a run with no warmup iterations), so the draws are ordinary MCMC
 //! draws of a fixed kernel.
 
-use super::{Algorithm, ChainJob, Event, Init, Kernel, SamplerExecutor, Settings, Trajectory};
+use super::{
+    Algorithm, ChainJob, Control, Event, Init, Kernel, SamplerExecutor, Settings, Trajectory,
+};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 
 /// Iterations between two synchronizations of all chains (fewer where a
@@ -423,7 +424,7 @@ pub fn warmup(
     chains: &[usize],
     n_chains: usize,
     gather: &dyn Gather,
-    stop: &AtomicBool,
+    control: &Control,
 ) -> Result<Pooled, PooledError> {
     let settings = job.settings;
     let dim = job.model.num_unconstrained();
@@ -460,7 +461,7 @@ pub fn warmup(
             settings: &segment_settings,
         };
         let (all, evaluations) =
-            run_segment(executor, &segment_job, chains, n_chains, gather, stop)?;
+            run_segment(executor, &segment_job, chains, n_chains, gather, control)?;
         gradient_evaluations += evaluations;
         divergences += all.iter().map(|r| r.divergences).sum::<usize>();
         // Stuck chains restart from the others' points and count for
@@ -580,7 +581,7 @@ fn run_segment(
     chains: &[usize],
     n_chains: usize,
     gather: &dyn Gather,
-    stop: &AtomicBool,
+    control: &Control,
 ) -> Result<(Vec<ChainReport>, u64), PooledError> {
     let settings = job.settings;
     let dim = job.model.num_unconstrained();
@@ -590,7 +591,7 @@ fn run_segment(
     let mut failures = Vec::new();
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|scope| {
-        scope.spawn(move || executor.run(job, chains, &tx, stop));
+        scope.spawn(move || executor.run(job, chains, &tx, control));
         for event in rx.iter().flat_map(Event::flatten) {
             match event {
                 Event::Iteration { chain, record } => {

@@ -22,27 +22,33 @@
 //! without a target (chains are independent while they sample). Warmup
 //! draws never count.
 //!
-//! Cost: a check computes R-hat and ESS_bulk ([`rank_diagnostics`], the
-//! summary's own code) quantity by quantity, starting with the one that
-//! failed the last check, and stops at the first that fails: a failing
-//! check costs about one quantity's diagnostics, the passing one (once per
-//! run) all of them, the same as the R-hat and ESS_bulk columns of the
-//! summary printed at the end. Measured on eight schools (non-centered,
-//! 32 chains, 150 + 400 iterations, `--backend cpu`, a debug build on a
-//! 2-core machine shared with other jobs): out of reach, the 7 checks took
-//! 0.28 s of a 62 s run (0.5%); reached at 150 draws, the 2 checks took
-//! 0.63 s of 49 s (1.3%), most of it the passing check of all 27
-//! quantities.
+//! Cost: a check computes R-hat and ESS_bulk (the summary's own rank
+//! diagnostics, through [`against_bound`]) quantity by quantity, the one
+//! closest to failing at the last check first, and each quantity's steps
+//! only until one fails (bulk R-hat, folded R-hat, ESS_bulk): a failing
+//! check usually costs one ranking of one quantity; the passing one (once
+//! per run) costs all of them, the R-hat and ESS_bulk columns of the
+//! summary printed at the end, computed in parallel.
 //!
-//! The chains learn of the stop through the executor's stop flag, once the
-//! collector has seen the checkpoint's draws: where the collector lags
-//! behind a fast sampler (events queue up), chains run on past the target
-//! until it catches up; those draws are dropped, never written.
+//! The chains wait while a check runs ([`Control::hold`](super::Control)):
+//! it needs no draws beyond the checkpoint's, and a fast compiled sampler
+//! would otherwise take the cores from it and run far past a target the
+//! check then finds reached. They learn of the stop through the same
+//! control once the collector has seen the checkpoint's draws; where the
+//! collector lags behind the sampler between checks (events queue up),
+//! chains run on until it catches up, and those draws are dropped, never
+//! written. Eight schools (non-centered) at 1,024 chains, pooled warmup,
+//! `--target-ess 10000` (reached at 196 draws per chain; release build,
+//! native, 2 cores busy with other builds, load 7–8.6, 3 runs each):
+//! iterations run after warmup 571k–829k before → 239k–385k, the 24
+//! checks 3.3–5.9 s → 1.1–1.8 s.
 //! Memory: the copy holds every kept post-warmup number once more (8 bytes
 //! per element, draw and chain: what the file's posterior group holds).
 
 use crate::summary::ChainDraws;
-use crate::summary::diagnostics::rank_diagnostics;
+use crate::summary::diagnostics::{Bound, against_bound};
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Draws per chain at the first check, at most (with few chains).
@@ -115,8 +121,9 @@ pub struct TargetCheck {
     next_at: usize,
     /// Chains with at least `next_at` draws.
     ready: usize,
-    /// The quantity that failed the last check (checked first next time).
-    worst: usize,
+    /// Per quantity, how close it was to failing when last checked
+    /// ([`Bound`]'s shortfall; infinite before its first check).
+    shortfalls: Vec<f64>,
     /// Checks made and the seconds they took.
     pub checks: usize,
     pub seconds: f64,
@@ -134,7 +141,7 @@ impl TargetCheck {
             checkpoints,
             next_at: checkpoints.first(),
             ready: 0,
-            worst: 0,
+            shortfalls: Vec::new(),
             checks: 0,
             seconds: 0.0,
             reached: None,
@@ -162,12 +169,12 @@ impl TargetCheck {
     }
 
     /// Adds `chain`'s next kept post-warmup draw (`numbers`: every element
-    /// of every variable, in stored order; `lp`: its `lp__`), then checks
-    /// when every chain has reached the checkpoint. Returns the check that
-    /// found the draws enough, the first time one does.
-    pub fn push(&mut self, chain: usize, numbers: &[f64], lp: f64) -> Option<Reached> {
+    /// of every variable, in stored order; `lp`: its `lp__`). Returns
+    /// whether a check is due now (every chain has reached the checkpoint):
+    /// [`TargetCheck::check_now`] makes it, the caller holding the chains.
+    pub fn add(&mut self, chain: usize, numbers: &[f64], lp: f64) -> bool {
         if !self.wants(chain) {
-            return None;
+            return false;
         }
         if self.width == 0 {
             self.width = numbers.len() + 1;
@@ -178,8 +185,14 @@ impl TargetCheck {
         if self.counts[chain] == self.next_at {
             self.ready += 1;
         }
+        self.reached.is_none() && self.ready == self.counts.len()
+    }
+
+    /// The check at the checkpoint every chain has reached: the check that
+    /// found the draws enough, the first time one does.
+    pub fn check_now(&mut self) -> Option<Reached> {
         if self.reached.is_some() || self.ready < self.counts.len() {
-            return None;
+            return self.reached;
         }
         let started = Instant::now();
         let verdict = self.check(self.next_at);
@@ -203,49 +216,101 @@ impl TargetCheck {
     }
 
     /// The first `draws` draws of every chain against the target: the
-    /// diagnostics of every quantity when all reach it, else `None` (at
-    /// the first that does not).
+    /// diagnostics of every quantity when all reach it, else `None`.
+    /// Quantities go in order of how close they were to failing when last
+    /// checked (unchecked ones first), so a failing check usually costs
+    /// one quantity's first ranking; when that one passes, the others are
+    /// checked in parallel (the chains are held meanwhile, so the cores
+    /// are free), until one fails.
     fn check(&mut self, draws: usize) -> Option<Reached> {
+        if self.shortfalls.len() != self.width {
+            self.shortfalls = vec![f64::INFINITY; self.width];
+        }
+        let mut order: Vec<usize> = (0..self.width).collect();
+        order.sort_by(|&a, &b| self.shortfalls[b].total_cmp(&self.shortfalls[a]));
+        let (&first, rest) = order.split_first()?;
+        let mut verdicts = vec![(first, self.against_target(first, draws))];
+        if !matches!(verdicts[0].1, Some(Bound::Fails { .. })) {
+            let failed = AtomicBool::new(false);
+            verdicts.par_extend(rest.par_iter().map(|&element| {
+                if failed.load(Ordering::Relaxed) {
+                    return (element, None);
+                }
+                let verdict = self.against_target(element, draws);
+                if let Some(Bound::Fails { .. }) = verdict {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                (element, verdict)
+            }));
+        }
+        let mut reached = Some(Reached {
+            draws,
+            min_ess_bulk: f64::INFINITY,
+            max_rhat: f64::NEG_INFINITY,
+        });
+        for (element, verdict) in verdicts {
+            match verdict {
+                Some(Bound::Fails { shortfall }) => {
+                    self.shortfalls[element] = shortfall;
+                    reached = None;
+                }
+                Some(Bound::Meets {
+                    r_hat,
+                    ess_bulk,
+                    shortfall,
+                }) => {
+                    self.shortfalls[element] = shortfall;
+                    if let Some(reached) = &mut reached {
+                        reached.min_ess_bulk = reached.min_ess_bulk.min(ess_bulk);
+                        reached.max_rhat = reached.max_rhat.max(r_hat);
+                    }
+                }
+                // A constant quantity, or not checked after one failed.
+                None => {}
+            }
+        }
+        reached
+    }
+
+    /// One quantity's first `draws` draws of every chain against the
+    /// target; `None` for a quantity every draw of which is the same number
+    /// (a constant generated quantity): it is known exactly, its
+    /// diagnostics are undefined, and nothing more would help.
+    fn against_target(&self, element: usize, draws: usize) -> Option<Bound> {
         let n_chains = self.draws.len();
         let mut column = vec![0.0; n_chains * draws];
-        let mut min_ess_bulk = f64::INFINITY;
-        let mut max_rhat = f64::NEG_INFINITY;
-        for k in 0..self.width {
-            let element = (self.worst + k) % self.width;
-            for (chain, values) in self.draws.iter().enumerate() {
-                let row = &mut column[chain * draws..(chain + 1) * draws];
-                for (draw, x) in row.iter_mut().enumerate() {
-                    *x = values[draw * self.width + element];
-                }
+        for (chain, values) in self.draws.iter().enumerate() {
+            let row = &mut column[chain * draws..(chain + 1) * draws];
+            for (draw, x) in row.iter_mut().enumerate() {
+                *x = values[draw * self.width + element];
             }
-            // A quantity every draw of which is the same number (a
-            // constant generated quantity) is known exactly: its
-            // diagnostics are undefined, and nothing more would help.
-            if column.iter().all(|&x| x == column[0]) {
-                continue;
-            }
-            let view = ChainDraws::new(&column, n_chains, draws)
-                .expect("the column holds chains × draws values");
-            let (r_hat, ess_bulk) = rank_diagnostics(view);
-            // NaN (a NaN draw) fails too.
-            if !(ess_bulk >= self.target.min_ess_bulk && r_hat < self.target.max_rhat) {
-                self.worst = element;
-                return None;
-            }
-            min_ess_bulk = min_ess_bulk.min(ess_bulk);
-            max_rhat = max_rhat.max(r_hat);
         }
-        Some(Reached {
-            draws,
-            min_ess_bulk,
-            max_rhat,
-        })
+        if column.iter().all(|&x| x == column[0]) {
+            return None;
+        }
+        let view = ChainDraws::new(&column, n_chains, draws)
+            .expect("the column holds chains × draws values");
+        Some(against_bound(
+            view,
+            self.target.max_rhat,
+            self.target.min_ess_bulk,
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::summary::diagnostics::rank_diagnostics;
+
+    /// A draw added and, when due, checked: the check that found the draws
+    /// enough, the first time one does.
+    fn push(check: &mut TargetCheck, chain: usize, numbers: &[f64], lp: f64) -> Option<Reached> {
+        match check.add(chain, numbers, lp) {
+            true => check.check_now(),
+            false => None,
+        }
+    }
 
     /// A deterministic stand-in for independent draws: a scrambled
     /// sequence, the same law in every chain.
@@ -273,7 +338,7 @@ mod tests {
             for chain in 0..chains {
                 i += 1;
                 // A constant lp__ is skipped.
-                if let Some(r) = check.push(chain, &[scrambled(i)], 7.0) {
+                if let Some(r) = push(&mut check, chain, &[scrambled(i)], 7.0) {
                     reached = Some(r);
                     break 'draws;
                 }
@@ -348,11 +413,11 @@ mod tests {
         };
         let mut check = TargetCheck::new(target, 2);
         for draw in 0..1000 {
-            assert_eq!(check.push(0, &[], scrambled(draw)), None);
+            assert_eq!(push(&mut check, 0, &[], scrambled(draw)), None);
         }
         assert_eq!(check.checks, 0, "chain 1 has no draws yet");
         for draw in 0..1000 {
-            assert_eq!(check.push(1, &[], scrambled(draw + 5000)), None);
+            assert_eq!(push(&mut check, 1, &[], scrambled(draw + 5000)), None);
         }
         // 100, 150, ..., 500 (9 checks), then 550, 605, 665, 731, 804, 884, 972.
         assert_eq!(check.checks, 9 + 7);

@@ -6,7 +6,6 @@ use super::program::nuts_program;
 use super::*;
 use language::value::Value;
 use runtime::{Host, Rng, run_function};
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 
 /// Host for functions that call no external function.
@@ -235,8 +234,8 @@ pub(crate) fn run_one(
         grad: &c.grad,
         settings,
     };
-    let stop = AtomicBool::new(false);
-    run_chain(&job, chain, tx, &stop).unwrap_or_else(|e| panic!("{e:?}"));
+    let control = Control::new();
+    run_chain(&job, chain, tx, &control).unwrap_or_else(|e| panic!("{e:?}"));
     let mut draws = Vec::new();
     let mut stats = Vec::new();
     for event in rx.try_iter() {

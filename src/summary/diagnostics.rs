@@ -119,11 +119,77 @@ pub fn rank_diagnostics(draws: ChainDraws<'_>) -> (f64, f64) {
     let r_hat = if draws.n_chains() < 2 {
         f64::NAN
     } else {
-        let median = quantile_sorted(&sorted_split, 0.5);
-        let folded = split.map(|v| (v - median).abs());
-        python_max(rhat(z_bulk.view()), rhat(z_scale(&folded).view()))
+        python_max(rhat(z_bulk.view()), folded_rhat(&split, &sorted_split))
     };
     (r_hat, ess(z_bulk.view()))
+}
+
+/// R-hat of the split chains folded about their median (the tail R-hat;
+/// `sorted_split`: their values sorted).
+fn folded_rhat(split: &Matrix, sorted_split: &[f64]) -> f64 {
+    let median = quantile_sorted(sorted_split, 0.5);
+    let folded = split.map(|v| (v - median).abs());
+    rhat(z_scale(&folded).view())
+}
+
+/// One quantity's draws against a bound: R-hat below `max_rhat` and
+/// ESS_bulk at least `min_ess_bulk` (`bat run --target-ess`). The steps of
+/// [`rank_diagnostics`] run only until one fails — bulk R-hat, then
+/// folded R-hat (a second ranking), then ESS_bulk (autocovariances) — so
+/// a quantity far from the bound costs one ranking. Where it meets the
+/// bound the numbers are exactly [`rank_diagnostics`]'s.
+pub fn against_bound(draws: ChainDraws<'_>, max_rhat: f64, min_ess_bulk: f64) -> Bound {
+    // NaN (too few chains or draws, a NaN draw) fails whatever the bound.
+    let fails = |shortfall: f64| Bound::Fails {
+        shortfall: if shortfall.is_nan() {
+            f64::INFINITY
+        } else {
+            shortfall
+        },
+    };
+    if not_valid(draws, 2) {
+        return fails(f64::NAN);
+    }
+    let rhat_shortfall = |r_hat: f64| (r_hat - 1.0) / (max_rhat - 1.0);
+    // False for NaN.
+    let rhat_meets = |r_hat: f64| r_hat < max_rhat;
+    let ess_meets = |ess_bulk: f64| ess_bulk >= min_ess_bulk;
+    let split = split_chains(draws);
+    let (z_bulk, sorted_split) = z_scale_and_sort(&split);
+    let bulk = rhat(z_bulk.view());
+    if !rhat_meets(bulk) {
+        return fails(rhat_shortfall(bulk));
+    }
+    let r_hat = python_max(bulk, folded_rhat(&split, &sorted_split));
+    if !rhat_meets(r_hat) {
+        return fails(rhat_shortfall(r_hat));
+    }
+    let ess_bulk = ess(z_bulk.view());
+    let ess_shortfall = min_ess_bulk / ess_bulk;
+    if !ess_meets(ess_bulk) {
+        return fails(ess_shortfall);
+    }
+    Bound::Meets {
+        r_hat,
+        ess_bulk,
+        shortfall: rhat_shortfall(r_hat).max(ess_shortfall),
+    }
+}
+
+/// [`against_bound`]'s verdict. `shortfall` is how close the quantity is
+/// to failing: the larger of (R-hat − 1) ÷ (bound − 1) and the ESS target
+/// ÷ ESS_bulk, each as far as computed (at least 1 when it fails, at
+/// most 1 when it meets the bound).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Bound {
+    Meets {
+        r_hat: f64,
+        ess_bulk: f64,
+        shortfall: f64,
+    },
+    Fails {
+        shortfall: f64,
+    },
 }
 
 /// The other half of [`diagnose`]: (ESS_tail, ESS_mean, MCSE of the mean).
@@ -412,6 +478,58 @@ mod tests {
                 (z >> 11) as f64 / (1u64 << 53) as f64
             })
             .collect()
+    }
+
+    /// `against_bound` agrees with `rank_diagnostics` on every verdict and,
+    /// where a quantity meets the bound, gives its numbers bit for bit:
+    /// independent chains (meet loose bounds), chains with shifted means
+    /// (fail R-hat), and too few draws for the ESS (fail ESS_bulk).
+    #[test]
+    fn against_bound_is_rank_diagnostics_verdict() {
+        let mut cases = Vec::new();
+        for (seed, shift) in [(1, 0.0), (2, 0.0), (3, 0.3), (4, 2.0)] {
+            let mut values = uniforms(seed, 8 * 50);
+            for (i, v) in values.iter_mut().enumerate() {
+                *v += shift * (i / 50) as f64;
+            }
+            cases.push(values);
+        }
+        let bounds = [(1.01, 100.0), (1.05, 300.0), (1.5, 1000.0), (2.0, 10.0)];
+        let mut verdicts = [0, 0];
+        for values in &cases {
+            let draws = draws(values, 8);
+            let (r_hat, ess_bulk) = rank_diagnostics(draws);
+            for (max_rhat, min_ess) in bounds {
+                let meets = r_hat < max_rhat && ess_bulk >= min_ess;
+                match against_bound(draws, max_rhat, min_ess) {
+                    Bound::Meets {
+                        r_hat: r,
+                        ess_bulk: e,
+                        shortfall,
+                    } => {
+                        assert!(meets, "{r_hat} {ess_bulk} against {max_rhat} {min_ess}");
+                        assert_eq!(
+                            (r.to_bits(), e.to_bits()),
+                            (r_hat.to_bits(), ess_bulk.to_bits())
+                        );
+                        assert!(shortfall <= 1.0);
+                        verdicts[0] += 1;
+                    }
+                    Bound::Fails { shortfall } => {
+                        assert!(!meets, "{r_hat} {ess_bulk} against {max_rhat} {min_ess}");
+                        assert!(shortfall >= 1.0);
+                        verdicts[1] += 1;
+                    }
+                }
+            }
+        }
+        assert!(verdicts[0] > 0 && verdicts[1] > 0, "{verdicts:?}");
+        // Too few chains for R-hat: a failure, never a pass.
+        let one = uniforms(5, 50);
+        assert!(matches!(
+            against_bound(draws(&one, 1), 1.01, 1.0),
+            Bound::Fails { shortfall } if shortfall.is_infinite()
+        ));
     }
 
     #[test]

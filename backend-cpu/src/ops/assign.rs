@@ -8,8 +8,8 @@ use crate::lanes::{Dense, Lanes, Slot, State, dense_shape};
 use language::data::Shape;
 use language::mir::{Expr, LValue, LValueStep, Stmt};
 use language::value::Value;
+use runtime::RuntimeError;
 use runtime::lane::{self, Ix, Step};
-use runtime::{ErrorKind, RuntimeError};
 use std::sync::Arc;
 
 /// An lvalue's path with its indexes evaluated.
@@ -354,14 +354,7 @@ pub(crate) fn add_assign(
     let idx = match lhs.path.as_slice() {
         [] => None,
         [LValueStep::Index(idx)] => Some(eval_indexes(idx, st, active)?),
-        _ => {
-            let err = RuntimeError::new(
-                ErrorKind::Unsupported,
-                "accumulation into a tuple component",
-            );
-            fail_all(st, active, err.at(s.span));
-            return Ok(());
-        }
+        _ => return add_assign_path(s, lhs, &r, st, active),
     };
     let active = &st.running(active);
     let Some(current) = get_var(st, lhs.var, active, "assigned before declared") else {
@@ -437,6 +430,34 @@ pub(crate) fn add_assign(
             }
         };
         match lane::add_assign(&mut v, ixs.as_deref(), &r.lane_value(l)) {
+            Ok(()) => out[l] = Some(v),
+            Err(err) => st.fail(l, err.at(s.span)),
+        }
+    }
+    let written = st.running(active);
+    set_var(
+        st,
+        lhs.var,
+        Arc::new(crate::eval::from_partial(out)),
+        &written,
+    );
+    Ok(())
+}
+
+/// `lhs += r` along a path through tuple components (`x.2 += r`,
+/// `x[i].1 += r`), lane by lane through the interpreter's accumulation.
+fn add_assign_path(s: &Stmt, lhs: &LValue, r: &Slot, st: &mut State, active: &Lanes) -> Result<()> {
+    let path = eval_path(lhs, st, active)?;
+    let active = &st.running(active);
+    let Some(current) = get_var(st, lhs.var, active, "assigned before declared") else {
+        return Ok(());
+    };
+    let mut out: Vec<Option<Value>> = vec![None; st.z];
+    for l in active.iter() {
+        let mut v = current.lane_value(l);
+        let result = lane_steps(&path, l)
+            .and_then(|steps| lane::add_at_path(&mut v, &steps, &r.lane_value(l)));
+        match result {
             Ok(()) => out[l] = Some(v),
             Err(err) => st.fail(l, err.at(s.span)),
         }

@@ -8,6 +8,7 @@ use super::{Evaluated, get_var, set_var, transform_exprs};
 use crate::eval::Result;
 use crate::lanes::{Dense, Lanes, Slot, State};
 use bat_math::transforms as tf;
+use language::data::Shape;
 use language::mir::{Stmt, Transform, VarId};
 use language::value::Value;
 use runtime::{RuntimeError, lane};
@@ -67,6 +68,7 @@ pub(crate) fn read_param(
     let n = p.unconstrained_len;
     if let Some(t) = simple(transform, &args)
         && n == p.shape.num_reals()
+        && dense_layout(&p.shape)
     {
         let rows = &st.theta[p.offset * z..(p.offset + n) * z];
         let mut value = crate::lanes::pool::buffer(n * z);
@@ -90,7 +92,7 @@ pub(crate) fn read_param(
                 st.target[l] += logj[l];
             }
         }
-        let slot = Slot::Real(Dense::new(p.shape.clone(), z, value));
+        let slot = dense_slot(&p.shape, z, value);
         set_var(st, var, Arc::new(slot), active);
         return Ok(());
     }
@@ -110,6 +112,46 @@ pub(crate) fn read_param(
     let written = st.running(active);
     set_var(st, var, Arc::new(crate::eval::from_partial(out)), &written);
     Ok(())
+}
+
+/// Whether a parameter of `shape` is held dense: a [`Dense`] block holds
+/// only real leaves (real, vectors, matrices, arrays of them), so a tuple
+/// is a [`Slot::Tuple`] of such blocks, one per component; an array of
+/// tuples is not dense (it goes lane by lane).
+fn dense_layout(shape: &Shape) -> bool {
+    match shape {
+        Shape::Tuple(items) => items.iter().all(dense_layout),
+        other => real_leaves(other),
+    }
+}
+
+fn real_leaves(shape: &Shape) -> bool {
+    match shape {
+        Shape::Real | Shape::Vector(_) | Shape::RowVector(_) | Shape::Matrix(..) => true,
+        Shape::Array(_, elem) => real_leaves(elem),
+        _ => false,
+    }
+}
+
+/// The slot of a value of `shape` (one [`dense_layout`]) from its rows
+/// `[element][lane]` in Stan's order: a tuple's components are
+/// consecutive, each a slot of its own.
+fn dense_slot(shape: &Shape, z: usize, rows: Vec<f64>) -> Slot {
+    let Shape::Tuple(items) = shape else {
+        return Slot::Real(Dense::new(shape.clone(), z, rows));
+    };
+    let mut at = 0;
+    let components = items
+        .iter()
+        .map(|item| {
+            let len = item.num_reals() * z;
+            let part = crate::lanes::pool::copy(&rows[at..at + len]);
+            at += len;
+            Arc::new(dense_slot(item, z, part))
+        })
+        .collect();
+    crate::lanes::pool::recycle(rows);
+    Slot::Tuple(components)
 }
 
 /// `f` (value, log |J|) of every number of `rows` (`[element][lane]`,

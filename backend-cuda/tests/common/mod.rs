@@ -81,7 +81,7 @@ pub fn run_child(test: &str, stub_dir: &Path, extra_env: &[(&str, &str)]) -> Str
 pub fn run_child_on_the_device(test: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     if device_mode() == DeviceMode::Stub {
-        backend_cuda::shim::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        backend_cuda::stub::build_stub_libcuda(dir.path()).unwrap_or_else(|e| panic!("{e}"));
     }
     run_child(test, dir.path(), &[])
 }

@@ -5,8 +5,8 @@
 //! transformed parameters, model) and then its *reverse sweep*, leaving
 //! ∂lp/∂θ for the unconstrained input θ in the gradient output. The result
 //! is MIR again, so the scalar interpreter, the batching IRs and every
-//! backend run it like any other program (AugurV2 §4.4, Fig. 8; DESIGN.md
-//! key decision 3).
+//! backend run it like any other program (AugurV2 §4.4, Fig. 8; the IR
+//! pipeline in `docs/architecture.md`).
 //!
 //! # How the reverse sweep gets the values it needs
 //! Variables live in one flat frame per function invocation (a declaration

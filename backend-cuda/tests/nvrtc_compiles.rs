@@ -15,9 +15,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use backend_cuda::codegen::{self, DeviceProgram, program};
-use backend_cuda::gradient;
 use backend_cuda::nvrtc::{CHECKED_TARGETS, compile};
+use codegen::{self, DeviceProgram, gradient, program};
 use language::batch::pc;
 use language::data::DataFile;
 use runtime::Model;

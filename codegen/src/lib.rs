@@ -1,7 +1,12 @@
-//! CUDA C for gradient programs in the PC IR ([`language::batch::pc`]):
-//! for each block of the gradient entry, the kernels that run its ops for
-//! the block's active lanes, one thread per lane, and write each lane's
-//! next block ([`program`]).
+//! bat's code generator: C/CUDA text for programs in the PC IR
+//! ([`language::batch::pc`]), one source for both compiled executors — the
+//! CUDA device (`backend-cuda`, one thread per lane) and the host CPU
+//! (`backend-native`, g++ against the CUDA-on-CPU shim, one loop
+//! iteration per lane). For each block of the gradient entry, the kernels
+//! that run its ops for the block's active lanes and write each lane's
+//! next block ([`program`]); for a whole program run from one entry (the
+//! sampler program), the same with call frames, stacks and records
+//! ([`entry`]).
 //!
 //! - [`shape`], [`typing`]: every value's size is fixed by the data set the
 //!   kernels are made for, and inferred statically.
@@ -14,15 +19,25 @@
 //! - [`ode`]: ODE solves, each lane integrating its own system with the
 //!   CPU's Dormand–Prince, Cash–Karp or BDF integrator, operation for
 //!   operation (`ode_integrators`, `ode_bdf`).
+//! - [`gradient`], [`sampler`]: what every executor of a generated
+//!   gradient or sampler program shares — generation sized for a model's
+//!   data, refusal of programs with ops the generator lacks
+//!   ([`gradient::GeneratedCodeError`]), failures and outcomes read back
+//!   as the interpreter's errors, the [`sampler::RecordHost`] that
+//!   receives a run's records.
+//! - [`shim`]: the CUDA-on-CPU header and the g++ builds of generated code
+//!   for the host (the native executors' libraries, the stub driver's
+//!   modules).
 //!
 //! Every op the generator cannot translate is listed in
 //! [`program::DeviceProgram::not_generated`] with the reason and gets a
 //! `// not generated` comment in the source, never code that computes
-//! something else; a program with such an op is not run on the device.
+//! something else; a program with such an op is not run.
 
 mod emit;
 pub mod entry;
 pub mod frames;
+pub mod gradient;
 pub mod layout;
 mod linalg;
 pub mod ode;
@@ -30,9 +45,11 @@ mod ode_bdf;
 mod ode_integrators;
 pub mod program;
 pub mod rng;
+pub mod sampler;
 pub mod save_stack;
 mod scalar;
 pub mod shape;
+pub mod shim;
 pub mod specialise;
 pub mod typing;
 
@@ -119,7 +136,7 @@ pub(crate) fn kernel_text_with(name: &str, lines: &[String], more: &str) -> Stri
 /// The C statement running lane kernel `kernel`'s body
 /// ([`kernel_text_with`]) for lane `lane` alone, as thread 0 of a launch
 /// over `active` = {lane}; `more`: the extra arguments (`", a, b"`).
-pub(crate) fn lane_body_call(kernel: &str, n_lanes: &str, more: &str) -> String {
+pub fn lane_body_call(kernel: &str, n_lanes: &str, more: &str) -> String {
     format!("{kernel}_at(state, data, active, 1, {n_lanes}, 0, lane{more});")
 }
 

@@ -2,8 +2,8 @@
 //! entry function — bat's sampler program (`nuts.stan`) for every chain —
 //! with the model's gradient program compiled likewise
 //! ([`NativeSampler`]): the device sampler's generated code
-//! ([`crate::codegen::entry`]) built with g++ for the host
-//! ([`crate::native`]), lane-major state in this process's memory.
+//! ([`codegen::entry`]) built with g++ for the host
+//! ([`crate::gradient`]), lane-major state in this process's memory.
 //!
 //! The host loop differs from the device's: there, each step runs one
 //! block for all lanes waiting at it (launches are costly, lanes many);
@@ -11,7 +11,7 @@
 //! lane runs its blocks one after another (in a compiled dispatcher,
 //! [`advance_source`]), its gradients evaluated where it asks for them:
 //! the dispatcher calls the compiled gradient program's one-lane function
-//! ([`crate::native::LANE_GRADIENT`]) in place of returning to the host,
+//! ([`crate::gradient::LANE_GRADIENT`]) in place of returning to the host,
 //! packing the waiting lanes and launching every kernel through the shim
 //! for them (an eighth of the sampler's instructions on eight schools went
 //! to that round trip, more than to the gradient itself). Lanes of one CPU
@@ -27,24 +27,30 @@
 //!
 //! Calls without a result (`emit_draw`, `emit_adaptation`) are handed to
 //! the [`RecordHost`] as soon as the lane makes them.
+//!
+//! A model whose gradient program has no compiled code (an op the
+//! generator lacks, or g++ failing on it) runs with the gradient on the
+//! host ([`SamplerGradient::Host`]): every gradient call goes back to the
+//! host, which evaluates the group's lanes waiting at it together, as it
+//! does a failed evaluation.
 
 use language::batch::cfg;
 use language::value::Value;
-use runtime::RuntimeError;
+use runtime::{ErrorKind, RuntimeError};
 
-use crate::codegen::entry::EntryProgram;
-use crate::codegen::lane_body_call;
-use crate::codegen::program::{External, GATHERED_HEADER, Launch, RECORD_COUNT, START_KERNEL};
-use crate::codegen::shape::Shape;
-use crate::codegen::{FATAL_STATUS, STATUS_SLOT};
-use crate::gradient::GradientDeviceError;
-use crate::native::{
+use crate::gradient::{
     GeneratedGradient, LaneGradientFn, LibrarySource, NativeGradient, NativeLibrary, NativeProgram,
     ONE_LANE_LAUNCH, Optimization, PendingLibrary, arg, call, data_values, lane_major_state,
     one_lane_call,
 };
-use crate::sampler::{LaneOutcome, RecordHost, lane_outcomes, pack_entry_args, runnable_program};
-use crate::shim::LaunchFn;
+use codegen::entry::EntryProgram;
+use codegen::gradient::GeneratedCodeError;
+use codegen::lane_body_call;
+use codegen::program::{External, GATHERED_HEADER, Launch, RECORD_COUNT, START_KERNEL};
+use codegen::sampler::{LaneOutcome, RecordHost, lane_outcomes, pack_entry_args, runnable_program};
+use codegen::shape::Shape;
+use codegen::shim::LaunchFn;
+use codegen::{FATAL_STATUS, REJECTED_STATUS, STATUS_SLOT};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Records a lane's buffer holds (each is handed over at once).
@@ -58,6 +64,14 @@ const RECORD_CAPACITY: usize = 2;
 /// 4.9 s with 16 lanes, 5.3 with 8, 6.2 with 64, 10.4 with all 500).
 /// Lanes are independent, so the grouping changes no lane's draws.
 pub const LANES_PER_GROUP: usize = 16;
+
+/// [`LANES_PER_GROUP`] where the host answers the gradient calls
+/// ([`SamplerGradient::Host`]): its batched evaluation costs per call as
+/// well as per lane, so more lanes per call pay (posteriordb's
+/// kronecker_gp on synthetic data, 256 chains on two threads: 36.5 s of
+/// sampling in groups of 16, 16.9 s in groups of 128, 21–23 s on
+/// `--backend cpu`, whose calls take up to 128 chains).
+pub const HOST_LANES_PER_GROUP: usize = 128;
 
 /// Where [`NativeSampler::advance`] left a lane.
 enum Reached {
@@ -138,7 +152,7 @@ struct Compiled {
 
 impl Compiled {
     /// `program` run by its compiled `library`.
-    fn new(program: EntryProgram, library: NativeLibrary) -> Result<Compiled, GradientDeviceError> {
+    fn new(program: EntryProgram, library: NativeLibrary) -> Result<Compiled, GeneratedCodeError> {
         // SAFETY: `advance_source` defines the function with this signature.
         let advance: AdvanceFn = unsafe { std::mem::transmute(library.function(ADVANCE)?) };
         let mut blocks = Vec::with_capacity(program.blocks.len());
@@ -194,7 +208,7 @@ enum Step {
 /// compiled gradient program.
 pub struct NativeSampler {
     compiled: Arc<Compiled>,
-    gradient: NativeGradient,
+    gradient: Gradient,
     n_lanes: usize,
     n_slots: usize,
     state: crate::lane_state::LaneState,
@@ -233,7 +247,7 @@ impl NativeSampler {
         program_cfg: &cfg::Program,
         entry: &str,
         params: &[Shape],
-    ) -> Result<GeneratedSampler, GradientDeviceError> {
+    ) -> Result<GeneratedSampler, GeneratedCodeError> {
         let program = runnable_program(program_cfg, entry, params)?;
         let source = LibrarySource::new(
             format!("{}{}", program.source, advance_source(&program)),
@@ -246,12 +260,21 @@ impl NativeSampler {
     /// An executor of `sampler` whose gradient calls `gradient` answers
     /// (one lane), the two compiled as `start` says, and the full builds
     /// that replace its quick ones as they become ready
-    /// ([`NativeSampler::upgrade`]).
+    /// ([`NativeSampler::upgrade`]). A [`SamplerGradient::Host`] gradient
+    /// compiles nothing: only the sampler program is built.
     pub fn compile(
         sampler: &GeneratedSampler,
-        gradient: GeneratedGradient,
+        gradient: SamplerGradient,
         start: Start,
-    ) -> Result<(NativeSampler, Arc<Upgrades>), GradientDeviceError> {
+    ) -> Result<(NativeSampler, Arc<Upgrades>), GeneratedCodeError> {
+        let gradient = match gradient {
+            SamplerGradient::Generated(gradient) => *gradient,
+            SamplerGradient::Host(host) => {
+                let (compiled, upgrades) = compile_sampler(sampler, start)?;
+                let gradient = Gradient::Host(HostLanes::new(host, 1));
+                return Ok((NativeSampler::with_compiled(compiled, gradient), upgrades));
+            }
+        };
         let gradient_source = gradient.library_source();
         let quick = |source: &LibrarySource, level: Optimization| match start {
             Start::Full => None,
@@ -310,7 +333,7 @@ impl NativeSampler {
                 let filled = upgrades.clone();
                 let programs = (sampler.program.clone(), gradient.program.clone());
                 std::thread::spawn(move || {
-                    let fail = |e: GradientDeviceError| {
+                    let fail = |e: GeneratedCodeError| {
                         (filled.failures.lock().unwrap_or_else(|p| p.into_inner()))
                             .push(e.to_string())
                     };
@@ -337,7 +360,7 @@ impl NativeSampler {
                 });
             }
         }
-        let gradient = gradient.into_gradient(compiled_gradient, 1);
+        let gradient = Gradient::Compiled(gradient.into_gradient(compiled_gradient, 1));
         Ok((
             NativeSampler::with_compiled(compiled_sampler, gradient),
             upgrades,
@@ -357,8 +380,9 @@ impl NativeSampler {
         }
         if let Some(upgrade) = &upgrades.gradient
             && let Some(full) = upgrade.full.get()
+            && let Gradient::Compiled(gradient) = &mut self.gradient
         {
-            self.gradient.upgrade(&upgrade.quick, full);
+            gradient.upgrade(&upgrade.quick, full);
         }
     }
 
@@ -366,7 +390,8 @@ impl NativeSampler {
     pub fn runs_quick(&self, upgrades: &Upgrades) -> bool {
         let sampler =
             (upgrades.sampler.as_ref()).is_some_and(|u| Arc::ptr_eq(&self.compiled, &u.quick));
-        let gradient = (upgrades.gradient.as_ref()).is_some_and(|u| self.gradient.runs(&u.quick));
+        let gradient = (upgrades.gradient.as_ref())
+            .is_some_and(|u| matches!(&self.gradient, Gradient::Compiled(g) if g.runs(&u.quick)));
         sampler || gradient
     }
 
@@ -376,7 +401,7 @@ impl NativeSampler {
         NativeSampler::with_compiled(self.compiled.clone(), self.gradient.sibling(lanes))
     }
 
-    fn with_compiled(compiled: Arc<Compiled>, gradient: NativeGradient) -> NativeSampler {
+    fn with_compiled(compiled: Arc<Compiled>, gradient: Gradient) -> NativeSampler {
         let n_lanes = gradient.lanes();
         let program = &compiled.program;
         let n_slots = program.layout.n_slots();
@@ -392,7 +417,7 @@ impl NativeSampler {
             records: vec![0.0; (n_lanes * RECORD_CAPACITY * program.record_width()).max(1)],
             packed: vec![0.0; (packed_width * n_lanes).max(1)],
             direct_theta: vec![0.0; packed_width.max(1)],
-            direct_gathered: vec![0.0; GATHERED_HEADER + gradient.program().n_params],
+            direct_gathered: vec![0.0; GATHERED_HEADER + gradient.n_params()],
             last_errors: vec![None; n_lanes],
             gradient_calls: 0,
             gradient_lanes: 0,
@@ -416,8 +441,23 @@ impl NativeSampler {
         self.n_slots * std::mem::size_of::<f64>()
     }
 
-    pub fn gradient(&self) -> &NativeGradient {
-        &self.gradient
+    /// Lanes whose gradients are evaluated together at most
+    /// ([`LANES_PER_GROUP`], or [`HOST_LANES_PER_GROUP`] where the host
+    /// answers them).
+    pub fn lanes_per_group(&self) -> usize {
+        match self.gradient {
+            Gradient::Compiled(_) => LANES_PER_GROUP,
+            Gradient::Host(_) => HOST_LANES_PER_GROUP,
+        }
+    }
+
+    /// Lanes run in blocks of the compiled gradient program over all its
+    /// evaluations (none when the host answers the gradients).
+    pub fn gradient_block_lanes(&self) -> u64 {
+        match &self.gradient {
+            Gradient::Compiled(gradient) => gradient.block_lanes,
+            Gradient::Host(_) => 0,
+        }
     }
 
     fn slot(&self, lane: usize, slot: usize) -> f64 {
@@ -433,7 +473,7 @@ impl NativeSampler {
         chains: &[u32],
         seed: u64,
         host: &mut dyn RecordHost,
-    ) -> Result<Vec<LaneOutcome>, GradientDeviceError> {
+    ) -> Result<Vec<LaneOutcome>, GeneratedCodeError> {
         self.start(args, chains, seed)?;
         loop {
             if let Some(outcomes) = self.resume(host, usize::MAX)? {
@@ -449,12 +489,13 @@ impl NativeSampler {
         args: &[Vec<Value>],
         chains: &[u32],
         seed: u64,
-    ) -> Result<(), GradientDeviceError> {
+    ) -> Result<(), GeneratedCodeError> {
         let n_lanes = self.n_lanes;
         let compiled = self.compiled.clone();
         let program = &compiled.program;
         let packed_args = pack_entry_args(program, args, chains, n_lanes)?;
         let chain_ids: Vec<i32> = chains.iter().map(|&c| c as i32).collect();
+        let per_group = self.lanes_per_group();
         {
             let state = self.state.as_mut_ptr();
             let (a, c) = (packed_args.as_ptr(), chain_ids.as_ptr());
@@ -482,8 +523,8 @@ impl NativeSampler {
             // blocks reads its program counter.
             cursor: vec![(usize::MAX, 0); n_lanes],
             running: (0..n_lanes)
-                .step_by(LANES_PER_GROUP)
-                .map(|first| (first..(first + LANES_PER_GROUP).min(n_lanes)).collect())
+                .step_by(per_group)
+                .map(|first| (first..(first + per_group).min(n_lanes)).collect())
                 .collect(),
         });
         Ok(())
@@ -500,12 +541,12 @@ impl NativeSampler {
         &mut self,
         host: &mut dyn RecordHost,
         records: usize,
-    ) -> Result<Option<Vec<LaneOutcome>>, GradientDeviceError> {
+    ) -> Result<Option<Vec<LaneOutcome>>, GeneratedCodeError> {
         let compiled = self.compiled.clone();
         let mut started = self
             .started
             .take()
-            .ok_or_else(|| GradientDeviceError::Setup("resumed a run not started".into()))?;
+            .ok_or_else(|| GeneratedCodeError::Setup("resumed a run not started".into()))?;
         let mut waiting: Vec<((usize, usize), usize)> = Vec::with_capacity(self.n_lanes);
         let mut group: Vec<i32> = Vec::with_capacity(self.n_lanes);
         for running in started.running.iter_mut() {
@@ -546,7 +587,7 @@ impl NativeSampler {
         failed: &mut [Option<RuntimeError>],
         waiting: &mut Vec<((usize, usize), usize)>,
         group: &mut Vec<i32>,
-    ) -> Result<(), GradientDeviceError> {
+    ) -> Result<(), GeneratedCodeError> {
         let slots = running.len() as u64;
         let limit = records.saturating_mul(running.len());
         let mut handed_over = 0;
@@ -733,12 +774,12 @@ impl NativeSampler {
         compiled: &Compiled,
         at: (usize, usize),
         lanes: &[i32],
-    ) -> Result<(), GradientDeviceError> {
+    ) -> Result<(), GeneratedCodeError> {
         let Step::Gradient { pack, answer } = &compiled.blocks[at.0][at.1] else {
             unreachable!("lanes wait only at gradient calls");
         };
         let k = lanes.len();
-        let n = self.gradient.program().n_params;
+        let n = self.gradient.n_params();
         let n_lanes = self.n_lanes as i32;
         let n_active = k as i32;
         let state = self.state.as_mut_ptr();
@@ -763,13 +804,10 @@ impl NativeSampler {
         }
         self.gradient_calls += 1;
         self.gradient_lanes += k as u64;
-        let evaluated = self
-            .gradient
-            .evaluate_columns(&self.packed[..n * k], k, true)?;
-        for (i, e) in &evaluated.failures {
-            self.last_errors[lanes[*i] as usize] = Some(e.clone());
+        let (g, failures) = self.gradient.evaluate(&self.packed[..n * k], k)?;
+        for (i, e) in failures {
+            self.last_errors[lanes[i] as usize] = Some(e);
         }
-        let g = evaluated.gathered().as_ptr();
         let mut argv = [
             arg(&state),
             arg(&data),
@@ -779,7 +817,8 @@ impl NativeSampler {
             arg(&g),
         ];
         // SAFETY: answer kernel ABI; `g` holds the gather kernel's rows for
-        // the same `k` lanes in the same order.
+        // the same `k` lanes in the same order (in `self.gradient`, not
+        // touched again until its next evaluation).
         unsafe { call(*answer, k, 1, &mut argv) };
         Ok(())
     }
@@ -806,7 +845,7 @@ type AdvanceFn =
     unsafe extern "C" fn(*mut f64, *const f64, i32, i32, i64, *mut DirectGradient) -> i64;
 
 /// The dispatcher's `BatDirectGradient`: the gradient program's
-/// [`crate::native::LANE_GRADIENT`] with its state and data, buffers for
+/// [`crate::gradient::LANE_GRADIENT`] with its state and data, buffers for
 /// one lane's point and gathered answer, and the evaluations it made.
 #[repr(C)]
 struct DirectGradient {
@@ -870,7 +909,7 @@ fn advance_source(program: &EntryProgram) -> String {
     }
     format!(
         r#"
-// ---- native dispatcher (backend-cuda/src/native_sampler.rs)
+// ---- native dispatcher (backend-native/src/sampler.rs)
 struct BatDirectGradient {{
     int (*evaluate)(double*, const double*, const double*, double, double*, long long*);
     double* state;
@@ -903,4 +942,207 @@ extern "C" long long {ADVANCE}(double* __restrict__ state, const double* __restr
 }}
 "#
     )
+}
+
+/// What answers the sampler program's gradient calls
+/// ([`NativeSampler::compile`]).
+pub enum SamplerGradient {
+    /// The model's gradient program, compiled with the sampler program.
+    Generated(Box<GeneratedGradient>),
+    /// The host, in Rust: for a model whose gradient program has ops the
+    /// generator lacks, or whose generated code failed to compile. The
+    /// sampler program still runs compiled; each lane's gradient call
+    /// returns to the host, which evaluates the lanes of a group waiting
+    /// at the same call together.
+    Host(Arc<dyn HostGradient>),
+}
+
+/// The model's log density (with log |J|) and gradient evaluated by the
+/// host ([`SamplerGradient::Host`]).
+pub trait HostGradient: Send + Sync {
+    /// Coordinates of a point.
+    fn n_params(&self) -> usize;
+
+    /// The `k` points `theta[c * k + i]` (coordinate `c` of point `i`):
+    /// `lp[i]`, `gradient[c * k + i]` and each point's error (its values
+    /// then mean nothing). An `Err` fails every point.
+    fn evaluate(&self, theta: &[f64], k: usize) -> Result<HostValues, String>;
+}
+
+/// One [`HostGradient::evaluate`]'s results, as columns over the points.
+pub struct HostValues {
+    pub lp: Vec<f64>,
+    pub gradient: Vec<f64>,
+    pub errors: Vec<Option<RuntimeError>>,
+}
+
+/// The gradient a [`NativeSampler`] calls (one per executor: boxing the
+/// compiled one would add a load to every gradient call).
+#[allow(clippy::large_enum_variant)]
+enum Gradient {
+    Compiled(NativeGradient),
+    Host(HostLanes),
+}
+
+/// A [`HostGradient`] for `lanes` lanes, with the gather kernel's rows of
+/// its last evaluation (the answer kernels read them).
+struct HostLanes {
+    host: Arc<dyn HostGradient>,
+    lanes: usize,
+    gathered: Vec<f64>,
+}
+
+impl HostLanes {
+    fn new(host: Arc<dyn HostGradient>, lanes: usize) -> HostLanes {
+        HostLanes {
+            host,
+            lanes: lanes.max(1),
+            gathered: Vec::new(),
+        }
+    }
+}
+
+impl Gradient {
+    fn lanes(&self) -> usize {
+        match self {
+            Gradient::Compiled(g) => g.lanes(),
+            Gradient::Host(h) => h.lanes,
+        }
+    }
+
+    fn n_params(&self) -> usize {
+        match self {
+            Gradient::Compiled(g) => g.program().n_params,
+            Gradient::Host(h) => h.host.n_params(),
+        }
+    }
+
+    fn sibling(&self, lanes: usize) -> Gradient {
+        match self {
+            Gradient::Compiled(g) => Gradient::Compiled(g.sibling(lanes)),
+            Gradient::Host(h) => Gradient::Host(HostLanes::new(h.host.clone(), lanes)),
+        }
+    }
+
+    /// The dispatcher's one-lane gradient: the compiled program's, or
+    /// where the host answers, a function sending every call back to it.
+    fn lane_call(&mut self) -> (LaneGradientFn, *mut f64, *const f64) {
+        match self {
+            Gradient::Compiled(g) => g.lane_call(),
+            Gradient::Host(_) => (to_the_host, std::ptr::null_mut(), std::ptr::null()),
+        }
+    }
+
+    fn add_lane_blocks(&mut self, blocks: u64) {
+        if let Gradient::Compiled(g) = self {
+            g.add_lane_blocks(blocks);
+        }
+    }
+
+    /// Evaluate lanes `0..k` at `theta` (`[c][i]`): the gather kernel's
+    /// rows (valid until the next evaluation) and the lanes that failed.
+    fn evaluate(&mut self, theta: &[f64], k: usize) -> Result<Evaluation, GeneratedCodeError> {
+        let h = match self {
+            Gradient::Compiled(g) => {
+                let evaluated = g.evaluate_columns(theta, k, true)?;
+                return Ok((evaluated.gathered().as_ptr(), evaluated.failures));
+            }
+            Gradient::Host(h) => h,
+        };
+        let n = h.host.n_params();
+        let values = h.host.evaluate(theta, k).unwrap_or_else(|e| HostValues {
+            lp: vec![f64::NAN; k],
+            gradient: vec![0.0; n * k],
+            errors: vec![Some(RuntimeError::fatal(format!("batched gradient: {e}"))); k],
+        });
+        if values.lp.len() != k || values.gradient.len() != n * k || values.errors.len() != k {
+            return Err(GeneratedCodeError::Setup(format!(
+                "the host's gradient answered {} points for {k}",
+                values.lp.len()
+            )));
+        }
+        // The gather kernel's rows: status, site, lp, gradient. A failed
+        // lane's site (0) sends the sampler to its error in `last_errors`.
+        let g = &mut h.gathered;
+        g.clear();
+        g.extend(values.errors.iter().map(|e| match e {
+            None => 0.0,
+            Some(e) if matches!(e.kind, ErrorKind::Fatal | ErrorKind::Unsupported) => FATAL_STATUS,
+            Some(_) => REJECTED_STATUS,
+        }));
+        g.extend(std::iter::repeat_n(0.0, k));
+        g.extend_from_slice(&values.lp);
+        g.extend_from_slice(&values.gradient);
+        let failures = (values.errors.into_iter().enumerate())
+            .filter_map(|(i, e)| Some((i, e?)))
+            .collect();
+        Ok((g.as_ptr(), failures))
+    }
+}
+
+/// The gather kernel's rows of an evaluation (valid until the next) and
+/// the lanes that failed, with their errors.
+type Evaluation = (*const f64, Vec<(usize, RuntimeError)>);
+
+/// The dispatcher's gradient function where the host answers: every
+/// evaluation goes back to the host (a nonzero status).
+unsafe extern "C" fn to_the_host(
+    _state: *mut f64,
+    _data: *const f64,
+    _theta: *const f64,
+    _jacobian: f64,
+    _gathered: *mut f64,
+    _blocks: *mut i64,
+) -> i32 {
+    1
+}
+
+/// The sampler program alone compiled as `start` says (its gradient
+/// answered by the host), and its full build where it starts on a quick one.
+fn compile_sampler(
+    sampler: &GeneratedSampler,
+    start: Start,
+) -> Result<(Arc<Compiled>, Arc<Upgrades>), GeneratedCodeError> {
+    let source = &sampler.source;
+    let quick = match start {
+        Start::Full => None,
+        Start::Background if source.is_cached(Optimization::FULL) => None,
+        Start::Background | Start::Upgraded => Some(Optimization::QUICK_SAMPLER),
+    };
+    let library = source.compile(quick.unwrap_or(Optimization::FULL))?;
+    let compiled = Arc::new(Compiled::new(sampler.program.clone(), library)?);
+    let upgrades = Arc::new(Upgrades {
+        sampler: quick.map(|_| Upgrade::of(&compiled)),
+        gradient: None,
+        failures: Mutex::new(Vec::new()),
+    });
+    if upgrades.sampler.is_none() {
+        return Ok((compiled, upgrades));
+    }
+    if start == Start::Upgraded {
+        let full = Compiled::new(sampler.program.clone(), source.compile(Optimization::FULL)?)?;
+        if let Some(upgrade) = &upgrades.sampler {
+            let _ = upgrade.full.set(Arc::new(full));
+        }
+        return Ok((compiled, upgrades));
+    }
+    let pending = source.spawn(Optimization::FULL);
+    let (filled, program, source) = (upgrades.clone(), sampler.program.clone(), source.clone());
+    std::thread::spawn(move || {
+        let library = match pending {
+            Some(pending) => pending.wait(),
+            None => source.compile(Optimization::FULL),
+        };
+        match library.and_then(|l| Compiled::new(program, l)) {
+            Ok(full) => {
+                if let Some(upgrade) = &filled.sampler {
+                    let _ = upgrade.full.set(Arc::new(full));
+                }
+            }
+            Err(e) => {
+                (filled.failures.lock().unwrap_or_else(|p| p.into_inner())).push(e.to_string())
+            }
+        }
+    });
+    Ok((compiled, upgrades))
 }

@@ -1,22 +1,16 @@
-//! Running CUDA kernels without a GPU: the CUDA-on-CPU shim header
-//! (`shim/cuda_on_cpu.h`) compiles kernels with g++ into a shared library,
-//! and the stub driver (`stub/libcuda_stub.c`, built into `libcuda.so`)
-//! lets cudarc's unmodified host calls load and launch them.
-//!
-//! A shim module is loaded by the stub from the module image
-//! [`module_image`] makes; in-process, [`ShimModule`] calls its kernels
-//! directly.
+//! Running generated CUDA C without a GPU: the CUDA-on-CPU shim header
+//! (`shim/cuda_on_cpu.h`) compiles kernels with g++ into a shared library
+//! for the host. The native executors (`backend-native`) build their
+//! programs so ([`build_module_native`]); the CUDA backend's stub driver
+//! (`backend_cuda::stub`) loads such libraries through cudarc's unmodified
+//! host calls; in-process, [`ShimModule`] calls their kernels directly.
 
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::nvrtc::Compiled;
-
 /// The CUDA-on-CPU shim header.
 pub const SHIM_HEADER: &str = include_str!("../shim/cuda_on_cpu.h");
-/// The stub CUDA driver's C source.
-pub const STUB_LIBCUDA_SOURCE: &str = include_str!("../stub/libcuda_stub.c");
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShimError {
@@ -54,14 +48,20 @@ pub fn compiler_available() -> Result<(), String> {
     }
 }
 
-fn write(path: &Path, text: &str) -> Result<(), ShimError> {
+/// Write `text` to `path`.
+pub fn write(path: &Path, text: &str) -> Result<(), ShimError> {
     std::fs::write(path, text).map_err(|error| ShimError::Io {
         path: path.to_path_buf(),
         error,
     })
 }
 
-fn run(compiler: &str, args: &[impl AsRef<std::ffi::OsStr>], dir: &Path) -> Result<(), ShimError> {
+/// Run `compiler` with `args` in `dir`; a failure's error holds its stderr.
+pub fn run(
+    compiler: &str,
+    args: &[impl AsRef<std::ffi::OsStr>],
+    dir: &Path,
+) -> Result<(), ShimError> {
     let output = Command::new(compiler)
         .args(args)
         .current_dir(dir)
@@ -78,10 +78,6 @@ fn run(compiler: &str, args: &[impl AsRef<std::ffi::OsStr>], dir: &Path) -> Resu
     }
     Ok(())
 }
-
-/// The name the stub driver gives its device: a program for it is built
-/// with the shim rather than NVRTC.
-pub const STUB_DEVICE_NAME: &str = "bat stub device (CUDA on CPU)";
 
 /// Compile CUDA C `source` with g++ against the shim into `dir/NAME.so`,
 /// exporting a launcher for each of `kernels` (a block's threads run as
@@ -106,7 +102,7 @@ pub fn build_module_serial(
     build(source, kernels, dir, name, "BAT_SHIM_EXPORT_SERIAL", "-O1")
 }
 
-/// [`build_module_serial`] for the native executors ([`crate::native`]):
+/// [`build_module_serial`] for the native executors (`backend_native`):
 /// `defines` (preprocessor lines) before the kernels, compiled at
 /// `level` (`-O0` to `-O3`) with [`NATIVE_FLAGS`], still without fused
 /// multiply-adds, so results stay the shim's bit for bit at every level.
@@ -190,7 +186,7 @@ fn native_build(
 /// where there is one) for the element loops: 10% fewer instructions in
 /// the sampler's blocks, the same values (IEEE operations give the same
 /// result at any vector width; no contraction, no reassociation). The
-/// native library cache key includes the CPU (`native::host_cpu`).
+/// native library cache key includes the CPU (`backend_native::gradient`'s `host_cpu`).
 /// `-fno-tree-loop-distribute-patterns`: the generated code's element
 /// loops copy and clear a few to a hundred numbers each (a call frame's
 /// saves, a function's result); g++ turned them into `memcpy`/`memset`
@@ -259,34 +255,6 @@ fn prepare(
     ]);
     let args = args.into_iter().map(String::from).collect();
     Ok((args, library))
-}
-
-/// The module image the stub driver loads for a shim library.
-pub fn module_image(library: &Path) -> Compiled {
-    Compiled::Ptx(format!("// bat-shim-module: {}\n", library.display()))
-}
-
-/// Build the stub driver as `dir/libcuda.so` (point `LD_LIBRARY_PATH` at
-/// `dir` in a child process to make cudarc load it).
-pub fn build_stub_libcuda(dir: &Path) -> Result<PathBuf, ShimError> {
-    let source = dir.join("libcuda_stub.c");
-    write(&source, STUB_LIBCUDA_SOURCE)?;
-    let library = dir.join("libcuda.so");
-    let out = library.to_string_lossy().into_owned();
-    let args = [
-        "-std=c11",
-        "-O1",
-        "-fPIC",
-        "-shared",
-        "-Wall",
-        "-Werror",
-        "-o",
-        &out,
-        "libcuda_stub.c",
-        "-ldl",
-    ];
-    run("cc", &args, dir)?;
-    Ok(library)
 }
 
 /// A kernel's launcher in a shim library: grid (x, y, z), block (x, y,

@@ -13,7 +13,7 @@ mod common;
 use common::lanes::{Case, case_from, check_lane, load, reference, theta};
 use std::path::PathBuf;
 
-use backend_cuda::native::NativeGradient;
+use backend_native::gradient::NativeGradient;
 use runtime::ErrorKind;
 
 fn repo_root() -> PathBuf {
@@ -52,7 +52,7 @@ fn compare(
     native: &mut NativeGradient,
     points: &[Vec<f64>],
     jacobian: bool,
-) -> Vec<backend_cuda::gradient::LaneGradient> {
+) -> Vec<codegen::gradient::LaneGradient> {
     let n = case.model.num_unconstrained();
     let k = points.len();
     let flat: Vec<f64> = (0..n)

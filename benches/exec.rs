@@ -1,4 +1,4 @@
-//! `cargo bench -p backend-cpu --bench exec`: log-density gradient
+//! `cargo bench --bench exec`: log-density gradient
 //! evaluations per second through the batched executors (local static and
 //! program-counter batching; one thread and all cores) for eight schools,
 //! the N = 10,000, D = 100 logistic regression (run `scripts/setup.sh`
@@ -9,10 +9,14 @@
 //! share of the GEMM rate measured right before and after that row —, and hand-written Rust
 //! gradients of the same models (checked against bat's) as the Z = 1
 //! baseline, and the same gradient compiled to machine code
-//! (`backend_cuda::native`: the generated code built with g++, one thread,
+//! (`backend_native::gradient`: the generated code built with g++, one thread,
 //! lane by lane; `bat bench --backend native`), checked against the
 //! hand-written one. Prints a table. `BAT_BENCH_ONLY=NAME` runs the
 //! problems whose name contains NAME.
+//!
+//! It compares two engines' crates (backend-cpu's executors and
+//! backend-native's compiled gradient), so it lives in the root crate,
+//! above both: neither engine's crate depends on the other.
 //!
 //! It allocates with mimalloc, as the `bat` binary does (the system
 //! allocator made the batched figures 5–15% lower than `bat bench`'s, so
@@ -208,7 +212,7 @@ fn thetas(n: usize, z: usize) -> Vec<Vec<f64>> {
 }
 
 fn main() {
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     for name in [
         "eight_schools_noncentered",
@@ -338,7 +342,7 @@ fn native_rows(
     th: &[f64],
     hand_grad: &[f64],
 ) {
-    use backend_cuda::native::NativeGradient;
+    use backend_native::gradient::NativeGradient;
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()));
     let mut native = match NativeGradient::new(cfg, m.clone(), 1) {
         Ok(native) => native,

@@ -126,7 +126,7 @@ mod tests {
     #[test]
     fn the_sampler_program_saves_in_frames() {
         // bat's sampler program (the `bat` crate compiles the same file).
-        let source = include_str!("../../../src/sampler/nuts.stan");
+        let source = include_str!("../../src/sampler/nuts.stan");
         let (program, diagnostics) = language::compile_with_externals(source, "nuts");
         let program = program.unwrap_or_else(|| panic!("{diagnostics:?}"));
         let cfg = language::batch::lower(&program, &[], 0).unwrap();

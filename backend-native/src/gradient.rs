@@ -1,5 +1,5 @@
 //! The native executor of gradient programs: the CUDA C that
-//! [`crate::codegen`] generates for a gradient program, compiled for the
+//! [`codegen`] generates for a gradient program, compiled for the
 //! host CPU with g++ (`-O3`, against the CUDA-on-CPU shim header) and run
 //! in this process, lane after lane ([`NativeGradient`]).
 //!
@@ -9,8 +9,8 @@
 //! one chain; eight schools' gradient then costs ~15 µs where a
 //! hand-written one costs ~0.1 µs. Compiled code pays no per-op cost, so
 //! this executor reaches a hand-written gradient's speed at Z = 1
-//! (`bat bench --backend native`). It reuses the CUDA backend's code
-//! generator unchanged (one thread per lane becomes one loop iteration
+//! (`bat bench --backend native`). It shares the CUDA backend's code
+//! generator ([`codegen`]; one thread per lane becomes one loop iteration
 //! per lane), so it runs exactly the models `--backend cuda` runs and,
 //! like the stub driver's kernels, equals backend-cpu bit for bit
 //! (`-ffp-contract=off`: no fused multiply-adds).
@@ -45,7 +45,7 @@
 //! that rename their library into the cache themselves (so a build still
 //! running when a short run exits lands there for the next run). Between
 //! turns of a group of chains, each group takes the `-O3` code as soon as
-//! it is loaded (`native_sampler::NativeSampler::upgrade`): the builds
+//! it is loaded (`sampler::NativeSampler::upgrade`): the builds
 //! come from one source, so the lanes' state carries over, and every
 //! level computes the same values (no reassociation, no contraction), so
 //! the draws are those of an `-O3` run bit for bit (tested mid-run against
@@ -74,12 +74,12 @@ use std::sync::Arc;
 use language::batch::{cfg, pc};
 use runtime::{Model, RuntimeError};
 
-use crate::codegen::program::{
+use codegen::gradient::{GeneratedCodeError, LaneGradient, device_program, regenerate, site_error};
+use codegen::program::{
     DeviceProgram, GATHER_KERNEL, GATHERED_HEADER, GEMM_ROWS_PER_THREAD, Launch, START_KERNEL,
 };
-use crate::codegen::{FailKind, Layout, PC_SLOT, STATUS_SLOT};
-use crate::gradient::{GradientDeviceError, LaneGradient, device_program, regenerate, site_error};
-use crate::shim::{self, LaunchFn, ShimModule};
+use codegen::shim::{self, LaunchFn, ShimModule};
+use codegen::{FailKind, Layout, PC_SLOT, STATUS_SLOT};
 
 /// A gradient program compiled for the host, shared by every
 /// [`NativeGradient`] of a model (the library holds no state).
@@ -118,7 +118,7 @@ pub(crate) const ONE_LANE_LAUNCH: &str = "    ::bat_shim::thread_idx = dim3(0, 0
 /// grid); `None` for an external call, which is not a kernel.
 pub(crate) fn one_lane_call(launch: &Launch, n_lanes: &str) -> Option<String> {
     match launch {
-        Launch::Lanes { kernel } => Some(crate::codegen::lane_body_call(kernel, n_lanes, "")),
+        Launch::Lanes { kernel } => Some(codegen::lane_body_call(kernel, n_lanes, "")),
         Launch::Gemm { kernel, rows } => {
             let grid = rows.div_ceil(GEMM_ROWS_PER_THREAD).max(1);
             Some(format!(
@@ -134,7 +134,7 @@ pub(crate) fn one_lane_call(launch: &Launch, n_lanes: &str) -> Option<String> {
 /// program-counter order (the host loop's schedule for a single lane:
 /// the lowest-numbered waiting block is the lane's own), the gather
 /// kernel. The native sampler's dispatcher calls it directly for a lane
-/// that asks for a gradient (`crate::native_sampler`), where the host
+/// that asks for a gradient (`crate::sampler`), where the host
 /// loop would return to Rust, pack the waiting lanes and launch each
 /// kernel through the shim for them.
 fn lane_gradient_source(program: &DeviceProgram) -> String {
@@ -155,7 +155,7 @@ fn lane_gradient_source(program: &DeviceProgram) -> String {
     let entry = program.entry;
     format!(
         r#"
-// ---- one lane's gradient (backend-cuda/src/native.rs)
+// ---- one lane's gradient (backend-native/src/gradient.rs)
 extern "C" int {LANE_GRADIENT}(double* __restrict__ state, const double* __restrict__ data,
     const double* __restrict__ theta, double jacobian, double* __restrict__ gathered,
     long long* __restrict__ blocks) {{
@@ -248,11 +248,8 @@ impl LibrarySource {
 
     /// Compile at `level` (from the cache when it was compiled before) and
     /// load it.
-    pub(crate) fn compile(
-        &self,
-        level: Optimization,
-    ) -> Result<NativeLibrary, GradientDeviceError> {
-        let failed = |e: String| GradientDeviceError::Compile(e);
+    pub(crate) fn compile(&self, level: Optimization) -> Result<NativeLibrary, GeneratedCodeError> {
+        let failed = |e: String| GeneratedCodeError::Compile(e);
         let library = self.cached_library(level).map_err(failed)?;
         NativeLibrary::load(&library)
     }
@@ -345,13 +342,13 @@ pub(crate) struct PendingLibrary {
 
 impl PendingLibrary {
     /// Wait for the compiler and load the library.
-    pub(crate) fn wait(self) -> Result<NativeLibrary, GradientDeviceError> {
+    pub(crate) fn wait(self) -> Result<NativeLibrary, GeneratedCodeError> {
         let output = self
             .child
             .wait_with_output()
-            .map_err(|e| GradientDeviceError::Compile(format!("{}: {e}", shim::COMPILER)))?;
+            .map_err(|e| GeneratedCodeError::Compile(format!("{}: {e}", shim::COMPILER)))?;
         if !output.status.success() {
-            return Err(GradientDeviceError::Compile(format!(
+            return Err(GeneratedCodeError::Compile(format!(
                 "{} failed:\n{}",
                 shim::COMPILER,
                 String::from_utf8_lossy(&output.stderr)
@@ -368,25 +365,25 @@ pub(crate) struct NativeLibrary {
 }
 
 impl NativeLibrary {
-    fn load(path: &std::path::Path) -> Result<NativeLibrary, GradientDeviceError> {
+    fn load(path: &std::path::Path) -> Result<NativeLibrary, GeneratedCodeError> {
         let module =
-            ShimModule::load(path).map_err(|e| GradientDeviceError::Compile(e.to_string()))?;
+            ShimModule::load(path).map_err(|e| GeneratedCodeError::Compile(e.to_string()))?;
         Ok(NativeLibrary { module })
     }
 
     /// The address of the exported C function `name` (valid while the
     /// library is).
-    pub(crate) fn function(&self, name: &str) -> Result<*const c_void, GradientDeviceError> {
+    pub(crate) fn function(&self, name: &str) -> Result<*const c_void, GeneratedCodeError> {
         self.module
             .function(name)
-            .map_err(|e| GradientDeviceError::Compile(e.to_string()))
+            .map_err(|e| GeneratedCodeError::Compile(e.to_string()))
     }
 
     /// The launcher of `kernel` (valid while the library is).
-    pub(crate) fn launcher(&self, kernel: &str) -> Result<LaunchFn, GradientDeviceError> {
+    pub(crate) fn launcher(&self, kernel: &str) -> Result<LaunchFn, GeneratedCodeError> {
         self.module
             .launcher(kernel)
-            .map_err(|e| GradientDeviceError::Compile(e.to_string()))
+            .map_err(|e| GeneratedCodeError::Compile(e.to_string()))
     }
 }
 
@@ -406,7 +403,7 @@ impl NativeProgram {
     fn compile(
         program: DeviceProgram,
         level: Optimization,
-    ) -> Result<NativeProgram, GradientDeviceError> {
+    ) -> Result<NativeProgram, GeneratedCodeError> {
         let library = NativeProgram::library_source(&program).compile(level)?;
         NativeProgram::from_library(program, library)
     }
@@ -415,7 +412,7 @@ impl NativeProgram {
     pub(crate) fn from_library(
         program: DeviceProgram,
         library: NativeLibrary,
-    ) -> Result<NativeProgram, GradientDeviceError> {
+    ) -> Result<NativeProgram, GeneratedCodeError> {
         // SAFETY: `lane_gradient_source` defines it with this signature.
         let lane_gradient: LaneGradientFn =
             unsafe { std::mem::transmute(library.function(LANE_GRADIENT)?) };
@@ -428,7 +425,7 @@ impl NativeProgram {
                     Launch::Lanes { .. } => 1,
                     Launch::Gemm { rows, .. } => rows.div_ceil(GEMM_ROWS_PER_THREAD).max(1),
                     Launch::External(e) => {
-                        return Err(GradientDeviceError::Setup(format!(
+                        return Err(GeneratedCodeError::Setup(format!(
                             "the gradient program calls the external function {}",
                             e.function
                         )));
@@ -493,12 +490,44 @@ pub struct GeneratedGradient {
 impl GeneratedGradient {
     /// Compile the program (from the cache when it was compiled before),
     /// with the state of `lanes` lanes.
-    pub fn compile(self, lanes: usize) -> Result<NativeGradient, GradientDeviceError> {
+    pub fn compile(self, lanes: usize) -> Result<NativeGradient, GeneratedCodeError> {
         let compiled = Arc::new(NativeProgram::compile(
             self.program.clone(),
             Optimization::FULL,
         )?);
         Ok(self.into_gradient(compiled, lanes))
+    }
+
+    /// The model's source spans of the statements whose code a compiler
+    /// error in `log` names: each kernel is named `{prefix}_b{block}_{n}`
+    /// after the PC block it runs. In the program's order, once each.
+    pub fn spans_named_in(&self, log: &str) -> Vec<language::span::Span> {
+        let marker = format!("{}_b", self.program.prefix);
+        let mut blocks: Vec<usize> = log
+            .match_indices(&marker)
+            .filter_map(|(at, _)| {
+                let rest = &log[at + marker.len()..];
+                let digits =
+                    rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+                rest[digits..]
+                    .starts_with('_')
+                    .then(|| rest[..digits].parse().ok())?
+            })
+            .collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        let mut spans = Vec::new();
+        for block in blocks.into_iter().filter_map(|b| self.pc.blocks.get(b)) {
+            for op in &block.ops {
+                if let pc::Op::Stmt(s) = op
+                    && s.span.end > s.span.start
+                    && !spans.contains(&s.span)
+                {
+                    spans.push(s.span);
+                }
+            }
+        }
+        spans
     }
 
     /// The C to compile.
@@ -552,7 +581,7 @@ impl NativeGradient {
         grad_cfg: &cfg::Program,
         model: Model,
         lanes: usize,
-    ) -> Result<NativeGradient, GradientDeviceError> {
+    ) -> Result<NativeGradient, GeneratedCodeError> {
         NativeGradient::generate(grad_cfg, model)?.compile(lanes)
     }
 
@@ -562,7 +591,7 @@ impl NativeGradient {
     pub fn generate(
         grad_cfg: &cfg::Program,
         model: Model,
-    ) -> Result<GeneratedGradient, GradientDeviceError> {
+    ) -> Result<GeneratedGradient, GeneratedCodeError> {
         let (pc, program, stack_capacities) = device_program(grad_cfg, &model)?;
         Ok(GeneratedGradient {
             pc,
@@ -657,16 +686,16 @@ impl NativeGradient {
         theta: &[f64],
         k: usize,
         jacobian: bool,
-    ) -> Result<Evaluated<'_>, GradientDeviceError> {
+    ) -> Result<Evaluated<'_>, GeneratedCodeError> {
         let n = self.compiled.program.n_params;
         if theta.len() != n * k {
-            return Err(GradientDeviceError::Setup(format!(
+            return Err(GeneratedCodeError::Setup(format!(
                 "{} coordinates given for {k} lanes of {n}",
                 theta.len()
             )));
         }
         if k > self.n_lanes {
-            return Err(GradientDeviceError::Setup(format!(
+            return Err(GeneratedCodeError::Setup(format!(
                 "{k} lanes asked of an executor for {}",
                 self.n_lanes
             )));
@@ -704,7 +733,7 @@ impl NativeGradient {
         theta: &[f64],
         k: usize,
         jacobian: bool,
-    ) -> Result<Vec<LaneGradient>, GradientDeviceError> {
+    ) -> Result<Vec<LaneGradient>, GeneratedCodeError> {
         let n = self.compiled.program.n_params;
         let evaluated = self.evaluate_columns(theta, k, jacobian)?;
         let mut lanes: Vec<LaneGradient> = (0..k)
@@ -738,7 +767,7 @@ impl NativeGradient {
     }
 
     /// Twice the AD stack capacity, recompiled.
-    fn grow_stacks(&mut self) -> Result<(), GradientDeviceError> {
+    fn grow_stacks(&mut self) -> Result<(), GeneratedCodeError> {
         for c in &mut self.stack_capacities {
             *c *= 2;
         }

@@ -1,0 +1,3 @@
+//! What the native executor's tests share.
+
+pub mod lanes;
