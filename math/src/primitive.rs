@@ -125,22 +125,6 @@ primitives! {
 }
 
 impl Primitive {
-    /// Look a primitive up by Stan name and arity (`lchoose` and
-    /// `binomial_coefficient_log` are the same primitive).
-    pub fn from_name(name: &str, arity: usize) -> Option<Primitive> {
-        let name = match name {
-            "binomial_coefficient_log" => "lchoose",
-            "multiply_log" => "lmultiply",
-            "abs" => "fabs",
-            "log_sum_exp" if arity == 2 => "log_sum_exp",
-            other => other,
-        };
-        Primitive::ALL
-            .iter()
-            .copied()
-            .find(|p| p.name() == name && p.arity() == arity)
-    }
-
     /// Arguments Stan requires to be integers or data (their partial is
     /// always 0; an AD pass need not propagate into them).
     pub fn data_only_args(self) -> &'static [usize] {

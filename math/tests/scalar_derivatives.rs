@@ -308,18 +308,6 @@ fn rounding_primitives_have_zero_derivative() {
     }
 }
 
-#[test]
-fn lookup_by_name_round_trips() {
-    for &p in Primitive::ALL {
-        assert_eq!(Primitive::from_name(p.name(), p.arity()), Some(p));
-    }
-    assert_eq!(
-        Primitive::from_name("binomial_coefficient_log", 2),
-        Some(Primitive::Lchoose)
-    );
-    assert_eq!(Primitive::from_name("lgamma", 2), None);
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 

@@ -359,17 +359,15 @@ pub(crate) fn add_assign_at(slot: &mut Value, idx: Option<&[Ix]>, r: &Value) -> 
 
 /// `∂prim/∂values[arg]` elementwise, broadcasting scalar arguments.
 pub(crate) fn partial_values(prim: Prim, arg: usize, values: &[Value]) -> Result<Value> {
-    // bat-math names the primitives as Stan's math library does.
-    let name = match prim {
-        Prim::LogPhi => "log_Phi",
-        other => other.name(),
-    };
-    let p = bat_math::Primitive::from_name(name, values.len()).ok_or_else(|| {
-        RuntimeError::new(
-            ErrorKind::Unsupported,
-            format!("no derivative rule for `{}`", prim.name()),
-        )
-    })?;
+    let p = prim
+        .scalar_rule()
+        .filter(|p| p.arity() == values.len())
+        .ok_or_else(|| {
+            RuntimeError::new(
+                ErrorKind::Unsupported,
+                format!("no derivative rule for `{}`", prim.name()),
+            )
+        })?;
     let template = values.iter().find(|v| !is_scalar(v)).cloned();
     let columns: Vec<Vec<f64>> = values.iter().map(flat).collect();
     let n = template.as_ref().map_or(1, |t| flat(t).len());

@@ -1131,11 +1131,7 @@ pub(crate) fn partial(prim: Prim, arg: usize, args: &[&Slot], z: usize) -> Optio
     if args.iter().all(|a| a.is_shared()) {
         return None;
     }
-    let name = match prim {
-        Prim::LogPhi => "log_Phi",
-        other => other.name(),
-    };
-    let p = bat_math::Primitive::from_name(name, args.len())?;
+    let p = prim.scalar_rule().filter(|p| p.arity() == args.len())?;
     let ops: Vec<Operand> = args.iter().map(|a| operand(a)).collect::<Option<_>>()?;
     let shape = match ops.iter().find(|o| o.shape.is_some()) {
         Some(t) => super::index::real_shape(t.shape.as_ref()?),

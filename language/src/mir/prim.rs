@@ -305,8 +305,132 @@ impl Prim {
     }
 }
 
+impl Prim {
+    /// The scalar value and derivative rule that bat-math has for this
+    /// primitive, applied elementwise (its arity is the number of operands
+    /// it takes); `None` where the primitive is not elementwise over
+    /// scalars (reductions, linear algebra, checks, RNGs, ...), whose rules
+    /// live with each executor.
+    pub fn scalar_rule(self) -> Option<bat_math::Primitive> {
+        use Prim::*;
+        use bat_math::Primitive as P;
+        Some(match self {
+            Add => P::Add,
+            Sub => P::Sub,
+            Neg => P::Neg,
+            Mul => P::Mul,
+            Div => P::Div,
+            Pow => P::Pow,
+            Exp => P::Exp,
+            Exp2 => P::Exp2,
+            Expm1 => P::Expm1,
+            Log => P::Log,
+            Log2 => P::Log2,
+            Log10 => P::Log10,
+            Log1p => P::Log1p,
+            Log1m => P::Log1m,
+            Log1pExp => P::Log1pExp,
+            Log1mExp => P::Log1mExp,
+            Sqrt => P::Sqrt,
+            Cbrt => P::Cbrt,
+            Square => P::Square,
+            Inv => P::Inv,
+            InvSqrt => P::InvSqrt,
+            InvSquare => P::InvSquare,
+            Abs => P::Fabs,
+            Floor => P::Floor,
+            Ceil => P::Ceil,
+            Round => P::Round,
+            Trunc => P::Trunc,
+            Sin => P::Sin,
+            Cos => P::Cos,
+            Tan => P::Tan,
+            Asin => P::Asin,
+            Acos => P::Acos,
+            Atan => P::Atan,
+            Sinh => P::Sinh,
+            Cosh => P::Cosh,
+            Tanh => P::Tanh,
+            Asinh => P::Asinh,
+            Acosh => P::Acosh,
+            Atanh => P::Atanh,
+            Logit => P::Logit,
+            InvLogit => P::InvLogit,
+            LogInvLogit => P::LogInvLogit,
+            Log1mInvLogit => P::Log1mInvLogit,
+            InvCloglog => P::InvCloglog,
+            Lgamma => P::Lgamma,
+            Digamma => P::Digamma,
+            Trigamma => P::Trigamma,
+            Tgamma => P::Tgamma,
+            Erf => P::Erf,
+            Erfc => P::Erfc,
+            Phi => P::Phi,
+            PhiApprox => P::PhiApprox,
+            InvPhi => P::InvPhi,
+            LogPhi => P::LogPhi,
+            Atan2 => P::Atan2,
+            Fmax => P::Fmax,
+            Fmin => P::Fmin,
+            Fdim => P::Fdim,
+            Fmod => P::Fmod,
+            Hypot => P::Hypot,
+            LogSumExp2 => P::LogSumExp,
+            LogDiffExp => P::LogDiffExp,
+            Lbeta => P::Lbeta,
+            Lchoose => P::Lchoose,
+            LogFallingFactorial => P::LogFallingFactorial,
+            LogRisingFactorial => P::LogRisingFactorial,
+            LogInvLogitDiff => P::LogInvLogitDiff,
+            GammaP => P::GammaP,
+            GammaQ => P::GammaQ,
+            IncBeta => P::IncBeta,
+            BinaryLogLoss => P::BinaryLogLoss,
+            MultiplyLog => P::Lmultiply,
+            Lmultiply => P::Lmultiply,
+            Fma => P::Fma,
+            _ => return None,
+        })
+    }
+}
+
 impl fmt::Display for Prim {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Prim;
+    use bat_math::Primitive;
+
+    /// The name bat-math gives the primitive (Stan's math library's
+    /// names, where the language's differ).
+    fn math_name(p: Prim) -> &'static str {
+        match p {
+            Prim::Abs => "fabs",
+            Prim::LogPhi => "log_Phi",
+            Prim::MultiplyLog => "lmultiply",
+            other => other.name(),
+        }
+    }
+
+    #[test]
+    fn scalar_rules_are_the_math_primitives_of_the_same_name() {
+        for &p in Prim::ALL {
+            let same_name = Primitive::ALL
+                .iter()
+                .copied()
+                .find(|m| m.name() == math_name(p));
+            // `log_sum_exp` of one container is a reduction, not the
+            // two-scalar rule of that name (`LogSumExp2`).
+            let expected = if p == Prim::LogSumExp {
+                None
+            } else {
+                same_name
+            };
+            assert_eq!(p.scalar_rule(), expected, "{p:?}");
+        }
     }
 }
