@@ -257,6 +257,19 @@ fn reductions_reshapes_and_matrix_division_match_finite_differences() {
 }
 
 #[test]
+fn slices_norms_and_array_appends_match_finite_differences() {
+    let src = with_model(
+        "  vector[4] v = [z[1], 2 * z[2], z[3] - 1, 0.5]';
+  array[2] real xs = {z[4], z[5] * 3};
+  target += sum(block(S, 2, 1, 2, 2) .* [[1, 2], [3, 4]]) + dot_product(col(S, 3), [1, -1, 2]');
+  target += dot_product(row(B, 2), [0.5, 2, -1]) + norm1(v) + 3 * norm2(v) + norm2(xs);
+  array[5] real joined = append_array(xs, {z[6], 1.0, z[1]});
+  target += dot_product(to_vector(joined), [1, 2, 3, 4, 5]') + norm1(joined);",
+    );
+    check("slices_norms", &src, "{}");
+}
+
+#[test]
 fn spd_solves_and_determinants_match_finite_differences() {
     let body = "  vector[3] b = [z[1], 1, z[2]]';
   matrix[3, 2] M = [[z[5], 1], [0.2, z[6]], [1, 1]];

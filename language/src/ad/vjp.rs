@@ -336,6 +336,76 @@ impl Transformer {
                     span,
                 });
             }
+            Block | Col | Row => {
+                // The part of the matrix that was taken gets t̄.
+                let ExprKind::Var(v) = args[0].kind else {
+                    return Ok(());
+                };
+                let Some(a) = self.adjoint(v) else {
+                    return Ok(());
+                };
+                let last = |first: &Expr, n: &Expr| {
+                    let end = prim(Add, vec![first.clone(), n.clone()], Type::Int, span);
+                    prim(Sub, vec![end, int_literal(1, span)], Type::Int, span)
+                };
+                let path = match p {
+                    Block => vec![
+                        Index::Between(args[1].clone(), last(&args[1], &args[3])),
+                        Index::Between(args[2].clone(), last(&args[2], &args[4])),
+                    ],
+                    Col => vec![Index::All, Index::Single(args[1].clone())],
+                    _ => vec![Index::Single(args[1].clone())],
+                };
+                out.push(Stmt {
+                    kind: StmtKind::AddAssign {
+                        lhs: LValue {
+                            var: a,
+                            path: vec![LValueStep::Index(path)],
+                        },
+                        rhs: tb.clone(),
+                    },
+                    span,
+                });
+            }
+            AppendArray => {
+                // t = {a..., b...}: ā += t̄[1:size(a)], b̄ += t̄[size(a) + 1:].
+                let size_a = prim(Size, vec![args[0].clone()], Type::Int, span);
+                let after_a = prim(
+                    Add,
+                    vec![size_a.clone(), int_literal(1, span)],
+                    Type::Int,
+                    span,
+                );
+                let slice = |range: Index, ty: &Type| Expr {
+                    kind: ExprKind::Index(Box::new(tb.clone()), vec![range]),
+                    ty: ty.clone(),
+                    ad: tb.ad,
+                    span,
+                };
+                let a_share = slice(Index::Between(int_literal(1, span), size_a), &args[0].ty);
+                let b_share = slice(Index::Upfrom(after_a), &args[1].ty);
+                self.accumulate(&args[0], a_share, out);
+                self.accumulate(&args[1], b_share, out);
+            }
+            Norm1 => {
+                // ā += t̄ · ∂|a|/∂a, elementwise (0 at 0, as Stan).
+                let sign = Expr {
+                    kind: ExprKind::Partial {
+                        prim: Abs,
+                        arg: 0,
+                        args: vec![args[0].clone()],
+                    },
+                    ty: args[0].ty.clone(),
+                    ad: AdLevel::DataOnly,
+                    span,
+                };
+                self.accumulate(&args[0], ew(Mul, tb.clone(), sign), out);
+            }
+            Norm2 => {
+                // t = ‖a‖₂:  ā += (t̄ / t) · a
+                let scale = ew(Div, tb.clone(), t.clone());
+                self.accumulate(&args[0], ew(Mul, scale, args[0].clone()), out);
+            }
             RepMatrix if !args[0].ty.is_scalar() => {
                 // Columns (vector) or rows (row_vector) repeated: sum them.
                 let share = if args[0].ty == Type::Vector {
@@ -525,6 +595,15 @@ pub(super) fn transpose(e: &Expr, span: Span) -> Expr {
         ref t => t.clone(),
     };
     prim(Prim::Transpose, vec![e.clone()], ty, span)
+}
+
+fn int_literal(k: i64, span: Span) -> Expr {
+    Expr {
+        kind: ExprKind::Int(k),
+        ty: Type::Int,
+        ad: AdLevel::DataOnly,
+        span,
+    }
 }
 
 fn index(e: &Expr, k: usize, ty: Type, span: Span) -> Expr {
