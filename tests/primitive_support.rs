@@ -474,38 +474,31 @@ const EXAMPLES: &[(Prim, Block, &str)] = &[
 
 /// The pairs an executor does not run (every other pair it must run).
 const UNSUPPORTED: &[(Prim, Executor)] = &[
-    (Prim::AppendArray, Generated),    // primitive append_array
-    (Prim::Block, Generated),          // primitive block
-    (Prim::LeftDiv, Generated),        // primitive mdivide_left
-    (Prim::Trigamma, Generated),       // derivative of trigamma
-    (Prim::GammaP, Generated),         // primitive gamma_p
-    (Prim::GammaQ, Generated),         // primitive gamma_q
-    (Prim::Choose, Generated),         // primitive choose
-    (Prim::Softmax, Generated),        // primitive softmax
-    (Prim::LogSoftmax, Generated),     // primitive log_softmax
-    (Prim::CumulativeSum, Generated),  // primitive cumulative_sum
-    (Prim::MdivideRight, Generated),   // matrix division
-    (Prim::LogDeterminant, Generated), // primitive log_determinant
-    (Prim::Inverse, Generated),        // primitive inverse
-    (Prim::Crossprod, Generated),      // primitive crossprod
-    (Prim::Tcrossprod, Generated),     // primitive tcrossprod
+    (Prim::Block, Generated),                         // primitive block
+    (Prim::LeftDiv, Generated),                       // primitive mdivide_left
+    (Prim::Trigamma, Generated),                      // derivative of trigamma
+    (Prim::GammaP, Generated),                        // primitive gamma_p
+    (Prim::GammaQ, Generated),                        // primitive gamma_q
+    (Prim::Choose, Generated),                        // primitive choose
+    (Prim::MdivideRight, Generated),                  // matrix division
+    (Prim::LogDeterminant, Generated),                // primitive log_determinant
+    (Prim::Inverse, Generated),                       // primitive inverse
+    (Prim::Crossprod, Generated),                     // primitive crossprod
+    (Prim::Tcrossprod, Generated),                    // primitive tcrossprod
     (Prim::MultiplyLowerTriSelfTranspose, Generated), // primitive multiply_lower_tri_self_transpose
-    (Prim::QuadForm, Generated),       // primitive quad_form
-    (Prim::QuadFormDiag, Generated),   // primitive quad_form_diag
-    (Prim::EigenvaluesSym, Generated), // primitive eigenvalues_sym
-    (Prim::EigenvectorsSym, Generated), // primitive eigenvectors_sym
-    (Prim::ToMatrix, Generated),       // primitive to_matrix
-    (Prim::ToComplex, Generated),      // primitive to_complex
-    (Prim::GetReal, Generated),        // its example needs to_complex
-    (Prim::GetImag, Generated),        // its example needs to_complex
-    (Prim::AppendRow, Generated),      // primitive append_row
-    (Prim::AppendCol, Generated),      // primitive append_col
-    (Prim::Segment, Generated),        // a slice whose bounds are not fixed by the data
-    (Prim::Sort, Derivative),          // no derivative rule for `sort_asc`
-    (Prim::SortDesc, Derivative),      // no derivative rule for `sort_desc`
-    (Prim::OneHot, Generated),         // primitive one_hot_vector
-    (Prim::Zeros, Generated),          // primitive zeros_vector
-    (Prim::Ones, Generated),           // primitive ones_vector
+    (Prim::QuadForm, Generated),                      // primitive quad_form
+    (Prim::QuadFormDiag, Generated),                  // primitive quad_form_diag
+    (Prim::EigenvaluesSym, Generated),                // primitive eigenvalues_sym
+    (Prim::EigenvectorsSym, Generated),               // primitive eigenvectors_sym
+    (Prim::ToComplex, Generated),                     // primitive to_complex
+    (Prim::GetReal, Generated),                       // its example needs to_complex
+    (Prim::GetImag, Generated),                       // its example needs to_complex
+    (Prim::Segment, Generated), // a slice whose bounds are not fixed by the data
+    (Prim::Sort, Derivative),   // no derivative rule for `sort_asc`
+    (Prim::SortDesc, Derivative), // no derivative rule for `sort_desc`
+    (Prim::OneHot, Generated),  // primitive one_hot_vector
+    (Prim::Zeros, Generated),   // primitive zeros_vector
+    (Prim::Ones, Generated),    // primitive ones_vector
 ];
 
 const DATA: &str = r#"{"xa": [0.1, 0.7, 1.5]}"#;

@@ -211,6 +211,40 @@ model {
     every_lane_evaluates_as_backend_cpu("one_sided", &case, 200, [21, 22]);
 }
 
+/// Softmax, log_softmax, cumulative sums, appends, to_matrix, rows, columns
+/// and the norms, forward and in the reverse sweep: every lane the same
+/// bits as backend-cpu.
+#[test]
+fn stacking_and_softmax_ops_give_backend_cpus_bits() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = "data { vector[3] x; }
+parameters {
+  vector[3] v;
+  row_vector[2] r;
+  matrix[2, 3] m;
+  real s;
+}
+model {
+  v ~ normal(0, 1);
+  r ~ normal(0, 1);
+  to_vector(m) ~ normal(0, 1);
+  s ~ normal(0, 1);
+  target += dot_product(softmax(v), x) + log_softmax(v + x)[2];
+  target += dot_product(cumulative_sum(v), [1, -2, 0.5]') + sum(cumulative_sum(r));
+  vector[7] stacked = append_row(append_row(v, s), x);
+  target += dot_product(stacked, linspaced_vector(7, -1, 1));
+  matrix[3, 3] rows = append_row(m, append_col(r, s));
+  target += sum(rows .* [[1, 2, 3], [0.5, 0.1, 2], [-1, 1, 0.25]]);
+  matrix[2, 4] cols = append_col(m, [s, r[1]]');
+  target += sum(cols) * 0.1 + sum(to_matrix(v, 3, 1)) + sum(to_matrix(m) .* m);
+  array[4] real joined = append_array({s, v[1]}, {r[2], 1.5});
+  target += dot_product(to_vector(joined), [1, 2, 3, 4]');
+  target += dot_product(col(m, 2), r') + sum(row(m, 1)) + norm1(v) + norm2(r);
+}";
+    let case = case_from(dir.path(), "stacking", source, r#"{"x": [0.5, -1, 2]}"#);
+    every_lane_evaluates_as_backend_cpu("stacking", &case, 64, [31, 32]);
+}
+
 /// `lanes` lanes of `case` at points from `seeds` (the Jacobian on at the
 /// first, off at the second): every lane evaluates, bit for bit as
 /// backend-cpu.

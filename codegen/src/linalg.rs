@@ -1,6 +1,6 @@
 //! Dense linear algebra run by one lane's thread: the device functions
-//! behind `cholesky_decompose`, the lower-triangular solves and
-//! `gp_exp_quad_cov`. Each is the interpreter's own loop
+//! behind `cholesky_decompose`, the lower-triangular solves,
+//! `gp_exp_quad_cov`, `softmax`, `log_softmax` and `cumulative_sum`. Each is the interpreter's own loop
 //! (`runtime::linalg`, bat-math's `transforms::linalg`) in the
 //! same order, so results equal backend-cpu's to rounding.
 //!
@@ -109,5 +109,28 @@ __device__ void bat_gp_exp_quad_cov(const double* x, long long sx, int n, int d,
             BAT_AT(k, sk, j * n + i) = alpha * alpha * exp(-sq / (2.0 * rho * rho));
         }
     }
+}
+// bat-math's log_sum_exp of x[0..n): max + log Σ exp(x − max); the max itself when infinite.
+__device__ double bat_log_sum_exp_at(const double* x, long long sx, int n) {
+    double mx = -BAT_INF;
+    for (int j = 0; j < n; ++j) mx = fmax(mx, BAT_AT(x, sx, j));
+    if (isinf(mx)) return mx;
+    double t = 0.0;
+    for (int j = 0; j < n; ++j) t += exp(BAT_AT(x, sx, j) - mx);
+    return mx + log(t);
+}
+// softmax and log_softmax as bat-math: exp(x − lse), x − lse (x and y may be the same).
+__device__ void bat_softmax(const double* x, long long sx, int n, double* y, long long sy) {
+    const double lse = bat_log_sum_exp_at(x, sx, n);
+    for (int j = 0; j < n; ++j) BAT_AT(y, sy, j) = exp(BAT_AT(x, sx, j) - lse);
+}
+__device__ void bat_log_softmax(const double* x, long long sx, int n, double* y, long long sy) {
+    const double lse = bat_log_sum_exp_at(x, sx, n);
+    for (int j = 0; j < n; ++j) BAT_AT(y, sy, j) = BAT_AT(x, sx, j) - lse;
+}
+// Running sums in order (x and y may be the same).
+__device__ void bat_cumulative_sum(const double* x, long long sx, int n, double* y, long long sy) {
+    double acc = 0.0;
+    for (int j = 0; j < n; ++j) { acc += BAT_AT(x, sx, j); BAT_AT(y, sy, j) = acc; }
 }
 "#;

@@ -73,6 +73,20 @@ fn size_arg(env: &dyn ShapeEnv, e: &Expr, what: &str) -> Result<usize, Unsupport
     usize::try_from(n).map_err(|_| format!("a negative {what}"))
 }
 
+/// A scalar, vector, row vector or matrix as the (rows, columns) it
+/// stacks as in `append_row` and `append_col`.
+fn as_matrix(p: Prim, s: &Shape) -> Result<(usize, usize), Unsupported> {
+    if !s.arrays.is_empty() || !s.tuple.is_empty() {
+        return Err(format!("{} of a {s}", p.name()));
+    }
+    Ok(match s.inner {
+        Inner::Scalar => (1, 1),
+        Inner::Vector(n) => (n, 1),
+        Inner::RowVector(n) => (1, n),
+        Inner::Matrix(r, c) => (r, c),
+    })
+}
+
 pub fn is_check(p: Prim) -> bool {
     matches!(
         p,
@@ -467,6 +481,92 @@ fn prim_shape(env: &dyn ShapeEnv, p: Prim, args: &[Expr], ty: &Type) -> Result<S
         }
         ToInt if args.len() == 1 && arg(0)?.is_scalar() => Ok(Shape::INT),
         // Dense routines (`emit::linalg`): operand sizes checked there.
+        Softmax | LogSoftmax if args.len() == 1 => {
+            let a = arg(0)?;
+            match (a.arrays.is_empty(), a.inner) {
+                (true, Inner::Vector(_)) => Ok(a.clone().real()),
+                _ => Err(format!("{} of a {a}", p.name())),
+            }
+        }
+        CumulativeSum if args.len() == 1 => {
+            let a = arg(0)?;
+            match (a.int, a.arrays.as_slice(), a.inner) {
+                (false, [], Inner::Vector(_) | Inner::RowVector(_))
+                | (false, [_], Inner::Scalar) => Ok(a.clone()),
+                _ => Err(format!("cumulative_sum of a {a}")),
+            }
+        }
+        AppendRow | AppendCol if args.len() == 2 => {
+            let ((r1, c1), (r2, c2)) = (as_matrix(p, arg(0)?)?, as_matrix(p, arg(1)?)?);
+            let inner = match (p, ty) {
+                (AppendRow, _) if c1 != c2 => {
+                    return Err(format!("append_row of {c1} and {c2} columns"));
+                }
+                (AppendCol, _) if r1 != r2 => {
+                    return Err(format!("append_col of {r1} and {r2} rows"));
+                }
+                (AppendRow, Type::Vector) => Inner::Vector(r1 + r2),
+                (AppendRow, _) => Inner::Matrix(r1 + r2, c1),
+                (_, Type::RowVector) => Inner::RowVector(c1 + c2),
+                _ => Inner::Matrix(r1, c1 + c2),
+            };
+            Ok(Shape::of(inner))
+        }
+        AppendArray if args.len() == 2 => {
+            let (a, b) = (arg(0)?, arg(1)?);
+            match (a.arrays.split_first(), b.arrays.split_first()) {
+                (Some((n, rest)), Some((m, rest_b)))
+                    if rest == rest_b
+                        && a.inner == b.inner
+                        && a.int == b.int
+                        && a.tuple.is_empty() =>
+                {
+                    let mut arrays = vec![n + m];
+                    arrays.extend(rest.iter().copied());
+                    Ok(Shape {
+                        arrays,
+                        inner: a.inner,
+                        int: a.int,
+                        tuple: Vec::new(),
+                    })
+                }
+                _ => Err(format!("append_array of a {a} and a {b}")),
+            }
+        }
+        ToMatrix if args.len() == 1 => {
+            let a = arg(0)?;
+            match (a.arrays.is_empty(), a.inner) {
+                (true, Inner::Matrix(r, c)) => Ok(Shape::of(Inner::Matrix(r, c))),
+                (true, Inner::Vector(n)) => Ok(Shape::of(Inner::Matrix(n, 1))),
+                (true, Inner::RowVector(n)) => Ok(Shape::of(Inner::Matrix(1, n))),
+                _ => Err(format!("to_matrix of a {a}")),
+            }
+        }
+        ToMatrix if args.len() == 3 => {
+            let a = arg(0)?;
+            let r = size_arg(env, &args[1], "size")?;
+            let c = size_arg(env, &args[2], "size")?;
+            let one_dimensional = match (a.arrays.as_slice(), a.inner) {
+                ([], Inner::Vector(_) | Inner::RowVector(_) | Inner::Matrix(..)) => true,
+                ([_], Inner::Scalar) => true,
+                _ => false,
+            };
+            if !one_dimensional || a.len() != r * c {
+                return Err(format!("to_matrix of a {a} as {r}×{c}"));
+            }
+            Ok(Shape::of(Inner::Matrix(r, c)))
+        }
+        Block if args.len() == 5 => {
+            let Inner::Matrix(r, c) = arg(0)?.inner else {
+                return Err("block of a non-matrix".to_string());
+            };
+            let nr = size_arg(env, &args[3], "block size")?;
+            let nc = size_arg(env, &args[4], "block size")?;
+            if nr > r || nc > c {
+                return Err(format!("a {nr}×{nc} block of a {r}×{c} matrix"));
+            }
+            Ok(Shape::of(Inner::Matrix(nr, nc)))
+        }
         CholeskyDecompose if args.len() == 1 => Ok(arg(0)?.clone().real()),
         MdivideLeftTriLow if args.len() == 2 => Ok(arg(1)?.clone().real()),
         MdivideRightTriLow if args.len() == 2 => Ok(arg(0)?.clone().real()),

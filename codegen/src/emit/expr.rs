@@ -497,6 +497,52 @@ impl Emitter<'_> {
                 let start = self.checked_index(i, len + 1 - n)?;
                 self.elem(v, &format!("(({idx}) + {start})"))
             }
+            (Prim::AppendRow, [a, b]) => {
+                let rows = |s: &Shape| match s.inner {
+                    Inner::Vector(n) => n,
+                    Inner::Matrix(r, _) => r,
+                    _ => 1,
+                };
+                let (r1, r2) = (rows(&arg_shape(0)?), rows(&arg_shape(1)?));
+                // Column-major: element (i, j) of the r1 + r2 rows.
+                let r = r1 + r2;
+                let (i, j) = (format!("(({idx}) % {r})"), format!("(({idx}) / {r})"));
+                self.in_branch += 1;
+                let parts = (
+                    self.elem(a, &format!("({i} + {j} * {r1})")),
+                    self.elem(b, &format!("({i} - {r1} + {j} * {r2})")),
+                );
+                self.in_branch -= 1;
+                Ok(format!("({i} < {r1} ? ({}) : ({}))", parts.0?, parts.1?))
+            }
+            (Prim::AppendCol | Prim::AppendArray, [a, b]) => {
+                // Column-major matrices with equal rows, and row-major
+                // arrays, concatenate as their element sequences.
+                let n = arg_shape(0)?.len();
+                self.in_branch += 1;
+                let parts = (self.elem(a, idx), self.elem(b, &format!("(({idx}) - {n})")));
+                self.in_branch -= 1;
+                Ok(format!("(({idx}) < {n} ? ({}) : ({}))", parts.0?, parts.1?))
+            }
+            // Column-major from a column-major or one-dimensional source.
+            (Prim::ToMatrix, [a] | [a, _, _]) => self.elem(a, idx),
+            (Prim::Block, [m, i, j, _, _]) => {
+                let Inner::Matrix(r, c) = arg_shape(0)?.inner else {
+                    return Err("block of a non-matrix".to_string());
+                };
+                let Inner::Matrix(nr, nc) = shape.inner else {
+                    return Err("block shape".to_string());
+                };
+                if nr == 0 || nc == 0 {
+                    return Ok("0.0".to_string());
+                }
+                let i0 = self.checked_index(i, r + 1 - nr)?;
+                let j0 = self.checked_index(j, c + 1 - nc)?;
+                self.elem(
+                    m,
+                    &format!("(({i0} + ({idx}) % {nr}) + ({j0} + ({idx}) / {nr}) * {r})"),
+                )
+            }
             (Prim::DiagMatrix, [v]) => {
                 let Inner::Matrix(n, _) = shape.inner else {
                     return Err("diag_matrix shape".to_string());

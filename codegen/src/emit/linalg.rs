@@ -19,6 +19,9 @@ pub fn is_dense(p: Prim, arity: usize) -> bool {
             | (Prim::MdivideLeftTriLow, 2)
             | (Prim::MdivideRightTriLow, 2)
             | (Prim::GpExpQuadCov, 3)
+            | (Prim::Softmax, 1)
+            | (Prim::LogSoftmax, 1)
+            | (Prim::CumulativeSum, 1)
     )
 }
 
@@ -129,6 +132,26 @@ impl Emitter<'_> {
                 let (alpha, rho) = (self.elem(alpha, "0")?, self.elem(rho, "0")?);
                 self.lines.push(format!(
                     "bat_gp_exp_quad_cov({}, {n}, {d}, {alpha}, {rho}, {});",
+                    x.args(),
+                    out.args()
+                ));
+            }
+            (Prim::Softmax | Prim::LogSoftmax, [x]) => {
+                let n = shapes[0].len();
+                let x = self.buffer(x)?;
+                let f = if p == Prim::Softmax {
+                    "bat_softmax"
+                } else {
+                    "bat_log_softmax"
+                };
+                self.lines
+                    .push(format!("{f}({}, {n}, {});", x.args(), out.args()));
+            }
+            (Prim::CumulativeSum, [x]) => {
+                let n = shapes[0].len();
+                let x = self.buffer(x)?;
+                self.lines.push(format!(
+                    "bat_cumulative_sum({}, {n}, {});",
                     x.args(),
                     out.args()
                 ));
