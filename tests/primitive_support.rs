@@ -483,11 +483,7 @@ const UNSUPPORTED: &[(Prim, Executor)] = &[
     (Prim::MdivideRight, Generated),                  // matrix division
     (Prim::LogDeterminant, Generated),                // primitive log_determinant
     (Prim::Inverse, Generated),                       // primitive inverse
-    (Prim::Crossprod, Generated),                     // primitive crossprod
-    (Prim::Tcrossprod, Generated),                    // primitive tcrossprod
     (Prim::MultiplyLowerTriSelfTranspose, Generated), // primitive multiply_lower_tri_self_transpose
-    (Prim::QuadForm, Generated),                      // primitive quad_form
-    (Prim::QuadFormDiag, Generated),                  // primitive quad_form_diag
     (Prim::EigenvaluesSym, Generated),                // primitive eigenvalues_sym
     (Prim::EigenvectorsSym, Generated),               // primitive eigenvectors_sym
     (Prim::ToComplex, Generated),                     // primitive to_complex

@@ -211,8 +211,8 @@ model {
     every_lane_evaluates_as_backend_cpu("one_sided", &case, 200, [21, 22]);
 }
 
-/// Softmax, log_softmax, cumulative sums, appends, to_matrix, rows, columns
-/// and the norms, forward and in the reverse sweep: every lane the same
+/// Softmax, log_softmax, cumulative sums, appends, to_matrix, rows, columns,
+/// the norms, crossproducts and quadratic forms, forward and in the reverse sweep: every lane the same
 /// bits as backend-cpu.
 #[test]
 fn stacking_and_softmax_ops_give_backend_cpus_bits() {
@@ -240,6 +240,11 @@ model {
   array[4] real joined = append_array({s, v[1]}, {r[2], 1.5});
   target += dot_product(to_vector(joined), [1, 2, 3, 4]');
   target += dot_product(col(m, 2), r') + sum(row(m, 1)) + norm1(v) + norm2(r);
+  matrix[2, 2] mmt = tcrossprod(m);
+  matrix[3, 3] mtm = crossprod(m);
+  target += sum(mmt .* [[1, 2], [3, 4]]) + sum(mtm) * 0.1;
+  target += quad_form(mtm, v) * 0.01 + sum(quad_form(mtm, m')) * 0.01;
+  target += sum(quad_form_diag(mtm, exp(v)) .* mtm) * 0.01;
 }";
     let case = case_from(dir.path(), "stacking", source, r#"{"x": [0.5, -1, 2]}"#);
     every_lane_evaluates_as_backend_cpu("stacking", &case, 64, [31, 32]);

@@ -546,11 +546,13 @@ fn prim_shape(env: &dyn ShapeEnv, p: Prim, args: &[Expr], ty: &Type) -> Result<S
             let a = arg(0)?;
             let r = size_arg(env, &args[1], "size")?;
             let c = size_arg(env, &args[2], "size")?;
-            let one_dimensional = match (a.arrays.as_slice(), a.inner) {
-                ([], Inner::Vector(_) | Inner::RowVector(_) | Inner::Matrix(..)) => true,
-                ([_], Inner::Scalar) => true,
-                _ => false,
-            };
+            let one_dimensional = matches!(
+                (a.arrays.as_slice(), a.inner),
+                (
+                    [],
+                    Inner::Vector(_) | Inner::RowVector(_) | Inner::Matrix(..)
+                ) | ([_], Inner::Scalar)
+            );
             if !one_dimensional || a.len() != r * c {
                 return Err(format!("to_matrix of a {a} as {r}×{c}"));
             }
@@ -566,6 +568,34 @@ fn prim_shape(env: &dyn ShapeEnv, p: Prim, args: &[Expr], ty: &Type) -> Result<S
                 return Err(format!("a {nr}×{nc} block of a {r}×{c} matrix"));
             }
             Ok(Shape::of(Inner::Matrix(nr, nc)))
+        }
+        Tcrossprod | Crossprod if args.len() == 1 => match arg(0)?.inner {
+            Inner::Matrix(r, c) if arg(0)?.arrays.is_empty() => {
+                let n = if p == Tcrossprod { r } else { c };
+                Ok(Shape::of(Inner::Matrix(n, n)))
+            }
+            _ => Err(format!("{} of a non-matrix", p.name())),
+        },
+        QuadForm if args.len() == 2 => {
+            let (a, b) = (arg(0)?, arg(1)?);
+            match (a.inner, b.inner, a.arrays.is_empty() && b.arrays.is_empty()) {
+                (Inner::Matrix(n, m), Inner::Vector(k), true) if n == m && m == k => {
+                    Ok(Shape::REAL)
+                }
+                (Inner::Matrix(n, m), Inner::Matrix(k, c), true) if n == m && m == k => {
+                    Ok(Shape::of(Inner::Matrix(c, c)))
+                }
+                _ => Err(format!("quad_form of a {a} and a {b}")),
+            }
+        }
+        QuadFormDiag if args.len() == 2 => {
+            let (m, v) = (arg(0)?, arg(1)?);
+            match (m.inner, v.len(), m.arrays.is_empty()) {
+                (Inner::Matrix(r, c), n, true) if r == c && n == r && !v.is_scalar() => {
+                    Ok(m.clone().real())
+                }
+                _ => Err(format!("quad_form_diag of a {m} and a {v}")),
+            }
         }
         CholeskyDecompose if args.len() == 1 => Ok(arg(0)?.clone().real()),
         MdivideLeftTriLow if args.len() == 2 => Ok(arg(1)?.clone().real()),

@@ -3,6 +3,7 @@
 //! hoisted before the statement.
 
 use language::mir::{Expr, ExprKind, Prim};
+use language::types::Type;
 
 use super::super::layout::{JACOBIAN_SLOT, Place, TARGET_SLOT};
 use super::super::scalar::{c_name, scalar_fn};
@@ -106,6 +107,10 @@ impl Emitter<'_> {
                 let m = self.materialize(e)?;
                 Ok(m.at(idx))
             }
+            ExprKind::Prim(Prim::Tcrossprod | Prim::Crossprod | Prim::QuadForm, _) => {
+                let product = self.product_form(e)?;
+                self.elem(&product, idx)
+            }
             ExprKind::Prim(p, args) => self.prim_elem(*p, args, idx, &shape),
             ExprKind::Partial { prim, arg, args } => {
                 let f = scalar_fn(*prim, args.len())
@@ -129,6 +134,46 @@ impl Emitter<'_> {
             ExprKind::Imag(_) => Err("complex numbers".to_string()),
             ExprKind::Call(..) => Err("a user function call inside an expression".to_string()),
         }
+    }
+
+    /// `tcrossprod(A)`, `crossprod(A)` and `quad_form(A, B)` as the
+    /// products the interpreter computes them by (A Aᵀ, Aᵀ A, Bᵀ (A B)):
+    /// the same sums in the same order.
+    pub(crate) fn product_form(&mut self, e: &Expr) -> Result<std::rc::Rc<Expr>, Unsupported> {
+        let address = e as *const Expr as usize;
+        if let Some((_, p)) = self.products.iter().find(|(a, _)| *a == address) {
+            return Ok(p.clone());
+        }
+        let ExprKind::Prim(p, args) = &e.kind else {
+            return Err("a product form of a non-primitive".to_string());
+        };
+        let node = |kind: ExprKind, ty: Type| Expr {
+            kind,
+            ty,
+            ad: e.ad,
+            span: e.span,
+        };
+        let transpose = |x: &Expr| {
+            let ty = match x.ty {
+                Type::Vector => Type::RowVector,
+                Type::RowVector => Type::Vector,
+                ref t => t.clone(),
+            };
+            node(ExprKind::Prim(Prim::Transpose, vec![x.clone()]), ty)
+        };
+        let mul = |a: Expr, b: Expr, ty: Type| node(ExprKind::Prim(Prim::Mul, vec![a, b]), ty);
+        let product = match (p, args.as_slice()) {
+            (Prim::Tcrossprod, [a]) => mul(a.clone(), transpose(a), Type::Matrix),
+            (Prim::Crossprod, [a]) => mul(transpose(a), a.clone(), Type::Matrix),
+            (Prim::QuadForm, [a, b]) => {
+                let ab = mul(a.clone(), b.clone(), b.ty.clone());
+                mul(transpose(b), ab, e.ty.clone())
+            }
+            _ => return Err(format!("primitive {}", p.name())),
+        };
+        let product = std::rc::Rc::new(product);
+        self.products.push((address, product.clone()));
+        Ok(product)
     }
 
     fn operands(&mut self, args: &[Expr], idx: &str) -> Result<String, Unsupported> {
@@ -542,6 +587,18 @@ impl Emitter<'_> {
                     m,
                     &format!("(({i0} + ({idx}) % {nr}) + ({j0} + ({idx}) / {nr}) * {r})"),
                 )
+            }
+            (Prim::QuadFormDiag, [m, v]) => {
+                let Inner::Matrix(r, _) = shape.inner else {
+                    return Err("quad_form_diag shape".to_string());
+                };
+                // The interpreter's (m · v_i) · v_j.
+                let (m, vi, vj) = (
+                    self.elem(m, idx)?,
+                    self.elem(v, &format!("(({idx}) % {r})"))?,
+                    self.elem(v, &format!("(({idx}) / {r})"))?,
+                );
+                Ok(format!("((({m}) * ({vi})) * ({vj}))"))
             }
             (Prim::DiagMatrix, [v]) => {
                 let Inner::Matrix(n, _) = shape.inner else {

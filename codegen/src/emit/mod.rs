@@ -151,6 +151,10 @@ pub struct Emitter<'a> {
     materialized: Vec<(usize, Materialized)>,
     /// Lines, sites and fresh names before the current op (to undo it).
     mark: (usize, usize, usize),
+    /// Primitives rewritten as the products that define them, by the
+    /// address of the original expression (kept for the emitter's life,
+    /// so that addresses stay unique keys of `materialized`).
+    products: Vec<(usize, std::rc::Rc<Expr>)>,
 }
 
 /// A value computed whole before the statement reads it.
@@ -195,6 +199,7 @@ impl<'a> Emitter<'a> {
             span: Span { start: 0, end: 0 },
             text: String::new(),
             materialized: Vec::new(),
+            products: Vec::new(),
             mark: (0, 0, 0),
         }
     }

@@ -308,6 +308,10 @@ impl Emitter<'_> {
         op: &str,
     ) -> Result<bool, Unsupported> {
         match &e.kind {
+            ExprKind::Prim(Prim::Tcrossprod | Prim::Crossprod | Prim::QuadForm, _) => {
+                let product = self.product_form(e)?;
+                self.direct_into(dest, len, &product, op)
+            }
             ExprKind::Prim(Prim::Mul, args) if args.len() == 2 => {
                 let (a, b) = (&args[0], &args[1]);
                 let (sa, sb) = (self.shape(a)?, self.shape(b)?);
