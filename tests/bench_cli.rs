@@ -124,3 +124,41 @@ fn native_backend_lists_its_measurements() {
     let seen: Vec<(u64, &str)> = rows.iter().map(|(c, b, _)| (*c, b.as_str())).collect();
     assert_eq!(seen, [(1, "native"), (5, "native")]);
 }
+
+/// A gradient the code generator cannot build runs on the CPU backend
+/// under `bat run --backend native`; `bat bench --backend native` says so
+/// and measures that, rather than refusing the model.
+#[test]
+fn native_backend_measures_the_cpu_gradient_it_falls_back_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("logdet.stan");
+    // log_determinant has no generated code (tests/primitive_support.rs).
+    std::fs::write(
+        &model,
+        "parameters { vector<lower=0>[2] d; }
+model {
+  d ~ exponential(1);
+  target += log_determinant(diag_matrix(d) + rep_matrix(0.5, 2, 2));
+}",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bat"))
+        .arg("bench")
+        .arg(&model)
+        .args(["--backend", "native", "--chains", "3", "--seconds", "0"])
+        .args(["--format", "json"])
+        .output()
+        .expect("bat runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("not compiled") && stderr.contains("log_determinant"),
+        "{stderr}"
+    );
+    let rows = sound_rows(&stdout, "backend");
+    let seen: Vec<(u64, &str)> = rows.iter().map(|(c, b, _)| (*c, b.as_str())).collect();
+    assert_eq!(seen, [(3, "cpu")]);
+}
