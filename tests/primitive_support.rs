@@ -475,14 +475,10 @@ const EXAMPLES: &[(Prim, Block, &str)] = &[
 /// The pairs an executor does not run (every other pair it must run).
 const UNSUPPORTED: &[(Prim, Executor)] = &[
     (Prim::Block, Generated),                         // primitive block
-    (Prim::LeftDiv, Generated),                       // primitive mdivide_left
     (Prim::Trigamma, Generated),                      // derivative of trigamma
     (Prim::GammaP, Generated),                        // primitive gamma_p
     (Prim::GammaQ, Generated),                        // primitive gamma_q
     (Prim::Choose, Generated),                        // primitive choose
-    (Prim::MdivideRight, Generated),                  // matrix division
-    (Prim::LogDeterminant, Generated),                // primitive log_determinant
-    (Prim::Inverse, Generated),                       // primitive inverse
     (Prim::MultiplyLowerTriSelfTranspose, Generated), // primitive multiply_lower_tri_self_transpose
     (Prim::EigenvaluesSym, Generated),                // primitive eigenvalues_sym
     (Prim::EigenvectorsSym, Generated),               // primitive eigenvectors_sym

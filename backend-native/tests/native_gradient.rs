@@ -212,7 +212,8 @@ model {
 }
 
 /// Softmax, log_softmax, cumulative sums, appends, to_matrix, rows, columns,
-/// the norms, crossproducts and quadratic forms, forward and in the reverse sweep: every lane the same
+/// the norms, crossproducts, quadratic forms, solves, inverses and log
+/// determinants, forward and in the reverse sweep: every lane the same
 /// bits as backend-cpu.
 #[test]
 fn stacking_and_softmax_ops_give_backend_cpus_bits() {
@@ -245,6 +246,12 @@ model {
   target += sum(mmt .* [[1, 2], [3, 4]]) + sum(mtm) * 0.1;
   target += quad_form(mtm, v) * 0.01 + sum(quad_form(mtm, m')) * 0.01;
   target += sum(quad_form_diag(mtm, exp(v)) .* mtm) * 0.01;
+  matrix[3, 3] spd = mtm + diag_matrix(exp(v) + 1);
+  target += sum(spd \\ v) + sum((spd \\ mtm) .* mtm) * 0.01;
+  // A matrix literal with a parameter in it: rows stored column-major.
+  target += sum(r / [[2, s], [0.5, 3]]) + sum(m / spd) * 0.1;
+  target += dot_product(col([[2, s], [0.5, 3]], 2), [1, -2]');
+  target += log_determinant(spd) + sum(inverse(spd) .* mtm) * 0.1;
 }";
     let case = case_from(dir.path(), "stacking", source, r#"{"x": [0.5, -1, 2]}"#);
     every_lane_evaluates_as_backend_cpu("stacking", &case, 64, [31, 32]);

@@ -74,14 +74,15 @@ __device__ void bat_lu(double* m, int n, int* perm) {
         }
     }
 }
-// B L⁻¹ for lower-triangular L (n×n) and B r×n, as the interpreter: the
-// general solver on Lᵀ (m: n×n scratch, y: n, perm: n), one row of B at a
-// time. 0 when Lᵀ is singular.
-__device__ int bat_mdivide_right_tri_low(const double* b, long long sb, int r, const double* l,
-                                         long long sl, int n, double* x, long long sx, double* m,
-                                         double* y, int* perm) {
+// B A⁻¹ for A n×n (only its lower triangle when `lower`: mdivide_right_tri_low)
+// and B r×n, as the interpreter: the general solver on Aᵀ (m: n×n scratch,
+// y: n, perm: n), one row of B at a time. 0 when Aᵀ is singular.
+__device__ int bat_mdivide_right(const double* b, long long sb, int r, const double* l,
+                                 long long sl, int n, int lower, double* x, long long sx,
+                                 double* m, double* y, int* perm) {
     for (int j = 0; j < n; ++j)
-        for (int i = 0; i < n; ++i) m[j * n + i] = j >= i ? BAT_AT(l, sl, i * n + j) : 0.0;
+        for (int i = 0; i < n; ++i)
+            m[j * n + i] = (!lower || j >= i) ? BAT_AT(l, sl, i * n + j) : 0.0;
     bat_lu(m, n, perm);
     for (int k = 0; k < n; ++k) if (m[k * n + k] == 0.0) return 0;
     for (int row = 0; row < r; ++row) {
@@ -95,6 +96,34 @@ __device__ int bat_mdivide_right_tri_low(const double* b, long long sb, int r, c
         for (int i = 0; i < n; ++i) BAT_AT(x, sx, i * r + row) = y[i];
     }
     return 1;
+}
+// X = A⁻¹ B for A n×n and B n×c (the identity when b is null: inverse), as the
+// interpreter's solve (m: n×n scratch, y: n, perm: n). 0 when A is singular.
+__device__ int bat_solve(const double* a, long long sa, int n, const double* b, long long sb,
+                         int c, double* x, long long sx, double* m, double* y, int* perm) {
+    for (int e = 0; e < n * n; ++e) m[e] = BAT_AT(a, sa, e);
+    bat_lu(m, n, perm);
+    for (int k = 0; k < n; ++k) if (m[k * n + k] == 0.0) return 0;
+    for (int col = 0; col < c; ++col) {
+        for (int i = 0; i < n; ++i)
+            y[i] = b ? BAT_AT(b, sb, col * n + perm[i]) : (perm[i] == col ? 1.0 : 0.0);
+        for (int i = 0; i < n; ++i)
+            for (int p = 0; p < i; ++p) y[i] -= m[p * n + i] * y[p];
+        for (int i = n - 1; i >= 0; --i) {
+            for (int p = i + 1; p < n; ++p) y[i] -= m[p * n + i] * y[p];
+            y[i] /= m[i * n + i];
+        }
+        for (int i = 0; i < n; ++i) BAT_AT(x, sx, col * n + i) = y[i];
+    }
+    return 1;
+}
+// log |det A| from the LU factors, as the interpreter (m: n×n scratch, perm: n).
+__device__ double bat_log_determinant(const double* a, long long sa, int n, double* m, int* perm) {
+    for (int e = 0; e < n * n; ++e) m[e] = BAT_AT(a, sa, e);
+    bat_lu(m, n, perm);
+    double s = 0.0;
+    for (int k = 0; k < n; ++k) s += log(fabs(m[k * n + k]));
+    return s;
 }
 // α² exp(−|x_i − x_j|² / (2ρ²)) for n points of d coordinates (point i at x[i * d ..]).
 __device__ void bat_gp_exp_quad_cov(const double* x, long long sx, int n, int d, double alpha,

@@ -349,7 +349,38 @@ fn prim_shape(env: &dyn ShapeEnv, p: Prim, args: &[Expr], ty: &Type) -> Result<S
             Ok(Shape::of(product))
         }
         Div if arg(1)?.is_scalar() => elementwise(),
-        Div => Err("matrix division".to_string()),
+        // `b / A` is `mdivide_right(b, A)`.
+        Div | MdivideRight if args.len() == 2 => {
+            let (b, a) = (arg(0)?, arg(1)?);
+            match (b.inner, a.inner, a.arrays.is_empty() && b.arrays.is_empty()) {
+                (Inner::RowVector(k), Inner::Matrix(n, m), true) if n == m && k == n => {
+                    Ok(b.clone().real())
+                }
+                (Inner::Matrix(_, k), Inner::Matrix(n, m), true) if n == m && k == n => {
+                    Ok(b.clone().real())
+                }
+                _ => Err(format!("{} of a {b} by a {a}", p.name())),
+            }
+        }
+        LeftDiv if args.len() == 2 => {
+            let (a, b) = (arg(0)?, arg(1)?);
+            match (a.inner, b.inner, a.arrays.is_empty() && b.arrays.is_empty()) {
+                (Inner::Matrix(n, m), Inner::Vector(k) | Inner::Matrix(k, _), true)
+                    if n == m && k == n =>
+                {
+                    Ok(b.clone().real())
+                }
+                _ => Err(format!("mdivide_left of a {a} by a {b}")),
+            }
+        }
+        Inverse | LogDeterminant if args.len() == 1 => match arg(0)?.inner {
+            Inner::Matrix(n, m) if n == m && arg(0)?.arrays.is_empty() => Ok(if p == Inverse {
+                Shape::of(Inner::Matrix(n, n))
+            } else {
+                Shape::REAL
+            }),
+            _ => Err(format!("{} of a non-square matrix", p.name())),
+        },
         Transpose => {
             let a = arg(0)?;
             if !a.arrays.is_empty() {

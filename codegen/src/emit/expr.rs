@@ -108,8 +108,12 @@ impl Emitter<'_> {
                 Ok(m.at(idx))
             }
             ExprKind::Prim(Prim::Tcrossprod | Prim::Crossprod | Prim::QuadForm, _) => {
-                let product = self.product_form(e)?;
+                let product = self.defining_form(e)?;
                 self.elem(&product, idx)
+            }
+            ExprKind::Prim(Prim::Div, args) if is_matrix_division(self, args)? => {
+                let division = self.defining_form(e)?;
+                self.elem(&division, idx)
             }
             ExprKind::Prim(p, args) => self.prim_elem(*p, args, idx, &shape),
             ExprKind::Partial { prim, arg, args } => {
@@ -138,8 +142,8 @@ impl Emitter<'_> {
 
     /// `tcrossprod(A)`, `crossprod(A)` and `quad_form(A, B)` as the
     /// products the interpreter computes them by (A Aᵀ, Aᵀ A, Bᵀ (A B)):
-    /// the same sums in the same order.
-    pub(crate) fn product_form(&mut self, e: &Expr) -> Result<std::rc::Rc<Expr>, Unsupported> {
+    /// the same sums in the same order; `b / A` as `mdivide_right(b, A)`.
+    pub(crate) fn defining_form(&mut self, e: &Expr) -> Result<std::rc::Rc<Expr>, Unsupported> {
         let address = e as *const Expr as usize;
         if let Some((_, p)) = self.products.iter().find(|(a, _)| *a == address) {
             return Ok(p.clone());
@@ -169,6 +173,10 @@ impl Emitter<'_> {
                 let ab = mul(a.clone(), b.clone(), b.ty.clone());
                 mul(transpose(b), ab, e.ty.clone())
             }
+            (Prim::Div, [b, a]) => node(
+                ExprKind::Prim(Prim::MdivideRight, vec![b.clone(), a.clone()]),
+                e.ty.clone(),
+            ),
             _ => return Err(format!("primitive {}", p.name())),
         };
         let product = std::rc::Rc::new(product);
@@ -643,6 +651,11 @@ impl Emitter<'_> {
             }
         }
     }
+}
+
+/// `b / A` with a matrix `A` (a solve, not elementwise division).
+pub(crate) fn is_matrix_division(em: &Emitter<'_>, args: &[Expr]) -> Result<bool, Unsupported> {
+    Ok(args.len() == 2 && !em.shape(&args[1])?.is_scalar())
 }
 
 /// Int arithmetic the interpreter keeps in ints (checked for overflow).

@@ -1,4 +1,5 @@
-//! Decompositions, triangular solves and `gp_exp_quad_cov`: values that
+//! Decompositions, solves, inverses, log determinants, `gp_exp_quad_cov`,
+//! softmax and cumulative sums: values that
 //! are computed whole, by the device functions of
 //! [`super::super::linalg`], into their destination (or a thread-local
 //! array) before the statement reads them. Their operands are read in
@@ -18,6 +19,10 @@ pub fn is_dense(p: Prim, arity: usize) -> bool {
         (Prim::CholeskyDecompose, 1)
             | (Prim::MdivideLeftTriLow, 2)
             | (Prim::MdivideRightTriLow, 2)
+            | (Prim::MdivideRight, 2)
+            | (Prim::LeftDiv, 2)
+            | (Prim::Inverse, 1)
+            | (Prim::LogDeterminant, 1)
             | (Prim::GpExpQuadCov, 3)
             | (Prim::Softmax, 1)
             | (Prim::LogSoftmax, 1)
@@ -96,26 +101,58 @@ impl Emitter<'_> {
                     out.args()
                 ));
             }
-            (Prim::MdivideRightTriLow, [b, l]) => {
+            (Prim::MdivideRightTriLow | Prim::MdivideRight, [b, a]) => {
                 let n = square(&shapes[1], p.name())?;
                 let r = right_hand_side(p, &shapes, &shapes[0], n, false)?;
-                if n * n > LOCAL_LIMIT {
-                    return Err(format!("{} of a {n}×{n} matrix", p.name()));
-                }
-                let (b, l) = (self.buffer(b)?, self.buffer(l)?);
-                let (m, y, perm) = (self.fresh("lu"), self.fresh("y"), self.fresh("perm"));
+                let (m, y, perm) = self.lu_scratch(p, n)?;
+                let (b, a) = (self.buffer(b)?, self.buffer(a)?);
                 let singular = self.fail(
                     FailKind::Rejection,
                     format!("{}: matrix is singular", p.name()),
                 );
+                let lower = i32::from(p == Prim::MdivideRightTriLow);
                 self.lines.push(format!(
-                    "double {m}[{}]; double {y}[{}]; int {perm}[{}];\nif (!bat_mdivide_right_tri_low({}, {r}, {}, {n}, {}, {m}, {y}, {perm})) {singular}",
-                    (n * n).max(1),
-                    n.max(1),
-                    n.max(1),
+                    "if (!bat_mdivide_right({}, {r}, {}, {n}, {lower}, {}, {m}, {y}, {perm})) {singular}",
                     b.args(),
-                    l.args(),
+                    a.args(),
                     out.args()
+                ));
+            }
+            (Prim::LeftDiv, [a, b]) => {
+                let n = square(&shapes[0], p.name())?;
+                let c = right_hand_side(p, &shapes, &shapes[1], n, true)?;
+                let (m, y, perm) = self.lu_scratch(p, n)?;
+                let (a, b) = (self.buffer(a)?, self.buffer(b)?);
+                let singular = self.fail(FailKind::Rejection, "matrix is singular".to_string());
+                self.lines.push(format!(
+                    "if (!bat_solve({}, {n}, {}, {c}, {}, {m}, {y}, {perm})) {singular}",
+                    a.args(),
+                    b.args(),
+                    out.args()
+                ));
+            }
+            (Prim::Inverse, [a]) => {
+                let n = square(&shapes[0], p.name())?;
+                let (m, y, perm) = self.lu_scratch(p, n)?;
+                let a = self.buffer(a)?;
+                let singular = self.fail(FailKind::Rejection, "matrix is singular".to_string());
+                self.lines.push(format!(
+                    "if (!bat_solve({}, {n}, (const double*)0, 1LL, {n}, {}, {m}, {y}, {perm})) {singular}",
+                    a.args(),
+                    out.args()
+                ));
+            }
+            (Prim::LogDeterminant, [a]) => {
+                let n = square(&shapes[0], p.name())?;
+                if n == 0 {
+                    return Err("log_determinant of an empty matrix".to_string());
+                }
+                let (m, _, perm) = self.lu_scratch(p, n)?;
+                let a = self.buffer(a)?;
+                self.lines.push(format!(
+                    "BAT_AT({}, 0) = bat_log_determinant({}, {n}, {m}, {perm});",
+                    out.args(),
+                    a.args()
                 ));
             }
             (Prim::GpExpQuadCov, [x, alpha, rho]) => {
@@ -159,6 +196,22 @@ impl Emitter<'_> {
             _ => return Err(format!("primitive {}", p.name())),
         }
         Ok(true)
+    }
+
+    /// Thread-local scratch of an LU factorization of an n×n matrix: the
+    /// factors, a vector and the row permutation.
+    fn lu_scratch(&mut self, p: Prim, n: usize) -> Result<(String, String, String), Unsupported> {
+        if n * n > LOCAL_LIMIT {
+            return Err(format!("{} of a {n}×{n} matrix", p.name()));
+        }
+        let (m, y, perm) = (self.fresh("lu"), self.fresh("y"), self.fresh("perm"));
+        self.lines.push(format!(
+            "double {m}[{}]; double {y}[{}]; int {perm}[{}];",
+            (n * n).max(1),
+            n.max(1),
+            n.max(1)
+        ));
+        Ok((m, y, perm))
     }
 
     /// The destination as a buffer, when it is one (a thread-local array

@@ -309,8 +309,12 @@ impl Emitter<'_> {
     ) -> Result<bool, Unsupported> {
         match &e.kind {
             ExprKind::Prim(Prim::Tcrossprod | Prim::Crossprod | Prim::QuadForm, _) => {
-                let product = self.product_form(e)?;
+                let product = self.defining_form(e)?;
                 self.direct_into(dest, len, &product, op)
+            }
+            ExprKind::Prim(Prim::Div, args) if super::expr::is_matrix_division(self, args)? => {
+                let division = self.defining_form(e)?;
+                self.direct_into(dest, len, &division, op)
             }
             ExprKind::Prim(Prim::Mul, args) if args.len() == 2 => {
                 let (a, b) = (&args[0], &args[1]);
@@ -416,6 +420,22 @@ impl Emitter<'_> {
                 self.lines.push(format!("S({}) = {d};", slots.depth));
                 Ok(true)
             }
+            ExprKind::RowVectorLit(items) if matches!(self.shape(e)?.inner, Inner::Matrix(..)) => {
+                // Rows of a matrix, stored column-major: element j of row
+                // i at j·r + i.
+                let r = items.len();
+                for (row, item) in items.iter().enumerate() {
+                    let c = self.shape(item)?.len();
+                    if r * c != len {
+                        return Err("a matrix literal of the wrong size".to_string());
+                    }
+                    let j = self.fresh("e");
+                    let v = self.elem(item, &j)?;
+                    let to = self.dest_elem(dest, &format!("({row} + {j} * {r})"))?;
+                    self.lines.push(for_each(&j, c, &format!("{to} {op} {v};")));
+                }
+                Ok(true)
+            }
             ExprKind::ArrayLit(items)
             | ExprKind::RowVectorLit(items)
             | ExprKind::TupleLit(items) => {
@@ -462,6 +482,8 @@ fn is_random_access(em: &Emitter, e: &Expr) -> Result<bool, Unsupported> {
                     .iter()
                     .all(|a| is_random_access(em, a).unwrap_or(false))
         }
+        ExprKind::Prim(Prim::Tcrossprod | Prim::Crossprod | Prim::QuadForm, _) => false,
+        ExprKind::Prim(Prim::Div, args) if super::expr::is_matrix_division(em, args)? => false,
         ExprKind::Prim(p, _) if is_check(*p) || is_reduction(*p) => true,
         ExprKind::Prim(p, args) if super::is_dense(*p, args.len()) => false,
         ExprKind::Prim(_, args) | ExprKind::Partial { args, .. } => args
