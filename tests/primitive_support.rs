@@ -15,10 +15,11 @@
 //!   interpreter's values bit for bit on every lane;
 //! - `Generated`: the code generator (`codegen`) behind `--backend native`
 //!   and `--backend cuda`, which must translate every op of the gradient
-//!   program (the native and CUDA tests run generated code against the
-//!   interpreter). Generated quantities always run on the host (the native
-//!   sampler hands kept draws to backend-cpu), so `_rng` primitives are not
-//!   asked of it.
+//!   program; the examples it translates are then compiled together (one
+//!   g++ build) and must give backend-cpu's bits on every lane, each
+//!   example compiled alone to name the culprit when they do not.
+//!   Generated quantities always run on the host (the native sampler hands
+//!   kept draws to backend-cpu), so `_rng` primitives are not asked of it.
 //!
 //! What an executor cannot run is listed in [`UNSUPPORTED`]. The test fails
 //! when an executor refuses a pair the table does not list, or runs one it
@@ -722,5 +723,73 @@ fn every_executor_runs_what_the_table_says() {
         surprises.is_empty(),
         "UNSUPPORTED is not the current fact:\n{}",
         surprises.join("\n")
+    );
+}
+
+/// `source`'s log density and gradient from the native executor and from
+/// backend-cpu at three points, equal bit for bit; the first difference
+/// otherwise.
+fn native_differs(source: &str) -> Option<String> {
+    let program = language::compile_model(source, "examples")
+        .0
+        .expect("compiles");
+    let data = DataFile::parse(DATA).unwrap();
+    let model = Model::new(&program, &data).unwrap();
+    let g = language::ad::gradient(&program).expect("gradient program");
+    let cfg = language::batch::lower_gradient(&g).expect("batching IR");
+    let thetas = points(model.num_unconstrained(), 3);
+    let mut native =
+        backend_native::gradient::NativeGradient::new(&cfg, model.clone(), thetas.len())
+            .unwrap_or_else(|e| panic!("the generated examples do not compile: {e}"));
+    let n = model.num_unconstrained();
+    let columns: Vec<f64> = (0..n)
+        .flat_map(|c| thetas.iter().map(move |t| t[c]))
+        .collect();
+    let got = native
+        .log_density_gradient_columns(&columns, thetas.len(), true)
+        .unwrap();
+    let want = backend_cpu::exec::BatchedModel::new(cfg, model, Default::default())
+        .and_then(|b| b.log_density_gradient(&thetas, true))
+        .unwrap();
+    let bits = |r: &Result<(f64, Vec<f64>), runtime::RuntimeError>| {
+        r.as_ref()
+            .map(|(lp, g)| {
+                (
+                    lp.to_bits(),
+                    g.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                )
+            })
+            .map_err(|e| e.to_string())
+    };
+    (0..thetas.len())
+        .find(|&l| bits(&got[l]) != bits(&want[l]))
+        .map(|l| format!("lane {l}: native {:?}, backend-cpu {:?}", got[l], want[l]))
+}
+
+#[test]
+fn generated_code_gives_backend_cpus_bits() {
+    let listed: BTreeSet<(Prim, Executor)> = UNSUPPORTED.iter().copied().collect();
+    let generated: Vec<&(Prim, Block, &str)> = EXAMPLES
+        .iter()
+        .filter(|(p, block, _)| {
+            matches!(block, Model)
+                && !listed.contains(&(*p, Derivative))
+                && !listed.contains(&(*p, Interpreter))
+                && !listed.contains(&(*p, Generated))
+        })
+        .collect();
+    let together: Vec<&str> = generated.iter().map(|(_, _, code)| *code).collect();
+    if native_differs(&source(&Model, &together.join("\n  "))).is_none() {
+        return;
+    }
+    let culprits: Vec<String> = generated
+        .iter()
+        .filter_map(|(p, block, code)| {
+            native_differs(&source(block, code)).map(|why| format!("{p:?} (`{code}`): {why}"))
+        })
+        .collect();
+    panic!(
+        "generated code differs from backend-cpu:\n{}",
+        culprits.join("\n")
     );
 }
