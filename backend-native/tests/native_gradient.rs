@@ -252,6 +252,9 @@ model {
   target += sum(r / [[2, s], [0.5, 3]]) + sum(m / spd) * 0.1;
   target += dot_product(col([[2, s], [0.5, 3]], 2), [1, -2]');
   target += log_determinant(spd) + sum(inverse(spd) .* mtm) * 0.1;
+  // Slices of a matrix (column-major: the row coordinate wraps).
+  target += sum(spd[1:2, 2:3] .* [[1, 2], [3, 4]]) + sum(m[:, 2:3] * [1, -1]');
+  target += sum(segment(v, 2, 2)) + sum(block(spd, 2, 1, 2, 2) .* mtm[1:2, 2:3]);
 }";
     let case = case_from(dir.path(), "stacking", source, r#"{"x": [0.5, -1, 2]}"#);
     every_lane_evaluates_as_backend_cpu("stacking", &case, 64, [31, 32]);

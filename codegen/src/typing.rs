@@ -26,6 +26,8 @@ pub fn const_int(env: &dyn ShapeEnv, e: &Expr) -> Option<i64> {
     match &e.kind {
         ExprKind::Int(i) => Some(*i),
         ExprKind::Var(v) => env.data_int(*v),
+        // A value hoisted by `language::simplify` (`ok ? value : recomputed`).
+        ExprKind::Cond(c, a, b) => const_int(env, if const_int(env, c)? != 0 { a } else { b }),
         // `dims(x)[k]`: a size of `x`.
         ExprKind::Index(base, indexes) => match (&base.kind, indexes.as_slice()) {
             (ExprKind::Prim(Prim::Dims, args), [Index::Single(k)]) if args.len() == 1 => {

@@ -112,14 +112,15 @@ impl Emitter<'_> {
         let result_axes = view.shape.axes();
         debug_assert_eq!(result_axes.len(), view.kept.len());
         let mut terms = vec![view.offset.clone()];
-        for (k, (kept, axis)) in view.kept.iter().zip(&result_axes).enumerate() {
+        for (kept, axis) in view.kept.iter().zip(&result_axes) {
             let mut coord = if axis.stride == 1 {
                 format!("({idx})")
             } else {
                 format!("(({idx}) / {})", axis.stride)
             };
-            // The outermost axis needs no wrap-around.
-            if k > 0 {
+            // Coordinates wrap around their axis (a matrix is column-major:
+            // its first axis is not the outermost).
+            if result_axes.len() > 1 {
                 coord = format!("({coord} % {})", axis.size);
             }
             let pos = match &kept.pos {
