@@ -11,8 +11,10 @@
 //! says when a sampler should treat it as log density −∞.
 //!
 //! The executors share it: [`Model`] holds the data and transformed data,
-//! [`lane`] is the interpreter's semantics one lane at a time, and the
-//! random streams and ODE solvers are the same everywhere.
+//! [`lane`] is the interpreter's semantics one lane at a time,
+//! [`gradient`] is the one interface through which a sampler asks any
+//! executor for a batch of log density gradients, and the random streams
+//! and ODE solvers are the same everywhere.
 
 // `!(a > b)` is deliberate: it also rejects NaN.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
@@ -23,6 +25,7 @@ mod error;
 mod exec;
 mod frame;
 mod grad;
+pub mod gradient;
 mod index;
 pub mod lane;
 mod linalg;

@@ -5,12 +5,13 @@
 use super::host::{BatchHost, NoHost};
 use super::iterations::Plans;
 use super::{ExecConfig, ExecError, Result};
-use crate::lanes::{LaneStatus, LaneWork, Lanes, Slot, State};
+use crate::lanes::{LaneStatus, Lanes, Slot, State};
 use language::batch::cfg::{FunctionKind, Program};
 use language::batch::pc;
 use language::batch::pc::liveness::{self, CallEdges};
 use language::mir::{FunId, Origin, StmtKind, VarId};
 use language::value::Value;
+use runtime::gradient::LaneWork;
 use runtime::{Draw, Model, Rng, RuntimeError};
 use std::sync::Arc;
 
