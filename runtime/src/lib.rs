@@ -70,6 +70,12 @@ pub fn model_from_json(program: &Program, bytes: &[u8]) -> std::result::Result<M
 /// declared without a body and compiled by [`language::compile_with_externals`])
 /// call: the host running the program, e.g. the sampler driver supplying
 /// the model's log density gradient and recording draws.
+///
+/// One of three ways an executor hands the host an external call, each
+/// for its own representation of the arguments (`Host`: the interpreter's
+/// values; `BatchHost`: a batch's slots; `RecordHost`: compiled code's
+/// record numbers); the `bat` crate's `sampler::host` says why they are
+/// not one trait.
 pub trait Host {
     /// Run external function `name` on `args` (already evaluated, in
     /// declaration order); `None` for a void function. An error stops the
