@@ -154,13 +154,6 @@ impl From<BatchError> for ExecError {
 
 pub type Result<T> = std::result::Result<T, ExecError>;
 
-/// The interpreter's error for a call nested deeper than `limit`.
-fn too_deep(function: &str, limit: usize) -> runtime::RuntimeError {
-    runtime::RuntimeError::fatal(format!(
-        "recursion too deep: more than {limit} nested calls of user functions (in `{function}`)"
-    ))
-}
-
 /// Nested calls a run of `f` starts at: a user function run directly is
 /// itself one call (as when an entry calls it).
 pub(crate) fn base_depth(p: &Program, f: FunId) -> usize {
