@@ -25,6 +25,12 @@
 //! own state and random stream), so every chain gets the draws the other
 //! backends give it.
 //!
+//! The lanes of a group waiting at gradient calls are answered one call
+//! site at a time, the lowest (block, step) first, each with all of the
+//! group's lanes waiting there: the CPU backend's scheduler's rule
+//! (earliest block first) where it applies to a host loop that never runs
+//! blocks itself; the order changes no lane's draws.
+//!
 //! Calls without a result (`emit_draw`, `emit_adaptation`) are handed to
 //! the [`RecordHost`] as soon as the lane makes them.
 //!
