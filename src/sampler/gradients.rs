@@ -47,16 +47,9 @@ impl GradientBatch for CpuGradients {
         theta: &[f64],
     ) -> Result<GradientValues, String> {
         // θ and the gradient stay columns both ways (no vector per lane).
-        let out = self
-            .model
+        (self.model)
             .log_density_gradient_columns(theta, lanes.len(), true)
-            .map_err(|e| e.to_string())?;
-        Ok(GradientValues {
-            lp: out.lp,
-            gradient: out.gradient,
-            errors: out.errors,
-            work: out.work,
-        })
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -52,10 +52,7 @@ mod schedule;
 mod split;
 
 pub use host::{BatchAnswer, BatchHost, NoHost};
-pub use model::{
-    BatchedModel, GradientColumns, KeptDraws, LaneResult, LogDensityGradient, StoredDraws,
-    StoredVar,
-};
+pub use model::{BatchedModel, KeptDraws, LaneResult, LogDensityGradient, StoredDraws, StoredVar};
 pub use schedule::{
     BlockChoice, EarliestFirst, FurthestFromBarrier, MostWaiting, UpstreamFirst, Waiting,
 };
