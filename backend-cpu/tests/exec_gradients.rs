@@ -243,7 +243,7 @@ fn a_lane_with_the_wrong_number_of_parameters_fails_alone() {
 }
 
 /// The lane slots a gradient's blocks ran over and the useful ones
-/// (`GradientColumns::work`): every slot is useful in straight-line code;
+/// (`GradientValues::work`): every slot is useful in straight-line code;
 /// a loop whose trip count differs between lanes runs masked blocks in
 /// which the lanes that left the loop are wasted slots.
 #[test]

@@ -7,7 +7,12 @@
 //! stream stay in device memory ([`codegen::entry`]). The host loop
 //! is the gradient device's: a kernel lists the running lanes by the
 //! block each waits at, the host reads back only the counts, and launches
-//! the lowest-numbered waiting block's kernels over exactly its lanes.
+//! the lowest-numbered waiting block's kernels over exactly its lanes,
+//! blocks that call the gradient only when no other block has lanes
+//! waiting. That is the rule of the CPU backend's program-counter
+//! scheduler (the wait queue of backend-cpu's `exec/schedule.rs` with
+//! `EarliestFirst`, gradient calls as barriers), written here over the
+//! device's counts because the lane lists never leave the device.
 //! An external call inside a block is answered between two of its
 //! kernels:
 //! - `model_log_density_gradient`: a kernel packs the lanes' points on

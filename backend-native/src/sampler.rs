@@ -25,6 +25,12 @@
 //! own state and random stream), so every chain gets the draws the other
 //! backends give it.
 //!
+//! The lanes of a group waiting at gradient calls are answered one call
+//! site at a time, the lowest (block, step) first, each with all of the
+//! group's lanes waiting there: the CPU backend's scheduler's rule
+//! (earliest block first) where it applies to a host loop that never runs
+//! blocks itself; the order changes no lane's draws.
+//!
 //! Calls without a result (`emit_draw`, `emit_adaptation`) are handed to
 //! the [`RecordHost`] as soon as the lane makes them.
 //!
@@ -36,6 +42,7 @@
 
 use language::batch::cfg;
 use language::value::Value;
+use runtime::gradient::{GradientBatch, GradientValues};
 use runtime::{ErrorKind, RuntimeError};
 
 use crate::gradient::{
@@ -804,7 +811,7 @@ impl NativeSampler {
         }
         self.gradient_calls += 1;
         self.gradient_lanes += k as u64;
-        let (g, failures) = self.gradient.evaluate(&self.packed[..n * k], k)?;
+        let (g, failures) = self.gradient.evaluate(lanes, &self.packed[..n * k])?;
         for (i, e) in failures {
             self.last_errors[lanes[i] as usize] = Some(e);
         }
@@ -953,27 +960,9 @@ pub enum SamplerGradient {
     /// generator lacks, or whose generated code failed to compile. The
     /// sampler program still runs compiled; each lane's gradient call
     /// returns to the host, which evaluates the lanes of a group waiting
-    /// at the same call together.
-    Host(Arc<dyn HostGradient>),
-}
-
-/// The model's log density (with log |J|) and gradient evaluated by the
-/// host ([`SamplerGradient::Host`]).
-pub trait HostGradient: Send + Sync {
-    /// Coordinates of a point.
-    fn n_params(&self) -> usize;
-
-    /// The `k` points `theta[c * k + i]` (coordinate `c` of point `i`):
-    /// `lp[i]`, `gradient[c * k + i]` and each point's error (its values
-    /// then mean nothing). An `Err` fails every point.
-    fn evaluate(&self, theta: &[f64], k: usize) -> Result<HostValues, String>;
-}
-
-/// One [`HostGradient::evaluate`]'s results, as columns over the points.
-pub struct HostValues {
-    pub lp: Vec<f64>,
-    pub gradient: Vec<f64>,
-    pub errors: Vec<Option<RuntimeError>>,
+    /// at the same call together (their indices in the group are the
+    /// call's lanes).
+    Host(Arc<dyn GradientBatch>),
 }
 
 /// The gradient a [`NativeSampler`] calls (one per executor: boxing the
@@ -984,19 +973,22 @@ enum Gradient {
     Host(HostLanes),
 }
 
-/// A [`HostGradient`] for `lanes` lanes, with the gather kernel's rows of
-/// its last evaluation (the answer kernels read them).
+/// A host [`GradientBatch`] for `lanes` lanes, with the gather kernel's
+/// rows of its last evaluation (the answer kernels read them).
 struct HostLanes {
-    host: Arc<dyn HostGradient>,
+    host: Arc<dyn GradientBatch>,
     lanes: usize,
+    /// The lanes of the last call, as the interface takes them.
+    called: Vec<usize>,
     gathered: Vec<f64>,
 }
 
 impl HostLanes {
-    fn new(host: Arc<dyn HostGradient>, lanes: usize) -> HostLanes {
+    fn new(host: Arc<dyn GradientBatch>, lanes: usize) -> HostLanes {
         HostLanes {
             host,
             lanes: lanes.max(1),
+            called: Vec::new(),
             gathered: Vec::new(),
         }
     }
@@ -1039,9 +1031,11 @@ impl Gradient {
         }
     }
 
-    /// Evaluate lanes `0..k` at `theta` (`[c][i]`): the gather kernel's
-    /// rows (valid until the next evaluation) and the lanes that failed.
-    fn evaluate(&mut self, theta: &[f64], k: usize) -> Result<Evaluation, GeneratedCodeError> {
+    /// Evaluate the group's lanes `lanes` at `theta` (`[c][i]`: lane
+    /// `lanes[i]`): the gather kernel's rows (valid until the next
+    /// evaluation) and the lanes that failed, by their index in `lanes`.
+    fn evaluate(&mut self, lanes: &[i32], theta: &[f64]) -> Result<Evaluation, GeneratedCodeError> {
+        let k = lanes.len();
         let h = match self {
             Gradient::Compiled(g) => {
                 let evaluated = g.evaluate_columns(theta, k, true)?;
@@ -1050,10 +1044,11 @@ impl Gradient {
             Gradient::Host(h) => h,
         };
         let n = h.host.n_params();
-        let values = h.host.evaluate(theta, k).unwrap_or_else(|e| HostValues {
-            lp: vec![f64::NAN; k],
-            gradient: vec![0.0; n * k],
-            errors: vec![Some(RuntimeError::fatal(format!("batched gradient: {e}"))); k],
+        h.called.clear();
+        h.called.extend(lanes.iter().map(|&l| l as usize));
+        let values = (h.host.log_density_gradient(&h.called, theta)).unwrap_or_else(|e| {
+            let error = RuntimeError::fatal(format!("batched gradient: {e}"));
+            GradientValues::all_failed(k, n, error)
         });
         if values.lp.len() != k || values.gradient.len() != n * k || values.errors.len() != k {
             return Err(GeneratedCodeError::Setup(format!(

@@ -23,6 +23,12 @@ use crate::{FailKind, SITE_SLOT, STATUS_SLOT};
 pub const GRADIENT_FUNCTION: &str = "model_log_density_gradient";
 
 /// Receives the records of external calls without a result.
+///
+/// One of three ways an executor hands the host an external call, each
+/// for its own representation of the arguments (`Host`: the interpreter's
+/// values; `BatchHost`: a batch's slots; `RecordHost`: compiled code's
+/// record numbers); the `bat` crate's `sampler::host` says why they are
+/// not one trait.
 pub trait RecordHost {
     /// Lane `lane` called `function` with `args`; an error stops the lane.
     fn record(&mut self, lane: usize, function: &str, args: Vec<Value>)

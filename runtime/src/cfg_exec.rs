@@ -5,7 +5,7 @@
 
 use super::Model;
 use super::error::{Result, RuntimeError};
-use super::exec::{Flow, MAX_CALL_DEPTH, Machine, promote, truthy};
+use super::exec::{MAX_CALL_DEPTH, Machine, promote};
 use language::batch::cfg::{BlockId, FunctionKind, Program, Terminator};
 use language::mir::FunId;
 use language::value::Value;
@@ -66,10 +66,7 @@ pub(super) fn run(
         FunctionKind::External => m.call(f, args),
         FunctionKind::User => {
             if m.depth >= MAX_CALL_DEPTH {
-                return Err(RuntimeError::fatal(format!(
-                    "recursion too deep: more than {MAX_CALL_DEPTH} nested calls of user functions (in `{}`)",
-                    fun.name
-                )));
+                return Err(RuntimeError::too_deep(&fun.name, MAX_CALL_DEPTH));
             }
             let frame: super::exec::Frame = fun.params.iter().copied().zip(args).collect();
             let saved = m.locals.replace(frame);
@@ -92,14 +89,7 @@ fn run_blocks(m: &mut Machine, p: &Program, f: FunId) -> Result<Option<Value>> {
     loop {
         let block = fun.block(b);
         for op in &block.ops {
-            match m.stmt(op).map_err(|e| e.at(op.span))? {
-                Flow::Normal => {}
-                _ => {
-                    return Err(RuntimeError::fatal(
-                        "a CFG op changed control flow (lowering bug)",
-                    ));
-                }
-            }
+            m.block_op(op, "CFG")?;
         }
         b = match &block.term {
             Terminator::Jump(t) => *t,
@@ -107,13 +97,7 @@ fn run_blocks(m: &mut Machine, p: &Program, f: FunId) -> Result<Option<Value>> {
                 cond,
                 then,
                 otherwise,
-            } => {
-                if truthy(&m.eval(cond)?)? {
-                    *then
-                } else {
-                    *otherwise
-                }
-            }
+            } => m.branch(cond, *then, *otherwise)?,
             Terminator::Call {
                 fun: g,
                 args,

@@ -47,6 +47,14 @@ impl RuntimeError {
         RuntimeError::new(ErrorKind::Fatal, message)
     }
 
+    /// Every executor's error for a call of user function `function`
+    /// nested deeper than `limit` calls.
+    pub fn too_deep(function: &str, limit: usize) -> RuntimeError {
+        RuntimeError::fatal(format!(
+            "recursion too deep: more than {limit} nested calls of user functions (in `{function}`)"
+        ))
+    }
+
     /// Attach `span` unless a more precise one is already known.
     pub fn at(mut self, span: Span) -> RuntimeError {
         self.span.get_or_insert(span);

@@ -292,10 +292,7 @@ impl<'p> Machine<'p> {
             return host.call_external(&fun.name, args);
         }
         if self.depth >= MAX_CALL_DEPTH {
-            return Err(RuntimeError::fatal(format!(
-                "recursion too deep: more than {MAX_CALL_DEPTH} nested calls of user functions (in `{}`)",
-                fun.name
-            )));
+            return Err(RuntimeError::too_deep(&fun.name, MAX_CALL_DEPTH));
         }
         let mut frame = Frame::default();
         for (&var, value) in fun.args.iter().zip(args) {
@@ -330,6 +327,28 @@ impl<'p> Machine<'p> {
             }
         }
         Ok(Flow::Normal)
+    }
+
+    /// Run `s`, an op of a lowered block (`ir` names the IR for the
+    /// error): ops are straight-line by construction, so control flow out
+    /// of one is a lowering bug. The one-lane CFG and PC runners' step.
+    pub(crate) fn block_op(&mut self, s: &Stmt, ir: &str) -> Result<()> {
+        match self.stmt(s).map_err(|e| e.at(s.span))? {
+            Flow::Normal => Ok(()),
+            _ => Err(RuntimeError::fatal(format!(
+                "a {ir} op changed control flow (lowering bug)"
+            ))),
+        }
+    }
+
+    /// Where a block's two-way branch on `cond` goes (the one-lane CFG and
+    /// PC runners').
+    pub(crate) fn branch<B>(&mut self, cond: &Expr, then: B, otherwise: B) -> Result<B> {
+        Ok(if truthy(&self.eval(cond)?)? {
+            then
+        } else {
+            otherwise
+        })
     }
 
     pub(crate) fn stmt(&mut self, s: &Stmt) -> Result<Flow> {

@@ -11,8 +11,10 @@
 //! says when a sampler should treat it as log density −∞.
 //!
 //! The executors share it: [`Model`] holds the data and transformed data,
-//! [`lane`] is the interpreter's semantics one lane at a time, and the
-//! random streams and ODE solvers are the same everywhere.
+//! [`lane`] is the interpreter's semantics one lane at a time,
+//! [`gradient`] is the one interface through which a sampler asks any
+//! executor for a batch of log density gradients, and the random streams
+//! and ODE solvers are the same everywhere.
 
 // `!(a > b)` is deliberate: it also rejects NaN.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
@@ -23,6 +25,7 @@ mod error;
 mod exec;
 mod frame;
 mod grad;
+pub mod gradient;
 mod index;
 pub mod lane;
 mod linalg;
@@ -67,6 +70,12 @@ pub fn model_from_json(program: &Program, bytes: &[u8]) -> std::result::Result<M
 /// declared without a body and compiled by [`language::compile_with_externals`])
 /// call: the host running the program, e.g. the sampler driver supplying
 /// the model's log density gradient and recording draws.
+///
+/// One of three ways an executor hands the host an external call, each
+/// for its own representation of the arguments (`Host`: the interpreter's
+/// values; `BatchHost`: a batch's slots; `RecordHost`: compiled code's
+/// record numbers); the `bat` crate's `sampler::host` says why they are
+/// not one trait.
 pub trait Host {
     /// Run external function `name` on `args` (already evaluated, in
     /// declaration order); `None` for a void function. An error stops the

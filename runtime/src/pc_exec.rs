@@ -7,7 +7,7 @@
 
 use super::Model;
 use super::error::{Result, RuntimeError};
-use super::exec::{Flow, MAX_CALL_DEPTH, Machine, promote, truthy};
+use super::exec::{MAX_CALL_DEPTH, Machine, promote};
 use language::batch::pc::sharing::Share;
 use language::batch::pc::{BlockId, Op, Program, Terminator, effects};
 use language::mir::{FunId, VarId};
@@ -89,14 +89,7 @@ pub(crate) fn run(
         let block = p.block(b);
         for op in &block.ops {
             match op {
-                Op::Stmt(s) => match m.stmt(s).map_err(|e| e.at(s.span))? {
-                    Flow::Normal => {}
-                    _ => {
-                        return Err(RuntimeError::fatal(
-                            "a PC op changed control flow (lowering bug)",
-                        ));
-                    }
-                },
+                Op::Stmt(s) => m.block_op(s, "PC")?,
                 Op::Arg { param, value } => {
                     let v = m.eval(value)?;
                     m.set(*param, v);
@@ -140,23 +133,15 @@ pub(crate) fn run(
                 cond,
                 then,
                 otherwise,
-            } => {
-                if truthy(&m.eval(cond)?)? {
-                    *then
-                } else {
-                    *otherwise
-                }
-            }
+            } => m.branch(cond, *then, *otherwise)?,
             Terminator::PushJump {
                 ret,
                 callee,
                 target,
             } => {
                 if pc_stack.len() >= MAX_CALL_DEPTH {
-                    return Err(RuntimeError::fatal(format!(
-                        "recursion too deep: more than {MAX_CALL_DEPTH} nested calls of user functions (in `{}`)",
-                        p.function(*callee).name
-                    )));
+                    let callee = &p.function(*callee).name;
+                    return Err(RuntimeError::too_deep(callee, MAX_CALL_DEPTH));
                 }
                 pc_stack.push(*ret);
                 *target

@@ -14,7 +14,7 @@
 //! executor or the split over threads.
 
 use super::executor::{chain_error, chain_start, emitter};
-use super::gradients::{CpuGradients, GradientBatch};
+use super::gradients::CpuGradients;
 use super::host::{ChainHost, DrawCall, Emitter, INTERRUPTED};
 use super::program::{CHAIN_FUNCTION, nuts_program};
 use super::{BatchTotals, ChainJob, ChainTotals, Control, DrawValues, Event, SamplerExecutor};
@@ -23,6 +23,7 @@ use backend_cpu::lanes::{Dense, Lanes, Slot};
 use language::data::DataFile;
 use language::data::Shape;
 use language::value::Value;
+use runtime::gradient::GradientBatch;
 use runtime::{Model, RuntimeError};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;

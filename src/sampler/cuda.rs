@@ -18,10 +18,10 @@ use codegen::gradient::GeneratedCodeError;
 use codegen::sampler::{LaneOutcome, RecordHost};
 use codegen::shape::{Inner, Shape};
 use language::value::Value;
+use runtime::gradient::{GradientBatch, GradientValues};
 use runtime::{Host, RuntimeError};
 
 use super::executor::{chain_error, chain_start};
-use super::gradients::{GradientBatch, GradientValues};
 use super::host::ChainHost;
 use super::program::{CHAIN_FUNCTION, nuts_program};
 use super::{BatchTotals, BatchedExecutor, ChainJob, ChainTotals, Control, Event, SamplerExecutor};
@@ -29,6 +29,7 @@ use super::{BatchTotals, BatchedExecutor, ChainJob, ChainTotals, Control, Event,
 /// The model's gradient program on the device, one lane per chain.
 pub struct CudaGradients {
     device: Mutex<GradientDevice>,
+    n_params: usize,
 }
 
 impl CudaGradients {
@@ -38,6 +39,7 @@ impl CudaGradients {
     pub fn new(job: &ChainJob<'_>, chains: usize) -> Result<CudaGradients, GeneratedCodeError> {
         Ok(CudaGradients {
             device: Mutex::new(gradient_device(job, chains)?),
+            n_params: job.model.num_unconstrained(),
         })
     }
 }
@@ -66,6 +68,10 @@ pub(super) fn gradient_cfg(
 }
 
 impl GradientBatch for CudaGradients {
+    fn n_params(&self) -> usize {
+        self.n_params
+    }
+
     fn log_density_gradient(
         &self,
         lanes: &[usize],
@@ -75,11 +81,10 @@ impl GradientBatch for CudaGradients {
             .device
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let n = device.model().num_unconstrained();
         let evaluated = device
             .evaluate(lanes, theta, true)
             .map_err(|e| e.to_string())?;
-        let mut out = GradientValues::new(lanes.len(), n);
+        let mut out = GradientValues::new(lanes.len(), self.n_params);
         for (i, e) in evaluated.into_iter().enumerate() {
             out.set(i, e);
         }

@@ -1,91 +1,21 @@
-//! The seam between the sampler program and whatever evaluates the
-//! model's gradient: every batched evaluation the waiting chains ask for
-//! goes through [`GradientBatch`], with the chains' points as
-//! `[coordinate][lane]` values. backend-cpu's gradient program
-//! ([`CpuGradients`]) and the CUDA device (`super::cuda`) implement it.
+//! The model's gradient evaluated on the host for a batch of chains: the
+//! CPU backend's batched gradient program ([`CpuGradients`]) and, for a
+//! model that does not batch, the interpreter lane by lane
+//! ([`InterpretedGradients`]). Both implement the one gradient interface,
+//! [`runtime::gradient::GradientBatch`]; the CUDA device (`super::cuda`)
+//! is the other implementation.
 
 use backend_cpu::exec::{BatchedModel, ExecConfig};
-use backend_cpu::lanes::LaneWork;
-use runtime::RuntimeError;
+use language::mir::GradProgram;
+use runtime::Model;
+use runtime::gradient::{GradientBatch, GradientValues};
 
 use super::ChainJob;
-
-/// One batched evaluation's results, lane `i` of the call at index `i`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GradientValues {
-    /// Log density per lane (NaN for failed lanes).
-    pub lp: Vec<f64>,
-    /// `gradient[k * lanes + i]`: coordinate k of lane i.
-    pub gradient: Vec<f64>,
-    /// Why a lane failed (its lp and gradient are then meaningless).
-    pub errors: Vec<Option<RuntimeError>>,
-    /// Lane slots the gradient program's statements ran over and how many
-    /// were lanes of the call still running (zero where not counted).
-    pub work: LaneWork,
-}
-
-impl GradientValues {
-    /// Room for `lanes` lanes of `n` coordinates, all failed with `error`
-    /// until set.
-    pub fn new(lanes: usize, n: usize) -> GradientValues {
-        GradientValues {
-            lp: vec![f64::NAN; lanes],
-            gradient: vec![0.0; n * lanes],
-            errors: vec![None; lanes],
-            work: LaneWork::default(),
-        }
-    }
-
-    /// Number of lanes.
-    pub fn lanes(&self) -> usize {
-        self.lp.len()
-    }
-
-    /// Lane `i`'s outcome.
-    pub fn lane(&self, i: usize) -> Result<(f64, Vec<f64>), RuntimeError> {
-        if let Some(e) = &self.errors[i] {
-            return Err(e.clone());
-        }
-        let z = self.lanes();
-        let n = self.gradient.len() / z.max(1);
-        Ok((
-            self.lp[i],
-            (0..n).map(|k| self.gradient[k * z + i]).collect(),
-        ))
-    }
-
-    /// Set lane `i`'s outcome.
-    pub fn set(&mut self, i: usize, outcome: Result<(f64, Vec<f64>), RuntimeError>) {
-        let z = self.lanes();
-        match outcome {
-            Ok((lp, grad)) => {
-                self.lp[i] = lp;
-                for (k, g) in grad.into_iter().enumerate() {
-                    self.gradient[k * z + i] = g;
-                }
-                self.errors[i] = None;
-            }
-            Err(e) => self.errors[i] = Some(e),
-        }
-    }
-}
-
-/// Evaluates the model's log density (with log |J|) and gradient for a
-/// batch of chains.
-pub trait GradientBatch: Sync {
-    /// `theta[k * lanes.len() + i]` is coordinate k of the point of batch
-    /// lane `lanes[i]` (the chain's index among the executor's chains,
-    /// distinct within a call). An `Err` fails every lane of the call.
-    fn log_density_gradient(
-        &self,
-        lanes: &[usize],
-        theta: &[f64],
-    ) -> Result<GradientValues, String>;
-}
 
 /// backend-cpu's batched gradient program.
 pub struct CpuGradients {
     model: BatchedModel,
+    n_params: usize,
 }
 
 impl CpuGradients {
@@ -99,26 +29,53 @@ impl CpuGradients {
         })?;
         let model = BatchedModel::new(grad_cfg, job.model.clone(), config)
             .map_err(|e| format!("the model's gradient program: {e}"))?;
-        Ok(CpuGradients { model })
+        Ok(CpuGradients {
+            model,
+            n_params: job.model.num_unconstrained(),
+        })
     }
 }
 
 impl GradientBatch for CpuGradients {
+    fn n_params(&self) -> usize {
+        self.n_params
+    }
+
     fn log_density_gradient(
         &self,
         lanes: &[usize],
         theta: &[f64],
     ) -> Result<GradientValues, String> {
         // θ and the gradient stay columns both ways (no vector per lane).
-        let out = self
-            .model
+        (self.model)
             .log_density_gradient_columns(theta, lanes.len(), true)
-            .map_err(|e| e.to_string())?;
-        Ok(GradientValues {
-            lp: out.lp,
-            gradient: out.gradient,
-            errors: out.errors,
-            work: out.work,
-        })
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The scalar interpreter's gradient, one lane after another: for a model
+/// the CPU backend cannot batch.
+pub struct InterpretedGradients {
+    pub model: Model,
+    pub grad: GradProgram,
+}
+
+impl GradientBatch for InterpretedGradients {
+    fn n_params(&self) -> usize {
+        self.model.num_unconstrained()
+    }
+
+    fn log_density_gradient(
+        &self,
+        lanes: &[usize],
+        theta: &[f64],
+    ) -> Result<GradientValues, String> {
+        let (k, n) = (lanes.len(), self.n_params());
+        let mut values = GradientValues::new(k, n);
+        for i in 0..k {
+            let point: Vec<f64> = (0..n).map(|c| theta[c * k + i]).collect();
+            values.set(i, self.model.log_density_gradient(&self.grad, &point, true));
+        }
+        Ok(values)
     }
 }

@@ -1,6 +1,43 @@
 //! The host side of one chain: the sampler program's external functions,
 //! answered from the model (log density gradient, generated quantities)
 //! and turned into [`Event`]s for the driver.
+//!
+//! What the answers mean lives here once, for every executor: the
+//! `emit_*` calls become events through [`Emitter`], a gradient
+//! evaluation's outcome becomes the sampler's lp through
+//! [`ChainHost::gradient_outcome`], and a batch of gradients is asked of
+//! the one gradient interface, [`runtime::gradient::GradientBatch`].
+//!
+//! How an executor hands a call over stays three traits, one per
+//! representation of the call's arguments, because converting between
+//! them is the cost each was made to avoid:
+//! - [`runtime::Host`] (the interpreter, one chain): owned [`Value`]s,
+//!   answered at once with a value or none; implemented by [`ChainHost`].
+//! - `backend_cpu::exec::BatchHost` (the batched CPU executors): every
+//!   lane of the batch waiting at the call in one call, each argument one
+//!   structure-of-arrays slot over the batch, and the gradient answered
+//!   as one slot (`call_external_batch`) without a [`Value`] per lane; it
+//!   also feeds a lane its next invocation and renumbers lanes when the
+//!   program-counter executor compacts the batch, which the other two
+//!   have no notion of. Implemented by `super::batched`'s `SamplerHost`.
+//! - `codegen::sampler::RecordHost` (compiled code: native, CUDA): only
+//!   calls without a result, as numbers in a lane's record buffer laid
+//!   out by shapes; the compiled code has moved on by the time the host
+//!   reads them, so no value can be answered (gradients are answered by
+//!   kernels from a [`runtime::gradient::GradientBatch`] instead), and
+//!   records may be kept and finished later (`flush`). Implemented by
+//!   `super::native`'s `Records` and `super::cuda`'s `Hosts`.
+//!
+//! One trait over all three would make every executor build the
+//! interpreter's [`Value`]s per lane per call: building and taking apart
+//! the nine values of `emit_draw` was 5% of the compiled sampler's
+//! instructions on eight schools ([`Emitter::read_draw_numbers`] reads
+//! the numbers instead), and a batch's gradient answer would again be one
+//! [`Value`] per lane per evaluation, what `call_external_batch` exists
+//! to avoid. The default methods are the
+//! adapters where the cost does not matter (`RecordHost::record_numbers`
+//! falls back to values; `BatchHost::call_external_batch` to
+//! `call_external`).
 
 use super::Control;
 use super::{DrawRecord, DrawValues, Event, SampleStats, Trajectory};

@@ -15,7 +15,7 @@
 //! [`InterpreterExecutor`] (the reference) runs one chain per task with the
 //! scalar interpreter. [`cuda::CudaExecutor`] is the batched executor with
 //! every gradient evaluation answered by the CUDA device (the seam is
-//! [`gradients::GradientBatch`]). The driver ([`collect`]) is
+//! [`runtime::gradient::GradientBatch`]). The driver ([`collect`]) is
 //! independent of the executor: it receives [`Event`]s, buffers per chain
 //! and writes blocks with [`crate::output::DrawWriter`].
 //!
@@ -51,7 +51,7 @@ use language::value::Value;
 use runtime::{Model, RuntimeError};
 use std::sync::Arc;
 
-pub use backend_cpu::lanes::LaneWork;
+pub use runtime::gradient::LaneWork;
 
 /// Initial values on the unconstrained scale.
 #[derive(Clone, Debug, PartialEq)]

@@ -17,19 +17,18 @@ use std::sync::{Arc, Mutex};
 
 use backend_cpu::exec::{BatchedModel, Batching, ExecConfig, KeptDraws};
 use backend_native::gradient::NativeGradient;
-use backend_native::sampler::{
-    HostGradient, HostValues, NativeSampler, SamplerGradient, Start, Upgrades,
-};
+use backend_native::sampler::{NativeSampler, SamplerGradient, Start, Upgrades};
 use codegen::gradient::GeneratedCodeError;
 use codegen::sampler::{RecordHost, values};
 use codegen::shape::{Inner, Shape};
 use language::value::Value;
+use runtime::gradient::GradientBatch;
 use runtime::{Rng, RuntimeError};
 
 use super::batched::BatchedExecutor;
 use super::cuda::{device_sampler_program, finish_chains, gradient_cfg};
 use super::executor::chain_args;
-use super::gradients::{CpuGradients, GradientBatch};
+use super::gradients::{CpuGradients, InterpretedGradients};
 use super::host::{DrawCall, Emitter};
 use super::program::CHAIN_FUNCTION;
 use super::{BatchTotals, ChainJob, Control, DrawValues, Event, SamplerExecutor};
@@ -205,69 +204,14 @@ impl SamplerExecutor for NativeExecutor {
 /// evaluates its own group's lanes), so every chain gets the draws
 /// `--backend cpu` gives it; the interpreter, lane by lane, where the
 /// model does not batch.
-fn host_gradient(job: &ChainJob<'_>) -> Arc<dyn HostGradient> {
-    let n = job.model.num_unconstrained();
+fn host_gradient(job: &ChainJob<'_>) -> Arc<dyn GradientBatch> {
     let config = BatchedExecutor::for_gradients().config(1);
     match CpuGradients::new(job, config) {
-        Ok(batched) => Arc::new(BatchedHostGradient { batched, n }),
-        Err(_) => Arc::new(InterpretedHostGradient {
+        Ok(batched) => Arc::new(batched),
+        Err(_) => Arc::new(InterpretedGradients {
             model: job.model.clone(),
             grad: job.grad.clone(),
         }),
-    }
-}
-
-struct BatchedHostGradient {
-    batched: CpuGradients,
-    n: usize,
-}
-
-impl HostGradient for BatchedHostGradient {
-    fn n_params(&self) -> usize {
-        self.n
-    }
-
-    fn evaluate(&self, theta: &[f64], k: usize) -> Result<HostValues, String> {
-        let lanes: Vec<usize> = (0..k).collect();
-        let values = self.batched.log_density_gradient(&lanes, theta)?;
-        Ok(HostValues {
-            lp: values.lp,
-            gradient: values.gradient,
-            errors: values.errors,
-        })
-    }
-}
-
-struct InterpretedHostGradient {
-    model: runtime::Model,
-    grad: language::mir::GradProgram,
-}
-
-impl HostGradient for InterpretedHostGradient {
-    fn n_params(&self) -> usize {
-        self.model.num_unconstrained()
-    }
-
-    fn evaluate(&self, theta: &[f64], k: usize) -> Result<HostValues, String> {
-        let n = self.n_params();
-        let mut values = HostValues {
-            lp: vec![f64::NAN; k],
-            gradient: vec![0.0; n * k],
-            errors: vec![None; k],
-        };
-        for i in 0..k {
-            let point: Vec<f64> = (0..n).map(|c| theta[c * k + i]).collect();
-            match self.model.log_density_gradient(&self.grad, &point, true) {
-                Ok((lp, gradient)) => {
-                    values.lp[i] = lp;
-                    for (c, g) in gradient.into_iter().enumerate() {
-                        values.gradient[c * k + i] = g;
-                    }
-                }
-                Err(e) => values.errors[i] = Some(e),
-            }
-        }
-        Ok(values)
     }
 }
 

@@ -18,6 +18,12 @@ use runtime::{Rng, RuntimeError};
 use std::sync::Arc;
 
 /// Answers a batch's external calls.
+///
+/// One of three ways an executor hands the host an external call, each
+/// for its own representation of the arguments (`Host`: the interpreter's
+/// values; `BatchHost`: a batch's slots; `RecordHost`: compiled code's
+/// record numbers); the `bat` crate's `sampler::host` says why they are
+/// not one trait.
 pub trait BatchHost {
     /// Answer external function `name` for `lanes` of the batch; `args[k]`
     /// is the k-th argument's slot over all lanes of the batch (read only

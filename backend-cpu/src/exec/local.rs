@@ -170,7 +170,7 @@ impl Local<'_> {
             block::fail(
                 st,
                 lanes,
-                &super::too_deep(&fun.name, self.config.max_depth),
+                &runtime::RuntimeError::too_deep(&fun.name, self.config.max_depth),
             );
             return Ok(None);
         }

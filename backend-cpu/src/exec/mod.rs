@@ -52,10 +52,7 @@ mod schedule;
 mod split;
 
 pub use host::{BatchAnswer, BatchHost, NoHost};
-pub use model::{
-    BatchedModel, GradientColumns, KeptDraws, LaneResult, LogDensityGradient, StoredDraws,
-    StoredVar,
-};
+pub use model::{BatchedModel, KeptDraws, LaneResult, LogDensityGradient, StoredDraws, StoredVar};
 pub use schedule::{
     BlockChoice, EarliestFirst, FurthestFromBarrier, MostWaiting, UpstreamFirst, Waiting,
 };
@@ -153,13 +150,6 @@ impl From<BatchError> for ExecError {
 }
 
 pub type Result<T> = std::result::Result<T, ExecError>;
-
-/// The interpreter's error for a call nested deeper than `limit`.
-fn too_deep(function: &str, limit: usize) -> runtime::RuntimeError {
-    runtime::RuntimeError::fatal(format!(
-        "recursion too deep: more than {limit} nested calls of user functions (in `{function}`)"
-    ))
-}
 
 /// Nested calls a run of `f` starts at: a user function run directly is
 /// itself one call (as when an entry calls it).

@@ -5,12 +5,13 @@
 use super::host::{BatchHost, NoHost};
 use super::iterations::Plans;
 use super::{ExecConfig, ExecError, Result};
-use crate::lanes::{LaneStatus, LaneWork, Lanes, Slot, State};
+use crate::lanes::{LaneStatus, Lanes, Slot, State};
 use language::batch::cfg::{FunctionKind, Program};
 use language::batch::pc;
 use language::batch::pc::liveness::{self, CallEdges};
 use language::mir::{FunId, Origin, StmtKind, VarId};
 use language::value::Value;
+use runtime::gradient::{GradientValues, LaneWork};
 use runtime::{Draw, Model, Rng, RuntimeError};
 use std::sync::Arc;
 
@@ -50,21 +51,6 @@ pub enum KeptDraws {
 
 /// A lane's log density and its gradient.
 pub type LogDensityGradient = (f64, Vec<f64>);
-
-/// Log densities and gradients of a batch as columns
-/// ([`BatchedModel::log_density_gradient_columns`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct GradientColumns {
-    /// Per lane (NaN for a lane that failed).
-    pub lp: Vec<f64>,
-    /// `gradient[k * z + l]`: coordinate k of lane l.
-    pub gradient: Vec<f64>,
-    /// Why a lane failed.
-    pub errors: Vec<Option<RuntimeError>>,
-    /// Lane slots the gradient program's statements ran over, and how
-    /// many were running lanes (its utilization).
-    pub work: LaneWork,
-}
 
 /// A CFG program and the model (data, transformed data, parameter layout)
 /// it was lowered from, ready to run batches of lanes.
@@ -260,7 +246,7 @@ impl BatchedModel {
         theta: &[f64],
         z: usize,
         jacobian: bool,
-    ) -> Result<GradientColumns> {
+    ) -> Result<GradientValues> {
         let entry = self.entry(language::batch::GRADIENT_ENTRY)?;
         let n = self.model.num_unconstrained();
         if theta.len() != n * z {
@@ -299,7 +285,7 @@ impl BatchedModel {
                 st.work,
             )])
         })?;
-        let mut out = GradientColumns {
+        let mut out = GradientValues {
             lp: vec![f64::NAN; z],
             // One sub-batch hands its own over.
             gradient: if chunks.len() == 1 {

@@ -158,7 +158,10 @@ pub(super) fn run_refilling(
                         if base_depth + calls[l].len() >= config.max_depth {
                             // (The message only when a lane needs it: every
                             // call formatting it cost as much as a cheap op.)
-                            st.fail(l, super::too_deep(&callee.name, config.max_depth));
+                            st.fail(
+                                l,
+                                runtime::RuntimeError::too_deep(&callee.name, config.max_depth),
+                            );
                         } else {
                             calls[l].push(*ret);
                         }

@@ -33,7 +33,7 @@ pub mod pool;
 mod state;
 
 pub use laneset::Lanes;
-pub use state::{Footprint, LaneStatus, LaneWork, State};
+pub use state::{Footprint, LaneStatus, State};
 
 use language::data::Shape;
 use language::value::Value;

@@ -5,6 +5,7 @@ use super::{Lanes, Slot};
 use language::batch::pc::liveness::VarSet;
 use language::mir::{Program, VarId};
 use language::value::Value;
+use runtime::gradient::LaneWork;
 use runtime::{ParamLayout, Rng, RuntimeError};
 use std::sync::Arc;
 
@@ -87,34 +88,6 @@ pub struct State<'p> {
     /// Lane slots the statements ran over, and how many were running
     /// lanes.
     pub work: LaneWork,
-}
-
-/// Statement ops × lanes an executor computed (`slots`: the width it ran
-/// them at — the whole batch for a masked block, the gathered lanes for a
-/// gathered one) and how many of those were lanes running the block
-/// (`useful`). `useful ÷ slots` is the utilization of the blocks run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LaneWork {
-    pub slots: u64,
-    pub useful: u64,
-}
-
-impl LaneWork {
-    pub fn add(&mut self, other: LaneWork) {
-        self.slots += other.slots;
-        self.useful += other.useful;
-    }
-
-    /// `ops` statements run `width` lanes wide for `running` lanes.
-    pub fn record(&mut self, ops: usize, width: usize, running: usize) {
-        self.slots += (ops * width) as u64;
-        self.useful += (ops * running) as u64;
-    }
-
-    /// Useful lane slots per lane slot run (`None` before any ran).
-    pub fn utilization(&self) -> Option<f64> {
-        (self.slots > 0).then(|| self.useful as f64 / self.slots as f64)
-    }
 }
 
 impl<'p> State<'p> {
