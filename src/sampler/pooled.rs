@@ -298,10 +298,10 @@ impl ChainReport {
             }
             // The lower triangle, mirrored: the matrix stays symmetric
             // whatever the rounding.
-            for i in 0..dim {
-                let centered = point[i] - self.mean[i];
-                for j in 0..=i {
-                    self.m2[i * dim + j] += centered * delta[j];
+            for (i, (x, mean)) in point.iter().zip(&self.mean).enumerate() {
+                let centered = x - mean;
+                for (j, d) in delta.iter().enumerate().take(i + 1) {
+                    self.m2[i * dim + j] += centered * d;
                     self.m2[j * dim + i] = self.m2[i * dim + j];
                 }
             }
