@@ -12,6 +12,8 @@
 //! block has no generated code, the program is not run on the device: the
 //! ops are listed in [`DeviceProgram::not_generated`] (with their source
 //! position) and the source shows a `// not generated` comment for each.
+//! A block no lane can reach, every branch towards it decided the other
+//! way by the data set's sizes, has no code and no such ops.
 //!
 //! # Kernel ABIs
 //! - lane and GEMM kernels: `(double* state, const double* data,
