@@ -285,6 +285,7 @@ impl ChainReport {
         }
         let k = self.n as f64;
         let dim = point.len();
+        // (For one coordinate both updates are the same arithmetic.)
         if self.m2.len() == dim {
             for ((mean, m2), &x) in self.mean.iter_mut().zip(&mut self.m2).zip(&point) {
                 let delta = x - *mean;
@@ -399,6 +400,7 @@ fn stuck_chains(reports: &[ChainReport]) -> Vec<bool> {
 /// (Chan et al.'s combination).
 #[derive(Clone, Debug)]
 struct Moments {
+    metric: Metric,
     n: f64,
     mean: Vec<f64>,
     m2: Vec<f64>,
@@ -407,6 +409,7 @@ struct Moments {
 impl Moments {
     fn new(dim: usize, metric: Metric) -> Moments {
         Moments {
+            metric,
             n: 0.0,
             mean: vec![0.0; dim],
             m2: vec![0.0; m2_len(dim, metric)],
@@ -421,7 +424,7 @@ impl Moments {
         let nb = report.n as f64;
         let total = self.n + nb;
         let dim = self.mean.len();
-        if self.m2.len() == dim {
+        if self.metric == Metric::Diag {
             for ((mean, m2), (&mean_b, &m2_b)) in
                 (self.mean.iter_mut().zip(&mut self.m2)).zip(report.mean.iter().zip(&report.m2))
             {
@@ -449,7 +452,7 @@ impl Moments {
     /// chains keep the metric they had).
     fn inv_metric(&self) -> Option<InvMetric> {
         let n = self.n;
-        if self.m2.len() == self.mean.len() {
+        if self.metric == Metric::Diag {
             return Some(InvMetric::Diag(Arc::from(regularized_variance(
                 n, &self.m2,
             ))));
@@ -1080,6 +1083,14 @@ mod tests {
                 }
             }
         }
+        // One coordinate: a dense metric still (a 1×1 matrix).
+        let mut one = Moments::new(1, Metric::Dense);
+        let mut report = ChainReport::new(0, 1, Metric::Dense);
+        for x in [1.0, 2.0, 4.0] {
+            report.add(&stats, vec![x]);
+        }
+        one.merge(&report);
+        assert!(matches!(one.inv_metric(), Some(InvMetric::Dense { .. })));
         // A matrix that is not positive definite has no factor.
         assert_eq!(cholesky_lower(&[1.0, 2.0, 2.0, 1.0], 2), None);
     }
