@@ -423,6 +423,18 @@ fn device_sampler_matches_cpu_to(
     cuda_flags: &[&str],
     tol: f64,
 ) {
+    device_sampler_matches_cpu_with(model, data, chains, &["--save-warmup"], cuda_flags, tol);
+}
+
+/// [`device_sampler_matches_cpu_to`] with `flags` for both runs.
+fn device_sampler_matches_cpu_with(
+    model: &str,
+    data: Option<&str>,
+    chains: &str,
+    flags: &[&str],
+    cuda_flags: &[&str],
+    tol: f64,
+) {
     let driver = cuda_driver();
     let dir = tempfile::tempdir().unwrap();
     let run = |backend: &[&str], name: &str| {
@@ -440,10 +452,10 @@ fn device_sampler_matches_cpu_to(
             "50",
             "--seed",
             "777",
-            "--save-warmup",
             "-o",
             output.to_str().unwrap(),
         ]);
+        args.extend(flags);
         args.extend(backend);
         let out = bat_run(
             &args,
@@ -495,6 +507,21 @@ fn device_sampler_matches_cpu_to(
 #[test]
 fn device_sampler_draws_what_the_cpu_backend_draws_eight_schools() {
     device_sampler_matches_cpu(&example("eight_schools_noncentered.bat"), None, "8", &[]);
+}
+
+/// Pooled warmup of a dense metric with the sampler on the device: its
+/// segments and the sampling run with the dense factor draw what the CPU
+/// backend draws.
+#[test]
+fn device_sampler_draws_what_the_cpu_backend_draws_with_a_dense_metric() {
+    device_sampler_matches_cpu_with(
+        &example("eight_schools_noncentered.bat"),
+        None,
+        "8",
+        &["--adapt", "pooled", "--metric", "dense"],
+        &[],
+        1e-12,
+    );
 }
 
 /// The same for a posteriordb model (a regression with data).

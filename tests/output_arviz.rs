@@ -158,7 +158,9 @@ fn block_of<T: Copy>(values: &[T], f: &Fixture, draws: std::ops::Range<usize>) -
         .collect()
 }
 
-fn write_fixture(path: &Path, f: &Fixture, block_size: usize) {
+/// Writes fixture `f` in blocks of `block_size` draws, each chain's
+/// inverse metric a 5×5 matrix if `dense`, else its diagonal.
+fn write_fixture(path: &Path, f: &Fixture, block_size: usize, dense: bool) {
     let meta = RunMetadata {
         model_name: "synthetic".into(),
         model_source: "parameters { real mu; }".into(),
@@ -208,8 +210,19 @@ fn write_fixture(path: &Path, f: &Fixture, block_size: usize) {
         start = end;
     }
     let step_sizes: Vec<f64> = (0..f.n_chains).map(|c| 0.1 * (c + 1) as f64).collect();
+    let per_chain: Vec<f64> = if dense {
+        (0..25)
+            .map(|k| match (k / 5, k % 5) {
+                (i, j) if i == j => 1.0,
+                (0, 1) | (1, 0) => 0.5,
+                _ => 0.0,
+            })
+            .collect()
+    } else {
+        vec![1.0; 5]
+    };
     writer
-        .write_adaptation(&step_sizes, &vec![1.0; f.n_chains * 5])
+        .write_adaptation(&step_sizes, &per_chain.repeat(f.n_chains), dense)
         .unwrap();
     writer.finish().unwrap();
 }
@@ -238,7 +251,7 @@ fn summaries_match_arviz_and_file_opens_everywhere() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("draws.h5");
     let f = fixture(4, 500);
-    write_fixture(&path, &f, 64);
+    write_fixture(&path, &f, 64, false);
 
     let arviz = arviz_report(&path, &[]);
     let report = report_for_file(&path).unwrap();
@@ -329,6 +342,25 @@ fn summaries_match_arviz_and_file_opens_everywhere() {
     );
 }
 
+/// A dense metric's (chain, d, d) dataset opens in ArviZ and xarray
+/// (both engines) with its dimensions named.
+#[test]
+fn a_dense_metric_opens_in_arviz() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("draws.h5");
+    let f = fixture(3, 20);
+    write_fixture(&path, &f, 8, true);
+    let arviz = arviz_report(&path, &[]);
+    let sample_stats = &arviz["sample_stats"];
+    assert_eq!(
+        sample_stats["dims"]["inv_metric"],
+        serde_json::json!(["chain", "inv_metric_dim_0", "inv_metric_dim_1"])
+    );
+    assert_eq!(sample_stats["sizes"]["inv_metric_dim_0"], 5);
+    assert_eq!(sample_stats["sizes"]["inv_metric_dim_1"], 5);
+}
+
 #[test]
 fn single_chain_and_short_chains_match_arviz() {
     let _serial = serial();
@@ -336,7 +368,7 @@ fn single_chain_and_short_chains_match_arviz() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("draws.h5");
         let f = fixture(chains, draws);
-        write_fixture(&path, &f, 7);
+        write_fixture(&path, &f, 7, false);
         let arviz = arviz_report(&path, &[]);
         let report = report_for_file(&path).unwrap();
         for q in report.quantities.iter().filter(|q| q.name != "lp__") {

@@ -811,7 +811,9 @@ fn pooled_warmup_is_the_same_on_every_executor() {
     // eight standard normals (theta_trans), mu and log tau; their
     // posterior variances are about 1, 3.3² and 1.1² (posteriordb's
     // reference draws).
-    let metric = &truth.kernel.inv_metric;
+    let bat::sampler::InvMetric::Diag(metric) = &truth.kernel.inv_metric else {
+        panic!("a diagonal metric: {:?}", truth.kernel.inv_metric);
+    };
     assert_eq!(metric.len(), 10);
     for (i, v) in metric.iter().enumerate().take(8) {
         assert!((0.5..2.0).contains(v), "theta_trans[{}]: {metric:?}", i + 1);
@@ -926,4 +928,218 @@ fn chees_is_the_same_on_every_executor() {
     let most = steps.ceil() as i64;
     assert!(stats.iter().all(|s| (1..=most).contains(&s.1)), "{most}");
     assert!(stats.iter().any(|s| s.1 > 1));
+}
+
+/// `examples/NAME.bat` with `data` (Stan JSON) instead of its data file.
+fn example_with(name: &str, data: &str) -> (Model, GradProgram) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let source = std::fs::read_to_string(dir.join(format!("{name}.bat"))).unwrap();
+    let (program, diagnostics) = language::compile_model(&source, name);
+    let program = program.unwrap_or_else(|| panic!("{diagnostics:?}"));
+    let grad = language::ad::gradient(&program).unwrap();
+    (
+        Model::new(&program, &DataFile::parse(data).unwrap()).unwrap(),
+        grad,
+    )
+}
+
+/// The d×d inverse metric of a dense kernel.
+fn dense_matrix(kernel: &bat::sampler::Kernel) -> Vec<f64> {
+    match &kernel.inv_metric {
+        bat::sampler::InvMetric::Dense { matrix, .. } => matrix.to_vec(),
+        other => panic!("a dense metric: {other:?}"),
+    }
+}
+
+/// Pooled warmup of a dense metric (`--metric dense`) pools in chain
+/// order too: the kernel and every chain's end point are the same bit for
+/// bit on the interpreter, the batched executors (one and two threads)
+/// and the compiled sampler, and so are the events of the sampling run
+/// with that kernel; the same holds with ChEES. The adapted matrix is
+/// eight schools' posterior covariance of the unconstrained coordinates
+/// (variances as the diagonal test's, symmetric, positive definite).
+#[test]
+fn dense_pooled_warmup_is_the_same_on_every_executor() {
+    use bat::sampler::{Algorithm, Init, Metric};
+    let (model, grad) = eight_schools();
+    let s = Settings {
+        metric: Metric::Dense,
+        ..settings(60, 0)
+    };
+    let chains: Vec<usize> = (0..24).collect();
+    let run = |executor: &dyn SamplerExecutor| pooled_warmup(executor, &model, &grad, &s, &chains);
+    let truth = run(&InterpreterExecutor { threads: 2 });
+    for threads in [1, 2] {
+        for batching in [Batching::ProgramCounter, Batching::Local] {
+            let ours = run(&batched(batching, threads));
+            assert_eq!(ours.kernel, truth.kernel, "{batching:?}, {threads} threads");
+            assert_eq!(ours.starts, truth.starts, "{batching:?}, {threads} threads");
+        }
+        let ours = run(&native(&model, &grad, &s, threads));
+        assert_eq!(ours.kernel, truth.kernel, "native, {threads} threads");
+        assert_eq!(ours.starts, truth.starts, "native, {threads} threads");
+    }
+    assert!(truth.starts.iter().flatten().all(|x| x.is_finite()));
+    let matrix = dense_matrix(&truth.kernel);
+    assert_eq!(matrix.len(), 100);
+    for i in 0..10 {
+        for j in 0..10 {
+            assert_eq!(matrix[i * 10 + j], matrix[j * 10 + i]);
+        }
+    }
+    let variance = |i: usize| matrix[i * 10 + i];
+    for i in 0..8 {
+        assert!((0.5..2.0).contains(&variance(i)), "theta_trans[{}]", i + 1);
+    }
+    assert!((3.0..25.0).contains(&variance(8)), "mu: {}", variance(8));
+    assert!(
+        (0.3..4.0).contains(&variance(9)),
+        "log tau: {}",
+        variance(9)
+    );
+    // The sampling run with the dense kernel: every executor's events are
+    // the interpreter's, and it accepts about as often as the target asks.
+    let sampling = Settings {
+        num_warmup: 0,
+        num_samples: 20,
+        init: Init::PerChain(truth.starts.clone()),
+        kernel: Some(truth.kernel.clone()),
+        ..s.clone()
+    };
+    let reference = events(
+        &InterpreterExecutor { threads: 1 },
+        &model,
+        &grad,
+        &sampling,
+        &chains,
+    );
+    assert_eq!(reference.len(), chains.len());
+    for batching in [Batching::ProgramCounter, Batching::Local] {
+        let ours = events(&batched(batching, 2), &model, &grad, &sampling, &chains);
+        assert_eq!(ours, reference, "{batching:?}");
+    }
+    let ours = events(
+        &native(&model, &grad, &sampling, 2),
+        &model,
+        &grad,
+        &sampling,
+        &chains,
+    );
+    assert_eq!(ours, reference, "native");
+    let accept: Vec<f64> = messages(
+        &batched(Batching::ProgramCounter, 2),
+        &model,
+        &grad,
+        &sampling,
+        &chains,
+    )
+    .into_iter()
+    .flat_map(Event::flatten)
+    .filter_map(|e| match e {
+        Event::Iteration { record, .. } => Some(record.stats.accept_stat),
+        _ => None,
+    })
+    .collect();
+    let accept = mean(&accept);
+    assert!((0.7..0.9).contains(&accept), "mean acceptance {accept}");
+    // ChEES with a dense metric.
+    let chees = Settings {
+        algorithm: Algorithm::Chees,
+        adapt_delta: 0.651,
+        ..s.clone()
+    };
+    let run = |executor: &dyn SamplerExecutor| {
+        pooled_warmup(executor, &model, &grad, &chees, &chains[..16])
+    };
+    let truth = run(&InterpreterExecutor { threads: 2 });
+    let ours = run(&batched(Batching::ProgramCounter, 2));
+    assert_eq!(ours.kernel, truth.kernel, "chees, pc");
+    assert_eq!(ours.starts, truth.starts, "chees, pc");
+    let ours = run(&native(&model, &grad, &chees, 2));
+    assert_eq!(ours.kernel, truth.kernel, "chees, native");
+    assert_eq!(ours.starts, truth.starts, "chees, native");
+    dense_matrix(&truth.kernel);
+    let length = truth.kernel.trajectory_length.expect("a trajectory length");
+    assert!(length / truth.kernel.step_size > 2.0, "{length}");
+}
+
+/// A 4-d Gaussian with the AR(1) covariance Σᵢⱼ = 0.9^|i−j| (correlation
+/// 0.9 between neighbours) and mean linspaced(−1, 1): pooled warmup of a
+/// dense metric finds Σ, and the draws of the sampling run with it have
+/// the posterior's mean and covariance.
+#[test]
+fn dense_pooled_warmup_learns_a_correlated_gaussian() {
+    use bat::sampler::{Init, Metric};
+    let (model, grad) = example_with("correlated_gaussian_100", r#"{"D": 4, "rho": 0.9}"#);
+    let dim = 4;
+    let sigma = |i: usize, j: usize| 0.9f64.powi((i as i32 - j as i32).abs());
+    let mu = |i: usize| -1.0 + 2.0 * i as f64 / 3.0;
+    let s = Settings {
+        metric: Metric::Dense,
+        ..settings(200, 0)
+    };
+    let chains: Vec<usize> = (0..64).collect();
+    let executor = batched(Batching::ProgramCounter, 2);
+    let warmed = pooled_warmup(&executor, &model, &grad, &s, &chains);
+    // The last window (iterations 100..150 of Stan's windows for 200)
+    // holds 50 × 64 = 3,200 draws; at an effective quarter of them, an
+    // entry's standard error is at most √(2/800) = 0.05 (Σᵢᵢ = 1): 0.2 is
+    // four of them.
+    let matrix = dense_matrix(&warmed.kernel);
+    for i in 0..dim {
+        for j in 0..dim {
+            let got = matrix[i * dim + j];
+            assert!(
+                (got - sigma(i, j)).abs() < 0.2,
+                "inverse metric [{i}, {j}] {got} vs {}: {matrix:?}",
+                sigma(i, j)
+            );
+        }
+    }
+    let samples = 200;
+    let sampling = Settings {
+        num_warmup: 0,
+        num_samples: samples,
+        init: Init::PerChain(warmed.starts.clone()),
+        kernel: Some(warmed.kernel.clone()),
+        ..s.clone()
+    };
+    let mut draws: Vec<Vec<Vec<f64>>> = vec![Vec::new(); chains.len()];
+    for event in messages(&executor, &model, &grad, &sampling, &chains)
+        .into_iter()
+        .flat_map(Event::flatten)
+    {
+        if let Event::Iteration { chain, record } = event {
+            let values = record.values.expect("a kept draw").into_stored().unwrap();
+            let DrawValues::Stored { numbers, .. } = values else {
+                unreachable!()
+            };
+            draws[chain].push(numbers[..dim].to_vec());
+        }
+    }
+    assert!(draws.iter().all(|d| d.len() == samples));
+    // Each chain's mean, and its mean of (xᵢ − μᵢ)(xⱼ − μⱼ) about the
+    // known mean (unbiased for Σᵢⱼ): the chains are independent, so the
+    // spread of these over the 64 chains gives their MCSE.
+    let per_chain = |f: &dyn Fn(&[f64]) -> f64| -> Vec<f64> {
+        draws
+            .iter()
+            .map(|chain| chain.iter().map(|x| f(x)).sum::<f64>() / samples as f64)
+            .collect()
+    };
+    let within = |values: Vec<f64>, truth: f64, what: &str| {
+        let estimate = mean(&values);
+        let mcse = sd(&values) / (values.len() as f64).sqrt();
+        assert!(
+            (estimate - truth).abs() <= 5.0 * mcse,
+            "{what}: {estimate} vs {truth} (MCSE {mcse})"
+        );
+    };
+    for i in 0..dim {
+        within(per_chain(&|x| x[i]), mu(i), &format!("mean of x[{i}]"));
+        for j in 0..=i {
+            let product = move |x: &[f64]| (x[i] - mu(i)) * (x[j] - mu(j));
+            within(per_chain(&product), sigma(i, j), &format!("Σ[{i}, {j}]"));
+        }
+    }
 }

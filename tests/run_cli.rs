@@ -1432,6 +1432,72 @@ fn chees_refuses_stan_adaptation_and_tree_depth() {
     }
 }
 
+/// `--metric dense` is adapted only by pooled warmup: with Stan's
+/// adaptation it is refused in one line before anything runs.
+#[test]
+fn a_dense_metric_refuses_stan_adaptation() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let output = dir.path().join("o.h5");
+    for adapt in [&["--adapt", "stan"][..], &[]] {
+        let mut args = vec!["run", s(&model), "--metric", "dense", "-o", s(&output)];
+        args.extend(adapt);
+        let out = bat(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("error: ") && err.contains("add --adapt pooled"),
+            "{err}"
+        );
+        assert!(!output.exists(), "nothing ran");
+    }
+}
+
+/// A dense-metric run's file holds every chain's d×d inverse metric
+/// (chain, inv_metric_dim_0, inv_metric_dim_1), symmetric with a positive
+/// diagonal and the same for every chain (pooled warmup's), and its
+/// settings say `dense_e`; the run says the metric is dense.
+#[test]
+fn a_dense_metric_is_stored_as_a_matrix_per_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "m.bat", NORMAL_MEAN);
+    write(dir.path(), "m.data.json", NORMAL_DATA);
+    let settings = [
+        "--adapt",
+        "pooled",
+        "--metric",
+        "dense",
+        "--chains",
+        "8",
+        "--warmup",
+        "60",
+        "--samples",
+        "20",
+        "--seed",
+        "5",
+    ];
+    let output = dir.path().join("o.h5");
+    let (file, stderr) = run_ok(&model, &settings, &output);
+    assert!(stderr.contains("dense metric"), "{stderr}");
+    let settings: serde_json::Value =
+        serde_json::from_str(&file.attributes["settings"]).expect("settings are JSON");
+    assert_eq!(settings["metric"], "dense_e", "{settings}");
+    let h5 = bat::output::open_hdf5(&output).unwrap();
+    let dataset = h5.dataset("sample_stats/inv_metric").unwrap();
+    assert_eq!(dataset.shape(), vec![8, 2, 2]);
+    let metric: Vec<f64> = dataset.read_raw().unwrap();
+    let first = &metric[..4];
+    assert!(first[0] > 0.0 && first[3] > 0.0, "{first:?}");
+    assert_eq!(first[1], first[2]);
+    assert!(
+        first[0] * first[3] > first[1] * first[1],
+        "positive definite"
+    );
+    assert!(metric.chunks(4).all(|chain| chain == first), "{metric:?}");
+}
+
 /// A ChEES run's file says which algorithm ran and the kernel it adapted
 /// (step size, trajectory length), and its draws say the step size too.
 #[test]

@@ -209,6 +209,21 @@ fn eight_schools_noncentered_matches_the_reference_with_pooled_warmup() {
     );
 }
 
+/// Pooled warmup of a dense metric: 16 chains share one kernel whose
+/// inverse metric is the chains' covariance, adapted in 100 iterations;
+/// and the run says the metric is dense.
+#[test]
+fn eight_schools_noncentered_matches_the_reference_with_a_dense_metric() {
+    let stderr = assert_posterior_with(
+        "eight_schools-eight_schools_noncentered",
+        16,
+        100,
+        300,
+        &["--adapt", "pooled", "--metric", "dense"],
+    );
+    assert!(stderr.contains("dense metric"), "{stderr}");
+}
+
 /// ChEES-HMC: 64 chains adapt the step size, metric and jittered
 /// trajectory length together in 200 iterations, then sample with them
 /// fixed; and the run says what it adapted.

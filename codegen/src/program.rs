@@ -12,6 +12,8 @@
 //! block has no generated code, the program is not run on the device: the
 //! ops are listed in [`DeviceProgram::not_generated`] (with their source
 //! position) and the source shows a `// not generated` comment for each.
+//! A block no lane can reach, every branch towards it decided the other
+//! way by the data set's sizes, has no code and no such ops.
 //!
 //! # Kernel ABIs
 //! - lane and GEMM kernels: `(double* state, const double* data,
@@ -560,7 +562,11 @@ pub(crate) fn generate_blocks(
                 let function = p.function(fi);
                 let first = function.first_block.0 as usize;
                 let n = function.num_blocks as usize;
+                let dead = statically_dead_blocks(p, layout, first, n);
                 for (b, launches) in blocks.iter_mut().enumerate().skip(first).take(n) {
+                    if dead[b - first] {
+                        continue;
+                    }
                     let mut block = BlockCode {
                         p,
                         prefix,
@@ -586,6 +592,39 @@ pub(crate) fn generate_blocks(
         sites,
         not_generated,
     }
+}
+
+/// Which of the `n` blocks of the function starting at block `first` no
+/// lane can reach, because every branch towards them is decided the other
+/// way by the data set's sizes (`if (rows(m) > 0)` with `m` of no rows):
+/// they get no code, so an op there that has none for these sizes (a
+/// product of `m` by a vector) is no refusal.
+fn statically_dead_blocks(p: &pc::Program, layout: &Layout, first: usize, n: usize) -> Vec<bool> {
+    let mut dead = vec![true; n];
+    let mut work = vec![first];
+    while let Some(b) = work.pop() {
+        let Some(slot) = b.checked_sub(first).filter(|&k| k < n) else {
+            continue;
+        };
+        if !std::mem::replace(&mut dead[slot], false) {
+            continue;
+        }
+        match &p.blocks[b].term {
+            Terminator::Jump(t) => work.push(t.0 as usize),
+            Terminator::Return => {}
+            Terminator::Branch {
+                cond,
+                then,
+                otherwise,
+            } => match typing::const_int(layout, cond) {
+                Some(0) => work.push(otherwise.0 as usize),
+                Some(_) => work.push(then.0 as usize),
+                None => work.extend([then.0 as usize, otherwise.0 as usize]),
+            },
+            Terminator::PushJump { ret, .. } => work.push(ret.0 as usize),
+        }
+    }
+    dead
 }
 
 /// The code of one block being generated.
@@ -807,6 +846,13 @@ fn terminator_code(
             then,
             otherwise,
         } => {
+            // Decided by the data set's sizes: the other side has no code
+            // ([`statically_dead_blocks`]).
+            if let Some(known) = typing::const_int(em.layout, cond) {
+                let next = if known != 0 { then } else { otherwise };
+                em.lines.push(format!("S({PC_SLOT}) = {}.0;", next.0));
+                return Ok(());
+            }
             if !em.shape(cond)?.is_scalar() {
                 return Err("a branch on a container".to_string());
             }

@@ -45,6 +45,15 @@ pub fn const_int(env: &dyn ShapeEnv, e: &Expr) -> Option<i64> {
                 (Prim::Mul, 2) => arg(0)?.checked_mul(arg(1)?),
                 (Prim::Neg, 1) => arg(0)?.checked_neg(),
                 (Prim::Div | Prim::IntDiv, 2) if arg(1)? != 0 => arg(0)?.checked_div(arg(1)?),
+                // Comparisons of sizes: a branch on one is decided when the
+                // kernels are made (its other side need not have code).
+                (Prim::Eq, 2) => Some(i64::from(arg(0)? == arg(1)?)),
+                (Prim::Neq, 2) => Some(i64::from(arg(0)? != arg(1)?)),
+                (Prim::Lt, 2) => Some(i64::from(arg(0)? < arg(1)?)),
+                (Prim::Leq, 2) => Some(i64::from(arg(0)? <= arg(1)?)),
+                (Prim::Gt, 2) => Some(i64::from(arg(0)? > arg(1)?)),
+                (Prim::Geq, 2) => Some(i64::from(arg(0)? >= arg(1)?)),
+                (Prim::Not, 1) => Some(i64::from(arg(0)? == 0)),
                 (Prim::Size, 1) => {
                     let s = shape_of(env, &args[0]).ok()?;
                     Some(match (s.arrays.first(), s.inner) {
@@ -201,6 +210,10 @@ pub fn shape_of(env: &dyn ShapeEnv, e: &Expr) -> Result<Shape, Unsupported> {
         }
         ExprKind::Cond(c, a, b) => {
             shape_of(env, c)?;
+            // A condition fixed for the data set: only its side is run.
+            if let Some(known) = const_int(env, c) {
+                return shape_of(env, if known != 0 { a } else { b });
+            }
             let (a, b) = (shape_of(env, a)?, shape_of(env, b)?);
             if a == b {
                 Ok(a)

@@ -73,11 +73,14 @@ pub fn emit_sampler(path: &Path, data: Option<&Path>, color: bool) -> ExitCode {
     let Ok(instance) = model::instantiate(&compiled, data.as_deref()) else {
         return ExitCode::FAILURE;
     };
-    let generated = bat::sampler::cuda::device_sampler_program(instance.num_unconstrained())
-        .map_err(codegen::gradient::GeneratedCodeError::Setup)
-        .and_then(|(cfg, params)| {
-            codegen::sampler::generate(&cfg, bat::sampler::program::CHAIN_FUNCTION, &params)
-        });
+    let generated = bat::sampler::cuda::device_sampler_program(
+        instance.num_unconstrained(),
+        bat::sampler::Metric::Diag,
+    )
+    .map_err(codegen::gradient::GeneratedCodeError::Setup)
+    .and_then(|(cfg, params)| {
+        codegen::sampler::generate(&cfg, bat::sampler::program::CHAIN_FUNCTION, &params)
+    });
     let generated = match generated {
         Ok(generated) => generated,
         Err(e) => {

@@ -128,6 +128,11 @@ enum Command {
         /// suffices) [default: stan, or pooled with --algorithm chees].
         #[arg(long, value_enum)]
         adapt: Option<run::Adapt>,
+        /// The inverse metric: diagonal (CmdStan's diag_e), or a dense
+        /// matrix estimated from the chains' covariance (dense_e; needs
+        /// --adapt pooled for now).
+        #[arg(long, value_enum, default_value_t = run::Metric::Diag)]
+        metric: run::Metric,
         /// Initial values: a radius R (uniform(-R, R) on the unconstrained
         /// scale; 0 for all zeros) or a Stan JSON file of constrained values.
         #[arg(long, value_name = "0|R|FILE.json")]
@@ -545,6 +550,7 @@ fn dispatch(cli: Cli, ranks: &ranks::Ranks) -> ExitCode {
             max_depth,
             adapt_delta,
             adapt,
+            metric,
             init,
             output,
             save_warmup,
@@ -573,6 +579,7 @@ fn dispatch(cli: Cli, ranks: &ranks::Ranks) -> ExitCode {
                     max_depth: max_depth.map(|d| d as usize),
                     adapt_delta: adapt_delta.unwrap_or(algorithm.default_adapt_delta()),
                     adapt,
+                    metric,
                     init: init.as_deref(),
                     output: output.as_deref(),
                     save_warmup,

@@ -53,6 +53,32 @@ pub enum Adapt {
     Pooled,
 }
 
+/// The inverse metric's form (`bat run --metric`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// Diagonal (CmdStan's diag_e).
+    Diag,
+    /// Dense (CmdStan's dense_e).
+    Dense,
+}
+
+impl Metric {
+    fn sampler(self) -> bat::sampler::Metric {
+        match self {
+            Metric::Diag => bat::sampler::Metric::Diag,
+            Metric::Dense => bat::sampler::Metric::Dense,
+        }
+    }
+
+    /// CmdStan's name.
+    fn name(self) -> &'static str {
+        match self {
+            Metric::Diag => "diag_e",
+            Metric::Dense => "dense_e",
+        }
+    }
+}
+
 /// The transition every iteration runs (`bat run --algorithm`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algorithm {
@@ -128,6 +154,7 @@ pub struct Options<'a> {
     pub max_depth: Option<usize>,
     pub adapt_delta: f64,
     pub adapt: Adapt,
+    pub metric: Metric,
     pub init: Option<&'a str>,
     pub output: Option<&'a Path>,
     pub save_warmup: bool,
@@ -413,6 +440,11 @@ fn check_sampler_options(opts: &Options) -> Result<(), Reported> {
             );
         }
     }
+    if opts.metric == Metric::Dense && opts.adapt == Adapt::Stan {
+        return refuse(
+            "--metric dense is adapted only by pooled warmup for now: add --adapt pooled (or drop --metric dense)",
+        );
+    }
     if opts.adapt == Adapt::Pooled && opts.save_warmup {
         return refuse(
             "--save-warmup with --adapt pooled: pooled warmup runs every chain in short synchronized segments, each with the kernel adapted so far, and does not write them; drop --save-warmup (the adapted step size and metric are in the file's sample_stats and attributes either way)",
@@ -512,6 +544,7 @@ fn prepare(opts: &Options, ranks: &Ranks) -> Result<Prepared, Reported> {
         report_points: false,
         algorithm: opts.algorithm.sampler(),
         jitter_start: 0,
+        metric: opts.metric.sampler(),
     };
     let output_path = opts
         .output
@@ -584,7 +617,7 @@ fn sample(opts: &Options, ranks: &Ranks) -> Result<ExitCode, Reported> {
     let seed = settings.seed;
     let mut settings_json = serde_json::json!({
         "algorithm": opts.algorithm.name(),
-        "metric": "diag_e",
+        "metric": opts.metric.name(),
         "chains": opts.chains,
         "num_warmup": opts.warmup,
         "num_samples": opts.samples,
@@ -798,8 +831,12 @@ fn pooled_warmup(
                     ),
                     None => String::new(),
                 };
+                let metric = match warmed.kernel.inv_metric {
+                    bat::sampler::InvMetric::Diag(_) => "",
+                    bat::sampler::InvMetric::Dense { .. } => ", dense metric",
+                };
                 eprintln!(
-                    "Pooled warmup done in {} s: step size {:.3}{length}, {} divergent transitions",
+                    "Pooled warmup done in {} s: step size {:.3}{length}{metric}, {} divergent transitions",
                     seconds_text(started.elapsed().as_secs_f64()),
                     warmed.kernel.step_size,
                     warmed.divergences

@@ -278,7 +278,8 @@ fn measure(loaded: &Loaded, chains: usize, settings: &BenchSettings) -> Result<R
     let mut device = gradient_device(&job, chains).map_err(|e| e.to_string())?;
     let (evaluations_per_second, bytes_per_evaluation) =
         gradient_rate(&mut device, settings.gradient_seconds)?;
-    let executor = CudaSamplerExecutor::with_gradients(device).map_err(|e| e.to_string())?;
+    let executor = CudaSamplerExecutor::with_gradients(device, job.settings.metric)
+        .map_err(|e| e.to_string())?;
     // `bat run --backend cuda`'s sampling, draws written and summarised.
     let output = settings.scratch.join(format!(
         "{}-{chains}-{}.h5",

@@ -327,21 +327,26 @@ impl DrawWriter {
         self.write_block(group, chains, draws, &stats.columns())
     }
 
-    /// Stores each chain's adapted step size and diagonal inverse metric in
-    /// `sample_stats` as `adapted_step_size` (chain) and `inv_metric`
-    /// (chain, inv_metric_dim_0); `inv_metric` is chain-major.
+    /// Stores each chain's adapted step size and inverse metric in
+    /// `sample_stats` as `adapted_step_size` (chain) and `inv_metric`:
+    /// (chain, inv_metric_dim_0) for a diagonal metric, (chain,
+    /// inv_metric_dim_0, inv_metric_dim_1) for a `dense` one (each chain's
+    /// matrix row-major); `inv_metric` is chain-major.
     pub fn write_adaptation(
         &mut self,
         step_sizes: &[f64],
         inv_metric: &[f64],
+        dense: bool,
     ) -> Result<(), OutputError> {
         let n = self.n_chains;
-        if step_sizes.len() != n || !inv_metric.len().is_multiple_of(n) {
+        let per_chain = inv_metric.len() / n.max(1);
+        let dim = if dense { per_chain.isqrt() } else { per_chain };
+        let square = !dense || dim * dim == per_chain;
+        if step_sizes.len() != n || !inv_metric.len().is_multiple_of(n) || !square {
             return Err(OutputError::InvalidWrite(format!(
                 "adaptation needs {n} step sizes and {n} equal-length metrics"
             )));
         }
-        let dim = inv_metric.len() / n;
         let index = self
             .group_index(GroupKind::SampleStats)
             .expect("sample_stats always exists");
@@ -354,13 +359,22 @@ impl DrawWriter {
         step.write_raw(step_sizes)?;
         attach_scale(&step, &chain_scale, 0)?;
         let dim_scale = create_index_scale(group, "inv_metric_dim_0", dim)?;
+        let shape = if dense {
+            vec![n, dim, dim]
+        } else {
+            vec![n, dim]
+        };
         let metric = group
             .new_dataset::<f64>()
-            .shape((n, dim))
+            .shape(shape)
             .create("inv_metric")?;
         metric.write_raw(inv_metric)?;
         attach_scale(&metric, &chain_scale, 0)?;
         attach_scale(&metric, &dim_scale, 1)?;
+        if dense {
+            let column_scale = create_index_scale(group, "inv_metric_dim_1", dim)?;
+            attach_scale(&metric, &column_scale, 2)?;
+        }
         self.file.flush()?;
         Ok(())
     }
@@ -950,7 +964,7 @@ mod tests {
                 }
             }
             writer
-                .write_adaptation(&vec![0.1; chains], &vec![1.0; chains * 4])
+                .write_adaptation(&vec![0.1; chains], &vec![1.0; chains * 4], false)
                 .unwrap();
             writer.finish().unwrap();
             let actual = std::fs::metadata(&path).unwrap().len();

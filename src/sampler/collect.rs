@@ -10,7 +10,7 @@ use super::Control;
 use super::blocks::{self, BLOCK_DRAWS, ChainBuffer};
 use super::flushes::Flushes;
 use super::target::{EssTarget, Reached, TargetCheck};
-use super::{ChainError, DrawValues, Event, Settings};
+use super::{ChainError, DrawValues, Event, InvMetric, Metric, Settings};
 use crate::output::{
     Attribute, DrawWriter, GroupKind, OutputError, RunMetadata, RunStatus, VarSpec, WriterOptions,
     room,
@@ -153,7 +153,12 @@ pub fn collect(
         std::array::from_fn(|_| (0..n_chains).map(|_| ChainBuffer::default()).collect());
     let mut finished = vec![false; n_chains];
     let mut step_sizes = vec![f64::NAN; n_chains];
-    let mut inv_metrics = vec![f64::NAN; n_chains * output.dim];
+    // A dense metric is the run's (every chain's: pooled warmup's); its
+    // chains report the unit diagonal of their whitened coordinates.
+    let dense_metric = dense_inv_metric(settings, output.dim);
+    let metric_len = dense_metric.as_ref().map_or(output.dim, |m| m.len());
+    let mut inv_metrics = vec![f64::NAN; n_chains * metric_len];
+    let dense = dense_metric.is_some();
     let mut state = ProgressState {
         iterations_total: n_chains * (settings.num_warmup + settings.num_samples),
         warmup_total: n_chains * settings.num_warmup,
@@ -240,7 +245,7 @@ pub fn collect(
                         let mut w = create_writer(output, &specs)?;
                         w.defer_flushes();
                         // The adapted step sizes and metrics, at the end.
-                        let closing = 16 * (output.n_chains as u64 + 1) * (output.dim as u64 + 1);
+                        let closing = 16 * (output.n_chains as u64 + 1) * (metric_len as u64 + 1);
                         w.keep_for_closing(closing)?;
                         writer = Some(w);
                         written = Written::new(specs);
@@ -294,9 +299,10 @@ pub fn collect(
                 inv_metric,
             } => {
                 step_sizes[chain] = step_size;
-                if inv_metric.len() == output.dim {
-                    inv_metrics[chain * output.dim..(chain + 1) * output.dim]
-                        .copy_from_slice(&inv_metric);
+                let metric = dense_metric.as_deref().unwrap_or(&inv_metric);
+                if metric.len() == metric_len {
+                    inv_metrics[chain * metric_len..(chain + 1) * metric_len]
+                        .copy_from_slice(metric);
                 }
             }
             // Only pooled warmup's segments use them.
@@ -345,7 +351,7 @@ pub fn collect(
             };
             let closed = kept
                 .and_then(|()| w.set_status(RunStatus::Failed, &reason))
-                .and_then(|()| w.write_adaptation(&step_sizes, &inv_metrics));
+                .and_then(|()| w.write_adaptation(&step_sizes, &inv_metrics, dense));
             failed.draws_per_chain = w
                 .draws_per_chain(GroupKind::Posterior)
                 .map(<[usize]>::to_vec)
@@ -397,12 +403,28 @@ pub fn collect(
                 .unwrap_or(0);
             w.set_attributes(&stop_attributes(outcome, interrupted, kept))?;
         }
-        w.write_adaptation(&step_sizes, &inv_metrics)?;
+        w.write_adaptation(&step_sizes, &inv_metrics, dense)?;
         w.finish()?;
         report.wrote_file = true;
     }
     report.chain_errors.sort_by_key(|e| e.chain);
     Ok(report)
+}
+
+/// The d×d inverse metric (row-major) of every chain of a run with a
+/// dense metric: pooled warmup's, or the unit metric without warmup.
+fn dense_inv_metric(settings: &Settings, dim: usize) -> Option<Arc<[f64]>> {
+    if settings.metric != Metric::Dense {
+        return None;
+    }
+    let metric = match &settings.kernel {
+        Some(kernel) => kernel.inv_metric.clone(),
+        None => InvMetric::unit(Metric::Dense, dim),
+    };
+    match metric {
+        InvMetric::Dense { matrix, .. } => Some(matrix),
+        InvMetric::Diag(_) => None,
+    }
 }
 
 /// The attributes that say why a run with a target stopped: `stop_reason`

@@ -24,7 +24,9 @@ use runtime::{Host, RuntimeError};
 use super::executor::{chain_error, chain_start};
 use super::host::ChainHost;
 use super::program::{CHAIN_FUNCTION, nuts_program};
-use super::{BatchTotals, BatchedExecutor, ChainJob, ChainTotals, Control, Event, SamplerExecutor};
+use super::{
+    BatchTotals, BatchedExecutor, ChainJob, ChainTotals, Control, Event, Metric, SamplerExecutor,
+};
 
 /// The model's gradient program on the device, one lane per chain.
 pub struct CudaGradients {
@@ -122,16 +124,17 @@ impl CudaSamplerExecutor {
         job: &ChainJob<'_>,
         chains: usize,
     ) -> Result<CudaSamplerExecutor, GeneratedCodeError> {
-        CudaSamplerExecutor::with_gradients(gradient_device(job, chains)?)
+        CudaSamplerExecutor::with_gradients(gradient_device(job, chains)?, job.settings.metric)
     }
 
-    /// The sampler program on the device, one lane per lane of `gradient`
-    /// (the model's gradient program, loaded), which answers its gradient
-    /// calls.
+    /// The sampler program for a `metric` on the device, one lane per
+    /// lane of `gradient` (the model's gradient program, loaded), which
+    /// answers its gradient calls.
     pub fn with_gradients(
         gradient: GradientDevice,
+        metric: Metric,
     ) -> Result<CudaSamplerExecutor, GeneratedCodeError> {
-        let (cfg, params) = device_sampler_program(gradient.model().num_unconstrained())
+        let (cfg, params) = device_sampler_program(gradient.model().num_unconstrained(), metric)
             .map_err(GeneratedCodeError::Setup)?;
         let device = SamplerDevice::new(&cfg, CHAIN_FUNCTION, &params, gradient, RECORD_CHUNK)?;
         Ok(CudaSamplerExecutor {
@@ -141,16 +144,21 @@ impl CudaSamplerExecutor {
 }
 
 /// The sampler program's CFG and the shapes of its chain function's
-/// arguments for a model of `n` unconstrained coordinates.
+/// arguments for a model of `n` unconstrained coordinates and a `metric`.
 pub fn device_sampler_program(
     n: usize,
+    metric: Metric,
 ) -> Result<(language::batch::cfg::Program, Vec<Shape>), String> {
     let program = nuts_program()?;
     let cfg = language::batch::lower(program, &[], 0)
         .map_err(|d| format!("internal error: the sampler program does not batch: {d:?}"))?;
     // sample_chain_rng(init, init_radius, max_init_tries, num_warmup,
-    // num_samples, max_depth, delta, step_size, metric, hmc_steps,
-    // jitter_start, report_trajectories)
+    // num_samples, max_depth, delta, step_size, metric, metric_factor,
+    // hmc_steps, jitter_start, report_trajectories)
+    let factor_rows = match metric {
+        Metric::Diag => 0,
+        Metric::Dense => n,
+    };
     let params = vec![
         Shape::of(Inner::Vector(n)),
         Shape::REAL,
@@ -161,6 +169,7 @@ pub fn device_sampler_program(
         Shape::REAL,
         Shape::REAL,
         Shape::of(Inner::Vector(n)),
+        Shape::of(Inner::Matrix(factor_rows, factor_rows)),
         Shape::REAL,
         Shape::INT,
         Shape::INT,

@@ -5,7 +5,7 @@
 use super::host::{ChainHost, Emitter, INTERRUPTED};
 use super::program::{CHAIN_FUNCTION, nuts_program};
 use super::{
-    Algorithm, ChainError, ChainJob, ChainTotals, Control, Event, Init, MAX_INIT_TRIES,
+    Algorithm, ChainError, ChainJob, ChainTotals, Control, Event, Init, InvMetric, MAX_INIT_TRIES,
     PARTIAL_INIT_RADIUS,
 };
 use language::value::Value;
@@ -109,8 +109,14 @@ pub(super) fn chain_args(job: &ChainJob<'_>, chain: usize) -> Vec<Value> {
         Init::PerChain(points) => (points[chain].clone(), 0.0, 1),
     };
     let (step_size, inv_metric) = match &settings.kernel {
-        Some(kernel) => (kernel.step_size, kernel.inv_metric.to_vec()),
-        None => (0.0, vec![1.0; n]),
+        Some(kernel) => (kernel.step_size, kernel.inv_metric.clone()),
+        None => (0.0, InvMetric::unit(settings.metric, n)),
+    };
+    // A dense metric is its Cholesky factor with a unit diagonal; a
+    // diagonal one has a factor of no rows.
+    let (diagonal, factor) = match inv_metric {
+        InvMetric::Diag(diagonal) => (diagonal.to_vec(), (0, Vec::new())),
+        InvMetric::Dense { factor, .. } => (vec![1.0; n], (n, column_major(&factor, n))),
     };
     // Jittered HMC's full trajectory in leapfrog steps (0: NUTS); one step
     // until a trajectory length is known.
@@ -130,13 +136,23 @@ pub(super) fn chain_args(job: &ChainJob<'_>, chain: usize) -> Vec<Value> {
         Value::Int(settings.max_depth as i64),
         Value::Real(settings.adapt_delta),
         Value::Real(step_size),
-        Value::Vector(inv_metric),
+        Value::Vector(diagonal),
+        Value::Matrix {
+            rows: factor.0,
+            cols: factor.0,
+            data: factor.1,
+        },
         Value::Real(hmc_steps),
         Value::Int(settings.jitter_start as i64),
         Value::Int(i64::from(
             settings.report_points && settings.algorithm == Algorithm::Chees,
         )),
     ]
+}
+
+/// A row-major n×n matrix in column-major order (a [`Value::Matrix`]'s).
+fn column_major(row_major: &[f64], n: usize) -> Vec<f64> {
+    (0..n * n).map(|k| row_major[(k % n) * n + k / n]).collect()
 }
 
 /// What answers every chain's `emit_draw` and `emit_adaptation` in `job`.

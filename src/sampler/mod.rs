@@ -69,16 +69,67 @@ pub enum Init {
 }
 
 /// A kernel given to every chain instead of the one it would find alone:
-/// the step size and diagonal inverse metric that pooled warmup adapted
-/// (and for [`Algorithm::Chees`] the trajectory length).
+/// the step size and inverse metric that pooled warmup adapted (and for
+/// [`Algorithm::Chees`] the trajectory length).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
     pub step_size: f64,
-    pub inv_metric: Arc<[f64]>,
+    pub inv_metric: InvMetric,
     /// Jittered HMC's (untruncated) trajectory length in time units; None
     /// for NUTS, and for ChEES before it is known (one step of the step
     /// size).
     pub trajectory_length: Option<f64>,
+}
+
+/// An inverse metric M⁻¹ of the unconstrained coordinates.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InvMetric {
+    /// Its diagonal.
+    Diag(Arc<[f64]>),
+    /// The d×d matrix and its lower Cholesky factor L (M⁻¹ = L Lᵀ), both
+    /// row-major: the sampler program takes L.
+    Dense {
+        matrix: Arc<[f64]>,
+        factor: Arc<[f64]>,
+    },
+}
+
+impl InvMetric {
+    /// The unit metric of `dim` coordinates in the form `metric` says.
+    pub fn unit(metric: Metric, dim: usize) -> InvMetric {
+        match metric {
+            Metric::Diag => InvMetric::Diag(Arc::from(vec![1.0; dim])),
+            Metric::Dense => {
+                let identity: Arc<[f64]> = (0..dim * dim)
+                    .map(|k| if k % (dim + 1) == 0 { 1.0 } else { 0.0 })
+                    .collect();
+                InvMetric::Dense {
+                    matrix: identity.clone(),
+                    factor: identity,
+                }
+            }
+        }
+    }
+
+    /// Its diagonal.
+    pub fn diagonal(&self) -> Vec<f64> {
+        match self {
+            InvMetric::Diag(diagonal) => diagonal.to_vec(),
+            InvMetric::Dense { matrix, .. } => {
+                let dim = matrix.len().isqrt();
+                (0..dim).map(|i| matrix[i * dim + i]).collect()
+            }
+        }
+    }
+}
+
+/// The form of the inverse metric (`bat run --metric`): CmdStan's
+/// `diag_e` or `dense_e`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Metric {
+    #[default]
+    Diag,
+    Dense,
 }
 
 /// The transition every iteration runs.
@@ -122,6 +173,10 @@ pub struct Settings {
     /// of [`Algorithm::Chees`] (pooled warmup's segments and the sampling
     /// run after them continue one sequence).
     pub jitter_start: usize,
+    /// The inverse metric's form. A dense one is adapted only by pooled
+    /// warmup; the sampler program of a run is built for one form (the
+    /// compiled executors fix the shapes of its arguments).
+    pub metric: Metric,
 }
 
 impl Settings {
@@ -141,6 +196,7 @@ impl Settings {
             report_points: false,
             algorithm: Algorithm::Nuts,
             jitter_start: 0,
+            metric: Metric::Diag,
         }
     }
 

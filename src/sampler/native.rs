@@ -87,8 +87,9 @@ impl NativeExecutor {
     ) -> Result<NativeExecutor, GeneratedCodeError> {
         let generated = gradient_cfg(job)
             .and_then(|grad_cfg| NativeGradient::generate(&grad_cfg, job.model.clone()));
-        let (cfg, params) = device_sampler_program(job.model.num_unconstrained())
-            .map_err(GeneratedCodeError::Setup)?;
+        let (cfg, params) =
+            device_sampler_program(job.model.num_unconstrained(), job.settings.metric)
+                .map_err(GeneratedCodeError::Setup)?;
         let sampler = NativeSampler::generate(&cfg, CHAIN_FUNCTION, &params)?;
         let (mut gradient_fallback, gradient) = match generated {
             Ok(generated) => (None, SamplerGradient::Generated(Box::new(generated))),
@@ -637,13 +638,33 @@ mod tests {
     use crate::sampler::program::CHAIN_FUNCTION;
     use codegen::sampler::values;
 
+    /// The sampler program is generated whole for either metric (the
+    /// compiled executors and the CUDA device run what the interpreter
+    /// runs), and a dense metric's factor is an n×n argument.
+    #[test]
+    fn the_sampler_is_generated_whole_for_either_metric() {
+        use crate::sampler::Metric;
+        for (metric, factor) in [(Metric::Diag, 0), (Metric::Dense, 3)] {
+            let (cfg, params) = device_sampler_program(3, metric).unwrap();
+            assert_eq!(
+                params[9],
+                codegen::shape::Shape::of(codegen::shape::Inner::Matrix(factor, factor))
+            );
+            let program = codegen::sampler::generate(&cfg, CHAIN_FUNCTION, &params).unwrap();
+            let missing: Vec<String> = (program.not_generated.iter())
+                .map(|n| format!("{n:?}"))
+                .collect();
+            assert!(missing.is_empty(), "{metric:?}: {missing:?}");
+        }
+    }
+
     /// The compiled sampler's `emit_draw` records take the numbers path,
     /// which reads each record as the values path does: the iteration's
     /// warmup and kept flags (thinning), θ and the statistics; stopped,
     /// both refuse it alike.
     #[test]
     fn emit_draw_records_read_as_their_values() {
-        let (cfg, params) = device_sampler_program(3).unwrap();
+        let (cfg, params) = device_sampler_program(3, crate::sampler::Metric::Diag).unwrap();
         let program = codegen::sampler::generate(&cfg, CHAIN_FUNCTION, &params).unwrap();
         let shapes = &program
             .externals

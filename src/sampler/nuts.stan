@@ -13,6 +13,17 @@
 // adapts its trajectory length on the host from what emit_trajectory
 // reports).
 //
+// A dense inverse metric M^-1 = L L' (pooled warmup's `--metric dense`)
+// is given as its Cholesky factor L. The chain then moves in whitened
+// coordinates x = L^-1 q with a unit metric, the model's log density and
+// gradient taken at q = L x (the gradient in x is L' times the gradient in
+// q): leapfrog, energy, momentum and the U-turn criterion in x are
+// exactly those of Stan's dense_e in q (p_x = L' p ~ N(0, I) is
+// p = L^-T z ~ N(0, M); x's velocity p_x is L^-1 M^-1 p; p_x' p_x is
+// p' M^-1 p), so the kernel is Stan's, computed with other roundings. A
+// diagonal metric's factor has no rows and every step computes what it
+// did before the dense metric existed.
+//
 // The program talks to the host only through the external functions
 // declared below without a body. Random numbers come from the chain's own
 // counter-based stream (`uniform_rng`, `std_normal_rng`).
@@ -46,7 +57,8 @@ functions {
   // A jittered-HMC iteration's trajectory, before its Metropolis step and
   // before its emit_draw: where it started, where it ended and the velocity
   // M^-1 p there, and its length in time, leapfrog steps × step size (what
-  // ChEES adaptation of the trajectory length needs).
+  // ChEES adaptation of the trajectory length needs). With a dense metric
+  // the points and velocity are the whitened coordinates'.
   void emit_trajectory(vector q_start, vector q_end, vector velocity_end,
                        real time);
 
@@ -67,16 +79,21 @@ functions {
     return to_vector(normal_rng(rep_vector(0, n), 1)) ./ sqrt(inv_metric);
   }
 
-  // One leapfrog step of size eps: returns (q, p, lp, grad lp). (The leaf
-  // of build_tree_rng repeats these statements inline.)
+  // One leapfrog step of size eps: returns (q, p, lp, grad lp), q and its
+  // gradient whitened by a dense metric's factor. (The leaf of
+  // build_tree_rng repeats these statements inline.)
   tuple(vector, vector, real, vector) leapfrog(vector q, vector p, vector g,
-                                               real eps, vector inv_metric) {
+                                               real eps, vector inv_metric,
+                                               matrix metric_factor) {
     int n = rows(q);
     vector[n] p_half = p + (0.5 * eps) * g;
     vector[n] q_new = q + eps * (inv_metric .* p_half);
-    tuple(real, vector[n]) lp_grad = model_log_density_gradient(q_new);
-    vector[n] p_new = p_half + (0.5 * eps) * lp_grad.2;
-    return (q_new, p_new, lp_grad.1, lp_grad.2);
+    tuple(real, vector[n]) lp_grad = model_log_density_gradient(
+        rows(metric_factor) > 0 ? metric_factor * q_new : q_new);
+    vector[n] g_new = rows(metric_factor) > 0 ? metric_factor' * lp_grad.2
+                                              : lp_grad.2;
+    vector[n] p_new = p_half + (0.5 * eps) * g_new;
+    return (q_new, p_new, lp_grad.1, g_new);
   }
 
   // --------------------------------------------------------------- the tree
@@ -97,7 +114,8 @@ functions {
   tuple(int, int, vector, vector, real, vector, vector, vector, real, vector,
         vector, vector, real, int, real)
   build_tree_rng(int depth, vector q0, vector p0, real lp0, vector g0,
-                 real H0, real eps, vector inv_metric, real max_delta_h) {
+                 real H0, real eps, vector inv_metric, matrix metric_factor,
+                 real max_delta_h) {
     int n = rows(q0);
     if (depth == 0) {
       // One leapfrog step (`leapfrog`'s statements, inline: no call, no
@@ -106,21 +124,24 @@ functions {
       // Metropolis acceptance probability.
       vector[n] p_half = p0 + (0.5 * eps) * g0;
       vector[n] q = q0 + eps * (inv_metric .* p_half);
-      tuple(real, vector[n]) lp_grad = model_log_density_gradient(q);
-      vector[n] p = p_half + (0.5 * eps) * lp_grad.2;
+      tuple(real, vector[n]) lp_grad = model_log_density_gradient(
+          rows(metric_factor) > 0 ? metric_factor * q : q);
+      vector[n] g = rows(metric_factor) > 0 ? metric_factor' * lp_grad.2
+                                            : lp_grad.2;
+      vector[n] p = p_half + (0.5 * eps) * g;
       vector[n] p_sharp = inv_metric .* p;
       real h_raw = -lp_grad.1 + 0.5 * dot_product(p, p_sharp);
       real h = is_nan(h_raw) ? positive_infinity() : h_raw;
       int divergent = (h - H0) > max_delta_h;
       real metro_prob = H0 - h > 0 ? 1.0 : exp(H0 - h);
-      return (!divergent, divergent, q, p, lp_grad.1, lp_grad.2, q, p,
-              lp_grad.1, lp_grad.2, p, p, H0 - h, 1, metro_prob);
+      return (!divergent, divergent, q, p, lp_grad.1, g, q, p,
+              lp_grad.1, g, p, p, H0 - h, 1, metro_prob);
     }
     // The initial sub-tree.
     tuple(int, int, vector[n], vector[n], real, vector[n], vector[n],
           vector[n], real, vector[n], vector[n], vector[n], real, int, real) init
         = build_tree_rng(depth - 1, q0, p0, lp0, g0, H0, eps, inv_metric,
-                         max_delta_h);
+                         metric_factor, max_delta_h);
     if (!init.1) {
       return init;
     }
@@ -128,7 +149,7 @@ functions {
     tuple(int, int, vector[n], vector[n], real, vector[n], vector[n],
           vector[n], real, vector[n], vector[n], vector[n], real, int, real) final
         = build_tree_rng(depth - 1, init.3, init.4, init.5, init.6, H0, eps,
-                         inv_metric, max_delta_h);
+                         inv_metric, metric_factor, max_delta_h);
     int n_leapfrog = init.14 + final.14;
     real metro_prob = init.15 + final.15;
     if (!final.1) {
@@ -169,7 +190,7 @@ functions {
   // n_leapfrog, divergent, energy.
   tuple(vector, real, vector, real, int, int, int, real)
   transition_rng(vector q0, real lp0, vector g0, real eps, vector inv_metric,
-                 int max_depth) {
+                 matrix metric_factor, int max_depth) {
     int n = rows(q0);
     real max_delta_h = 1000;
     vector[n] p0 = sample_momentum_rng(inv_metric);
@@ -220,7 +241,7 @@ functions {
          g_prop, p_fwd_bck, rho_fwd, log_sum_weight_subtree, n_subtree,
          metro_subtree)
             = build_tree_rng(depth, q_fwd, p_fwd, lp_fwd, g_fwd, H0, eps,
-                             inv_metric, max_delta_h);
+                             inv_metric, metric_factor, max_delta_h);
       } else {
         rho_fwd = rho;
         p_fwd_bck = p_bck_fwd;
@@ -228,7 +249,7 @@ functions {
          g_prop, p_bck_fwd, rho_bck, log_sum_weight_subtree, n_subtree,
          metro_subtree)
             = build_tree_rng(depth, q_bck, p_bck, lp_bck, g_bck, H0, -eps,
-                             inv_metric, max_delta_h);
+                             inv_metric, metric_factor, max_delta_h);
       }
       n_leapfrog += n_subtree;
       sum_metro_prob += metro_subtree;
@@ -301,7 +322,7 @@ functions {
   // M^-1 p_end.
   tuple(vector, real, vector, real, int, int, real, vector, vector)
   hmc_transition_rng(vector q0, real lp0, vector g0, real eps,
-                     vector inv_metric, int n_steps) {
+                     vector inv_metric, matrix metric_factor, int n_steps) {
     int n = rows(q0);
     real max_delta_h = 1000;
     vector[n] p = sample_momentum_rng(inv_metric);
@@ -315,9 +336,10 @@ functions {
     while (steps < n_steps && !divergent) {
       vector[n] p_half = p + (0.5 * eps) * g;
       q = q + eps * (inv_metric .* p_half);
-      tuple(real, vector[n]) lp_grad = model_log_density_gradient(q);
+      tuple(real, vector[n]) lp_grad = model_log_density_gradient(
+          rows(metric_factor) > 0 ? metric_factor * q : q);
       lp = lp_grad.1;
-      g = lp_grad.2;
+      g = rows(metric_factor) > 0 ? metric_factor' * lp_grad.2 : lp_grad.2;
       p = p_half + (0.5 * eps) * g;
       h = hamiltonian(lp, p, inv_metric);
       divergent = (h - H0) > max_delta_h;
@@ -336,7 +358,7 @@ functions {
   // Stan's initial step-size heuristic: double or halve eps until the
   // acceptance of one leapfrog step crosses 0.8.
   real init_stepsize_rng(vector q, real lp, vector g, real eps0,
-                         vector inv_metric) {
+                         vector inv_metric, matrix metric_factor) {
     real eps = eps0;
     if (eps == 0 || eps > 1e7) {
       return eps;
@@ -344,13 +366,14 @@ functions {
     int n = rows(q);
     vector[n] p = sample_momentum_rng(inv_metric);
     real H0 = hamiltonian(lp, p, inv_metric);
-    tuple(vector[n], vector[n], real, vector[n]) z = leapfrog(q, p, g, eps, inv_metric);
+    tuple(vector[n], vector[n], real, vector[n]) z
+        = leapfrog(q, p, g, eps, inv_metric, metric_factor);
     real delta_h = H0 - hamiltonian(z.3, z.2, inv_metric);
     int direction = delta_h > log(0.8) ? 1 : -1;
     while (1) {
       p = sample_momentum_rng(inv_metric);
       H0 = hamiltonian(lp, p, inv_metric);
-      z = leapfrog(q, p, g, eps, inv_metric);
+      z = leapfrog(q, p, g, eps, inv_metric, metric_factor);
       delta_h = H0 - hamiltonian(z.3, z.2, inv_metric);
       if (direction == 1 && !(delta_h > log(0.8))) {
         break;
@@ -478,7 +501,12 @@ functions {
   // The kernel starts from `step_size` and `metric` (the inverse metric):
   // Stan's start is step size 0 (found by the heuristic) and a unit metric;
   // a run of pooled warmup gives the kernel it adapted over all chains
-  // (with num_warmup 0 the chain then keeps it).
+  // (with num_warmup 0 the chain then keeps it). A dense inverse metric
+  // comes as its Cholesky factor `metric_factor` (none: no rows) with a
+  // unit `metric`; its chains move in whitened coordinates (see the top)
+  // and report their points, lp and gradient as the model's. The windowed
+  // adaptation here adapts a diagonal metric; bat runs a dense one only
+  // with pooled warmup, whose runs have no warmup iterations.
   // hmc_steps 0 runs NUTS; hmc_steps > 0 runs jittered HMC instead (ChEES),
   // iteration i taking ceil(u * hmc_steps) leapfrog steps with u the
   // jitter of jitter_start + i - 1, and with report_trajectories calls
@@ -486,13 +514,19 @@ functions {
   void sample_chain_rng(vector init, real init_radius, int max_init_tries,
                         int num_warmup, int num_samples, int max_depth,
                         real delta, real step_size, vector metric,
-                        real hmc_steps, int jitter_start,
-                        int report_trajectories) {
+                        matrix metric_factor, real hmc_steps,
+                        int jitter_start, int report_trajectories) {
     int n = rows(init);
     vector[n] q;
     real lp;
     vector[n] g;
     (q, lp, g) = initialize_rng(init, init_radius, max_init_tries);
+    // Branches on rows(metric_factor) are decided where the sizes are fixed
+    // (generated code: the other side has none).
+    if (rows(metric_factor) > 0) {
+      q = mdivide_left_tri_low(metric_factor, q);
+      g = metric_factor' * g;
+    }
 
     vector[n] inv_metric = metric;
     if (n == 0) {
@@ -512,7 +546,7 @@ functions {
     }
     real eps = step_size;
     if (step_size == 0) {
-      eps = init_stepsize_rng(q, lp, g, 1, inv_metric);
+      eps = init_stepsize_rng(q, lp, g, 1, inv_metric, metric_factor);
     }
 
     // Dual averaging state.
@@ -552,14 +586,16 @@ functions {
         vector[n] velocity_end;
         (q, lp, g, accept_stat, n_leapfrog, divergent, energy, q_end,
          velocity_end)
-            = hmc_transition_rng(q, lp, g, eps, inv_metric, n_steps);
+            = hmc_transition_rng(q, lp, g, eps, inv_metric, metric_factor,
+                                 n_steps);
         depth = 0;
         if (report_trajectories) {
           emit_trajectory(q_start, q_end, velocity_end, n_leapfrog * eps);
         }
       } else {
         (q, lp, g, accept_stat, depth, n_leapfrog, divergent, energy)
-            = transition_rng(q, lp, g, eps, inv_metric, max_depth);
+            = transition_rng(q, lp, g, eps, inv_metric, metric_factor,
+                             max_depth);
       }
       if (iteration <= num_warmup) {
         (eps, da_counter, s_bar, x_bar)
@@ -577,7 +613,7 @@ functions {
             w_n = 0;
             w_mean = rep_vector(0, n);
             w_m2 = rep_vector(0, n);
-            eps = init_stepsize_rng(q, lp, g, eps, inv_metric);
+            eps = init_stepsize_rng(q, lp, g, eps, inv_metric, metric_factor);
             mu = log(10 * eps);
             da_counter = 0;
             s_bar = 0;
@@ -588,8 +624,8 @@ functions {
       }
       // As Stan, a warmup draw reports the step size after this
       // iteration's adaptation.
-      emit_draw(iteration, q, lp, accept_stat, eps, depth, n_leapfrog,
-                divergent, energy);
+      emit_draw(iteration, rows(metric_factor) > 0 ? metric_factor * q : q, lp,
+                accept_stat, eps, depth, n_leapfrog, divergent, energy);
       if (iteration == num_warmup) {
         eps = exp(x_bar);
         emit_adaptation(eps, inv_metric);

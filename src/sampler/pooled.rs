@@ -1,7 +1,7 @@
 //! Pooled warmup (`bat run --adapt pooled`): all chains share one step
-//! size and one diagonal inverse metric, adapted from every chain's
-//! iterations at once, so that with many chains warmup needs few
-//! iterations per chain.
+//! size and one inverse metric (diagonal, or dense with `--metric dense`),
+//! adapted from every chain's iterations at once, so that with many chains
+//! warmup needs few iterations per chain.
 //!
 //! The warmup is a sequence of short runs of the ordinary sampler program
 //! ("segments", [`SYNC_EVERY`] iterations or fewer) on whatever executor
@@ -27,7 +27,9 @@
 //! - **metric**: Stan's windows (initial buffer, doubling windows,
 //!   terminal buffer: `window_params` and `next_window` of `nuts.stan`),
 //!   but each window's variance is over all chains' iterations in it,
-//!   regularized as Stan does, (N/(N + 5))·var + 10⁻³·5/(N + 5).
+//!   regularized as Stan does, (N/(N + 5))·var + 10⁻³·5/(N + 5); for a
+//!   dense metric the covariance, (N/(N + 5))·Σ + 10⁻³·5/(N + 5)·I (Stan's
+//!   `dense_e`), which the chains get as its Cholesky factor.
 //!
 //! - **stuck chains**: a chain whose mean log density over a segment lies
 //!   far below the others' ([`stuck_chains`]: in a minor mode, or with
@@ -43,7 +45,8 @@
 //! draws of a fixed kernel.
 
 use super::{
-    Algorithm, ChainJob, Control, Event, Init, Kernel, SamplerExecutor, Settings, Trajectory,
+    Algorithm, ChainJob, Control, Event, Init, InvMetric, Kernel, Metric, SamplerExecutor,
+    Settings, Trajectory,
 };
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -191,9 +194,11 @@ fn segment_seed(seed: u64, k: usize) -> u64 {
 
 /// One chain's report of one segment, and its record for [`Gather`]:
 /// chain, iterations, Σ accept_stat, Σ log step size, divergences, Σ lp, then
-/// the last point, the mean and the sum of squared deviations of its
-/// points (Welford, over the segment's iterations), then with
-/// [`Algorithm::Chees`] every iteration's trajectory ([`TrajectoryRecord`]).
+/// the last point, the mean and the sums of squared deviations of its
+/// points (Welford, over the segment's iterations: per coordinate for a
+/// diagonal metric, the d×d matrix of cross products for a dense one),
+/// then with [`Algorithm::Chees`] every iteration's trajectory
+/// ([`TrajectoryRecord`]).
 #[derive(Clone, Debug)]
 struct ChainReport {
     chain: usize,
@@ -204,6 +209,7 @@ struct ChainReport {
     lp_sum: f64,
     point: Vec<f64>,
     mean: Vec<f64>,
+    /// Σ (x − x̄)² per coordinate, or Σ (x − x̄)(x − x̄)ᵀ row-major.
     m2: Vec<f64>,
     /// [`TrajectoryRecord`]s, one per iteration, back to back.
     trajectories: Vec<f64>,
@@ -252,7 +258,7 @@ impl<'a> TrajectoryRecord<'a> {
 }
 
 impl ChainReport {
-    fn new(chain: usize, dim: usize) -> ChainReport {
+    fn new(chain: usize, dim: usize, metric: Metric) -> ChainReport {
         ChainReport {
             chain,
             n: 0,
@@ -262,7 +268,7 @@ impl ChainReport {
             lp_sum: 0.0,
             point: vec![f64::NAN; dim],
             mean: vec![0.0; dim],
-            m2: vec![0.0; dim],
+            m2: vec![0.0; m2_len(dim, metric)],
             trajectories: Vec::new(),
             pending: None,
         }
@@ -278,22 +284,40 @@ impl ChainReport {
             TrajectoryRecord::write(&trajectory, stats, &mut self.trajectories);
         }
         let k = self.n as f64;
-        for ((mean, m2), &x) in self.mean.iter_mut().zip(&mut self.m2).zip(&point) {
-            let delta = x - *mean;
-            *mean += delta / k;
-            *m2 += (x - *mean) * delta;
+        let dim = point.len();
+        // (For one coordinate both updates are the same arithmetic.)
+        if self.m2.len() == dim {
+            for ((mean, m2), &x) in self.mean.iter_mut().zip(&mut self.m2).zip(&point) {
+                let delta = x - *mean;
+                *mean += delta / k;
+                *m2 += (x - *mean) * delta;
+            }
+        } else {
+            let delta: Vec<f64> = point.iter().zip(&self.mean).map(|(x, m)| x - m).collect();
+            for (mean, d) in self.mean.iter_mut().zip(&delta) {
+                *mean += d / k;
+            }
+            // The lower triangle, mirrored: the matrix stays symmetric
+            // whatever the rounding.
+            for (i, (x, mean)) in point.iter().zip(&self.mean).enumerate() {
+                let centered = x - mean;
+                for (j, d) in delta.iter().enumerate().take(i + 1) {
+                    self.m2[i * dim + j] += centered * d;
+                    self.m2[j * dim + i] = self.m2[i * dim + j];
+                }
+            }
         }
         self.point = point;
     }
 
     /// The record's width for a segment of `iterations` iterations.
-    fn width(dim: usize, iterations: usize, algorithm: Algorithm) -> usize {
-        let trajectories = match algorithm {
+    fn width(dim: usize, iterations: usize, settings: &Settings) -> usize {
+        let trajectories = match settings.algorithm {
             // A model without parameters runs no trajectories.
             Algorithm::Chees if dim > 0 => iterations * TrajectoryRecord::width(dim),
             _ => 0,
         };
-        6 + 3 * dim + trajectories
+        6 + 2 * dim + m2_len(dim, settings.metric) + trajectories
     }
 
     fn write(&self, out: &mut Vec<f64>) {
@@ -311,8 +335,9 @@ impl ChainReport {
         out.extend(&self.trajectories);
     }
 
-    fn read(record: &[f64], dim: usize) -> ChainReport {
+    fn read(record: &[f64], dim: usize, metric: Metric) -> ChainReport {
         let part = |k: usize| record[6 + k * dim..6 + (k + 1) * dim].to_vec();
+        let moments_end = 6 + 2 * dim + m2_len(dim, metric);
         ChainReport {
             chain: record[0] as usize,
             n: record[1] as usize,
@@ -322,8 +347,8 @@ impl ChainReport {
             lp_sum: record[5],
             point: part(0),
             mean: part(1),
-            m2: part(2),
-            trajectories: record[6 + 3 * dim..].to_vec(),
+            m2: record[6 + 2 * dim..moments_end].to_vec(),
+            trajectories: record[moments_end..].to_vec(),
             pending: None,
         }
     }
@@ -333,6 +358,15 @@ impl ChainReport {
         self.trajectories
             .chunks_exact(TrajectoryRecord::width(dim))
             .map(move |record| TrajectoryRecord::read(record, dim))
+    }
+}
+
+/// The sums of squared deviations a report holds: one per coordinate for
+/// a diagonal metric, the d×d matrix for a dense one.
+fn m2_len(dim: usize, metric: Metric) -> usize {
+    match metric {
+        Metric::Diag => dim,
+        Metric::Dense => dim * dim,
     }
 }
 
@@ -361,21 +395,24 @@ fn stuck_chains(reports: &[ChainReport]) -> Vec<bool> {
     lp.iter().map(|&x| x < floor).collect()
 }
 
-/// Count, mean and sum of squared deviations of points, pooled from
-/// chains' Welford moments (Chan et al.'s combination).
+/// Count, mean and sums of squared deviations of points (per coordinate,
+/// or the matrix of cross products), pooled from chains' Welford moments
+/// (Chan et al.'s combination).
 #[derive(Clone, Debug)]
 struct Moments {
+    metric: Metric,
     n: f64,
     mean: Vec<f64>,
     m2: Vec<f64>,
 }
 
 impl Moments {
-    fn new(dim: usize) -> Moments {
+    fn new(dim: usize, metric: Metric) -> Moments {
         Moments {
+            metric,
             n: 0.0,
             mean: vec![0.0; dim],
-            m2: vec![0.0; dim],
+            m2: vec![0.0; m2_len(dim, metric)],
         }
     }
 
@@ -386,14 +423,46 @@ impl Moments {
         }
         let nb = report.n as f64;
         let total = self.n + nb;
-        for ((mean, m2), (&mean_b, &m2_b)) in
-            (self.mean.iter_mut().zip(&mut self.m2)).zip(report.mean.iter().zip(&report.m2))
-        {
-            let delta = mean_b - *mean;
-            *mean += delta * nb / total;
-            *m2 += m2_b + delta * delta * self.n * nb / total;
+        let dim = self.mean.len();
+        if self.metric == Metric::Diag {
+            for ((mean, m2), (&mean_b, &m2_b)) in
+                (self.mean.iter_mut().zip(&mut self.m2)).zip(report.mean.iter().zip(&report.m2))
+            {
+                let delta = mean_b - *mean;
+                *mean += delta * nb / total;
+                *m2 += m2_b + delta * delta * self.n * nb / total;
+            }
+        } else {
+            let delta: Vec<f64> = (report.mean.iter().zip(&self.mean))
+                .map(|(b, a)| b - a)
+                .collect();
+            let weight = self.n * nb / total;
+            for (k, (m2, m2_b)) in self.m2.iter_mut().zip(&report.m2).enumerate() {
+                *m2 += m2_b + delta[k / dim] * delta[k % dim] * weight;
+            }
+            for (mean, d) in self.mean.iter_mut().zip(&delta) {
+                *mean += d * nb / total;
+            }
         }
         self.n = total;
+    }
+
+    /// The window's inverse metric in the form its sums say, regularized
+    /// as Stan does; None when a dense one has no Cholesky factor (the
+    /// chains keep the metric they had).
+    fn inv_metric(&self) -> Option<InvMetric> {
+        let n = self.n;
+        if self.metric == Metric::Diag {
+            return Some(InvMetric::Diag(Arc::from(regularized_variance(
+                n, &self.m2,
+            ))));
+        }
+        let matrix = regularized_covariance(n, &self.m2, self.mean.len());
+        let factor = cholesky_lower(&matrix, self.mean.len())?;
+        Some(InvMetric::Dense {
+            matrix: Arc::from(matrix),
+            factor: Arc::from(factor),
+        })
     }
 }
 
@@ -402,6 +471,43 @@ fn regularized_variance(n: f64, m2: &[f64]) -> Vec<f64> {
     m2.iter()
         .map(|&s| (n / (n + 5.0)) * (s / (n - 1.0)) + 1e-3 * (5.0 / (n + 5.0)))
         .collect()
+}
+
+/// Stan's regularized covariance of `n` points from their d×d sums of
+/// cross products (row-major), (n/(n + 5))·Σ + 10⁻³·5/(n + 5)·I.
+fn regularized_covariance(n: f64, m2: &[f64], dim: usize) -> Vec<f64> {
+    m2.iter()
+        .enumerate()
+        .map(|(k, &s)| {
+            let shrink = if k / dim == k % dim {
+                1e-3 * (5.0 / (n + 5.0))
+            } else {
+                0.0
+            };
+            (n / (n + 5.0)) * (s / (n - 1.0)) + shrink
+        })
+        .collect()
+}
+
+/// The lower Cholesky factor L (row-major) of a symmetric d×d matrix
+/// (row-major), A = L Lᵀ; None unless A is numerically positive definite.
+fn cholesky_lower(a: &[f64], dim: usize) -> Option<Vec<f64>> {
+    let mut l = vec![0.0; dim * dim];
+    for i in 0..dim {
+        for j in 0..=i {
+            let dot: f64 = (0..j).map(|k| l[i * dim + k] * l[j * dim + k]).sum();
+            let s = a[i * dim + j] - dot;
+            if i == j {
+                if !(s > 0.0 && s.is_finite()) {
+                    return None;
+                }
+                l[i * dim + i] = s.sqrt();
+            } else {
+                l[i * dim + j] = s / l[j * dim + j];
+            }
+        }
+    }
+    Some(l)
 }
 
 /// The step size that would bring the mean acceptance statistic `accept`
@@ -433,7 +539,7 @@ pub fn warmup(
     let mut gradient_evaluations = 0;
     let mut divergences = 0;
     let mut restarted = Vec::new();
-    let mut window = Moments::new(dim);
+    let mut window = Moments::new(dim, settings.metric);
     // Step-size targets (and with ChEES trajectory lengths) since the last
     // metric update.
     let mut targets: Vec<f64> = Vec::new();
@@ -487,9 +593,10 @@ pub fn warmup(
         };
         let target = step_size_target(step_size, accept, settings.adapt_delta);
         targets.push(target);
-        let mut inv_metric = kernel
-            .as_ref()
-            .map_or_else(|| Arc::from(vec![1.0; dim]), |k| k.inv_metric.clone());
+        let mut inv_metric = kernel.as_ref().map_or_else(
+            || InvMetric::unit(settings.metric, dim),
+            |k| k.inv_metric.clone(),
+        );
         let trajectory_length = match settings.algorithm {
             Algorithm::Nuts => None,
             Algorithm::Chees => {
@@ -510,8 +617,10 @@ pub fn warmup(
             }
         }
         if segment.closes_window && window.n > 1.0 {
-            inv_metric = Arc::from(regularized_variance(window.n, &window.m2));
-            window = Moments::new(dim);
+            if let Some(adapted) = window.inv_metric() {
+                inv_metric = adapted;
+            }
+            window = Moments::new(dim, settings.metric);
             targets.clear();
             lengths.clear();
         }
@@ -586,7 +695,10 @@ fn run_segment(
     let settings = job.settings;
     let dim = job.model.num_unconstrained();
     let mut gradient_evaluations = 0;
-    let mut reports: Vec<ChainReport> = chains.iter().map(|&c| ChainReport::new(c, dim)).collect();
+    let mut reports: Vec<ChainReport> = chains
+        .iter()
+        .map(|&c| ChainReport::new(c, dim, settings.metric))
+        .collect();
     let index_of = |chain: usize| chains.binary_search(&chain).ok();
     let mut failures = Vec::new();
     let (tx, rx) = mpsc::channel();
@@ -621,7 +733,7 @@ fn run_segment(
         )));
         return Err(PooledError::Chain(first));
     }
-    let width = ChainReport::width(dim, settings.num_samples, settings.algorithm);
+    let width = ChainReport::width(dim, settings.num_samples, settings);
     let mut mine = Vec::with_capacity(reports.len() * width);
     for report in &reports {
         report.write(&mut mine);
@@ -629,7 +741,7 @@ fn run_segment(
     let all = gather.gather(Ok(mine)).map_err(PooledError::Gather)?;
     let mut all: Vec<ChainReport> = all
         .chunks_exact(width)
-        .map(|r| ChainReport::read(r, dim))
+        .map(|r| ChainReport::read(r, dim, settings.metric))
         .collect();
     all.sort_by_key(|r| r.chain);
     if all.len() != n_chains || all.iter().enumerate().any(|(i, r)| r.chain != i) {
@@ -665,8 +777,10 @@ const CHEES_MAX_LOG_STEP: f64 = 0.35;
 /// non-divergent trajectories: t is the trajectory's length ⌈u·T/ε⌉·ε
 /// (which grows with T as u·T does), q̃ its start and q̃′ its end centered
 /// on the chains' means, ṽ′ the velocity there, all in coordinates scaled
-/// by the metric (q/√M⁻¹) so that every coordinate counts alike. The
-/// rate's gradient in log T is then gradient/ChEES − 1.
+/// by the metric (q/√M⁻¹; for a dense metric the sampler's whitened
+/// coordinates L⁻¹q, in which it reports trajectories) so that every
+/// coordinate counts alike. The rate's gradient in log T is then
+/// gradient/ChEES − 1.
 #[derive(Clone, Debug)]
 struct TrajectoryLengthAdaptation {
     /// Adam's moments and steps taken.
@@ -691,10 +805,13 @@ impl TrajectoryLengthAdaptation {
         &mut self,
         length: f64,
         reports: &[ChainReport],
-        inv_metric: &[f64],
+        inv_metric: &InvMetric,
         dim: usize,
     ) -> f64 {
-        let scale: Vec<f64> = inv_metric.iter().map(|v| 1.0 / v.sqrt()).collect();
+        let scale: Vec<f64> = match inv_metric {
+            InvMetric::Diag(diagonal) => diagonal.iter().map(|v| 1.0 / v.sqrt()).collect(),
+            InvMetric::Dense { .. } => vec![1.0; dim],
+        };
         let iterations: Vec<Vec<TrajectoryRecord<'_>>> = reports
             .iter()
             .map(|r| r.trajectories(dim).collect())
@@ -846,8 +963,8 @@ mod tests {
             [0.25, 8.0],
             [2.0, 2.0],
         ];
-        let mut a = ChainReport::new(0, 2);
-        let mut b = ChainReport::new(1, 2);
+        let mut a = ChainReport::new(0, 2, Metric::Diag);
+        let mut b = ChainReport::new(1, 2, Metric::Diag);
         let stats = super::super::SampleStats {
             lp: 0.0,
             accept_stat: 0.5,
@@ -861,7 +978,7 @@ mod tests {
             let target = if i < 2 { &mut a } else { &mut b };
             target.add(&stats, p.to_vec());
         }
-        let mut pooled = Moments::new(2);
+        let mut pooled = Moments::new(2, Metric::Diag);
         pooled.merge(&a);
         pooled.merge(&b);
         let (n, mean, m2) = (pooled.n, pooled.mean, pooled.m2);
@@ -874,6 +991,110 @@ mod tests {
         }
     }
 
+    /// The dense window: chains' Welford cross products, sent through
+    /// their records and pooled in chain order, are the two-pass
+    /// covariance of all their points; regularized as Stan's dense_e and
+    /// factored, L Lᵀ gives it back.
+    #[test]
+    fn pooled_covariance_is_that_of_all_points() {
+        let dim = 3;
+        // Correlated points (a fixed linear map of a low-discrepancy
+        // sequence), split over chains of unequal lengths.
+        let points: Vec<Vec<f64>> = (0..40)
+            .map(|i| {
+                let u = |k: u64| {
+                    ((segment_seed(11, 3 * i + k as usize) >> 11) as f64) / (1u64 << 53) as f64
+                        - 0.5
+                };
+                let (a, b, c) = (u(0), u(1), u(2));
+                vec![
+                    10.0 + 3.0 * a,
+                    -2.0 + 2.0 * a + 0.5 * b,
+                    0.1 * c - a + 100.0,
+                ]
+            })
+            .collect();
+        let stats = super::super::SampleStats {
+            lp: 0.0,
+            accept_stat: 0.5,
+            step_size: 1.0,
+            tree_depth: 1,
+            n_leapfrog: 1,
+            divergent: false,
+            energy: 0.0,
+        };
+        let sizes = [1, 13, 0, 26];
+        let mut pooled = Moments::new(dim, Metric::Dense);
+        let mut next = points.iter();
+        let settings = Settings::stan_defaults(0, 1, 1);
+        let settings = Settings {
+            metric: Metric::Dense,
+            ..settings
+        };
+        for (chain, &size) in sizes.iter().enumerate() {
+            let mut report = ChainReport::new(chain, dim, Metric::Dense);
+            for point in next.by_ref().take(size) {
+                report.add(&stats, point.clone());
+            }
+            // As every rank reads it after the exchange.
+            let mut record = Vec::new();
+            report.write(&mut record);
+            assert_eq!(record.len(), ChainReport::width(dim, size, &settings));
+            pooled.merge(&ChainReport::read(&record, dim, Metric::Dense));
+        }
+        let n = points.len() as f64;
+        assert_eq!(pooled.n, n);
+        let mean: Vec<f64> = (0..dim)
+            .map(|d| points.iter().map(|p| p[d]).sum::<f64>() / n)
+            .collect();
+        for i in 0..dim {
+            assert!((pooled.mean[i] - mean[i]).abs() < 1e-12);
+            for j in 0..dim {
+                let s: f64 = points
+                    .iter()
+                    .map(|p| (p[i] - mean[i]) * (p[j] - mean[j]))
+                    .sum();
+                let got = pooled.m2[i * dim + j];
+                assert!(
+                    (got - s).abs() < 1e-12 * s.abs().max(1.0),
+                    "{i},{j}: {got} vs {s}"
+                );
+                assert_eq!(got, pooled.m2[j * dim + i]);
+            }
+        }
+        let Some(InvMetric::Dense { matrix, factor }) = pooled.inv_metric() else {
+            panic!("a dense metric");
+        };
+        for i in 0..dim {
+            for j in 0..dim {
+                let s: f64 = points
+                    .iter()
+                    .map(|p| (p[i] - mean[i]) * (p[j] - mean[j]))
+                    .sum();
+                let stan = (n / (n + 5.0)) * s / (n - 1.0)
+                    + if i == j { 1e-3 * 5.0 / (n + 5.0) } else { 0.0 };
+                assert!((matrix[i * dim + j] - stan).abs() < 1e-12);
+                let product: f64 = (0..dim)
+                    .map(|k| factor[i * dim + k] * factor[j * dim + k])
+                    .sum();
+                assert!((product - stan).abs() < 1e-12, "L Lᵀ at {i},{j}");
+                if j > i {
+                    assert_eq!(factor[i * dim + j], 0.0);
+                }
+            }
+        }
+        // One coordinate: a dense metric still (a 1×1 matrix).
+        let mut one = Moments::new(1, Metric::Dense);
+        let mut report = ChainReport::new(0, 1, Metric::Dense);
+        for x in [1.0, 2.0, 4.0] {
+            report.add(&stats, vec![x]);
+        }
+        one.merge(&report);
+        assert!(matches!(one.inv_metric(), Some(InvMetric::Dense { .. })));
+        // A matrix that is not positive definite has no factor.
+        assert_eq!(cholesky_lower(&[1.0, 2.0, 2.0, 1.0], 2), None);
+    }
+
     /// A chain far below the others is stuck; the spread of the others
     /// is not.
     #[test]
@@ -881,7 +1102,7 @@ mod tests {
         let report = |chain: usize, lp: f64| ChainReport {
             n: 5,
             lp_sum: 5.0 * lp,
-            ..ChainReport::new(chain, 1)
+            ..ChainReport::new(chain, 1, Metric::Diag)
         };
         let lps = [
             28.1, 25.3, 28.2, 28.1, 27.9, 28.1, 28.5, 28.3, -424.7, 27.7, 17.9, -12.0,

@@ -53,10 +53,12 @@ impl Emitter<'_> {
             }
             ExprKind::ZerosLike(_) => Ok("0.0".to_string()),
             ExprKind::Cond(c, a, b) => {
-                // A condition on data alone (the `ok` flag of a value
-                // hoisted by `language::simplify`) is decided here: kernels
-                // are made for one data set.
-                if let Some(known) = self.data_scalar(c) {
+                // A condition on data or sizes alone (the `ok` flag of a
+                // value hoisted by `language::simplify`, `rows(m) > 0`) is
+                // decided here: kernels are made for one data set.
+                let known =
+                    (self.data_scalar(c)).or_else(|| const_int(self.layout, c).map(|k| k as f64));
+                if let Some(known) = known {
                     return self.elem(if known != 0.0 { a } else { b }, idx);
                 }
                 if !self.shape(c)?.is_scalar() {
