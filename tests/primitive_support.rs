@@ -475,21 +475,20 @@ const EXAMPLES: &[(Prim, Block, &str)] = &[
 
 /// The pairs an executor does not run (every other pair it must run).
 const UNSUPPORTED: &[(Prim, Executor)] = &[
-    (Prim::Trigamma, Generated), // derivative of trigamma
-    (Prim::GammaP, Generated),   // primitive gamma_p
-    (Prim::GammaQ, Generated),   // primitive gamma_q
-    (Prim::Choose, Generated),   // primitive choose
-    (Prim::MultiplyLowerTriSelfTranspose, Generated), // primitive multiply_lower_tri_self_transpose
-    (Prim::EigenvaluesSym, Generated), // primitive eigenvalues_sym
+    (Prim::Trigamma, Generated),        // derivative of trigamma
+    (Prim::GammaP, Generated),          // primitive gamma_p
+    (Prim::GammaQ, Generated),          // primitive gamma_q
+    (Prim::Choose, Generated),          // primitive choose
+    (Prim::EigenvaluesSym, Generated),  // primitive eigenvalues_sym
     (Prim::EigenvectorsSym, Generated), // primitive eigenvectors_sym
-    (Prim::ToComplex, Generated), // primitive to_complex
-    (Prim::GetReal, Generated),  // its example needs to_complex
-    (Prim::GetImag, Generated),  // its example needs to_complex
-    (Prim::Sort, Derivative),    // no derivative rule for `sort_asc`
-    (Prim::SortDesc, Derivative), // no derivative rule for `sort_desc`
-    (Prim::OneHot, Generated),   // primitive one_hot_vector
-    (Prim::Zeros, Generated),    // primitive zeros_vector
-    (Prim::Ones, Generated),     // primitive ones_vector
+    (Prim::ToComplex, Generated),       // primitive to_complex
+    (Prim::GetReal, Generated),         // its example needs to_complex
+    (Prim::GetImag, Generated),         // its example needs to_complex
+    (Prim::Sort, Derivative),           // no derivative rule for `sort_asc`
+    (Prim::SortDesc, Derivative),       // no derivative rule for `sort_desc`
+    (Prim::OneHot, Generated),          // primitive one_hot_vector
+    (Prim::Zeros, Generated),           // primitive zeros_vector
+    (Prim::Ones, Generated),            // primitive ones_vector
 ];
 
 const DATA: &str = r#"{"xa": [0.1, 0.7, 1.5]}"#;

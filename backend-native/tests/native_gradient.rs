@@ -252,6 +252,7 @@ model {
   target += sum(r / [[2, s], [0.5, 3]]) + sum(m / spd) * 0.1;
   target += dot_product(col([[2, s], [0.5, 3]], 2), [1, -2]');
   target += log_determinant(spd) + sum(inverse(spd) .* mtm) * 0.1;
+  target += sum(multiply_lower_tri_self_transpose(m) .* [[1, 2], [3, 4]]) + sum(multiply_lower_tri_self_transpose(spd));
   // Slices of a matrix (column-major: the row coordinate wraps).
   target += sum(spd[1:2, 2:3] .* [[1, 2], [3, 4]]) + sum(m[:, 2:3] * [1, -1]');
   target += sum(segment(v, 2, 2)) + sum(block(spd, 2, 1, 2, 2) .* mtm[1:2, 2:3]);

@@ -1,6 +1,7 @@
 //! Dense linear algebra run by one lane's thread: the device functions
 //! behind `cholesky_decompose`, the lower-triangular solves,
-//! `gp_exp_quad_cov`, `softmax`, `log_softmax` and `cumulative_sum`. Each is the interpreter's own loop
+//! `gp_exp_quad_cov`, `softmax`, `log_softmax`, `cumulative_sum` and
+//! `multiply_lower_tri_self_transpose`. Each is the interpreter's own loop
 //! (`runtime::linalg`, bat-math's `transforms::linalg`) in the
 //! same order, so results equal backend-cpu's to rounding.
 //!
@@ -161,5 +162,20 @@ __device__ void bat_log_softmax(const double* x, long long sx, int n, double* y,
 __device__ void bat_cumulative_sum(const double* x, long long sx, int n, double* y, long long sy) {
     double acc = 0.0;
     for (int j = 0; j < n; ++j) { acc += BAT_AT(x, sx, j); BAT_AT(y, sy, j) = acc; }
+}
+// L Lᵀ for L the lower triangle of a (r×c; zeros above the diagonal), as the
+// interpreter: its product of the zeroed L by its transpose, one fma per term.
+__device__ void bat_multiply_lower_tri_self_transpose(const double* a, long long sa, int r, int c,
+                                                      double* out, long long so) {
+    for (int e = 0; e < r * r; ++e) BAT_AT(out, so, e) = 0.0;
+    for (int j = 0; j < r; ++j) {
+        for (int p = 0; p < c; ++p) {
+            const double bpj = p <= j ? BAT_AT(a, sa, p * r + j) : 0.0;
+            for (int i = 0; i < r; ++i) {
+                const double aip = p <= i ? BAT_AT(a, sa, p * r + i) : 0.0;
+                BAT_AT(out, so, j * r + i) = fma(aip, bpj, BAT_AT(out, so, j * r + i));
+            }
+        }
+    }
 }
 "#;

@@ -615,6 +615,10 @@ fn prim_shape(env: &dyn ShapeEnv, p: Prim, args: &[Expr], ty: &Type) -> Result<S
             }
             Ok(Shape::of(Inner::Matrix(nr, nc)))
         }
+        MultiplyLowerTriSelfTranspose if args.len() == 1 => match arg(0)?.inner {
+            Inner::Matrix(r, _) if arg(0)?.arrays.is_empty() => Ok(Shape::of(Inner::Matrix(r, r))),
+            _ => Err(format!("{} of a non-matrix", p.name())),
+        },
         Tcrossprod | Crossprod if args.len() == 1 => match arg(0)?.inner {
             Inner::Matrix(r, c) if arg(0)?.arrays.is_empty() => {
                 let n = if p == Tcrossprod { r } else { c };

@@ -264,7 +264,10 @@ fn slices_norms_and_array_appends_match_finite_differences() {
   target += sum(block(S, 2, 1, 2, 2) .* [[1, 2], [3, 4]]) + dot_product(col(S, 3), [1, -1, 2]');
   target += dot_product(row(B, 2), [0.5, 2, -1]) + norm1(v) + 3 * norm2(v) + norm2(xs);
   array[5] real joined = append_array(xs, {z[6], 1.0, z[1]});
-  target += dot_product(to_vector(joined), [1, 2, 3, 4, 5]') + norm1(joined);",
+  target += dot_product(to_vector(joined), [1, 2, 3, 4, 5]') + norm1(joined);
+  // Not square: the lower triangle of a 2×3 and of a 3×2 matrix.
+  target += sum(multiply_lower_tri_self_transpose(B[1:2, :]) .* [[1, 2], [3, 4]]);
+  target += sum(multiply_lower_tri_self_transpose(B[:, 2:3]) .* S);",
     );
     check("slices_norms", &src, "{}");
 }

@@ -27,6 +27,7 @@ pub fn is_dense(p: Prim, arity: usize) -> bool {
             | (Prim::Softmax, 1)
             | (Prim::LogSoftmax, 1)
             | (Prim::CumulativeSum, 1)
+            | (Prim::MultiplyLowerTriSelfTranspose, 1)
     )
 }
 
@@ -183,6 +184,18 @@ impl Emitter<'_> {
                 };
                 self.lines
                     .push(format!("{f}({}, {n}, {});", x.args(), out.args()));
+            }
+            (Prim::MultiplyLowerTriSelfTranspose, [a]) => {
+                let (Inner::Matrix(r, c), true) = (shapes[0].inner, shapes[0].arrays.is_empty())
+                else {
+                    return Err(format!("{} of a {}", p.name(), shapes[0]));
+                };
+                let a = self.buffer(a)?;
+                self.lines.push(format!(
+                    "bat_multiply_lower_tri_self_transpose({}, {r}, {c}, {});",
+                    a.args(),
+                    out.args()
+                ));
             }
             (Prim::CumulativeSum, [x]) => {
                 let n = shapes[0].len();

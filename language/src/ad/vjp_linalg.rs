@@ -456,16 +456,30 @@ impl Transformer {
     }
 
     /// `step(I − J)` for an n×n matrix: ones on and below the diagonal.
+    /// 1 on and below the diagonal of a matrix of `m`'s size (which need
+    /// not be square), 0 above.
     fn lower_mask(&mut self, m: &Expr, span: Span) -> Expr {
-        let n = prim(Prim::Rows, vec![m.clone()], Type::Int, span);
-        let idx = prim(
-            Prim::Linspaced,
-            vec![n.clone(), real(1.0, span), n.clone()],
-            Type::Vector,
+        let r = prim(Prim::Rows, vec![m.clone()], Type::Int, span);
+        let c = prim(Prim::Cols, vec![m.clone()], Type::Int, span);
+        let positions = |n: &Expr| {
+            prim(
+                Prim::Linspaced,
+                vec![n.clone(), real(1.0, span), n.clone()],
+                Type::Vector,
+                span,
+            )
+        };
+        // Row i + 1 at (i, j), then column j + 1 at (i, j).
+        let rows = prim(
+            Prim::RepMatrix,
+            vec![positions(&r), c.clone()],
+            Type::Matrix,
             span,
         );
-        let rows = prim(Prim::RepMatrix, vec![idx, n], Type::Matrix, span);
-        let cols = transpose(&rows, span);
+        let cols = transpose(
+            &prim(Prim::RepMatrix, vec![positions(&c), r], Type::Matrix, span),
+            span,
+        );
         prim(
             Prim::Step,
             vec![prim(Prim::Sub, vec![rows, cols], Type::Matrix, span)],
