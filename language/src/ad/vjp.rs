@@ -26,20 +26,7 @@ impl Transformer {
         let mut out = Vec::new();
         match &value.kind {
             ExprKind::Prim(p, args) => self.prim_vjp(*p, args, &tv, &tb, span, &mut out)?,
-            ExprKind::Index(base, idx) => {
-                if let ExprKind::Var(b) = base.kind
-                    && let Some(b_adj) = self.adjoint(b)
-                {
-                    let lhs = LValue {
-                        var: b_adj,
-                        path: vec![LValueStep::Index(idx.clone())],
-                    };
-                    out.push(Stmt {
-                        kind: StmtKind::AddAssign { lhs, rhs: tb },
-                        span,
-                    });
-                }
-            }
+            ExprKind::Index(base, idx) => self.accumulate_at(base, idx.clone(), tb, &mut out),
             ExprKind::ArrayLit(items) | ExprKind::RowVectorLit(items) => {
                 for (k, item) in items.iter().enumerate() {
                     let share = index(&tb, k + 1, item.ty.clone(), span);
@@ -109,6 +96,32 @@ impl Transformer {
                 lhs: LValue {
                     var: a,
                     path: Vec::new(),
+                },
+                rhs: share,
+            },
+            span,
+        });
+    }
+
+    /// `ā[path] += share`: the part of `operand` that `path` selects gets
+    /// `share` (nothing when the operand is not a variable with an adjoint).
+    fn accumulate_at(
+        &mut self,
+        operand: &Expr,
+        path: Vec<Index>,
+        share: Expr,
+        out: &mut Vec<Stmt>,
+    ) {
+        let ExprKind::Var(v) = operand.kind else {
+            return;
+        };
+        let Some(a) = self.adjoint(v) else { return };
+        let span = share.span;
+        out.push(Stmt {
+            kind: StmtKind::AddAssign {
+                lhs: LValue {
+                    var: a,
+                    path: vec![LValueStep::Index(path)],
                 },
                 rhs: share,
             },
@@ -289,22 +302,10 @@ impl Transformer {
             ),
             Head | Tail | Segment => {
                 // The slice of the argument that was taken gets t̄.
-                let ExprKind::Var(v) = args[0].kind else {
-                    return Ok(());
-                };
-                let Some(a) = self.adjoint(v) else {
-                    return Ok(());
-                };
-                let int = |e: Expr| e;
-                let one = Expr {
-                    kind: ExprKind::Int(1),
-                    ty: Type::Int,
-                    ad: AdLevel::DataOnly,
-                    span,
-                };
+                let one = int_literal(1, span);
                 let len = prim(NumElements, vec![args[0].clone()], Type::Int, span);
                 let range = match p {
-                    Head => Index::Between(one, int(args[1].clone())),
+                    Head => Index::Between(one, args[1].clone()),
                     Tail => Index::Upfrom(prim(
                         Add,
                         vec![prim(Sub, vec![len, args[1].clone()], Type::Int, span), one],
@@ -324,26 +325,10 @@ impl Transformer {
                         ),
                     ),
                 };
-                let lhs = LValue {
-                    var: a,
-                    path: vec![LValueStep::Index(vec![range])],
-                };
-                out.push(Stmt {
-                    kind: StmtKind::AddAssign {
-                        lhs,
-                        rhs: tb.clone(),
-                    },
-                    span,
-                });
+                self.accumulate_at(&args[0], vec![range], tb.clone(), out);
             }
             Block | Col | Row => {
                 // The part of the matrix that was taken gets t̄.
-                let ExprKind::Var(v) = args[0].kind else {
-                    return Ok(());
-                };
-                let Some(a) = self.adjoint(v) else {
-                    return Ok(());
-                };
                 let last = |first: &Expr, n: &Expr| {
                     let end = prim(Add, vec![first.clone(), n.clone()], Type::Int, span);
                     prim(Sub, vec![end, int_literal(1, span)], Type::Int, span)
@@ -356,16 +341,7 @@ impl Transformer {
                     Col => vec![Index::All, Index::Single(args[1].clone())],
                     _ => vec![Index::Single(args[1].clone())],
                 };
-                out.push(Stmt {
-                    kind: StmtKind::AddAssign {
-                        lhs: LValue {
-                            var: a,
-                            path: vec![LValueStep::Index(path)],
-                        },
-                        rhs: tb.clone(),
-                    },
-                    span,
-                });
+                self.accumulate_at(&args[0], path, tb.clone(), out);
             }
             AppendArray => {
                 // t = {a..., b...}: ā += t̄[1:size(a)], b̄ += t̄[size(a) + 1:].
