@@ -749,6 +749,30 @@ fn sixty_four_batched_chains_recover_the_reference_posterior() {
     }
 }
 
+/// The acceptance statistic of every iteration of `chains` run by the
+/// program-counter executor on two threads.
+fn accept_stats(
+    model: &Model,
+    grad: &GradProgram,
+    settings: &Settings,
+    chains: &[usize],
+) -> Vec<f64> {
+    messages(
+        &batched(Batching::ProgramCounter, 2),
+        model,
+        grad,
+        settings,
+        chains,
+    )
+    .into_iter()
+    .flat_map(Event::flatten)
+    .filter_map(|e| match e {
+        Event::Iteration { record, .. } => Some(record.stats.accept_stat),
+        _ => None,
+    })
+    .collect()
+}
+
 fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
@@ -829,20 +853,7 @@ fn pooled_warmup_is_the_same_on_every_executor() {
         kernel: Some(truth.kernel.clone()),
         ..settings(0, 40)
     };
-    let stats: Vec<f64> = messages(
-        &batched(Batching::ProgramCounter, 2),
-        &model,
-        &grad,
-        &sampling,
-        &chains,
-    )
-    .into_iter()
-    .flat_map(Event::flatten)
-    .filter_map(|e| match e {
-        Event::Iteration { record, .. } => Some(record.stats.accept_stat),
-        _ => None,
-    })
-    .collect();
+    let stats = accept_stats(&model, &grad, &sampling, &chains);
     assert_eq!(stats.len(), chains.len() * 40);
     let accept = mean(&stats);
     assert!((0.7..0.9).contains(&accept), "mean acceptance {accept}");
@@ -1026,21 +1037,7 @@ fn dense_pooled_warmup_is_the_same_on_every_executor() {
         &chains,
     );
     assert_eq!(ours, reference, "native");
-    let accept: Vec<f64> = messages(
-        &batched(Batching::ProgramCounter, 2),
-        &model,
-        &grad,
-        &sampling,
-        &chains,
-    )
-    .into_iter()
-    .flat_map(Event::flatten)
-    .filter_map(|e| match e {
-        Event::Iteration { record, .. } => Some(record.stats.accept_stat),
-        _ => None,
-    })
-    .collect();
-    let accept = mean(&accept);
+    let accept = mean(&accept_stats(&model, &grad, &sampling, &chains));
     assert!((0.7..0.9).contains(&accept), "mean acceptance {accept}");
     // ChEES with a dense metric.
     let chees = Settings {

@@ -953,6 +953,19 @@ mod tests {
         );
     }
 
+    /// Statistics of an iteration, where only its point matters.
+    fn iteration_stats() -> super::super::SampleStats {
+        super::super::SampleStats {
+            lp: 0.0,
+            accept_stat: 0.5,
+            step_size: 1.0,
+            tree_depth: 1,
+            n_leapfrog: 1,
+            divergent: false,
+            energy: 0.0,
+        }
+    }
+
     /// Chan's combination equals the moments of all points at once.
     #[test]
     fn pooled_moments_are_those_of_all_points() {
@@ -965,15 +978,7 @@ mod tests {
         ];
         let mut a = ChainReport::new(0, 2, Metric::Diag);
         let mut b = ChainReport::new(1, 2, Metric::Diag);
-        let stats = super::super::SampleStats {
-            lp: 0.0,
-            accept_stat: 0.5,
-            step_size: 1.0,
-            tree_depth: 1,
-            n_leapfrog: 1,
-            divergent: false,
-            energy: 0.0,
-        };
+        let stats = iteration_stats();
         for (i, p) in points.iter().enumerate() {
             let target = if i < 2 { &mut a } else { &mut b };
             target.add(&stats, p.to_vec());
@@ -1014,15 +1019,7 @@ mod tests {
                 ]
             })
             .collect();
-        let stats = super::super::SampleStats {
-            lp: 0.0,
-            accept_stat: 0.5,
-            step_size: 1.0,
-            tree_depth: 1,
-            n_leapfrog: 1,
-            divergent: false,
-            energy: 0.0,
-        };
+        let stats = iteration_stats();
         let sizes = [1, 13, 0, 26];
         let mut pooled = Moments::new(dim, Metric::Dense);
         let mut next = points.iter();
