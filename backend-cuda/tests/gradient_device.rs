@@ -19,6 +19,7 @@ mod common;
 use common::lanes::{
     Case, case_from, check_lane, compare_points, compare_points_with, load, reference, theta,
 };
+use common::models::model_files;
 use common::run_child_on_the_device;
 use std::path::PathBuf;
 
@@ -51,38 +52,10 @@ const DEFAULT_MODELS: &[&str] = &[
 /// them (33 without the generated logistic regression data set).
 const MIN_GENERATED: usize = 33;
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn corpus() -> PathBuf {
-    let dir = std::env::var_os("BAT_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("../shared/corpus"))
-        .join("posteriordb");
-    assert!(dir.is_dir(), "test corpus missing at {}", dir.display());
-    dir
-}
-
-/// (name, model, data) of every example with data and posteriordb model.
+/// (name, model, data) of every example with data and posteriordb model
+/// (`BAT_CUDA_ONLY` keeps the names containing it).
 fn cases() -> Vec<(String, PathBuf, PathBuf)> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(repo_root().join("examples")).unwrap() {
-        let path = entry.unwrap().path();
-        let data = path.with_extension("data.json");
-        if path.extension().is_some_and(|e| e == "bat") && data.is_file() {
-            let stem = path.file_stem().unwrap().to_string_lossy().to_string();
-            out.push((format!("examples/{stem}"), path, data));
-        }
-    }
-    for entry in std::fs::read_dir(corpus()).unwrap() {
-        let dir = entry.unwrap().path();
-        if dir.join("model.stan").is_file() {
-            let name = dir.file_name().unwrap().to_string_lossy().to_string();
-            out.push((name, dir.join("model.stan"), dir.join("data.json")));
-        }
-    }
-    out.sort();
+    let mut out = model_files("examples/");
     if let Ok(only) = std::env::var("BAT_CUDA_ONLY") {
         out.retain(|(name, _, _)| name.contains(&only));
     }

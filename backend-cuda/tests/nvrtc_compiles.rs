@@ -13,7 +13,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use backend_cuda::nvrtc::{CHECKED_TARGETS, compile};
 use codegen::{self, DeviceProgram, gradient, program};
@@ -21,6 +21,7 @@ use language::batch::pc;
 use language::data::DataFile;
 use runtime::Model;
 
+use common::models::{corpus, model_files, repo_root};
 use common::ode_models::{TIMES_DATA, TIMES_MODEL};
 
 /// Compiled by default: loops, AD stacks, GEMM and per-lane matrix
@@ -39,39 +40,6 @@ const DEFAULT_MODELS: &[&str] = &[
     "sir_influenza",
     "hudson_lynx_hare-lotka_volterra",
 ];
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn corpus() -> PathBuf {
-    let dir = std::env::var_os("BAT_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("../shared/corpus"))
-        .join("posteriordb");
-    assert!(dir.is_dir(), "test corpus missing at {}", dir.display());
-    dir
-}
-
-/// (name, model file, data file) of every example and posteriordb model.
-fn model_files() -> Vec<(String, PathBuf, PathBuf)> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(repo_root().join("examples")).unwrap() {
-        let path = entry.unwrap().path();
-        let data = path.with_extension("data.json");
-        if path.extension().is_some_and(|x| x == "bat") && data.is_file() {
-            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-            out.push((name, path, data));
-        }
-    }
-    for entry in std::fs::read_dir(corpus()).unwrap() {
-        let dir = entry.unwrap().path();
-        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        out.push((name, dir.join("model.stan"), dir.join("data.json")));
-    }
-    out.sort();
-    out
-}
 
 struct Case {
     name: String,
@@ -116,7 +84,7 @@ fn load(name: &str, model_path: &Path, data_path: &Path) -> Result<Case, String>
 fn every_program_compiles_with_nvrtc_for_every_checked_target() {
     let mut cases = Vec::new();
     let mut skipped = Vec::new();
-    for (name, model, data) in model_files() {
+    for (name, model, data) in model_files("") {
         match load(&name, &model, &data) {
             Ok(case) => cases.push(case),
             Err(why) => skipped.push(format!("{name}: {why}")),

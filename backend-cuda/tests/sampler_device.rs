@@ -13,8 +13,9 @@
 
 mod common;
 
+use common::models::repo_root;
+
 use common::{device_close, device_mode, run_child_on_the_device};
-use std::path::PathBuf;
 
 use backend_cuda::device_mode::DeviceMode;
 use backend_cuda::gradient::GradientDevice;
@@ -52,10 +53,6 @@ functions {
   }
 }
 "#;
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 #[test]
 fn device_programs_draw_what_the_interpreter_draws() {

@@ -16,6 +16,7 @@
 #![allow(dead_code)]
 
 pub mod lanes;
+pub mod models;
 pub mod ode_models;
 
 use std::path::Path;
