@@ -19,6 +19,7 @@
 //! Flags are ints: they carry no adjoint, and the sweeps save them on
 //! stacks like any other overwritten variable.
 
+use super::vjp::int;
 use crate::mir::visit::has_jump;
 use crate::mir::{Expr, ExprKind, LValue, Origin, Prim, SizedType, Stmt, StmtKind, VarId, VarInfo};
 use crate::span::Span;
@@ -92,15 +93,6 @@ fn escapes(s: &Stmt) -> Escapes {
             ..Default::default()
         },
         _ => Escapes::default(),
-    }
-}
-
-fn int(i: i64, span: Span) -> Expr {
-    Expr {
-        kind: ExprKind::Int(i),
-        ty: Type::Int,
-        ad: AdLevel::DataOnly,
-        span,
     }
 }
 

@@ -302,7 +302,7 @@ impl Transformer {
             ),
             Head | Tail | Segment => {
                 // The slice of the argument that was taken gets t̄.
-                let one = int_literal(1, span);
+                let one = int(1, span);
                 let len = prim(NumElements, vec![args[0].clone()], Type::Int, span);
                 let range = match p {
                     Head => Index::Between(one, args[1].clone()),
@@ -331,7 +331,7 @@ impl Transformer {
                 // The part of the matrix that was taken gets t̄.
                 let last = |first: &Expr, n: &Expr| {
                     let end = prim(Add, vec![first.clone(), n.clone()], Type::Int, span);
-                    prim(Sub, vec![end, int_literal(1, span)], Type::Int, span)
+                    prim(Sub, vec![end, int(1, span)], Type::Int, span)
                 };
                 let path = match p {
                     Block => vec![
@@ -346,19 +346,14 @@ impl Transformer {
             AppendArray => {
                 // t = {a..., b...}: ā += t̄[1:size(a)], b̄ += t̄[size(a) + 1:].
                 let size_a = prim(Size, vec![args[0].clone()], Type::Int, span);
-                let after_a = prim(
-                    Add,
-                    vec![size_a.clone(), int_literal(1, span)],
-                    Type::Int,
-                    span,
-                );
+                let after_a = prim(Add, vec![size_a.clone(), int(1, span)], Type::Int, span);
                 let slice = |range: Index, ty: &Type| Expr {
                     kind: ExprKind::Index(Box::new(tb.clone()), vec![range]),
                     ty: ty.clone(),
                     ad: tb.ad,
                     span,
                 };
-                let a_share = slice(Index::Between(int_literal(1, span), size_a), &args[0].ty);
+                let a_share = slice(Index::Between(int(1, span), size_a), &args[0].ty);
                 let b_share = slice(Index::Upfrom(after_a), &args[1].ty);
                 self.accumulate(&args[0], a_share, out);
                 self.accumulate(&args[1], b_share, out);
@@ -573,7 +568,7 @@ pub(super) fn transpose(e: &Expr, span: Span) -> Expr {
     prim(Prim::Transpose, vec![e.clone()], ty, span)
 }
 
-fn int_literal(k: i64, span: Span) -> Expr {
+pub(super) fn int(k: i64, span: Span) -> Expr {
     Expr {
         kind: ExprKind::Int(k),
         ty: Type::Int,

@@ -10,7 +10,7 @@
 //! receive the symmetric part of the adjoint.
 
 use super::sweep::Transformer;
-use super::vjp::{prim, real, transpose};
+use super::vjp::{int, prim, real, transpose};
 use crate::mir::{Expr, ExprKind, Prim, Stmt};
 use crate::span::Span;
 use crate::types::{AdLevel, Type};
@@ -171,12 +171,7 @@ impl Transformer {
                 // var: ā += 2 t̄ (a − ā_mean)/(n − 1);  sd: ā += t̄ (a − mean)/((n − 1) t)
                 let a = &args[0];
                 let n = prim(NumElements, vec![a.clone()], Type::Int, span);
-                let one = Expr {
-                    kind: ExprKind::Int(1),
-                    ty: Type::Int,
-                    ad: AdLevel::DataOnly,
-                    span,
-                };
+                let one = int(1, span);
                 let dof = prim(
                     Fmax,
                     vec![prim(Sub, vec![n, one.clone()], Type::Int, span), one],
